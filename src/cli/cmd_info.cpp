@@ -1,0 +1,76 @@
+// `ferret info TRACE...`: what each trace holds.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "analysis/trace_summary.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "ingest/trace_loader.h"
+#include "report/info_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct InfoOptions {
+  std::vector<std::string> traces;
+  bool json = false;
+  unsigned threads = 0;
+};
+
+std::uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+void run_info(const InfoOptions& opt) {
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  int failures = 0;
+  bool first = true;
+  for (const std::string& path : opt.traces) {
+    LoadOptions load;
+    load.threads = opt.threads;
+    load.progress = make_progress_bar(path, file_size(path));
+    try {
+      TraceModel model = load_trace(path, load);
+      finish_progress_bar();
+      const TraceSummary summary = summarize_trace(model);
+      if (opt.json) {
+        all.push_back(info_json(model, summary));
+      } else {
+        if (!first) std::cout << '\n';
+        std::cout << info_text(model, summary);
+      }
+      first = false;
+    } catch (const InputError& e) {
+      finish_progress_bar();
+      std::fprintf(stderr, "ferret: %s\n", e.what());
+      ++failures;
+      if (opt.json) all.push_back({{"source", path}, {"error", e.what()}});
+    }
+  }
+  if (opt.json) {
+    nlohmann::ordered_json doc = {{"schema", "ferret.info/1"}, {"traces", all}};
+    std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  }
+  std::cout.flush();
+  if (failures > 0) throw ExitCode{2};
+}
+
+}  // namespace
+
+void register_info(CLI::App& app) {
+  auto opt = std::make_shared<InfoOptions>();
+  CLI::App* cmd = app.add_subcommand("info", "Describe traces: format, devices, ranks, steps, event counts, repairs");
+  cmd->add_option("traces", opt->traces, "Trace files (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
+      ->required();
+  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.info/1, see docs/JSON.md)");
+  cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
+  cmd->callback([opt] { run_info(*opt); });
+}
+
+}  // namespace ferret::cli

@@ -1,0 +1,16 @@
+// Sub-command registration. Each command parses its options and calls into the library.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ferret::cli {
+
+// Thrown by a command's callback to set the process exit code.
+struct ExitCode {
+  int value;
+};
+
+void register_info(CLI::App& app);
+void register_gen(CLI::App& app);
+
+}  // namespace ferret::cli

@@ -1,0 +1,35 @@
+// ferret: find the bottleneck in a PyTorch job. This file only wires the command line to the
+// library; each sub-command lives in its own cmd_*.cpp.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "version.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ferret: find the bottleneck in a PyTorch training or inference job and say what to do about it"};
+  app.set_version_flag("--version", std::string("ferret ") + FERRET_VERSION);
+  app.require_subcommand(1);
+  ferret::cli::register_info(app);
+  ferret::cli::register_gen(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;  // usage error
+  } catch (const ferret::cli::ExitCode& code) {
+    return code.value;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ferret: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,2 @@
+// PLACEHOLDER: to be written (ferret gen).
+#pragma once

@@ -1,0 +1,44 @@
+// Byte sources: a file or stdin, decompressed on the fly. The format is told by magic bytes,
+// never by the file name: gzip (1f 8b), zstd (28 b5 2f fd), else plain.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace ferret {
+
+// An input that cannot be used at all. The message names the file and, when known, the offset.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Fills up to `capacity` bytes; returns 0 only at the end of the stream. Throws InputError.
+  virtual std::size_t read(char* dst, std::size_t capacity) = 0;
+  // Bytes taken from the underlying file so far (compressed bytes for compressed input).
+  virtual std::uint64_t consumed() const = 0;
+  // A stream that ended early (truncated compressed data) reports it here after read() returns 0.
+  virtual std::string damage() const { return {}; }
+};
+
+struct OpenedSource {
+  std::unique_ptr<ByteSource> source;
+  std::string compression;         // "gzip", "zstd", "none"
+  std::uint64_t file_size = 0;     // 0 when unknown (stdin, pipes)
+};
+
+// Opens `path` ("-" is stdin) and wraps it in the decompressor its first bytes call for.
+OpenedSource open_byte_source(const std::string& path);
+
+// Decompressors over any source; exposed for tests.
+std::unique_ptr<ByteSource> make_gzip_source(std::unique_ptr<ByteSource> compressed, std::string name);
+std::unique_ptr<ByteSource> make_zstd_source(std::unique_ptr<ByteSource> compressed, std::string name);
+// A source over bytes held in memory (tests, generated data).
+std::unique_ptr<ByteSource> make_memory_source(std::string bytes);
+
+}  // namespace ferret

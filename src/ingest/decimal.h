@@ -1,0 +1,23 @@
+// Exact decimal-text to integer conversions for trace timestamps and ids.
+//
+// Timestamps are microseconds written as decimals ("1712195495505582.988"): 16 integer digits and
+// 3 fractional ones exceed a double's 53-bit mantissa, so they are converted digit by digit into
+// int64 nanoseconds, never through a double.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ferret {
+
+enum class DecimalStatus { kOk, kRounded, kInvalid, kOverflow };
+
+// Parses a JSON number given in microseconds into nanoseconds. Digits beyond nanoseconds are
+// rounded half away from zero (status kRounded). Accepts an exponent ("1.5e3").
+DecimalStatus parse_micros_to_nanos(std::string_view text, std::int64_t& nanos);
+
+// Parses an integer JSON number (or numeric string). Values in (INT64_MAX, UINT64_MAX] are kept as
+// their two's-complement bit pattern (ids are compared, never added). "3.0" is accepted as 3.
+DecimalStatus parse_int64(std::string_view text, std::int64_t& value);
+
+}  // namespace ferret

@@ -1,0 +1,672 @@
+#include "ingest/event_parser.h"
+
+#include <simdjson.h>
+
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ingest/decimal.h"
+#include "model/event_kind.h"
+
+namespace ferret {
+
+namespace od = simdjson::ondemand;
+
+std::uint32_t LocalStrings::intern(std::string_view s) {
+  if (s.empty()) return 0;
+  if (auto it = index_.find(s); it != index_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(texts_.size());
+  texts_.emplace_back(s);  // a deque: elements never move, so the key view stays valid
+  index_.emplace(std::string_view(texts_.back()), id);
+  return id;
+}
+
+void LocalStrings::clear() {
+  texts_.clear();
+  texts_.emplace_back();
+  index_.clear();
+}
+
+void ParsedBatch::clear() {
+  events_seen = 0;
+  kind.clear();
+  phase.clear();
+  category.clear();
+  name.clear();
+  ts_ns.clear();
+  dur_ns.clear();
+  pid.clear();
+  tid.clear();
+  correlation.clear();
+  external_id.clear();
+  kernel_args.clear();
+  copy_args.clear();
+  op_args.clear();
+  collective_args.clear();
+  memory_args.clear();
+  counters.clear();
+  meta_names.clear();
+  strings.clear();
+  cats.clear();
+  labels.clear();
+  label_index.clear();
+  repairs.clear();
+  skips.clear();
+  has_decimal_ts = false;
+}
+
+namespace {
+
+// Durations beyond this are a broken clock ("236-year durations"), not a real span.
+constexpr std::int64_t kAbsurdDurationNs = std::int64_t{30} * 24 * 3600 * 1000000000;
+
+struct EventRow {
+  char ph = 0;
+  bool has_cat = false, has_ts = false, has_dur = false, has_name = false;
+  std::string_view cat, name;
+  std::int64_t ts = 0, dur = 0;
+  std::int32_t pid = 0, tid = 0;
+  std::int64_t correlation = kNoId, external_id = kNoId, flow_id = kNoId;
+  bool kernel_seen = false, copy_seen = false, op_seen = false, coll_seen = false, mem_seen = false;
+  KernelArgs kernel;
+  CopyArgs copy;
+  OpArgs op;
+  CollectiveArgs coll;
+  MemoryArgs mem;
+  std::string_view meta_name;
+  bool has_meta_name = false;
+  std::vector<std::pair<std::string_view, double>> counter_values;
+  const char* bad_field = nullptr;  // a field whose value had the wrong type
+};
+
+class Context {
+ public:
+  Context(RawBatch& raw, ParsedBatch& out, std::size_t index) : raw_(raw), out_(out), index_(index) {}
+  std::string where() const {
+    return fmt::format("byte {} (event #{})", raw_.stream_offset + raw_.event_begin[index_],
+                       raw_.first_event_index + index_);
+  }
+  void repair(const char* reason) { note(out_.repairs, reason); }
+  void skip(const std::string& reason) { note(out_.skips, reason); }
+
+ private:
+  void note(std::unordered_map<std::string, LocalIssue>& map, const std::string& reason) {
+    LocalIssue& issue = map[reason];
+    if (issue.count++ == 0) issue.first_location = where();
+  }
+  RawBatch& raw_;
+  ParsedBatch& out_;
+  std::size_t index_;
+};
+
+std::string_view trim_token(std::string_view t) {
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
+  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
+  return t;
+}
+
+// A pid/tid: a number, or a string ("stream 7", "25738", "CPU functions").
+std::int32_t id_from_text(std::string_view text, ParsedBatch& out) {
+  std::string_view digits = text;
+  if (digits.substr(0, 7) == "stream ") digits.remove_prefix(7);
+  std::int64_t v = 0;
+  if (!digits.empty() && parse_int64(digits, v) == DecimalStatus::kOk && v >= 0 && v <= INT32_MAX)
+    return static_cast<std::int32_t>(v);
+  std::string label(text);
+  auto it = out.label_index.find(label);
+  if (it != out.label_index.end()) return it->second;
+  const std::int32_t id = -1 - static_cast<std::int32_t>(out.labels.size());
+  out.labels.push_back(label);
+  out.label_index.emplace(std::move(label), id);
+  return id;
+}
+
+std::int32_t read_id(od::value v, ParsedBatch& out) {
+  if (v.type() == od::json_type::string) return id_from_text(std::string_view(v.get_string()), out);
+  std::string_view raw = trim_token(v.raw_json_token());
+  std::int64_t n = 0;
+  if (parse_int64(raw, n) == DecimalStatus::kOk && n >= INT32_MIN / 2 && n <= INT32_MAX && n >= 0)
+    return static_cast<std::int32_t>(n);
+  return id_from_text(raw, out);
+}
+
+// An integer-valued arg; false when the value is not a number (or numeric string).
+bool read_int(od::value v, std::int64_t& n) {
+  const od::json_type t = v.type();
+  if (t != od::json_type::number && t != od::json_type::string) return false;
+  const std::string_view raw = t == od::json_type::string ? std::string_view(v.get_string())
+                                                          : trim_token(v.raw_json_token());
+  const DecimalStatus st = parse_int64(raw, n);
+  return st == DecimalStatus::kOk || st == DecimalStatus::kRounded;
+}
+
+bool read_double(od::value v, double& d) {
+  if (v.type() != od::json_type::number) return false;
+  return v.get_double().get(d) == simdjson::SUCCESS;
+}
+
+std::string_view raw_value_text(od::value v) {
+  switch (v.type()) {
+    case od::json_type::array: {
+      od::array a = v.get_array();
+      return a.raw_json();
+    }
+    case od::json_type::object: {
+      od::object o = v.get_object();
+      return o.raw_json();
+    }
+    case od::json_type::string: return v.get_string();
+    default: return trim_token(v.raw_json_token());
+  }
+}
+
+void read_triplet(od::value v, std::int32_t (&dst)[3]) {
+  if (v.type() != od::json_type::array) return;
+  int k = 0;
+  for (auto element : v.get_array()) {
+    std::int64_t n = 0;
+    if (k < 3 && read_int(element.value(), n)) dst[k] = static_cast<std::int32_t>(n);
+    ++k;
+  }
+}
+
+void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
+  for (auto field : args) {
+    const std::string_view key = field.unescaped_key();
+    od::value v = field.value();
+    std::int64_t n = 0;
+    double d = 0;
+    if (key.empty()) continue;
+    switch (key[0]) {
+      case 'c':
+        if (key == "correlation") {
+          if (read_int(v, n)) row.correlation = n;
+          continue;
+        }
+        break;
+      case 'E':
+        if (key == "External id") {
+          if (read_int(v, n)) row.external_id = n;
+          continue;
+        }
+        break;
+      case 'e':
+        if (key == "external id") {  // torch 1.8-1.9
+          if (read_int(v, n)) row.external_id = n;
+          continue;
+        }
+        if (key == "est. achieved occupancy %") {
+          if (read_double(v, d)) row.kernel.est_occupancy_pct = static_cast<float>(d), row.kernel_seen = true;
+          continue;
+        }
+        break;
+      case 'g':
+        if (key == "grid") {
+          read_triplet(v, row.kernel.grid);
+          row.kernel_seen = true;
+          continue;
+        }
+        break;
+      case 'b':
+        if (key == "block") {
+          read_triplet(v, row.kernel.block);
+          row.kernel_seen = true;
+          continue;
+        }
+        if (key == "blocks per SM") {
+          if (read_double(v, d)) row.kernel.blocks_per_sm = static_cast<float>(d), row.kernel_seen = true;
+          continue;
+        }
+        if (key == "bytes") {
+          if (read_int(v, n)) row.copy.bytes = n, row.copy_seen = true;
+          continue;
+        }
+        break;
+      case 'r':
+        if (key == "registers per thread") {
+          if (read_int(v, n)) row.kernel.registers_per_thread = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          continue;
+        }
+        break;
+      case 's':
+        if (key == "shared memory") {
+          if (read_int(v, n)) row.kernel.shared_memory = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          continue;
+        }
+        break;
+      case 'w':
+        if (key == "warps per SM") {
+          if (read_double(v, d)) row.kernel.warps_per_sm = static_cast<float>(d), row.kernel_seen = true;
+          continue;
+        }
+        break;
+      case 'm':
+        if (key == "memory bandwidth (GB/s)") {
+          if (read_double(v, d)) row.copy.bandwidth_gbps = static_cast<float>(d), row.copy_seen = true;
+          continue;
+        }
+        break;
+      case 'n':
+        if (key == "name") {  // metadata events: {"name": "process_name", "args": {"name": "..."}}
+          if (v.type() == od::json_type::string) row.meta_name = v.get_string(), row.has_meta_name = true;
+          continue;
+        }
+        break;
+      case 'I':
+        if (key == "Input Dims") {
+          row.op.input_dims = out.strings.intern(raw_value_text(v));
+          row.op_seen = true;
+          continue;
+        }
+        if (key == "Input type") {
+          row.op.input_types = out.strings.intern(raw_value_text(v));
+          row.op_seen = true;
+          continue;
+        }
+        if (key == "In msg nelems") {
+          if (read_int(v, n)) row.coll.in_msg_nelems = n, row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'S':
+        if (key == "Sequence number") {
+          if (read_int(v, n)) row.op.sequence_number = n, row.op_seen = true;
+          continue;
+        }
+        if (key == "Seq") {
+          if (read_int(v, n)) row.coll.seq = n, row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'F':
+        if (key == "Fwd thread id") {
+          if (read_int(v, n)) row.op.fwd_thread_id = n, row.op_seen = true;
+          continue;
+        }
+        break;
+      case 'C':
+        if (key == "Collective name") {
+          row.coll.collective_name = out.strings.intern(raw_value_text(v));
+          row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'd':
+        if (key == "dtype") {
+          row.coll.dtype = out.strings.intern(raw_value_text(v));
+          row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'O':
+        if (key == "Out msg nelems") {
+          if (read_int(v, n)) row.coll.out_msg_nelems = n, row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'G':
+        if (key == "Group size") {
+          if (read_int(v, n)) row.coll.group_size = static_cast<std::int32_t>(n), row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'P':
+        if (key == "Process Group Name") {
+          row.coll.process_group_name = out.strings.intern(raw_value_text(v));
+          row.coll_seen = true;
+          continue;
+        }
+        if (key == "Process Group Ranks") {
+          row.coll.process_group_ranks = out.strings.intern(raw_value_text(v));
+          row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'R':
+        if (key == "Rank") {
+          if (read_int(v, n)) row.coll.rank = static_cast<std::int32_t>(n), row.coll_seen = true;
+          continue;
+        }
+        break;
+      case 'T':
+        if (key == "Total Allocated") {
+          if (read_int(v, n)) row.mem.total_allocated = n, row.mem_seen = true;
+          continue;
+        }
+        if (key == "Total Reserved") {
+          if (read_int(v, n)) row.mem.total_reserved = n, row.mem_seen = true;
+          continue;
+        }
+        break;
+      case 'D':
+        if (key == "Device Type") {
+          if (read_int(v, n)) row.mem.device_type = static_cast<std::int8_t>(n), row.mem_seen = true;
+          continue;
+        }
+        if (key == "Device Id") {
+          if (read_int(v, n)) row.mem.device_id = static_cast<std::int16_t>(n), row.mem_seen = true;
+          continue;
+        }
+        break;
+      case 'A':
+        if (key == "Addr") {
+          if (read_int(v, n)) row.mem.addr = static_cast<std::uint64_t>(n), row.mem_seen = true;
+          continue;
+        }
+        break;
+      case 'B':
+        if (key == "Bytes") {
+          if (read_int(v, n)) row.mem.bytes = n, row.mem_seen = true;
+          continue;
+        }
+        break;
+      default: break;
+    }
+    // Counter events carry their series as numeric args.
+    if (row.ph == 'C' || row.ph == 0) {
+      if (v.type() == od::json_type::number && read_double(v, d)) row.counter_values.emplace_back(key, d);
+    }
+  }
+}
+
+void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
+  for (auto field : obj) {
+    const std::string_view key = field.unescaped_key();
+    od::value v = field.value();
+    if (key == "ph") {
+      const std::string_view ph = v.get_string();
+      row.ph = ph.empty() ? '?' : ph[0];
+    } else if (key == "cat") {
+      if (v.type() == od::json_type::string) {
+        row.cat = v.get_string();
+        row.has_cat = true;
+      }
+    } else if (key == "name") {
+      if (v.type() == od::json_type::string) {
+        row.name = v.get_string();
+        row.has_name = true;
+      } else {
+        row.name = raw_value_text(v);
+        row.has_name = true;
+      }
+    } else if (key == "ts" || key == "dur") {
+      const bool is_ts = key == "ts";
+      const od::json_type t = v.type();
+      std::string_view text;
+      if (t == od::json_type::number) text = trim_token(v.raw_json_token());
+      else if (t == od::json_type::string) text = v.get_string();
+      else {
+        row.bad_field = is_ts ? "ts" : "dur";
+        continue;
+      }
+      std::int64_t ns = 0;
+      const DecimalStatus st = parse_micros_to_nanos(text, ns);
+      if (st == DecimalStatus::kOk || st == DecimalStatus::kRounded) {
+        if (is_ts) {
+          row.ts = ns, row.has_ts = true;
+          if (text.find('.') != std::string_view::npos) out.has_decimal_ts = true;
+        } else {
+          row.dur = ns, row.has_dur = true;
+        }
+      } else {
+        row.bad_field = is_ts ? "ts" : "dur";
+      }
+    } else if (key == "pid") {
+      row.pid = read_id(v, out);
+    } else if (key == "tid") {
+      row.tid = read_id(v, out);
+    } else if (key == "id") {
+      std::int64_t n = 0;
+      if (read_int(v, n)) row.flow_id = n;
+      else if (v.type() == od::json_type::string)
+        row.flow_id = static_cast<std::int64_t>(std::hash<std::string_view>{}(v.get_string()) >> 1);
+    } else if (key == "args") {
+      if (v.type() == od::json_type::object) parse_args(v.get_object(), row, out);
+    }
+    // Other fields (bp, s, tts, ...) are not used by any analysis.
+  }
+}
+
+void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
+  if (row.ph == 0) {
+    ctx.skip("event without \"ph\"");
+    return;
+  }
+  if (!row.has_ts && row.ph != 'M') {
+    ctx.skip(row.bad_field && std::strcmp(row.bad_field, "ts") == 0 ? "event with a non-numeric or out-of-range \"ts\""
+                                                                       : "event without \"ts\"");
+    return;
+  }
+  if (row.ph == 'B' || row.ph == 'E') {
+    ctx.skip("begin/end ('B'/'E') events are not produced by PyTorch profilers");
+    return;
+  }
+  const EventKind kind = classify_event(row.ph, row.cat, row.has_cat, row.name);
+  if (row.ph == 'X') {
+    if (!row.has_dur) {
+      ctx.repair(row.bad_field && std::strcmp(row.bad_field, "dur") == 0 ? "non-numeric \"dur\" set to 0"
+                                                                           : "complete event without \"dur\" set to 0");
+      row.dur = 0;
+    } else if (row.dur < 0) {
+      ctx.repair("negative duration set to 0");
+      row.dur = 0;
+    } else if (row.dur > kAbsurdDurationNs) {
+      ctx.repair("absurd duration (over 30 days) set to 0");
+      row.dur = 0;
+    }
+  } else {
+    row.dur = 0;
+  }
+  const auto index = static_cast<EventIndex>(out.kind.size());
+  out.kind.push_back(kind);
+  out.phase.push_back(row.ph);
+  out.category.push_back(static_cast<std::uint16_t>(row.has_cat ? out.cats.intern(row.cat) : 0));
+  out.name.push_back(out.strings.intern(row.name));
+  out.ts_ns.push_back(row.ts);
+  out.dur_ns.push_back(row.dur);
+  out.pid.push_back(row.pid);
+  out.tid.push_back(row.tid);
+  const bool is_flow = kind == EventKind::kFlowStart || kind == EventKind::kFlowEnd;
+  out.correlation.push_back(is_flow ? row.flow_id : row.correlation);
+  out.external_id.push_back(row.external_id);
+
+  switch (kind) {
+    case EventKind::kKernel:
+      if (row.kernel_seen) {
+        row.kernel.event = index;
+        out.kernel_args.push_back(row.kernel);
+      }
+      break;
+    case EventKind::kMemcpy:
+    case EventKind::kMemset:
+      if (row.copy_seen) {
+        row.copy.event = index;
+        out.copy_args.push_back(row.copy);
+      }
+      break;
+    case EventKind::kCpuOp:
+    case EventKind::kUserAnnotation:
+      if (row.op_seen) {
+        row.op.event = index;
+        out.op_args.push_back(row.op);
+      }
+      break;
+    case EventKind::kMemoryInstant:
+      if (row.mem_seen) {
+        row.mem.event = index;
+        out.memory_args.push_back(row.mem);
+      } else {
+        ctx.repair("[memory] event without allocation fields");
+      }
+      break;
+    case EventKind::kMetadata:
+      if (row.has_meta_name && (row.name == "process_name" || row.name == "thread_name")) {
+        out.meta_names.push_back({row.pid, row.tid, row.name == "thread_name", out.strings.intern(row.meta_name)});
+      }
+      break;
+    case EventKind::kCounter:
+      for (const auto& [series, value] : row.counter_values)
+        out.counters.push_back({index, out.strings.intern(series), value});
+      break;
+    default: break;
+  }
+  if (row.coll_seen && (kind == EventKind::kCpuOp || kind == EventKind::kKernel ||
+                        kind == EventKind::kUserAnnotation)) {
+    row.coll.event = index;
+    out.collective_args.push_back(row.coll);
+  }
+}
+
+// In-place repairs that keep the event's length: raw control characters become spaces (outside
+// strings they were whitespace anyway) and bytes of invalid UTF-8 sequences become '?'.
+void repair_bytes(char* p, std::size_t n, bool& changed_control, bool& changed_utf8) {
+  auto* s = reinterpret_cast<unsigned char*>(p);
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    if (c < 0x20) {
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') changed_control = true;
+      // Newlines/tabs inside strings are invalid too: a space is safe in both places.
+      if (c == '\n' || c == '\r' || c == '\t') {
+        ++i;
+        continue;
+      }
+      s[i++] = ' ';
+      continue;
+    }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+    bool ok = len != 0 && i + len <= n;
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) ok = false;
+      else cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if (ok) {
+      // Reject overlong forms, surrogates and values past U+10FFFF as simdjson does.
+      if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+          (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+        ok = false;
+    }
+    if (!ok) {
+      s[i++] = '?';
+      changed_utf8 = true;
+      continue;
+    }
+    i += len;
+  }
+}
+
+// Raw newlines inside strings are invalid JSON; after the first failed parse, turn every
+// remaining control character (including \n, \r, \t) into a space.
+void blank_all_controls(char* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (static_cast<unsigned char>(p[i]) < 0x20) p[i] = ' ';
+}
+
+}  // namespace
+
+struct EventParser::Impl {
+  od::parser batch_parser;
+  od::parser event_parser;
+  std::string scratch;
+
+  bool parse_one(const char* text, std::size_t len, ParsedBatch& out, Context& ctx, std::string& error) {
+    scratch.assign(text, len);
+    scratch.append(simdjson::SIMDJSON_PADDING, ' ');
+    try {
+      od::document doc = event_parser.iterate(scratch.data(), len, scratch.size());
+      od::object obj = doc.get_object();
+      EventRow row;
+      parse_fields(obj, row, out);
+      commit(row, out, ctx);
+      return true;
+    } catch (const simdjson::simdjson_error& e) {
+      error = e.what();
+      return false;
+    }
+  }
+
+  void parse_individually(RawBatch& raw, ParsedBatch& out, std::size_t from) {
+    for (std::size_t i = from; i < raw.event_begin.size(); ++i) {
+      Context ctx(raw, out, i);
+      char* text = raw.data.get() + raw.event_begin[i];
+      const std::size_t len = raw.event_end[i] - raw.event_begin[i];
+      std::string error;
+      if (parse_one(text, len, out, ctx, error)) continue;
+      bool control = false, utf8 = false;
+      repair_bytes(text, len, control, utf8);
+      std::string error2;
+      bool ok = (control || utf8) && parse_one(text, len, out, ctx, error2);
+      if (!ok) {
+        blank_all_controls(text, len);
+        ok = parse_one(text, len, out, ctx, error2);
+        if (ok) control = true;
+      }
+      if (ok) {
+        if (control) ctx.repair("raw control characters replaced by spaces");
+        if (utf8) ctx.repair("invalid UTF-8 bytes replaced by '?'");
+        continue;
+      }
+      ctx.skip("malformed event JSON (" + error + ")");
+    }
+  }
+};
+
+EventParser::EventParser() : impl_(new Impl) {}
+EventParser::~EventParser() { delete impl_; }
+
+void EventParser::parse(RawBatch& raw, ParsedBatch& out) {
+  out.clear();
+  out.sequence = raw.sequence;
+  out.events_seen = raw.event_begin.size();
+  if (raw.event_begin.empty()) return;
+  const std::size_t n = raw.event_begin.size();
+  const std::size_t reserve = n;
+  out.kind.reserve(reserve);
+  out.phase.reserve(reserve);
+  out.category.reserve(reserve);
+  out.name.reserve(reserve);
+  out.ts_ns.reserve(reserve);
+  out.dur_ns.reserve(reserve);
+  out.pid.reserve(reserve);
+  out.tid.reserve(reserve);
+  out.correlation.reserve(reserve);
+  out.external_id.reserve(reserve);
+
+  // Fast path: the events "{..},{..}" become one array document "[{..},{..}]" in place.
+  char* data = raw.data.get();
+  const std::size_t begin = raw.event_begin.front() - 1;
+  const std::size_t end = raw.event_end.back() + 1;
+  data[begin] = '[';
+  data[end - 1] = ']';
+  std::size_t done = 0;
+  try {
+    od::document doc = impl_->batch_parser.iterate(data + begin, end - begin, raw.capacity - begin);
+    for (auto element : doc.get_array()) {
+      Context ctx(raw, out, done);
+      od::object obj = element.get_object();
+      EventRow row;
+      parse_fields(obj, row, out);
+      commit(row, out, ctx);
+      ++done;
+    }
+    if (done == n) return;
+  } catch (const simdjson::simdjson_error&) {
+    // Fall through: parse what is left one event at a time, repairing or skipping bad events.
+  }
+  // Drop a partial commit of the failing event (commit happens last, so none exists), then retry
+  // the remainder individually. Events before `done` are already stored.
+  impl_->parse_individually(raw, out, done);
+}
+
+}  // namespace ferret

@@ -1,0 +1,413 @@
+#include "ingest/json_scanner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace ferret {
+
+namespace {
+
+constexpr std::size_t kHeadroom = 64;  // room for '[' before the first event, kept aligned
+constexpr std::size_t kPadding = 128;  // simdjson reads up to 64 bytes past the end
+constexpr std::size_t kMinRead = 64 << 10;
+
+inline bool is_ws(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Bit i set iff byte i of the 64-byte block equals the given class.
+struct BlockMasks {
+  std::uint64_t quote, backslash, open, close;
+};
+
+inline BlockMasks classify_block(const char* p) {
+  BlockMasks m{0, 0, 0, 0};
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  // '[' | 0x20 == '{' and ']' | 0x20 == '}': one compare finds both bracket kinds.
+  const __m128i lower = _mm_set1_epi8(0x20);
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i folded = _mm_or_si128(v, lower);
+    const int shift = 16 * k;
+    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)))) << shift;
+    m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))) << shift;
+    m.open |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)))) << shift;
+    m.close |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)))) << shift;
+  }
+#else
+  for (int i = 0; i < 64; ++i) {
+    const char c = p[i];
+    const std::uint64_t bit = std::uint64_t{1} << i;
+    if (c == '"') m.quote |= bit;
+    if (c == '\\') m.backslash |= bit;
+    if ((c | 0x20) == '{') m.open |= bit;
+    if ((c | 0x20) == '}') m.close |= bit;
+  }
+#endif
+  return m;
+}
+
+// Bit i of the result is the XOR of bits 0..i: marks bytes from an opening quote up to
+// (not including) its closing quote.
+inline std::uint64_t prefix_xor(std::uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+}  // namespace
+
+EventScanner::EventScanner(ByteSource& source, std::string name, ScanLimits limits)
+    : source_(source), name_(std::move(name)), limits_(limits) {
+  capacity_ = kHeadroom + limits_.batch_bytes + kPadding;
+  buf_ = std::make_unique<char[]>(capacity_);
+  pos_ = end_ = kHeadroom;
+  buf_stream_offset_ = 0;
+}
+
+// Moves the unread tail [keep_from, end_) into a fresh buffer (the old one may belong to a batch).
+void EventScanner::start_new_buffer(std::size_t keep_from) {
+  std::unique_ptr<char[]> old;
+  start_new_buffer_keep_old(keep_from, old);
+}
+
+void EventScanner::start_new_buffer_keep_old(std::size_t keep_from, std::unique_ptr<char[]>& old) {
+  const std::size_t keep = end_ - keep_from;
+  std::size_t cap = kHeadroom + limits_.batch_bytes + kPadding;
+  while (cap < kHeadroom + 2 * keep + kMinRead + kPadding) cap *= 2;
+  auto fresh = std::make_unique<char[]>(cap);
+  std::memcpy(fresh.get() + kHeadroom, buf_.get() + keep_from, keep);
+  const std::ptrdiff_t shift = static_cast<std::ptrdiff_t>(keep_from) - static_cast<std::ptrdiff_t>(kHeadroom);
+  buf_stream_offset_ += static_cast<std::uint64_t>(shift);
+  pos_ -= static_cast<std::size_t>(shift);
+  end_ -= static_cast<std::size_t>(shift);
+  if (depth_ > 0) event_start_ -= static_cast<std::size_t>(shift);
+  old = std::move(buf_);
+  buf_ = std::move(fresh);
+  capacity_ = cap;
+}
+
+bool EventScanner::fill() {
+  if (eof_) return false;
+  if (capacity_ - kPadding - end_ < kMinRead) {
+    // No room: drop consumed bytes (nothing pending may reference them) or grow.
+    const std::size_t keep_from = (mode_ == Mode::kEvents && depth_ > 0) ? event_start_ : pos_;
+    if (end_ - keep_from > limits_.max_event_bytes) {
+      throw InputError(fmt::format("{}: event at byte {} is larger than {} bytes; refusing to buffer it",
+                                   name_, buf_stream_offset_ + keep_from - kHeadroom, limits_.max_event_bytes));
+    }
+    start_new_buffer(keep_from);
+  }
+  for (;;) {
+    const std::size_t n = source_.read(buf_.get() + end_, capacity_ - kPadding - end_);
+    if (n == 0) {
+      eof_ = true;
+      summary_.stream_damage = source_.damage();
+      return false;
+    }
+    end_ += n;
+    summary_.bytes += n;
+    return true;
+  }
+}
+
+int EventScanner::peek_byte() {
+  if (pos_ == end_ && !fill()) return -1;
+  return static_cast<unsigned char>(buf_[pos_]);
+}
+
+int EventScanner::next_byte() {
+  const int c = peek_byte();
+  if (c >= 0) ++pos_;
+  return c;
+}
+
+void EventScanner::skip_ws() {
+  for (;;) {
+    const int c = peek_byte();
+    if (c < 0 || !is_ws(c)) return;
+    ++pos_;
+  }
+}
+
+void EventScanner::finish_truncated(const char* what) {
+  summary_.truncated = true;
+  summary_.truncated_at = buf_stream_offset_ + pos_ - kHeadroom;
+  summary_.truncation_detail = what;
+  mode_ = Mode::kDone;
+}
+
+// Reads a root-level key (after its opening quote). Keys are short; escapes are kept verbatim.
+bool EventScanner::read_key(std::string& key) {
+  key.clear();
+  bool escaped = false;
+  for (;;) {
+    const int c = next_byte();
+    if (c < 0) return false;
+    if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
+      continue;
+    } else if (c == '"') {
+      return true;
+    }
+    if (key.size() < 4096) key.push_back(static_cast<char>(c));
+  }
+}
+
+// Copies one root-level JSON value's text into *out (up to the size limit).
+bool EventScanner::capture_value(std::string* out, bool& too_big) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (;;) {
+    const int c = peek_byte();
+    if (c < 0) return false;
+    if (!in_string && depth == 0 && (c == ',' || c == '}' || c == ']')) return true;
+    ++pos_;
+    if (out) {
+      if (out->size() < limits_.max_header_value_bytes) out->push_back(static_cast<char>(c));
+      else too_big = true;
+    }
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+}
+
+void EventScanner::scan_events_scalar(std::size_t stop) {
+  const char* b = buf_.get();
+  for (std::size_t p = pos_; p < stop; ++p) {
+    const char c = b[p];
+    if (in_string_) {
+      if (escaped_) escaped_ = false;
+      else if (c == '\\') escaped_ = true;
+      else if (c == '"') in_string_ = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      if (depth_ == 0) {
+        if (c == '{') event_start_ = p;
+        else ++summary_.skipped_non_objects;
+      }
+      ++depth_;
+    } else if (c == '}' || c == ']') {
+      if (depth_ == 0) {
+        if (c == ']') {
+          array_closed_ = true;
+          pos_ = p + 1;
+          return;
+        }
+        continue;  // stray '}' between events: the parser would reject it; ignore
+      }
+      if (--depth_ == 0 && c == '}') {
+        pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
+        pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
+      }
+    }
+  }
+  pos_ = stop;
+}
+
+void EventScanner::scan_events() {
+  const char* b = buf_.get();
+  while (pos_ < end_ && !array_closed_) {
+    if (end_ - pos_ < 64 || escaped_) {
+      scan_events_scalar(std::min(end_, pos_ + 64));
+      continue;
+    }
+    const BlockMasks m = classify_block(b + pos_);
+    if (m.backslash != 0) {
+      // Escapes are rare in traces; resolve them byte by byte rather than with carry tricks.
+      scan_events_scalar(pos_ + 64);
+      continue;
+    }
+    const std::uint64_t inside = prefix_xor(m.quote) ^ (in_string_ ? ~std::uint64_t{0} : 0);
+    in_string_ = (inside >> 63) != 0;
+    std::uint64_t structural = (m.open | m.close) & ~inside;
+    const std::size_t base = pos_;
+    while (structural != 0) {
+      const int bit = __builtin_ctzll(structural);
+      structural &= structural - 1;
+      const std::size_t p = base + static_cast<std::size_t>(bit);
+      const char c = b[p];
+      if (c == '{' || c == '[') {
+        if (depth_ == 0) {
+          if (c == '{') event_start_ = p;
+          else ++summary_.skipped_non_objects;
+        }
+        ++depth_;
+      } else if (depth_ == 0) {
+        if (c == ']') {
+          // The event array ends inside this block; the string state past it is recomputed by
+          // the root-level parser, which reads byte by byte.
+          array_closed_ = true;
+          in_string_ = false;
+          pos_ = p + 1;
+          return;
+        }
+      } else if (--depth_ == 0 && c == '}') {
+        pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
+        pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
+      }
+    }
+    pos_ += 64;
+  }
+}
+
+bool EventScanner::emit_if_ready(RawBatch& batch, bool force) {
+  if (pending_begin_.empty()) return false;
+  const bool full = end_ - kHeadroom >= limits_.batch_bytes * 3 / 4 ||
+                    capacity_ - kPadding - end_ < kMinRead;
+  if (!force && !full) return false;
+  // Hand the current buffer to the batch; the unread tail moves to a fresh buffer.
+  const std::size_t keep_from = (mode_ == Mode::kEvents && depth_ > 0) ? event_start_ : pos_;
+  batch.stream_offset = buf_stream_offset_ - kHeadroom;
+  batch.capacity = capacity_;
+  std::unique_ptr<char[]> old_buffer;
+  start_new_buffer_keep_old(keep_from, old_buffer);
+  batch.data = std::move(old_buffer);
+  batch.event_begin.swap(pending_begin_);
+  batch.event_end.swap(pending_end_);
+  pending_begin_.clear();
+  pending_end_.clear();
+  batch.first_event_index = summary_.events;
+  batch.sequence = batches_++;
+  summary_.events += batch.event_begin.size();
+  return true;
+}
+
+bool EventScanner::next(RawBatch& batch) {
+  std::string key;
+  for (;;) {
+    switch (mode_) {
+      case Mode::kStart: {
+        // Skip a UTF-8 byte order mark and leading whitespace.
+        if (peek_byte() == 0xEF) {
+          pos_ += 1;
+          if (peek_byte() == 0xBB) ++pos_;
+          if (peek_byte() == 0xBF) ++pos_;
+        }
+        skip_ws();
+        const int c = next_byte();
+        if (c < 0) throw InputError(fmt::format("{}: empty input (no JSON at all)", name_));
+        if (c == '[') {
+          summary_.root_is_array = true;
+          summary_.saw_trace_events = true;
+          mode_ = Mode::kEvents;
+        } else if (c == '{') {
+          mode_ = Mode::kRootObject;
+        } else {
+          throw InputError(fmt::format(
+              "{}: byte {}: not a trace: expected '{{' or '[' to open the JSON document, found {}",
+              name_, buf_stream_offset_ + pos_ - 1 - kHeadroom,
+              (c >= 0x20 && c < 0x7f) ? fmt::format("'{}'", static_cast<char>(c)) : fmt::format("byte 0x{:02x}", c)));
+        }
+        break;
+      }
+      case Mode::kRootObject: {
+        skip_ws();
+        int c = next_byte();
+        if (c == ',') {
+          skip_ws();
+          c = next_byte();
+        }
+        if (c < 0) {
+          finish_truncated("the top-level object");
+          break;
+        }
+        if (c == '}') {
+          skip_ws();
+          if (peek_byte() >= 0)
+            summary_.warnings.push_back(fmt::format("ignored data after the end of the JSON document at byte {}",
+                                                    buf_stream_offset_ + pos_ - kHeadroom));
+          mode_ = Mode::kDone;
+          break;
+        }
+        if (c != '"') {
+          throw InputError(fmt::format("{}: byte {}: expected a key in the top-level object", name_,
+                                       buf_stream_offset_ + pos_ - 1 - kHeadroom));
+        }
+        if (!read_key(key)) {
+          finish_truncated("a top-level key");
+          break;
+        }
+        skip_ws();
+        if (next_byte() != ':') {
+          if (eof_) {
+            finish_truncated("a top-level key");
+            break;
+          }
+          throw InputError(fmt::format("{}: byte {}: expected ':' after top-level key \"{}\"", name_,
+                                       buf_stream_offset_ + pos_ - 1 - kHeadroom, key));
+        }
+        skip_ws();
+        if (key == "traceEvents" && peek_byte() == '[') {
+          ++pos_;
+          summary_.saw_trace_events = true;
+          mode_ = Mode::kEvents;
+          in_string_ = escaped_ = false;
+          depth_ = 0;
+          array_closed_ = false;
+          break;
+        }
+        std::string value;
+        bool too_big = false;
+        if (!capture_value(&value, too_big)) {
+          finish_truncated("a top-level value");
+          break;
+        }
+        if (too_big) summary_.header_dropped.push_back(key);
+        else summary_.header.emplace_back(key, std::move(value));
+        break;
+      }
+      case Mode::kEvents: {
+        scan_events();
+        if (array_closed_) {
+          mode_ = summary_.root_is_array ? Mode::kDone : Mode::kRootObject;
+          if (summary_.root_is_array) {
+            skip_ws();
+            if (peek_byte() >= 0)
+              summary_.warnings.push_back(fmt::format(
+                  "ignored data after the end of the JSON document at byte {}", buf_stream_offset_ + pos_ - kHeadroom));
+          }
+          if (emit_if_ready(batch, true)) return true;
+          break;
+        }
+        if (emit_if_ready(batch, false)) return true;
+        if (!fill()) {
+          finish_truncated(depth_ > 0 ? "an event" : "the traceEvents array");
+          if (depth_ > 0) summary_.truncated_at = buf_stream_offset_ + event_start_ - kHeadroom;
+          if (emit_if_ready(batch, true)) return true;
+        }
+        break;
+      }
+      case Mode::kDone:
+        return emit_if_ready(batch, true);
+    }
+  }
+}
+
+}  // namespace ferret

@@ -1,0 +1,100 @@
+// Event-boundary scanner: turns a stream of trace JSON into batches of whole event objects.
+//
+// The trace is one huge JSON value ({"traceEvents": [...], ...} or a bare [...] array), so no
+// JSON library can parse it piecewise. The scanner tracks only string/escape state and bracket
+// depth - at several GB/s, 64 bytes at a time - to find where each element of the event array
+// begins and ends. The elements themselves are parsed later, in parallel, by event_parser.
+// Root-level keys other than "traceEvents" are small; their raw text is kept for header parsing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ingest/byte_source.h"
+
+namespace ferret {
+
+// A buffer holding consecutive whole events "{...},{...}". One byte of headroom precedes the
+// first event and padding follows the last, so the parser can wrap them as "[...]" in place.
+struct RawBatch {
+  std::unique_ptr<char[]> data;
+  std::size_t capacity = 0;
+  std::vector<std::uint32_t> event_begin;  // offset of each event's '{'
+  std::vector<std::uint32_t> event_end;    // one past each event's '}'
+  std::uint64_t stream_offset = 0;         // offset of data[0] in the decompressed stream
+  std::uint64_t first_event_index = 0;     // index of the first event in the whole trace
+  std::uint64_t sequence = 0;              // batch number, for in-order merging
+};
+
+struct ScanLimits {
+  std::size_t batch_bytes = 4 << 20;               // target size of a batch
+  std::size_t max_event_bytes = std::size_t{1} << 30;  // one event larger than this is an error
+  std::size_t max_header_value_bytes = 64 << 20;   // root-level values other than traceEvents
+};
+
+// What the scanner saw outside the event array.
+struct ScanSummary {
+  bool root_is_array = false;       // legacy autograd export
+  bool saw_trace_events = false;
+  std::vector<std::pair<std::string, std::string>> header;  // root key -> raw JSON value
+  std::vector<std::string> header_dropped;  // keys whose value exceeded the size limit
+  std::uint64_t bytes = 0;          // decompressed bytes read
+  std::uint64_t events = 0;         // complete events found
+  bool truncated = false;           // the stream ended inside the document
+  std::uint64_t truncated_at = 0;   // byte offset where it ended
+  std::string truncation_detail;    // what was open when it ended
+  std::string stream_damage;        // decompressor's report of a broken stream
+  std::vector<std::string> warnings;  // e.g. trailing garbage after the root value
+  std::uint64_t skipped_non_objects = 0;  // array elements that are not objects
+};
+
+class EventScanner {
+ public:
+  EventScanner(ByteSource& source, std::string name, ScanLimits limits = {});
+  // Returns the next batch of whole events, or false when the stream is exhausted.
+  // Throws InputError when the input is not a trace at all (names file and byte offset).
+  bool next(RawBatch& batch);
+  const ScanSummary& summary() const { return summary_; }
+
+ private:
+  enum class Mode { kStart, kRootObject, kEvents, kDone };
+
+  bool fill();                       // reads more input; false at end of stream
+  void start_new_buffer(std::size_t keep_from);
+  void start_new_buffer_keep_old(std::size_t keep_from, std::unique_ptr<char[]>& old);
+  bool emit_if_ready(RawBatch& batch, bool force);
+  int next_byte();                   // root-level pull parsing; -1 at end
+  int peek_byte();
+  void skip_ws();
+  bool read_key(std::string& key);
+  bool capture_value(std::string* out, bool& too_big);
+  void scan_events();                // advances pos_ through the event array
+  void scan_events_scalar(std::size_t stop);
+  void finish_truncated(const char* what);
+
+  ByteSource& source_;
+  std::string name_;
+  ScanLimits limits_;
+  ScanSummary summary_;
+  Mode mode_ = Mode::kStart;
+
+  std::unique_ptr<char[]> buf_;
+  std::size_t capacity_ = 0;
+  std::size_t pos_ = 0, end_ = 0;       // unread region [pos_, end_)
+  std::uint64_t buf_stream_offset_ = 0;  // stream offset of buf_[0]
+  bool eof_ = false;
+
+  // Event-array scanning state.
+  bool in_string_ = false;
+  bool escaped_ = false;
+  int depth_ = 0;  // 0 between events, 1 inside an event object
+  std::size_t event_start_ = 0;
+  std::vector<std::uint32_t> pending_begin_, pending_end_;
+  std::uint64_t batches_ = 0;
+  bool array_closed_ = false;
+};
+
+}  // namespace ferret

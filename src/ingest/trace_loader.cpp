@@ -1,0 +1,334 @@
+#include "ingest/trace_loader.h"
+
+#include <simdjson.h>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ingest/decimal.h"
+#include "ingest/event_parser.h"
+#include "ingest/header_parser.h"
+#include "model/relations.h"
+
+namespace ferret {
+
+namespace {
+
+// Appends parsed batches to the model in stream order, mapping batch-local ids to global ones.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(TraceModel& model) : model_(model) {}
+
+  void merge(ParsedBatch& batch) {
+    const auto base = static_cast<EventIndex>(model_.size());
+    if (model_.size() + batch.size() >= kNoEvent) {
+      model_.report.skip("events beyond the model's 4-billion-event capacity", "end of trace", batch.size());
+      return;
+    }
+    string_map_.resize(batch.strings.texts().size());
+    for (std::size_t i = 0; i < string_map_.size(); ++i) string_map_[i] = model_.strings.intern(batch.strings.texts()[i]);
+    cat_map_.resize(batch.cats.texts().size());
+    for (std::size_t i = 0; i < cat_map_.size(); ++i) {
+      StrId id = model_.categories.intern(batch.cats.texts()[i]);
+      if (id > 0xFFFF) {
+        model_.report.repair("more than 65535 distinct categories: extras shown as empty", "category table");
+        id = 0;
+      }
+      cat_map_[i] = static_cast<std::uint16_t>(id);
+    }
+    label_map_.resize(batch.labels.size());
+    for (std::size_t i = 0; i < batch.labels.size(); ++i) label_map_[i] = global_label(batch.labels[i]);
+    auto map_id = [&](std::int32_t id) { return id >= 0 ? id : label_map_[static_cast<std::size_t>(-1 - id)]; };
+
+    const std::size_t n = batch.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      model_.kind.push_back(batch.kind[i]);
+      model_.phase.push_back(batch.phase[i]);
+      model_.category.push_back(cat_map_[batch.category[i]]);
+      model_.name.push_back(string_map_[batch.name[i]]);
+      model_.ts_ns.push_back(batch.ts_ns[i]);
+      model_.dur_ns.push_back(batch.dur_ns[i]);
+      model_.pid.push_back(map_id(batch.pid[i]));
+      model_.tid.push_back(map_id(batch.tid[i]));
+      model_.correlation.push_back(batch.correlation[i]);
+      model_.external_id.push_back(batch.external_id[i]);
+    }
+    for (KernelArgs k : batch.kernel_args) {
+      k.event += base;
+      model_.kernel_args.push_back(k);
+    }
+    for (CopyArgs c : batch.copy_args) {
+      c.event += base;
+      model_.copy_args.push_back(c);
+    }
+    for (OpArgs o : batch.op_args) {
+      o.event += base;
+      o.input_dims = string_map_[o.input_dims];
+      o.input_types = string_map_[o.input_types];
+      model_.op_args.push_back(o);
+    }
+    for (CollectiveArgs c : batch.collective_args) {
+      c.event += base;
+      c.collective_name = string_map_[c.collective_name];
+      c.dtype = string_map_[c.dtype];
+      c.process_group_name = string_map_[c.process_group_name];
+      c.process_group_ranks = string_map_[c.process_group_ranks];
+      model_.collective_args.push_back(c);
+    }
+    for (MemoryArgs m : batch.memory_args) {
+      m.event += base;
+      model_.memory_args.push_back(m);
+    }
+    for (CounterSample c : batch.counters) {
+      c.event += base;
+      c.series = string_map_[c.series];
+      model_.counters.push_back(c);
+    }
+    for (const auto& meta : batch.meta_names) {
+      const std::string text(model_.strings.view(string_map_[meta.text]));
+      if (meta.is_thread) model_.thread_names[{map_id(meta.pid), map_id(meta.tid)}] = text;
+      else model_.process_names[map_id(meta.pid)] = text;
+    }
+    for (const auto& [reason, issue] : batch.repairs) model_.report.repair(reason, issue.first_location, issue.count);
+    for (const auto& [reason, issue] : batch.skips) model_.report.skip(reason, issue.first_location, issue.count);
+    if (batch.has_decimal_ts) has_decimal_ts_ = true;
+  }
+
+  bool has_decimal_ts() const { return has_decimal_ts_; }
+
+ private:
+  std::int32_t global_label(const std::string& text) {
+    auto it = labels_.find(text);
+    if (it != labels_.end()) return it->second;
+    const std::int32_t id = -1 - static_cast<std::int32_t>(labels_.size());
+    labels_.emplace(text, id);
+    model_.id_labels[id] = text;
+    return id;
+  }
+
+  TraceModel& model_;
+  std::vector<StrId> string_map_;
+  std::vector<std::uint16_t> cat_map_;
+  std::vector<std::int32_t> label_map_;
+  std::unordered_map<std::string, std::int32_t> labels_;
+  bool has_decimal_ts_ = false;
+};
+
+// Producer (scan) -> workers (parse) -> this thread (merge in order). Bounded queues keep at
+// most a few batches in flight, so memory stays independent of the input size.
+void run_pipeline(EventScanner& scanner, ModelBuilder& builder, unsigned threads,
+                  const std::function<void()>& on_batch) {
+  if (threads <= 1) {
+    EventParser parser;
+    RawBatch raw;
+    ParsedBatch parsed;
+    while (scanner.next(raw)) {
+      parser.parse(raw, parsed);
+      raw.data.reset();
+      builder.merge(parsed);
+      on_batch();
+    }
+    return;
+  }
+
+  std::mutex mu;
+  std::condition_variable cv_raw, cv_parsed, cv_space;
+  std::deque<RawBatch> raw_queue;
+  std::map<std::uint64_t, std::unique_ptr<ParsedBatch>> parsed;
+  std::vector<std::unique_ptr<ParsedBatch>> spare;
+  bool producer_done = false;
+  std::uint64_t produced = 0;
+  std::exception_ptr failure;
+  const std::size_t max_in_flight = 2 * threads + 2;
+  std::size_t in_flight = 0;  // raw batches queued or being parsed, plus parsed not yet merged
+
+  std::thread producer([&] {
+    try {
+      for (;;) {
+        RawBatch raw;
+        {
+          std::unique_lock lock(mu);
+          cv_space.wait(lock, [&] { return in_flight < max_in_flight || failure; });
+          if (failure) break;
+        }
+        if (!scanner.next(raw)) break;
+        std::lock_guard lock(mu);
+        raw_queue.push_back(std::move(raw));
+        ++in_flight;
+        ++produced;
+        cv_raw.notify_one();
+      }
+    } catch (...) {
+      std::lock_guard lock(mu);
+      failure = std::current_exception();
+    }
+    std::lock_guard lock(mu);
+    producer_done = true;
+    cv_raw.notify_all();
+    cv_parsed.notify_all();
+  });
+
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      EventParser parser;
+      for (;;) {
+        RawBatch raw;
+        std::unique_ptr<ParsedBatch> out;
+        {
+          std::unique_lock lock(mu);
+          cv_raw.wait(lock, [&] { return !raw_queue.empty() || producer_done; });
+          if (raw_queue.empty()) return;
+          raw = std::move(raw_queue.front());
+          raw_queue.pop_front();
+          if (!spare.empty()) {
+            out = std::move(spare.back());
+            spare.pop_back();
+          }
+        }
+        if (!out) out = std::make_unique<ParsedBatch>();
+        parser.parse(raw, *out);
+        raw.data.reset();
+        std::lock_guard lock(mu);
+        parsed.emplace(out->sequence, std::move(out));
+        cv_parsed.notify_all();
+      }
+    });
+  }
+
+  std::uint64_t next_seq = 0;
+  for (;;) {
+    std::unique_ptr<ParsedBatch> batch;
+    {
+      std::unique_lock lock(mu);
+      cv_parsed.wait(lock, [&] {
+        return parsed.count(next_seq) != 0 || (producer_done && next_seq == produced) || failure;
+      });
+      auto it = parsed.find(next_seq);
+      if (it == parsed.end()) break;
+      batch = std::move(it->second);
+      parsed.erase(it);
+    }
+    builder.merge(*batch);
+    on_batch();
+    ++next_seq;
+    std::lock_guard lock(mu);
+    --in_flight;
+    spare.push_back(std::move(batch));
+    cv_space.notify_one();
+  }
+  producer.join();
+  for (auto& w : workers) w.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+FormatGeneration detect_generation(const TraceModel& model, const ScanSummary& scan, bool decimal_ts) {
+  if (scan.root_is_array) return FormatGeneration::kLegacyAutograd;
+  bool old_names = false, transitional = false, modern = false;
+  for (std::size_t i = 1; i < model.categories.size(); ++i) {
+    const std::string_view cat = model.categories.view(static_cast<StrId>(i));
+    if (cat == "Operator" || cat == "Runtime" || cat == "Kernel" || cat == "Memcpy" || cat == "Memset" ||
+        cat == "async" || cat == "async_gpu")
+      old_names = true;
+    if (cat == "async_cpu_to_gpu" || cat == "forward_backward") transitional = true;
+    if (cat == "cpu_op" || cat == "kernel" || cat == "cuda_runtime" || cat == "user_annotation" ||
+        cat == "ac2g" || cat == "fwdbwd" || cat == "python_function")
+      modern = true;
+  }
+  if (old_names && !modern) return FormatGeneration::kKineto18;
+  if (transitional) return FormatGeneration::kKineto110;
+  if (model.info.base_time_ns || decimal_ts) return FormatGeneration::kKineto2;
+  if (modern || old_names) return FormatGeneration::kKinetoModern;
+  return FormatGeneration::kUnknown;
+}
+
+Platform detect_platform(const TraceModel& model) {
+  for (const auto& [key, value] : model.info.versions)
+    if (key.rfind("hip", 0) == 0 || key.rfind("roctracer", 0) == 0) return Platform::kRocm;
+  bool gpu = false;
+  for (std::size_t i = 1; i < model.categories.size(); ++i)
+    if (model.categories.view(static_cast<StrId>(i)).rfind("mtia", 0) == 0) return Platform::kMtia;
+  for (std::size_t e = 0; e < model.size(); ++e) {
+    const EventKind k = model.kind[e];
+    if (is_launch_api(k)) {
+      if (model.name_of(static_cast<EventIndex>(e)).rfind("hip", 0) == 0) return Platform::kRocm;
+      gpu = true;
+    }
+    if (is_gpu_activity(k)) gpu = true;
+  }
+  for (const auto& d : model.info.devices)
+    if (d.name.find("AMD") != std::string::npos || d.name.find("Instinct") != std::string::npos) return Platform::kRocm;
+  if (gpu || !model.info.devices.empty()) return Platform::kCuda;
+  return Platform::kCpuOnly;
+}
+
+}  // namespace
+
+TraceModel load_trace_from(ByteSource& source, const std::string& name, const std::string& compression,
+                           const LoadOptions& options) {
+  TraceModel model;
+  model.info.source = name;
+  model.info.compression = compression;
+  EventScanner scanner(source, name, options.limits);
+  ModelBuilder builder(model);
+  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  auto on_batch = [&] {
+    if (options.progress) options.progress(source.consumed(), 0);
+  };
+  run_pipeline(scanner, builder, threads, on_batch);
+
+  const ScanSummary& scan = scanner.summary();
+  model.info.json_bytes = scan.bytes;
+  model.info.compressed_bytes = source.consumed();
+  parse_header(scan.header, model);
+  for (const auto& key : scan.header_dropped)
+    model.report.skip("top-level value larger than the header limit", "key \"" + key + "\"");
+  if (!scan.root_is_array && !scan.saw_trace_events) {
+    if (scan.bytes == 0) throw InputError(name + ": empty input");
+    model.report.notes.push_back("no \"traceEvents\" array in the document");
+  }
+  if (!scan.stream_damage.empty()) {
+    model.report.notes.push_back(scan.stream_damage);
+    model.report.repair("damaged compressed stream: kept the events before the damage", scan.stream_damage);
+  }
+  if (scan.truncated) {
+    model.report.truncated = true;
+    model.report.truncated_at_byte = scan.truncated_at;
+    model.report.notes.push_back(fmt::format("trace is truncated: the input ends inside {} at byte {}; "
+                                             "every complete event before it was kept",
+                                             scan.truncation_detail, scan.truncated_at));
+    if (scan.truncation_detail == "an event")
+      model.report.skip("incomplete event cut off by truncation", fmt::format("byte {}", scan.truncated_at));
+  }
+  for (const auto& w : scan.warnings) model.report.notes.push_back(w);
+  if (scan.skipped_non_objects > 0)
+    model.report.skip("traceEvents elements that are not objects", "traceEvents", scan.skipped_non_objects);
+  model.info.generation = detect_generation(model, scan, builder.has_decimal_ts());
+  model.info.platform = detect_platform(model);
+  if (options.build_relations) build_relations(model);
+  return model;
+}
+
+TraceModel load_trace(const std::string& path, const LoadOptions& options) {
+  OpenedSource opened = open_byte_source(path);
+  LoadOptions opts = options;
+  if (options.progress) {
+    const std::uint64_t total = opened.file_size;
+    opts.progress = [&, total](std::uint64_t done, std::uint64_t) { options.progress(done, total); };
+  }
+  return load_trace_from(*opened.source, path, opened.compression, opts);
+}
+
+TraceModel load_trace_text(std::string json, const LoadOptions& options) {
+  auto source = make_memory_source(std::move(json));
+  return load_trace_from(*source, "<text>", "none", options);
+}
+
+}  // namespace ferret

@@ -1,0 +1,18 @@
+// Relations built once after ingestion: host span nesting per thread, runtime call -> GPU activity
+// by correlation id, runtime call -> launching CPU op, and steps from ProfilerStep#N.
+#pragma once
+
+#include "model/trace_model.h"
+
+namespace ferret {
+
+// A last step with fewer than this share of the previous step's kernels is incomplete (the
+// profiler stopped mid-step). Source: the TensorBoard plugin's rule, DOMAIN.md section 3.
+inline constexpr double kIncompleteStepKernelShare = 0.80;
+
+void build_relations(TraceModel& model);
+
+// "ProfilerStep#12" -> 12; -1 if the name is not a step marker.
+std::int64_t profiler_step_number(std::string_view name);
+
+}  // namespace ferret

@@ -1,0 +1,108 @@
+#include "model/trace_model.h"
+
+#include <algorithm>
+
+namespace ferret {
+
+const char* format_generation_name(FormatGeneration g) {
+  switch (g) {
+    case FormatGeneration::kLegacyAutograd: return "legacy-autograd";
+    case FormatGeneration::kKineto18: return "kineto-1.8";
+    case FormatGeneration::kKineto110: return "kineto-1.10";
+    case FormatGeneration::kKineto2: return "kineto-2";
+    case FormatGeneration::kKinetoModern: return "kineto-1.10+";
+    case FormatGeneration::kUnknown: break;
+  }
+  return "unknown";
+}
+
+const char* platform_name(Platform p) {
+  switch (p) {
+    case Platform::kCuda: return "cuda";
+    case Platform::kRocm: return "rocm";
+    case Platform::kMtia: return "mtia";
+    case Platform::kCpuOnly: return "cpu";
+    case Platform::kUnknown: break;
+  }
+  return "unknown";
+}
+
+void IngestReport::repair(const std::string& reason, const std::string& where, std::uint64_t n) {
+  Issue& issue = repairs[reason];
+  if (issue.count == 0) {
+    issue.reason = reason;
+    issue.first_location = where;
+  }
+  issue.count += n;
+}
+
+void IngestReport::skip(const std::string& reason, const std::string& where, std::uint64_t n) {
+  Issue& issue = skips[reason];
+  if (issue.count == 0) {
+    issue.reason = reason;
+    issue.first_location = where;
+  }
+  issue.count += n;
+}
+
+std::uint64_t IngestReport::repair_count() const {
+  std::uint64_t n = 0;
+  for (const auto& [_, issue] : repairs) n += issue.count;
+  return n;
+}
+
+std::uint64_t IngestReport::skip_count() const {
+  std::uint64_t n = 0;
+  for (const auto& [_, issue] : skips) n += issue.count;
+  return n;
+}
+
+namespace {
+template <class Row>
+const Row* find_row(const std::vector<Row>& rows, EventIndex e) {
+  auto it = std::lower_bound(rows.begin(), rows.end(), e, [](const Row& r, EventIndex x) { return r.event < x; });
+  return (it != rows.end() && it->event == e) ? &*it : nullptr;
+}
+
+std::size_t find_sorted(const std::vector<EventIndex>& v, EventIndex e) {
+  auto it = std::lower_bound(v.begin(), v.end(), e);
+  return (it != v.end() && *it == e) ? static_cast<std::size_t>(it - v.begin()) : v.size();
+}
+}  // namespace
+
+const KernelArgs* TraceModel::kernel_args_of(EventIndex e) const { return find_row(kernel_args, e); }
+const CopyArgs* TraceModel::copy_args_of(EventIndex e) const { return find_row(copy_args, e); }
+const OpArgs* TraceModel::op_args_of(EventIndex e) const { return find_row(op_args, e); }
+const CollectiveArgs* TraceModel::collective_args_of(EventIndex e) const { return find_row(collective_args, e); }
+
+std::size_t TraceModel::memory_bytes() const {
+  std::size_t n = kind.memory_bytes() + phase.memory_bytes() + category.memory_bytes() + name.memory_bytes() +
+                  ts_ns.memory_bytes() + dur_ns.memory_bytes() + pid.memory_bytes() + tid.memory_bytes() +
+                  correlation.memory_bytes() + external_id.memory_bytes();
+  n += kernel_args.capacity() * sizeof(KernelArgs) + copy_args.capacity() * sizeof(CopyArgs) +
+       op_args.capacity() * sizeof(OpArgs) + collective_args.capacity() * sizeof(CollectiveArgs) +
+       memory_args.capacity() * sizeof(MemoryArgs) + counters.capacity() * sizeof(CounterSample);
+  n += strings.memory_bytes() + categories.memory_bytes();
+  n += (relations.parent.capacity() + relations.gpu_events.capacity() + relations.gpu_launcher.capacity() +
+        relations.launches.capacity() + relations.launch_op.capacity() + relations.launch_gpu_begin.capacity() +
+        relations.launch_gpu.capacity()) * 4;
+  return n;
+}
+
+EventIndex Relations::launcher_of(EventIndex gpu_event) const {
+  const std::size_t i = find_sorted(gpu_events, gpu_event);
+  return i < gpu_events.size() ? gpu_launcher[i] : kNoEvent;
+}
+
+EventIndex Relations::op_of_launch(EventIndex launch) const {
+  const std::size_t i = find_sorted(launches, launch);
+  return i < launches.size() ? launch_op[i] : kNoEvent;
+}
+
+std::vector<EventIndex> Relations::gpu_of_launch(EventIndex launch) const {
+  const std::size_t i = find_sorted(launches, launch);
+  if (i >= launches.size()) return {};
+  return std::vector<EventIndex>(launch_gpu.begin() + launch_gpu_begin[i], launch_gpu.begin() + launch_gpu_begin[i + 1]);
+}
+
+}  // namespace ferret

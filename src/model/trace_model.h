@@ -1,0 +1,275 @@
+// The columnar trace model: one row per trace event, typed side tables for the args that
+// analyses read, and trace-level facts (devices, distributed info, versions, repairs).
+//
+// Every importer fills this model; every analysis reads only this model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/column.h"
+#include "model/string_table.h"
+
+namespace ferret {
+
+using EventIndex = std::uint32_t;
+inline constexpr EventIndex kNoEvent = 0xFFFFFFFFu;
+inline constexpr std::int64_t kNoId = INT64_MIN;  // absent correlation / External id / flow id
+
+enum class EventKind : std::uint8_t {
+  kCpuOp,
+  kUserAnnotation,
+  kGpuUserAnnotation,
+  kPythonFunction,
+  kCudaRuntime,  // also hip* runtime calls and mtia_* runtime
+  kCudaDriver,   // cuLaunchKernel and friends
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kSync,            // cuda_sync: GPU-side stream/event waits
+  kMemoryInstant,   // [memory] allocation / free records
+  kInstant,         // other instant events
+  kFlowStart,
+  kFlowEnd,
+  kCounter,
+  kMetadata,
+  kOverhead,        // profiler overhead spans
+  kOther,
+};
+inline constexpr int kEventKindCount = static_cast<int>(EventKind::kOther) + 1;
+const char* event_kind_name(EventKind kind);  // stable snake_case name used in JSON output
+
+inline bool is_gpu_activity(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset ||
+         k == EventKind::kSync || k == EventKind::kGpuUserAnnotation;
+}
+inline bool is_launch_api(EventKind k) {
+  return k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver;
+}
+inline bool is_host_span(EventKind k) {
+  return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
+         k == EventKind::kPythonFunction || k == EventKind::kCudaRuntime ||
+         k == EventKind::kCudaDriver || k == EventKind::kOverhead;
+}
+
+// Kernel launch configuration and CUPTI's occupancy estimate.
+struct KernelArgs {
+  EventIndex event = kNoEvent;
+  std::int32_t grid[3] = {0, 0, 0};
+  std::int32_t block[3] = {0, 0, 0};
+  std::int32_t registers_per_thread = -1;
+  std::int32_t shared_memory = -1;
+  float blocks_per_sm = -1;
+  float warps_per_sm = -1;
+  float est_occupancy_pct = -1;  // "est. achieved occupancy %"
+};
+
+// Memcpy / memset payload.
+struct CopyArgs {
+  EventIndex event = kNoEvent;
+  std::int64_t bytes = -1;
+  float bandwidth_gbps = -1;  // "memory bandwidth (GB/s)"
+};
+
+// Shapes and sequencing recorded on CPU ops (record_shapes=True).
+struct OpArgs {
+  EventIndex event = kNoEvent;
+  StrId input_dims = kEmptyStr;   // raw JSON text of "Input Dims"
+  StrId input_types = kEmptyStr;  // raw JSON text of "Input type"
+  std::int64_t sequence_number = kNoId;
+  std::int64_t fwd_thread_id = kNoId;
+};
+
+// Collective arguments on record_param_comms ops and NCCL kernels.
+struct CollectiveArgs {
+  EventIndex event = kNoEvent;
+  StrId collective_name = kEmptyStr;
+  StrId dtype = kEmptyStr;
+  std::int64_t in_msg_nelems = -1;
+  std::int64_t out_msg_nelems = -1;
+  std::int32_t group_size = -1;
+  std::int32_t rank = -1;
+  StrId process_group_name = kEmptyStr;
+  StrId process_group_ranks = kEmptyStr;  // raw JSON text
+  std::int64_t seq = kNoId;
+};
+
+// A [memory] instant: one allocation (bytes > 0) or free (bytes < 0).
+struct MemoryArgs {
+  EventIndex event = kNoEvent;
+  std::int8_t device_type = -1;  // 0 CPU, 1 CUDA (as PyTorch's c10::DeviceType)
+  std::int16_t device_id = -1;
+  std::uint64_t addr = 0;
+  std::int64_t bytes = 0;
+  std::int64_t total_allocated = -1;
+  std::int64_t total_reserved = -1;
+};
+
+// A sample of a 'C' counter event: one row per numeric series in its args.
+struct CounterSample {
+  EventIndex event = kNoEvent;
+  StrId series = kEmptyStr;
+  double value = 0;
+};
+
+struct DeviceProperties {
+  int id = -1;
+  std::string name;
+  std::int64_t total_global_mem = -1;
+  int compute_major = -1;
+  int compute_minor = -1;
+  int num_sms = -1;
+  int max_threads_per_sm = -1;
+  int regs_per_sm = -1;
+  int warp_size = -1;
+  std::int64_t shared_mem_per_sm = -1;
+};
+
+struct DistributedInfo {
+  bool present = false;
+  std::string backend;
+  int rank = -1;
+  int world_size = -1;
+  std::string nccl_version;
+};
+
+enum class FormatGeneration : std::uint8_t {
+  kUnknown,
+  kLegacyAutograd,  // bare array from torch.autograd.profiler without Kineto
+  kKineto18,        // torch 1.8-1.9: Operator/Runtime/Kernel categories
+  kKineto110,       // torch 1.10-1.13: cpu_op/kernel with async_cpu_to_gpu flows
+  kKineto2,         // torch 2.x: ac2g flows, ns decimal timestamps, baseTimeNanoseconds
+  kKinetoModern,    // torch >= 1.10 categories without the clues that date it more precisely
+};
+const char* format_generation_name(FormatGeneration g);
+
+enum class Platform : std::uint8_t { kUnknown, kCuda, kRocm, kMtia, kCpuOnly };
+const char* platform_name(Platform p);
+
+// One kind of repair or skip, with how often it happened and the first place it did.
+struct Issue {
+  std::string reason;
+  std::uint64_t count = 0;
+  std::string first_location;  // "byte 1234 (event #17)"
+};
+
+// Everything ingestion repaired or had to leave out. Keyed by reason; ordered for stable output.
+struct IngestReport {
+  std::map<std::string, Issue> repairs;
+  std::map<std::string, Issue> skips;
+  std::vector<std::string> notes;  // other facts worth telling (e.g. "trace truncated")
+  bool truncated = false;
+  std::uint64_t truncated_at_byte = 0;
+
+  void repair(const std::string& reason, const std::string& where, std::uint64_t n = 1);
+  void skip(const std::string& reason, const std::string& where, std::uint64_t n = 1);
+  std::uint64_t repair_count() const;
+  std::uint64_t skip_count() const;
+};
+
+struct TraceInfo {
+  std::string source;  // file path or "-"
+  std::string compression;  // "gzip", "zstd", "none"
+  std::uint64_t compressed_bytes = 0;
+  std::uint64_t json_bytes = 0;  // uncompressed size
+  FormatGeneration generation = FormatGeneration::kUnknown;
+  Platform platform = Platform::kUnknown;
+  std::int64_t schema_version = -1;
+  std::optional<std::int64_t> base_time_ns;  // baseTimeNanoseconds
+  std::string display_time_unit;
+  std::string trace_name;
+  std::map<std::string, std::string> versions;  // cupti_version, cuda_runtime_version, ...
+  std::map<std::string, std::string> settings;  // record_shapes, profile_memory, with_stack, ...
+  std::vector<DeviceProperties> devices;
+  DistributedInfo distributed;
+  std::vector<std::string> other_keys;  // unknown top-level keys, kept by name
+};
+
+// One ProfilerStep#N with its GPU-extended window.
+struct Step {
+  std::int64_t number = -1;
+  EventIndex event = kNoEvent;
+  std::int64_t start_ns = 0;     // the span's start, or the previous step's end if that is later
+  std::int64_t cpu_end_ns = 0;  // end of the ProfilerStep span itself
+  std::int64_t end_ns = 0;      // extended to the end of GPU work launched within the step
+  std::uint64_t kernels = 0;    // kernels launched from inside the step
+};
+
+// Relations between events, built once after ingestion (see model/relations.h).
+// Sparse tables (GPU activity, launches) are sorted by event index and found by binary search,
+// so relations cost 4 bytes per event plus a few per GPU activity.
+struct Relations {
+  bool built = false;
+  // Host span nesting per (pid, tid): the innermost enclosing host span, or kNoEvent.
+  std::vector<EventIndex> parent;
+  // Every kernel / memcpy / memset / sync activity, with the runtime/driver call that launched it
+  // (matched by correlation id), or kNoEvent.
+  std::vector<EventIndex> gpu_events;
+  std::vector<EventIndex> gpu_launcher;
+  // Every runtime/driver call with a correlation id, with its innermost enclosing CPU op (or user
+  // annotation) and the GPU activities it launched: launch_gpu[launch_gpu_begin[i] .. [i+1]).
+  std::vector<EventIndex> launches;
+  std::vector<EventIndex> launch_op;
+  std::vector<std::uint32_t> launch_gpu_begin;
+  std::vector<EventIndex> launch_gpu;
+  std::vector<Step> steps;            // complete steps only, in time order
+  std::optional<Step> dropped_step;   // an incomplete trailing step, if one was excluded
+  std::uint64_t nesting_repairs = 0;  // children that outlived their parent
+  std::uint64_t unmatched_gpu = 0;    // GPU activity whose correlation matched no launch
+  std::uint64_t launches_without_gpu = 0;  // kernel launch calls with no GPU activity in the trace
+
+  EventIndex launcher_of(EventIndex gpu_event) const;
+  EventIndex op_of_launch(EventIndex launch) const;
+  std::vector<EventIndex> gpu_of_launch(EventIndex launch) const;
+};
+
+class TraceModel {
+ public:
+  // Core columns: one entry per event, in file order.
+  Column<EventKind> kind;
+  Column<char> phase;            // 'X', 'i', 's', 'f', 'M', 'C', ...
+  Column<std::uint16_t> category;  // id in categories (small table)
+  Column<StrId> name;
+  Column<std::int64_t> ts_ns;   // as written (relative to base_time_ns when present)
+  Column<std::int64_t> dur_ns;  // 0 for instants
+  // pid/tid: OS ids for host events, device index / CUDA stream for GPU events. Ids given as
+  // non-numeric strings or beyond 32 bits get a negative synthetic id, named in id_labels.
+  Column<std::int32_t> pid;
+  Column<std::int32_t> tid;
+  Column<std::int64_t> correlation;  // correlation for launches/GPU work; flow id for flows
+  Column<std::int64_t> external_id;
+
+  std::vector<KernelArgs> kernel_args;
+  std::vector<CopyArgs> copy_args;
+  std::vector<OpArgs> op_args;
+  std::vector<CollectiveArgs> collective_args;
+  std::vector<MemoryArgs> memory_args;
+  std::vector<CounterSample> counters;
+
+  StringTable strings;
+  StringTable categories;  // few distinct values; ids fit 16 bits
+  std::map<std::int32_t, std::string> process_names;  // from 'M' events
+  std::map<std::pair<std::int32_t, std::int32_t>, std::string> thread_names;
+  std::map<std::int32_t, std::string> id_labels;  // synthetic pid/tid -> the text it stands for
+
+  TraceInfo info;
+  IngestReport report;
+  Relations relations;
+
+  std::size_t size() const { return kind.size(); }
+  std::string_view name_of(EventIndex e) const { return strings.view(name[e]); }
+  std::string_view category_of(EventIndex e) const { return categories.view(category[e]); }
+  std::int64_t end_ns(EventIndex e) const { return ts_ns[e] + dur_ns[e]; }
+  std::size_t memory_bytes() const;
+
+  // Side-table lookups by event (binary search: side tables are appended in event order).
+  const KernelArgs* kernel_args_of(EventIndex e) const;
+  const CopyArgs* copy_args_of(EventIndex e) const;
+  const OpArgs* op_args_of(EventIndex e) const;
+  const CollectiveArgs* collective_args_of(EventIndex e) const;
+};
+
+}  // namespace ferret

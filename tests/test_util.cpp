@@ -1,0 +1,50 @@
+#include "test_util.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace ferret::test {
+
+std::string corpus_path(const std::string& name) {
+  const std::string path = std::string(FERRET_SHARED_DIR) + "/corpus/" + name;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? path : std::string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::string temp_path(const std::string& name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/ferret-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+CommandResult run_ferret(const std::string& args, const std::string& stdin_file) {
+  CommandResult r;
+  const std::string out = temp_path("cmd.out"), err = temp_path("cmd.err");
+  std::string cmd = std::string(FERRET_BINARY) + " " + args + " >" + out + " 2>" + err;
+  if (!stdin_file.empty()) cmd += " <" + stdin_file;
+  const int status = std::system(cmd.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+}  // namespace ferret::test

@@ -1,0 +1,30 @@
+// Helpers shared by the tests: locating ../shared, reading files, running the CLI.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ferret::test {
+
+// Path of a corpus file, or "" when ../shared is absent.
+std::string corpus_path(const std::string& name);
+
+// Skips the current test loudly when the corpus is not present (e.g. on a user's machine).
+#define FERRET_REQUIRE_CORPUS(path_var, name)                                          \
+  const std::string path_var = ::ferret::test::corpus_path(name);                      \
+  if (path_var.empty()) GTEST_SKIP() << "SKIPPED: ../shared/corpus not present (" << name << ")"
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+std::string temp_path(const std::string& name);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs the built ferret binary with the given argument string (shell-quoted by the caller).
+CommandResult run_ferret(const std::string& args, const std::string& stdin_file = "");
+
+}  // namespace ferret::test
