@@ -129,6 +129,16 @@ DecimalStatus parse_micros_to_nanos(std::string_view text, std::int64_t& nanos) 
 }
 
 DecimalStatus parse_int64(std::string_view text, std::int64_t& value) {
+  // Fast path: up to 18 plain digits always fit.
+  if (!text.empty() && text.size() <= 18) {
+    std::int64_t v = 0;
+    std::size_t i = 0;
+    while (i < text.size() && is_digit(text[i])) v = v * 10 + (text[i++] - '0');
+    if (i == text.size()) {
+      value = v;
+      return DecimalStatus::kOk;
+    }
+  }
   if (text.size() >= 2 && text.front() == '"') {
     text.remove_prefix(1);
     const std::size_t q = text.find('"');

@@ -283,7 +283,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'F':
         if (key == "Fwd thread id") {
-          if (read_int(v, n)) row.op.fwd_thread_id = n, row.op_seen = true;
+          if (read_int(v, n)) row.op.fwd_thread_id = static_cast<std::int32_t>(n), row.op_seen = true;
           continue;
         }
         break;

@@ -69,10 +69,35 @@ inline std::uint64_t prefix_xor(std::uint64_t x) {
 
 }  // namespace
 
-EventScanner::EventScanner(ByteSource& source, std::string name, ScanLimits limits)
-    : source_(source), name_(std::move(name)), limits_(limits) {
-  capacity_ = kHeadroom + limits_.batch_bytes + kPadding;
-  buf_ = std::make_unique<char[]>(capacity_);
+std::unique_ptr<char[]> BufferPool::take(std::size_t min_capacity, std::size_t& capacity) {
+  std::lock_guard lock(mu_);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second >= min_capacity) {
+      auto buffer = std::move(it->first);
+      capacity = it->second;
+      free_.erase(it);
+      return buffer;
+    }
+  }
+  capacity = min_capacity;
+  return std::make_unique_for_overwrite<char[]>(min_capacity);
+}
+
+void BufferPool::give(std::unique_ptr<char[]> buffer, std::size_t capacity) {
+  constexpr std::size_t kMaxPooled = 8;  // about the number of batches in flight
+  std::lock_guard lock(mu_);
+  if (buffer && free_.size() < kMaxPooled && capacity <= (64u << 20)) free_.emplace_back(std::move(buffer), capacity);
+}
+
+std::unique_ptr<char[]> EventScanner::allocate(std::size_t min_capacity, std::size_t& capacity) {
+  if (pool_) return pool_->take(min_capacity, capacity);
+  capacity = min_capacity;
+  return std::make_unique_for_overwrite<char[]>(min_capacity);
+}
+
+EventScanner::EventScanner(ByteSource& source, std::string name, ScanLimits limits, BufferPool* pool)
+    : source_(source), pool_(pool), name_(std::move(name)), limits_(limits) {
+  buf_ = allocate(kHeadroom + limits_.batch_bytes + kPadding, capacity_);
   pos_ = end_ = kHeadroom;
   buf_stream_offset_ = 0;
 }
@@ -80,14 +105,16 @@ EventScanner::EventScanner(ByteSource& source, std::string name, ScanLimits limi
 // Moves the unread tail [keep_from, end_) into a fresh buffer (the old one may belong to a batch).
 void EventScanner::start_new_buffer(std::size_t keep_from) {
   std::unique_ptr<char[]> old;
+  const std::size_t old_capacity = capacity_;
   start_new_buffer_keep_old(keep_from, old);
+  if (pool_) pool_->give(std::move(old), old_capacity);
 }
 
 void EventScanner::start_new_buffer_keep_old(std::size_t keep_from, std::unique_ptr<char[]>& old) {
   const std::size_t keep = end_ - keep_from;
   std::size_t cap = kHeadroom + limits_.batch_bytes + kPadding;
   while (cap < kHeadroom + 2 * keep + kMinRead + kPadding) cap *= 2;
-  auto fresh = std::make_unique<char[]>(cap);
+  auto fresh = allocate(cap, cap);
   std::memcpy(fresh.get() + kHeadroom, buf_.get() + keep_from, keep);
   const std::ptrdiff_t shift = static_cast<std::ptrdiff_t>(keep_from) - static_cast<std::ptrdiff_t>(kHeadroom);
   buf_stream_offset_ += static_cast<std::uint64_t>(shift);

@@ -123,7 +123,7 @@ class ModelBuilder {
 
 // Producer (scan) -> workers (parse) -> this thread (merge in order). Bounded queues keep at
 // most a few batches in flight, so memory stays independent of the input size.
-void run_pipeline(EventScanner& scanner, ModelBuilder& builder, unsigned threads,
+void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder, unsigned threads,
                   const std::function<void()>& on_batch) {
   if (threads <= 1) {
     EventParser parser;
@@ -131,7 +131,7 @@ void run_pipeline(EventScanner& scanner, ModelBuilder& builder, unsigned threads
     ParsedBatch parsed;
     while (scanner.next(raw)) {
       parser.parse(raw, parsed);
-      raw.data.reset();
+      pool.give(std::move(raw.data), raw.capacity);
       builder.merge(parsed);
       on_batch();
     }
@@ -195,7 +195,7 @@ void run_pipeline(EventScanner& scanner, ModelBuilder& builder, unsigned threads
         }
         if (!out) out = std::make_unique<ParsedBatch>();
         parser.parse(raw, *out);
-        raw.data.reset();
+        pool.give(std::move(raw.data), raw.capacity);
         std::lock_guard lock(mu);
         parsed.emplace(out->sequence, std::move(out));
         cv_parsed.notify_all();
@@ -276,13 +276,14 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   TraceModel model;
   model.info.source = name;
   model.info.compression = compression;
-  EventScanner scanner(source, name, options.limits);
+  BufferPool pool;
+  EventScanner scanner(source, name, options.limits, &pool);
   ModelBuilder builder(model);
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   auto on_batch = [&] {
     if (options.progress) options.progress(source.consumed(), 0);
   };
-  run_pipeline(scanner, builder, threads, on_batch);
+  run_pipeline(scanner, pool, builder, threads, on_batch);
 
   const ScanSummary& scan = scanner.summary();
   model.info.json_bytes = scan.bytes;

@@ -1,7 +1,7 @@
 #include "model/relations.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -30,37 +30,75 @@ void build_nesting(TraceModel& model) {
   Relations& rel = model.relations;
   const std::size_t n = model.size();
   rel.parent.assign(n, kNoEvent);
+
+  // Bucket host spans by thread (counting sort keeps file order within a thread).
+  std::map<std::pair<std::int32_t, std::int32_t>, std::uint32_t> thread_ids;
+  std::vector<std::uint32_t> thread_of;  // per host span, in file order
   std::vector<EventIndex> spans;
-  for (std::size_t e = 0; e < n; ++e)
-    if (model.phase[e] == 'X' && is_host_span(model.kind[e])) spans.push_back(static_cast<EventIndex>(e));
-  std::sort(spans.begin(), spans.end(), [&](EventIndex a, EventIndex b) {
-    if (model.pid[a] != model.pid[b]) return model.pid[a] < model.pid[b];
-    if (model.tid[a] != model.tid[b]) return model.tid[a] < model.tid[b];
-    if (model.ts_ns[a] != model.ts_ns[b]) return model.ts_ns[a] < model.ts_ns[b];
-    if (model.dur_ns[a] != model.dur_ns[b]) return model.dur_ns[a] > model.dur_ns[b];
-    return a < b;
-  });
+  std::pair<std::int32_t, std::int32_t> last_thread{0, 0};
+  std::uint32_t last_id = 0xFFFFFFFFu;
+  for (std::size_t e = 0; e < n; ++e) {
+    if (model.phase[e] != 'X' || !is_host_span(model.kind[e])) continue;
+    const std::pair<std::int32_t, std::int32_t> thread{model.pid[e], model.tid[e]};
+    if (thread != last_thread || last_id == 0xFFFFFFFFu) {
+      last_id = thread_ids.try_emplace(thread, static_cast<std::uint32_t>(thread_ids.size())).first->second;
+      last_thread = thread;
+    }
+    thread_of.push_back(last_id);
+    spans.push_back(static_cast<EventIndex>(e));
+  }
+  std::vector<std::size_t> begin(thread_ids.size() + 1, 0);
+  for (std::uint32_t t : thread_of) ++begin[t + 1];
+  for (std::size_t t = 0; t < thread_ids.size(); ++t) begin[t + 1] += begin[t];
+  std::vector<EventIndex> by_thread(spans.size());
+  {
+    std::vector<std::size_t> fill(begin.begin(), begin.end() - 1);
+    for (std::size_t i = 0; i < spans.size(); ++i) by_thread[fill[thread_of[i]]++] = spans[i];
+  }
+  std::vector<EventIndex>().swap(spans);
+  std::vector<std::uint32_t>().swap(thread_of);
+
+  struct Key {
+    std::int64_t ts;
+    std::int64_t neg_dur;  // longer spans first on equal start: they are the parents
+    EventIndex event;
+  };
+  std::vector<Key> keys;
   struct Open {
     EventIndex event;
     std::int64_t end;  // nesting end: min(own end, parent's nesting end)
   };
   std::vector<Open> stack;
   std::string first_repair;
-  for (std::size_t i = 0; i < spans.size(); ++i) {
-    const EventIndex e = spans[i];
-    if (i > 0 && (model.pid[e] != model.pid[spans[i - 1]] || model.tid[e] != model.tid[spans[i - 1]])) stack.clear();
-    const std::int64_t start = model.ts_ns[e];
-    std::int64_t end = model.end_ns(e);
-    while (!stack.empty() && stack.back().end <= start) stack.pop_back();
-    if (!stack.empty()) {
-      rel.parent[e] = stack.back().event;
-      if (end > stack.back().end) {
-        if (rel.nesting_repairs++ == 0)
-          first_repair = fmt::format("event #{} \"{}\"", e, model.name_of(e));
-        end = stack.back().end;
-      }
+  for (std::size_t t = 0; t < thread_ids.size(); ++t) {
+    keys.clear();
+    for (std::size_t i = begin[t]; i < begin[t + 1]; ++i) {
+      const EventIndex e = by_thread[i];
+      keys.push_back({model.ts_ns[e], -model.dur_ns[e], e});
     }
-    stack.push_back({e, end});
+    auto less = [](const Key& a, const Key& b) {
+      if (a.ts != b.ts) return a.ts < b.ts;
+      if (a.neg_dur != b.neg_dur) return a.neg_dur < b.neg_dur;
+      return a.event < b.event;
+    };
+    if (!std::is_sorted(keys.begin(), keys.end(), less)) std::sort(keys.begin(), keys.end(), less);
+    // A stack holds the open ancestors. A child that ends after its parent keeps the parent (it
+    // started inside it) and is clamped to the parent's end for nesting only - its recorded
+    // duration is untouched. Each such case is counted as a repair.
+    stack.clear();
+    for (const Key& k : keys) {
+      const std::int64_t start = k.ts;
+      std::int64_t end = k.ts - k.neg_dur;
+      while (!stack.empty() && stack.back().end <= start) stack.pop_back();
+      if (!stack.empty()) {
+        rel.parent[k.event] = stack.back().event;
+        if (end > stack.back().end) {
+          if (rel.nesting_repairs++ == 0) first_repair = fmt::format("event #{} \"{}\"", k.event, model.name_of(k.event));
+          end = stack.back().end;
+        }
+      }
+      stack.push_back({k.event, end});
+    }
   }
   if (rel.nesting_repairs > 0)
     model.report.repair("span outlives its parent: nested under the span it starts in", first_repair, rel.nesting_repairs);
@@ -72,75 +110,107 @@ bool is_kernel_launch_name(std::string_view name) {
          name.find("ModuleLaunchKernel") != std::string_view::npos;
 }
 
+// Sorted (id, ordinal) pairs: half the memory of a hash map and cache-friendly to build.
+class IdIndex {
+ public:
+  void add(std::int64_t id, std::uint32_t ordinal) { pairs_.emplace_back(id, ordinal); }
+  void finish() {
+    // Stable: with duplicate ids the first occurrence wins. Ids mostly arrive in order.
+    auto less = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (!std::is_sorted(pairs_.begin(), pairs_.end(), less)) std::stable_sort(pairs_.begin(), pairs_.end(), less);
+  }
+  const std::vector<std::pair<std::int64_t, std::uint32_t>>& pairs() const { return pairs_; }
+  std::uint32_t find(std::int64_t id) const {
+    auto it = std::lower_bound(pairs_.begin(), pairs_.end(), id, [](const auto& p, std::int64_t x) { return p.first < x; });
+    return (it != pairs_.end() && it->first == id) ? it->second : kNone;
+  }
+  static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+
+ private:
+  std::vector<std::pair<std::int64_t, std::uint32_t>> pairs_;
+};
+
 void build_correlation(TraceModel& model) {
   Relations& rel = model.relations;
   const std::size_t n = model.size();
-  std::unordered_map<std::int64_t, std::uint32_t> launch_by_corr;
+  IdIndex launch_by_corr;
   for (std::size_t e = 0; e < n; ++e) {
-    const EventKind k = model.kind[e];
-    if (is_launch_api(k) && model.correlation[e] != kNoId) {
-      launch_by_corr.emplace(model.correlation[e], static_cast<std::uint32_t>(rel.launches.size()));
+    if (is_launch_api(model.kind[e]) && model.correlation[e] != kNoId) {
+      launch_by_corr.add(model.correlation[e], static_cast<std::uint32_t>(rel.launches.size()));
       rel.launches.push_back(static_cast<EventIndex>(e));
     }
   }
-  std::vector<std::uint32_t> count(rel.launches.size() + 1, 0);
+  launch_by_corr.finish();
+  // Match GPU activity to launches by a merge join of the two id-sorted lists: binary searches
+  // into a million launches cost a cache miss per step and dominated this function.
+  IdIndex gpu_by_corr;
   for (std::size_t e = 0; e < n; ++e) {
     const EventKind k = model.kind[e];
     if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset && k != EventKind::kSync) continue;
+    if (model.correlation[e] != kNoId) gpu_by_corr.add(model.correlation[e], static_cast<std::uint32_t>(rel.gpu_events.size()));
     rel.gpu_events.push_back(static_cast<EventIndex>(e));
-    EventIndex launcher = kNoEvent;
-    if (model.correlation[e] != kNoId) {
-      auto it = launch_by_corr.find(model.correlation[e]);
-      if (it != launch_by_corr.end()) {
-        launcher = rel.launches[it->second];
-        ++count[it->second];
-      }
+  }
+  gpu_by_corr.finish();
+  std::vector<std::uint32_t> launch_of_gpu(rel.gpu_events.size(), IdIndex::kNone);
+  {
+    const auto& launch_pairs = launch_by_corr.pairs();
+    std::size_t li = 0;
+    for (const auto& [corr, g] : gpu_by_corr.pairs()) {
+      while (li < launch_pairs.size() && launch_pairs[li].first < corr) ++li;
+      if (li < launch_pairs.size() && launch_pairs[li].first == corr) launch_of_gpu[g] = launch_pairs[li].second;
     }
-    if (launcher == kNoEvent && k != EventKind::kSync) ++rel.unmatched_gpu;
-    rel.gpu_launcher.push_back(launcher);
+  }
+  std::vector<std::uint32_t> count(rel.launches.size() + 1, 0);
+  rel.gpu_launcher.resize(rel.gpu_events.size());
+  for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
+    const std::uint32_t li = launch_of_gpu[g];
+    if (li != IdIndex::kNone) ++count[li];
+    else if (model.kind[rel.gpu_events[g]] != EventKind::kSync) ++rel.unmatched_gpu;
+    rel.gpu_launcher[g] = li != IdIndex::kNone ? rel.launches[li] : kNoEvent;
   }
   // CSR of launch -> GPU activities.
   rel.launch_gpu_begin.assign(rel.launches.size() + 1, 0);
   for (std::size_t i = 0; i < rel.launches.size(); ++i) rel.launch_gpu_begin[i + 1] = rel.launch_gpu_begin[i] + count[i];
   rel.launch_gpu.assign(rel.launch_gpu_begin.back(), kNoEvent);
   std::vector<std::uint32_t> fill(rel.launch_gpu_begin.begin(), rel.launch_gpu_begin.end() - 1);
-  for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
-    const EventIndex launcher = rel.gpu_launcher[g];
-    if (launcher == kNoEvent) continue;
-    const std::uint32_t li = launch_by_corr.at(model.correlation[launcher]);
-    rel.launch_gpu[fill[li]++] = rel.gpu_events[g];
-  }
+  for (std::size_t g = 0; g < rel.gpu_events.size(); ++g)
+    if (launch_of_gpu[g] != IdIndex::kNone) rel.launch_gpu[fill[launch_of_gpu[g]]++] = rel.gpu_events[g];
   for (std::size_t i = 0; i < rel.launches.size(); ++i)
     if (count[i] == 0 && is_kernel_launch_name(model.name_of(rel.launches[i]))) ++rel.launches_without_gpu;
 
-  // Launch -> the CPU op it serves: innermost enclosing cpu_op, else user annotation, else the
-  // op with the same External id.
-  std::unordered_map<std::int64_t, EventIndex> op_by_external;
-  for (std::size_t e = 0; e < n; ++e)
-    if (model.kind[e] == EventKind::kCpuOp && model.external_id[e] != kNoId)
-      op_by_external.emplace(model.external_id[e], static_cast<EventIndex>(e));
+  // Launch -> the CPU op it serves: innermost enclosing cpu_op, else the op with the same
+  // External id, else the innermost user annotation (other than the step marker).
   rel.launch_op.assign(rel.launches.size(), kNoEvent);
+  std::vector<std::size_t> unresolved;
+  std::vector<EventIndex> annotation_of(rel.launches.size(), kNoEvent);
   for (std::size_t i = 0; i < rel.launches.size(); ++i) {
-    EventIndex annotation = kNoEvent;
     for (EventIndex p = rel.parent[rel.launches[i]]; p != kNoEvent; p = rel.parent[p]) {
       if (model.kind[p] == EventKind::kCpuOp) {
         rel.launch_op[i] = p;
         break;
       }
-      if (annotation == kNoEvent && model.kind[p] == EventKind::kUserAnnotation &&
+      if (annotation_of[i] == kNoEvent && model.kind[p] == EventKind::kUserAnnotation &&
           profiler_step_number(model.name_of(p)) < 0)
-        annotation = p;
+        annotation_of[i] = p;
     }
-    if (rel.launch_op[i] != kNoEvent) continue;
+    if (rel.launch_op[i] == kNoEvent) unresolved.push_back(i);
+  }
+  if (unresolved.empty()) return;
+  // Few launches lack an enclosing op: index only the External ids they need.
+  IdIndex wanted;
+  for (std::size_t i : unresolved)
+    if (model.external_id[rel.launches[i]] != kNoId) wanted.add(model.external_id[rel.launches[i]], 0);
+  wanted.finish();
+  IdIndex op_by_external;
+  for (std::size_t e = 0; e < n; ++e)
+    if (model.kind[e] == EventKind::kCpuOp && model.external_id[e] != kNoId &&
+        wanted.find(model.external_id[e]) != IdIndex::kNone)
+      op_by_external.add(model.external_id[e], static_cast<std::uint32_t>(e));
+  op_by_external.finish();
+  for (std::size_t i : unresolved) {
     const std::int64_t ext = model.external_id[rel.launches[i]];
-    if (ext != kNoId) {
-      auto it = op_by_external.find(ext);
-      if (it != op_by_external.end()) {
-        rel.launch_op[i] = it->second;
-        continue;
-      }
-    }
-    rel.launch_op[i] = annotation;
+    const std::uint32_t op = ext != kNoId ? op_by_external.find(ext) : IdIndex::kNone;
+    rel.launch_op[i] = op != IdIndex::kNone ? op : annotation_of[i];
   }
 }
 

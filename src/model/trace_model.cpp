@@ -58,10 +58,15 @@ std::uint64_t IngestReport::skip_count() const {
 }
 
 namespace {
-template <class Row>
-const Row* find_row(const std::vector<Row>& rows, EventIndex e) {
-  auto it = std::lower_bound(rows.begin(), rows.end(), e, [](const Row& r, EventIndex x) { return r.event < x; });
-  return (it != rows.end() && it->event == e) ? &*it : nullptr;
+template <class Table>
+auto find_row(const Table& rows, EventIndex e) -> decltype(&rows[0]) {
+  std::size_t lo = 0, hi = rows.size();
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (rows[mid].event < e) lo = mid + 1;
+    else hi = mid;
+  }
+  return (lo < rows.size() && rows[lo].event == e) ? &rows[lo] : nullptr;
 }
 
 std::size_t find_sorted(const std::vector<EventIndex>& v, EventIndex e) {
@@ -79,9 +84,8 @@ std::size_t TraceModel::memory_bytes() const {
   std::size_t n = kind.memory_bytes() + phase.memory_bytes() + category.memory_bytes() + name.memory_bytes() +
                   ts_ns.memory_bytes() + dur_ns.memory_bytes() + pid.memory_bytes() + tid.memory_bytes() +
                   correlation.memory_bytes() + external_id.memory_bytes();
-  n += kernel_args.capacity() * sizeof(KernelArgs) + copy_args.capacity() * sizeof(CopyArgs) +
-       op_args.capacity() * sizeof(OpArgs) + collective_args.capacity() * sizeof(CollectiveArgs) +
-       memory_args.capacity() * sizeof(MemoryArgs) + counters.capacity() * sizeof(CounterSample);
+  n += kernel_args.memory_bytes() + copy_args.memory_bytes() + op_args.memory_bytes() +
+       collective_args.memory_bytes() + memory_args.memory_bytes() + counters.memory_bytes();
   n += strings.memory_bytes() + categories.memory_bytes();
   n += (relations.parent.capacity() + relations.gpu_events.capacity() + relations.gpu_launcher.capacity() +
         relations.launches.capacity() + relations.launch_op.capacity() + relations.launch_gpu_begin.capacity() +

@@ -79,8 +79,8 @@ struct OpArgs {
   EventIndex event = kNoEvent;
   StrId input_dims = kEmptyStr;   // raw JSON text of "Input Dims"
   StrId input_types = kEmptyStr;  // raw JSON text of "Input type"
+  std::int32_t fwd_thread_id = -1;
   std::int64_t sequence_number = kNoId;
-  std::int64_t fwd_thread_id = kNoId;
 };
 
 // Collective arguments on record_param_comms ops and NCCL kernels.
@@ -233,21 +233,22 @@ class TraceModel {
   Column<char> phase;            // 'X', 'i', 's', 'f', 'M', 'C', ...
   Column<std::uint16_t> category;  // id in categories (small table)
   Column<StrId> name;
-  Column<std::int64_t> ts_ns;   // as written (relative to base_time_ns when present)
-  Column<std::int64_t> dur_ns;  // 0 for instants
+  PackedInt64Column ts_ns;   // as written (relative to base_time_ns when present)
+  PackedInt64Column dur_ns;  // 0 for instants
   // pid/tid: OS ids for host events, device index / CUDA stream for GPU events. Ids given as
   // non-numeric strings or beyond 32 bits get a negative synthetic id, named in id_labels.
   Column<std::int32_t> pid;
   Column<std::int32_t> tid;
-  Column<std::int64_t> correlation;  // correlation for launches/GPU work; flow id for flows
-  Column<std::int64_t> external_id;
+  PackedInt64Column correlation;  // correlation for launches/GPU work; flow id for flows
+  PackedInt64Column external_id;
 
-  std::vector<KernelArgs> kernel_args;
-  std::vector<CopyArgs> copy_args;
-  std::vector<OpArgs> op_args;
-  std::vector<CollectiveArgs> collective_args;
-  std::vector<MemoryArgs> memory_args;
-  std::vector<CounterSample> counters;
+  // Side tables, each in event order (so lookups by event are binary searches).
+  Column<KernelArgs, 12> kernel_args;
+  Column<CopyArgs, 12> copy_args;
+  Column<OpArgs, 12> op_args;
+  Column<CollectiveArgs, 12> collective_args;
+  Column<MemoryArgs, 12> memory_args;
+  Column<CounterSample, 12> counters;
 
   StringTable strings;
   StringTable categories;  // few distinct values; ids fit 16 bits
