@@ -43,6 +43,8 @@ TraceSummary summarize_trace(const TraceModel& model) {
   for (auto& [key, th] : threads) {
     if (auto it = model.thread_names.find(key); it != model.thread_names.end()) th.name = it->second;
     else if (auto lt = model.id_labels.find(key.second); lt != model.id_labels.end()) th.name = lt->second;
+    if (auto it = model.process_names.find(key.first); it != model.process_names.end()) th.process = it->second;
+    else if (auto lp = model.id_labels.find(key.first); lp != model.id_labels.end()) th.process = lp->second;
     s.threads.push_back(th);
   }
   return s;

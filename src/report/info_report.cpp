@@ -94,7 +94,7 @@ nlohmann::ordered_json info_json(const TraceModel& model, const TraceSummary& su
   j["streams"] = streams;
   json threads = json::array();
   for (const auto& t : summary.threads)
-    threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"name", t.name}, {"events", t.events}});
+    threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"process", t.process}, {"name", t.name}, {"events", t.events}});
   j["threads"] = threads;
   j["relations"] = {{"nesting_repairs", model.relations.nesting_repairs},
                     {"gpu_without_launch", model.relations.unmatched_gpu},
@@ -159,7 +159,8 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
                        s.kernels, s.memcpys, s.memsets, human_ns(s.busy_ns));
   line("threads", std::to_string(summary.threads.size()));
   for (const auto& t : summary.threads)
-    out += fmt::format("    pid {} tid {:<10} {:>8} events  {}\n", t.pid, t.tid, t.events, t.name);
+    out += fmt::format("    pid {:<8} tid {:<8} {:>9} events  {}{}\n", t.pid, t.tid, t.events, t.name,
+                       t.process.empty() ? "" : " [" + t.process + "]");
   const IngestReport& r = model.report;
   line("repairs", std::to_string(r.repair_count()));
   for (const auto& [reason, issue] : r.repairs)
