@@ -1,0 +1,8 @@
+// PLACEHOLDER: the memory analysis (to be written).
+#include "analysis/memory.h"
+
+namespace ferret {
+
+MemoryResult analyze_memory(const TraceModel&, const AnalysisContext&) { return {}; }
+
+}  // namespace ferret

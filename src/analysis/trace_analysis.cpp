@@ -1,0 +1,22 @@
+#include "analysis/trace_analysis.h"
+
+namespace ferret {
+
+TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options) {
+  TraceAnalysis a;
+  a.model = &model;
+  a.context = make_analysis_context(model, options);
+  a.summary = summarize_trace(model);
+  a.breakdown = analyze_step_breakdown(model, a.context);
+  a.gpu_metrics = analyze_gpu_metrics(model, a.context);
+  a.timeline = analyze_gpu_timeline(model, a.context);
+  a.hot_spots = analyze_hot_spots(model, a.context);
+  a.data_pipeline = analyze_data_pipeline(model, a.context);
+  a.host_blockers = analyze_host_blockers(model, a.context);
+  a.memory = analyze_memory(model, a.context);
+  a.communication = analyze_communication(model, a.context);
+  a.hardware = analyze_hardware(model, a.context);
+  return a;
+}
+
+}  // namespace ferret

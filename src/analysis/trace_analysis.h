@@ -1,0 +1,35 @@
+// Every analysis of one trace, run together: the input of diagnosis and of the reports.
+#pragma once
+
+#include "analysis/analysis.h"
+#include "analysis/communication.h"
+#include "analysis/data_pipeline.h"
+#include "analysis/gpu_metrics.h"
+#include "analysis/gpu_timeline.h"
+#include "analysis/hardware.h"
+#include "analysis/host_blockers.h"
+#include "analysis/hot_spots.h"
+#include "analysis/memory.h"
+#include "analysis/step_breakdown.h"
+#include "analysis/trace_summary.h"
+
+namespace ferret {
+
+struct TraceAnalysis {
+  const TraceModel* model = nullptr;
+  AnalysisContext context;
+  TraceSummary summary;
+  StepBreakdownResult breakdown;
+  GpuMetricsResult gpu_metrics;
+  GpuTimelineResult timeline;
+  HotSpotsResult hot_spots;
+  DataPipelineResult data_pipeline;
+  HostBlockersResult host_blockers;
+  MemoryResult memory;
+  CommunicationResult communication;
+  HardwareResult hardware;
+};
+
+TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);
+
+}  // namespace ferret

@@ -1,0 +1,43 @@
+// A finding: one diagnosed cause, with its evidence in numbers, concrete fixes, and the most
+// that removing the cause could gain (an Amdahl bound).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ferret {
+
+enum class Dimension { kBenchmark, kCompute, kDataPipeline, kMemory, kDistributed };
+enum class Layer { kMacro, kFramework, kOperator, kHardware };
+enum class Severity { kInfo, kLow, kMedium, kHigh };
+
+const char* dimension_name(Dimension d);  // "benchmark", "compute", "data_pipeline", "memory", "distributed"
+const char* layer_name(Layer l);          // "macro", "framework", "operator", "hardware"
+const char* severity_name(Severity s);    // "info", "low", "medium", "high"
+
+struct Evidence {
+  std::string name;   // e.g. "dataloader_share_pct"
+  double value = 0;
+  std::string unit;   // "%", "us", "ms", "count", "GB/s", "bytes", ""
+};
+
+struct Finding {
+  std::string id;      // stable, kebab-case: "input-bound", "launch-bound", ...
+  std::string title;   // one line with the key number: "Input-bound: 33% of each step waits for data"
+  Dimension dimension = Dimension::kCompute;
+  Layer layer = Layer::kMacro;
+  Severity severity = Severity::kInfo;
+  std::string detail;  // a few sentences: what was measured and why it matters
+  std::vector<Evidence> evidence;
+  std::vector<std::string> fixes;  // concrete code or config a user can paste
+  // Share of the analysed wall time the cause accounts for (0..1), and the Amdahl bound on the
+  // speed-up if the cause vanished: 1 / (1 - share). 1.0 when the gain cannot be bounded.
+  double time_share = 0;
+  double max_speedup = 1.0;
+  std::string threshold;  // "DataLoader > 5% of step (TensorBoard plugin); >= 20% high (XProf)"
+};
+
+// Amdahl: removing `share` of the time speeds up by 1 / (1 - share). Capped to avoid infinity.
+double amdahl_speedup(double share);
+
+}  // namespace ferret

@@ -1,0 +1,20 @@
+// The diagnosis rules, grouped by the analysis they read. Each rule lives in one function with
+// its threshold and the threshold's source written beside it; docs/RULES.md lists them all.
+#pragma once
+
+#include <vector>
+
+#include "analysis/trace_analysis.h"
+#include "diagnosis/finding.h"
+
+namespace ferret {
+
+void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out);     // GPU idle / utilization, CPU-bound
+void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out); // input-bound
+void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out);  // Tensor Cores, occupancy, precision
+void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-bound, syncs, allocator calls, hot ops
+void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out);
+void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out);
+void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);  // copy bandwidth, pageable copies
+
+}  // namespace ferret
