@@ -14,6 +14,15 @@ namespace ferret {
 
 namespace od = simdjson::ondemand;
 
+std::size_t LocalStrings::SampledHash::operator()(std::string_view s) const noexcept {
+  if (s.size() <= 48) return std::hash<std::string_view>{}(s);
+  char sample[48];
+  std::memcpy(sample, s.data(), 16);
+  std::memcpy(sample + 16, s.data() + s.size() / 2 - 8, 16);
+  std::memcpy(sample + 32, s.data() + s.size() - 16, 16);
+  return std::hash<std::string_view>{}(std::string_view(sample, 48)) ^ (s.size() * 0x9E3779B97F4A7C15ull);
+}
+
 std::uint32_t LocalStrings::intern(std::string_view s) {
   if (s.empty()) return 0;
   if (auto it = index_.find(s); it != index_.end()) return it->second;
@@ -101,6 +110,34 @@ class Context {
   std::size_t index_;
 };
 
+// The text of a JSON string straight from the input when it holds no escapes (the common case):
+// no copy, no unescaping. `raw` points just past the opening quote.
+bool raw_string_view(const char* raw, std::string_view& out) {
+  // One pass: most strings are short keys, where a byte loop beats two memchr calls.
+  const char* p = raw;
+  for (;;) {
+    const char c = *p;
+    if (c == '"') break;
+    if (c == '\\') return false;
+    ++p;
+  }
+  out = std::string_view(raw, static_cast<std::size_t>(p - raw));
+  return true;
+}
+
+std::string_view field_key(od::field& field) {
+  std::string_view key;
+  if (raw_string_view(field.key().raw(), key)) return key;
+  return field.unescaped_key();
+}
+
+std::string_view string_value(od::value v) {
+  std::string_view text;
+  od::raw_json_string raw = v.get_raw_json_string();
+  if (raw_string_view(raw.raw(), text)) return text;
+  return v.get_string();
+}
+
 std::string_view trim_token(std::string_view t) {
   while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
     t.remove_suffix(1);
@@ -174,8 +211,10 @@ void read_triplet(od::value v, std::int32_t (&dst)[3]) {
 }
 
 void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
-  for (auto field : args) {
-    const std::string_view key = field.unescaped_key();
+  for (auto field_result : args) {
+    od::field field;
+    if (const auto error = std::move(field_result).get(field)) throw simdjson::simdjson_error(error);
+    const std::string_view key = field_key(field);
     od::value v = field.value();
     std::int64_t n = 0;
     double d = 0;
@@ -373,20 +412,22 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
 }
 
 void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
-  for (auto field : obj) {
-    const std::string_view key = field.unescaped_key();
+  for (auto field_result : obj) {
+    od::field field;
+    if (const auto error = std::move(field_result).get(field)) throw simdjson::simdjson_error(error);
+    const std::string_view key = field_key(field);
     od::value v = field.value();
     if (key == "ph") {
       const std::string_view ph = v.get_string();
       row.ph = ph.empty() ? '?' : ph[0];
     } else if (key == "cat") {
       if (v.type() == od::json_type::string) {
-        row.cat = v.get_string();
+        row.cat = string_value(v);
         row.has_cat = true;
       }
     } else if (key == "name") {
       if (v.type() == od::json_type::string) {
-        row.name = v.get_string();
+        row.name = string_value(v);
         row.has_name = true;
       } else {
         row.name = raw_value_text(v);

@@ -26,8 +26,13 @@ class LocalStrings {
   void clear();
 
  private:
+  // Kernel names run to hundreds of bytes; hashing a sample of them (length, head, tail) is
+  // enough to spread them, and equal-hash candidates are still compared in full.
+  struct SampledHash {
+    std::size_t operator()(std::string_view s) const noexcept;
+  };
   std::deque<std::string> texts_;
-  std::unordered_map<std::string_view, std::uint32_t> index_;
+  std::unordered_map<std::string_view, std::uint32_t, SampledHash> index_;
 };
 
 struct LocalIssue {

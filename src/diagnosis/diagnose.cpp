@@ -1,0 +1,63 @@
+#include "diagnosis/diagnose.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "diagnosis/rules.h"
+
+namespace ferret {
+
+void rank_findings(std::vector<Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.max_speedup != b.max_speedup) return a.max_speedup > b.max_speedup;
+    if (a.severity != b.severity) return static_cast<int>(a.severity) > static_cast<int>(b.severity);
+    return a.id < b.id;
+  });
+}
+
+namespace {
+
+std::string describe_window(const TraceAnalysis& a) {
+  const AnalysisContext& ctx = a.context;
+  if (ctx.has_steps)
+    return fmt::format("{} step{} averaging {:.1f} ms", ctx.steps.size(), ctx.steps.size() == 1 ? "" : "s",
+                       static_cast<double>(ctx.window_ns()) / 1e6 / static_cast<double>(ctx.steps.size()));
+  return fmt::format("{:.1f} ms of trace (no ProfilerStep spans)", static_cast<double>(ctx.window_ns()) / 1e6);
+}
+
+}  // namespace
+
+Diagnosis diagnose(const TraceAnalysis& analysis) {
+  Diagnosis d;
+  rules_step_time(analysis, d.findings);
+  rules_data_pipeline(analysis, d.findings);
+  rules_gpu_efficiency(analysis, d.findings);
+  rules_host(analysis, d.findings);
+  rules_memory(analysis, d.findings);
+  rules_distributed(analysis, d.findings);
+  rules_hardware(analysis, d.findings);
+  rank_findings(d.findings);
+
+  // The verdict is the highest-gain finding that is more than informational.
+  const auto top = std::find_if(d.findings.begin(), d.findings.end(),
+                                [](const Finding& f) { return f.severity >= Severity::kMedium; });
+  if (top == d.findings.end()) {
+    d.verdict.bottleneck_found = false;
+    d.verdict.headline = fmt::format("No bottleneck found over {}: no rule crossed its threshold{}.",
+                                     describe_window(analysis),
+                                     d.findings.empty() ? "" : " (minor findings below)");
+    return d;
+  }
+  d.verdict.bottleneck_found = true;
+  d.verdict.dimension = top->dimension;
+  d.verdict.finding_id = top->id;
+  d.verdict.max_speedup = top->max_speedup;
+  if (top->max_speedup > 1.005)
+    d.verdict.headline = fmt::format("{}; removing it makes steps up to {:.2f}x faster.", top->title, top->max_speedup);
+  else
+    d.verdict.headline = top->title + ".";
+  return d;
+}
+
+}  // namespace ferret
