@@ -87,7 +87,8 @@ struct EventRow {
   std::string_view meta_name;
   bool has_meta_name = false;
   std::vector<std::pair<std::string_view, double>> counter_values;
-  const char* bad_field = nullptr;  // a field whose value had the wrong type
+  const char* bad_field = nullptr;  // ts/dur whose value had the wrong type
+  const char* bad_type = nullptr;   // another field of the wrong JSON type (ignored)
 };
 
 class Context {
@@ -97,7 +98,7 @@ class Context {
     return fmt::format("byte {} (event #{})", raw_.stream_offset + raw_.event_begin[index_],
                        raw_.first_event_index + index_);
   }
-  void repair(const char* reason) { note(out_.repairs, reason); }
+  void repair(const std::string& reason) { note(out_.repairs, reason); }
   void skip(const std::string& reason) { note(out_.skips, reason); }
 
  private:
@@ -161,8 +162,13 @@ std::int32_t id_from_text(std::string_view text, ParsedBatch& out) {
   return id;
 }
 
-std::int32_t read_id(od::value v, ParsedBatch& out) {
-  if (v.type() == od::json_type::string) return id_from_text(std::string_view(v.get_string()), out);
+std::int32_t read_id(od::value v, ParsedBatch& out, EventRow& row) {
+  const od::json_type t = v.type();
+  if (t == od::json_type::string) return id_from_text(std::string_view(v.get_string()), out);
+  if (t != od::json_type::number) {
+    row.bad_type = "pid/tid";
+    return 0;
+  }
   std::string_view raw = trim_token(v.raw_json_token());
   std::int64_t n = 0;
   if (parse_int64(raw, n) == DecimalStatus::kOk && n >= INT32_MIN / 2 && n <= INT32_MAX && n >= 0)
@@ -200,14 +206,17 @@ std::string_view raw_value_text(od::value v) {
   }
 }
 
-void read_triplet(od::value v, std::int32_t (&dst)[3]) {
-  if (v.type() != od::json_type::array) return;
+bool read_triplet(od::value v, std::int32_t (&dst)[3]) {
+  if (v.type() != od::json_type::array) return false;
   int k = 0;
+  bool ok = true;
   for (auto element : v.get_array()) {
     std::int64_t n = 0;
     if (k < 3 && read_int(element.value(), n)) dst[k] = static_cast<std::int32_t>(n);
+    else if (k < 3) ok = false;
     ++k;
   }
+  return ok;
 }
 
 void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
@@ -244,14 +253,14 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'g':
         if (key == "grid") {
-          read_triplet(v, row.kernel.grid);
+          if (!read_triplet(v, row.kernel.grid)) row.bad_type = "grid";
           row.kernel_seen = true;
           continue;
         }
         break;
       case 'b':
         if (key == "block") {
-          read_triplet(v, row.kernel.block);
+          if (!read_triplet(v, row.kernel.block)) row.bad_type = "block";
           row.kernel_seen = true;
           continue;
         }
@@ -456,9 +465,9 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
         row.bad_field = is_ts ? "ts" : "dur";
       }
     } else if (key == "pid") {
-      row.pid = read_id(v, out);
+      row.pid = read_id(v, out, row);
     } else if (key == "tid") {
-      row.tid = read_id(v, out);
+      row.tid = read_id(v, out, row);
     } else if (key == "id") {
       std::int64_t n = 0;
       if (read_int(v, n)) row.flow_id = n;
@@ -466,6 +475,7 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
         row.flow_id = static_cast<std::int64_t>(std::hash<std::string_view>{}(v.get_string()) >> 1);
     } else if (key == "args") {
       if (v.type() == od::json_type::object) parse_args(v.get_object(), row, out);
+      else if (v.type() != od::json_type::null) row.bad_type = "args";
     }
     // Other fields (bp, s, tts, ...) are not used by any analysis.
   }
@@ -485,6 +495,7 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
     ctx.skip("begin/end ('B'/'E') events are not produced by PyTorch profilers");
     return;
   }
+  if (row.bad_type) ctx.repair(std::string("field of the wrong JSON type ignored (") + row.bad_type + ")");
   const EventKind kind = classify_event(row.ph, row.cat, row.has_cat, row.name);
   if (row.ph == 'X') {
     if (!row.has_dur) {

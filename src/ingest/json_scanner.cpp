@@ -23,17 +23,25 @@ inline bool is_ws(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t
 
 // Bit i set iff byte i of the 64-byte block equals the given class.
 struct BlockMasks {
-  std::uint64_t quote, backslash, open, close;
+  std::uint64_t quote, backslash, open, close, comma;
 };
 
+// Bits [from, to) of a 64-bit mask (0 <= from <= to <= 64).
+inline std::uint64_t bit_range(unsigned from, unsigned to) {
+  const std::uint64_t below_to = to >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << to) - 1;
+  const std::uint64_t below_from = from >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << from) - 1;
+  return below_to & ~below_from;
+}
+
 inline BlockMasks classify_block(const char* p) {
-  BlockMasks m{0, 0, 0, 0};
+  BlockMasks m{0, 0, 0, 0, 0};
 #if defined(__AVX2__)
   const __m256i quote = _mm256_set1_epi8('"');
   const __m256i backslash = _mm256_set1_epi8('\\');
   const __m256i lower = _mm256_set1_epi8(0x20);
   const __m256i open = _mm256_set1_epi8('{');
   const __m256i close = _mm256_set1_epi8('}');
+  const __m256i comma = _mm256_set1_epi8(',');
   for (int k = 0; k < 2; ++k) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
     const __m256i folded = _mm256_or_si256(v, lower);
@@ -42,6 +50,7 @@ inline BlockMasks classify_block(const char* p) {
     m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)))) << shift;
     m.open |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, open)))) << shift;
     m.close |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, close)))) << shift;
+    m.comma |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, comma)))) << shift;
   }
 #elif defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
@@ -50,6 +59,7 @@ inline BlockMasks classify_block(const char* p) {
   const __m128i lower = _mm_set1_epi8(0x20);
   const __m128i open = _mm_set1_epi8('{');
   const __m128i close = _mm_set1_epi8('}');
+  const __m128i comma = _mm_set1_epi8(',');
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i folded = _mm_or_si128(v, lower);
@@ -58,6 +68,7 @@ inline BlockMasks classify_block(const char* p) {
     m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))) << shift;
     m.open |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)))) << shift;
     m.close |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)))) << shift;
+    m.comma |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, comma)))) << shift;
   }
 #else
   for (int i = 0; i < 64; ++i) {
@@ -67,6 +78,7 @@ inline BlockMasks classify_block(const char* p) {
     if (c == '\\') m.backslash |= bit;
     if ((c | 0x20) == '{') m.open |= bit;
     if ((c | 0x20) == '}') m.close |= bit;
+    if (c == ',') m.comma |= bit;
   }
 #endif
   return m;
@@ -239,6 +251,16 @@ bool EventScanner::capture_value(std::string* out, bool& too_big) {
   }
 }
 
+void EventScanner::close_event_array(std::size_t at) {
+  array_closed_ = true;
+  pos_ = at + 1;
+  // Elements = commas + 1 when the array holds anything; those that were neither objects nor
+  // arrays were scalars (numbers, strings, null, booleans).
+  const std::uint64_t elements = (top_level_commas_ > 0 || array_objects_ > 0 || nested_arrays_ > 0) ? top_level_commas_ + 1 : 0;
+  const std::uint64_t structured = array_objects_ + nested_arrays_;
+  summary_.skipped_non_objects += nested_arrays_ + (elements > structured ? elements - structured : 0);
+}
+
 void EventScanner::scan_events_scalar(std::size_t stop) {
   const char* b = buf_.get();
   for (std::size_t p = pos_; p < stop; ++p) {
@@ -251,24 +273,27 @@ void EventScanner::scan_events_scalar(std::size_t stop) {
     }
     if (c == '"') {
       in_string_ = true;
+    } else if (c == ',') {
+      if (depth_ == 0) ++top_level_commas_;
     } else if (c == '{' || c == '[') {
       if (depth_ == 0) {
         if (c == '{') event_start_ = p;
-        else ++summary_.skipped_non_objects;
+        else ++nested_arrays_;
       }
       ++depth_;
     } else if (c == '}' || c == ']') {
       if (depth_ == 0) {
         if (c == ']') {
-          array_closed_ = true;
-          pos_ = p + 1;
+          close_event_array(p);
           return;
         }
-        continue;  // stray '}' between events: the parser would reject it; ignore
+        ++summary_.stray_closers;  // a '}' between events: nothing to parse, counted
+        continue;
       }
       if (--depth_ == 0 && c == '}') {
         pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
         pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
+        ++array_objects_;
       }
     }
   }
@@ -291,6 +316,10 @@ void EventScanner::scan_events() {
     const std::uint64_t inside = prefix_xor(m.quote) ^ (in_string_ ? ~std::uint64_t{0} : 0);
     in_string_ = (inside >> 63) != 0;
     std::uint64_t structural = (m.open | m.close) & ~inside;
+    const std::uint64_t commas = m.comma & ~inside;
+    // Commas between events (at depth 0) count the array's elements, so elements that are not
+    // objects (numbers, strings, null) can be counted as skipped rather than vanish.
+    unsigned depth0_from = depth_ == 0 ? 0 : 64;
     const std::size_t base = pos_;
     while (structural != 0) {
       const int bit = __builtin_ctzll(structural);
@@ -299,24 +328,32 @@ void EventScanner::scan_events() {
       const char c = b[p];
       if (c == '{' || c == '[') {
         if (depth_ == 0) {
+          top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
+          depth0_from = 64;
           if (c == '{') event_start_ = p;
-          else ++summary_.skipped_non_objects;
+          else ++nested_arrays_;
         }
         ++depth_;
       } else if (depth_ == 0) {
         if (c == ']') {
           // The event array ends inside this block; the string state past it is recomputed by
           // the root-level parser, which reads byte by byte.
-          array_closed_ = true;
+          top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
           in_string_ = false;
-          pos_ = p + 1;
+          close_event_array(p);
           return;
         }
-      } else if (--depth_ == 0 && c == '}') {
-        pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
-        pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
+        ++summary_.stray_closers;
+      } else if (--depth_ == 0) {
+        depth0_from = static_cast<unsigned>(bit) + 1;
+        if (c == '}') {
+          pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
+          pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
+          ++array_objects_;
+        }
       }
     }
+    if (depth_ == 0) top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, 64)));
     pos_ += 64;
   }
 }
@@ -415,6 +452,7 @@ bool EventScanner::next(RawBatch& batch) {
           in_string_ = escaped_ = false;
           depth_ = 0;
           array_closed_ = false;
+          top_level_commas_ = array_objects_ = nested_arrays_ = 0;
           break;
         }
         std::string value;

@@ -62,6 +62,7 @@ struct ScanSummary {
   std::string stream_damage;        // decompressor's report of a broken stream
   std::vector<std::string> warnings;  // e.g. trailing garbage after the root value
   std::uint64_t skipped_non_objects = 0;  // array elements that are not objects
+  std::uint64_t stray_closers = 0;        // '}' between events, outside any element
 };
 
 class EventScanner {
@@ -86,6 +87,7 @@ class EventScanner {
   bool capture_value(std::string* out, bool& too_big);
   void scan_events();                // advances pos_ through the event array
   void scan_events_scalar(std::size_t stop);
+  void close_event_array(std::size_t at);
   void finish_truncated(const char* what);
 
   std::unique_ptr<char[]> allocate(std::size_t min_capacity, std::size_t& capacity);
@@ -111,6 +113,9 @@ class EventScanner {
   std::vector<std::uint32_t> pending_begin_, pending_end_;
   std::uint64_t batches_ = 0;
   bool array_closed_ = false;
+  std::uint64_t top_level_commas_ = 0;  // commas between elements of the event array
+  std::uint64_t array_objects_ = 0;     // object elements seen
+  std::uint64_t nested_arrays_ = 0;     // array elements seen
 };
 
 }  // namespace ferret

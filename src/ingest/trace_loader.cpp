@@ -286,6 +286,19 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   run_pipeline(scanner, pool, builder, threads, on_batch);
 
   const ScanSummary& scan = scanner.summary();
+  // The document may close before the stream ends; damage (a bad CRC, garbage) can lie after
+  // it. Read a bounded tail so a broken compressed stream is still reported.
+  std::string stream_damage = scan.stream_damage;
+  if (stream_damage.empty()) {
+    std::vector<char> sink(64 << 10);
+    std::uint64_t drained = 0;
+    while (drained < (64u << 20)) {
+      const std::size_t n = source.read(sink.data(), sink.size());
+      if (n == 0) break;
+      drained += n;
+    }
+    stream_damage = source.damage();
+  }
   model.info.json_bytes = scan.bytes;
   model.info.compressed_bytes = source.consumed();
   parse_header(scan.header, model);
@@ -295,9 +308,9 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
     if (scan.bytes == 0) throw InputError(name + ": empty input");
     model.report.notes.push_back("no \"traceEvents\" array in the document");
   }
-  if (!scan.stream_damage.empty()) {
-    model.report.notes.push_back(scan.stream_damage);
-    model.report.repair("damaged compressed stream: kept the events before the damage", scan.stream_damage);
+  if (!stream_damage.empty()) {
+    model.report.notes.push_back(stream_damage);
+    model.report.repair("damaged compressed stream: kept the events before the damage", stream_damage);
   }
   if (scan.truncated) {
     model.report.truncated = true;
@@ -311,6 +324,8 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   for (const auto& w : scan.warnings) model.report.notes.push_back(w);
   if (scan.skipped_non_objects > 0)
     model.report.skip("traceEvents elements that are not objects", "traceEvents", scan.skipped_non_objects);
+  if (scan.stray_closers > 0)
+    model.report.skip("stray '}' between events", "traceEvents", scan.stray_closers);
   model.info.generation = detect_generation(model, scan, builder.has_decimal_ts());
   model.info.platform = detect_platform(model);
   if (options.build_relations) build_relations(model);
