@@ -1,8 +1,268 @@
-// PLACEHOLDER: the gpu_metrics analysis (to be written).
 #include "analysis/gpu_metrics.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <queue>
+
+#include "analysis/classify.h"
+#include "analysis/intervals.h"
+#include "analysis/tensor_cores.h"
+#include "model/relations.h"
 
 namespace ferret {
 
-GpuMetricsResult analyze_gpu_metrics(const TraceModel&, const AnalysisContext&) { return {}; }
+namespace {
+
+// What a kernel's name says, worked out once per distinct name.
+enum NameFlags : std::uint8_t {
+  kKnown = 1,
+  kTensorCore = 2,
+  kMatmulConv = 4,
+  kCommunication = 8,
+};
+
+std::uint8_t kernel_name_flags(std::string_view name) {
+  std::uint8_t flags = kKnown;
+  if (is_communication_kernel(name)) return flags | kCommunication;
+  if (is_tensor_core_kernel(name)) flags |= kTensorCore;
+  if (is_matmul_or_conv_kernel(name)) flags |= kMatmulConv;
+  return flags;
+}
+
+// One kernel on the device's timeline; blocks_per_sm <= 0 when its launch size is unknown.
+struct KernelSpan {
+  std::int64_t start;
+  std::int64_t end;
+  float blocks_per_sm;
+};
+
+struct DeviceAccumulator {
+  DeviceMetrics metrics;
+  std::vector<KernelSpan> kernels;
+  double occupancy_weighted = 0;  // sum of occupancy% x clipped ns
+  std::int64_t occupancy_ns = 0;
+  double non_matmul_occupancy_weighted = 0;
+  bool has_blocks_per_sm = false;
+};
+
+// |union of kernels| within the windows. Kernels are sorted by start.
+std::int64_t busy_ns(const std::vector<KernelSpan>& kernels, const std::vector<Interval>& windows) {
+  std::int64_t busy = 0;
+  std::int64_t run_start = 0, run_end = 0;
+  bool open = false;
+  for (const KernelSpan& k : kernels) {
+    if (open && k.start <= run_end) {
+      run_end = std::max(run_end, k.end);
+      continue;
+    }
+    if (open) busy += covered_length(windows, run_start, run_end);
+    run_start = k.start;
+    run_end = k.end;
+    open = true;
+  }
+  if (open) busy += covered_length(windows, run_start, run_end);
+  return busy;
+}
+
+// Integral over time of min(1, sum of running kernels' blocks per SM), within the windows (the
+// plugin's "approximated SM efficiency"). Kernels are sorted by start; a min-heap of end times
+// holds the running ones, so the sweep costs log(concurrent kernels) per kernel, not a sort of
+// every start and end. The sum restarts from exactly 0 whenever nothing runs, so float rounding
+// cannot leak into idle time.
+double sm_busy_ns(const std::vector<KernelSpan>& kernels, const std::vector<Interval>& windows) {
+  struct Running {
+    std::int64_t end;
+    float blocks_per_sm;
+    bool operator>(const Running& o) const { return end > o.end; }
+  };
+  std::priority_queue<Running, std::vector<Running>, std::greater<Running>> running;
+  double busy = 0;
+  double blocks = 0;
+  std::int64_t t = 0;
+  auto advance_to = [&](std::int64_t to) {
+    if (!running.empty() && to > t) busy += std::min(1.0, blocks) * static_cast<double>(covered_length(windows, t, to));
+    t = std::max(t, to);
+  };
+  auto retire_until = [&](std::int64_t limit) {
+    while (!running.empty() && running.top().end <= limit) {
+      advance_to(running.top().end);
+      blocks -= running.top().blocks_per_sm;
+      running.pop();
+      if (running.empty()) blocks = 0;
+    }
+  };
+  for (const KernelSpan& k : kernels) {
+    if (k.blocks_per_sm <= 0) continue;
+    retire_until(k.start);
+    advance_to(k.start);
+    blocks += k.blocks_per_sm;
+    running.push({k.end, k.blocks_per_sm});
+  }
+  retire_until(std::numeric_limits<std::int64_t>::max());
+  return busy;
+}
+
+}  // namespace
+
+GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisContext& ctx) {
+  GpuMetricsResult result;
+  std::vector<Interval> windows;
+  if (ctx.has_steps) {
+    for (const Step& s : ctx.steps) windows.push_back({s.start_ns, s.end_ns});
+  } else {
+    windows.push_back({ctx.window_start_ns, ctx.window_end_ns});
+  }
+  merge_intervals(windows);
+  if (windows.empty()) return result;
+  const std::int64_t window_ns = total_length(windows);
+  const std::int64_t lo = windows.front().start, hi = windows.back().end;
+
+  const Relations& rel = model.relations;
+  std::map<int, DeviceAccumulator> devices;
+  auto device_of = [&](int id) -> DeviceAccumulator& {
+    auto [it, inserted] = devices.try_emplace(id);
+    if (inserted) {
+      // Reserving for every kernel costs address space only (pages are touched as they fill) and
+      // spares the copies of a growing vector.
+      it->second.kernels.reserve(rel.gpu_events.size());
+      DeviceMetrics& m = it->second.metrics;
+      m.device = id;
+      m.window_ns = window_ns;
+      for (const DeviceProperties& p : model.info.devices) {
+        if (p.id != id) continue;
+        m.name = p.name;
+        m.compute_major = p.compute_major;
+        m.compute_minor = p.compute_minor;
+        m.num_sms = p.num_sms;
+      }
+    }
+    return it->second;
+  };
+  std::vector<std::uint8_t> name_flags(model.strings.size(), 0);
+  auto flags_of = [&](EventIndex e) {
+    std::uint8_t& f = name_flags[model.name[e]];
+    if (f == 0) f = kernel_name_flags(model.name_of(e));
+    return f;
+  };
+  // Kernel time within the windows (usually one window: the selected steps touch each other).
+  auto clipped_ns = [&](std::int64_t start, std::int64_t end) {
+    if (end <= lo || start >= hi) return std::int64_t{0};
+    return covered_length(windows, start, end);
+  };
+
+  // Pass 1: every kernel. GPU activity and the kernel-args side table are both in event order, so
+  // one merge walk finds each kernel's launch configuration without a search.
+  std::size_t args_row = 0;
+  std::int32_t current_id = -1;
+  DeviceAccumulator* current = nullptr;  // the last kernel's device: kernels come in runs per device
+  const std::size_t args_rows = model.kernel_args.size();
+  for (const EventIndex e : rel.gpu_events) {
+    if (model.kind[e] != EventKind::kKernel || !ctx.device_selected(model.pid[e])) continue;
+    const std::int64_t start = model.ts_ns[e], end = model.end_ns(e);
+    const std::int64_t ns = clipped_ns(start, end);
+    if (ns <= 0) continue;
+    while (args_row < args_rows && model.kernel_args[args_row].event < e) ++args_row;
+    const KernelArgs* args = (args_row < args_rows && model.kernel_args[args_row].event == e) ? &model.kernel_args[args_row] : nullptr;
+
+    if (model.pid[e] != current_id || current == nullptr) {
+      current_id = model.pid[e];
+      current = &device_of(current_id);
+    }
+    DeviceAccumulator& acc = *current;
+    DeviceMetrics& m = acc.metrics;
+    const std::uint8_t flags = flags_of(e);
+    ++m.kernels;
+    m.kernel_ns += ns;
+    float blocks_per_sm = 0;
+    if (!(flags & kCommunication)) m.compute_kernel_ns += ns;
+    if (flags & kTensorCore) m.tensor_core_ns += ns;
+    if (flags & kMatmulConv) m.matmul_conv_ns += ns;
+    if (args) {
+      // CUPTI's "blocks per SM" is grid blocks / SM count; derive it when only the grid is given.
+      blocks_per_sm = args->blocks_per_sm;
+      const double grid = static_cast<double>(args->grid[0]) * args->grid[1] * args->grid[2];
+      if (blocks_per_sm <= 0 && grid > 0 && m.num_sms > 0) blocks_per_sm = static_cast<float>(grid / m.num_sms);
+      if (blocks_per_sm > 0) acc.has_blocks_per_sm = true;
+      if (args->est_occupancy_pct >= 0) {
+        acc.occupancy_weighted += static_cast<double>(args->est_occupancy_pct) * static_cast<double>(ns);
+        acc.occupancy_ns += ns;
+        if (!(flags & (kMatmulConv | kCommunication))) {
+          acc.non_matmul_occupancy_weighted += static_cast<double>(args->est_occupancy_pct) * static_cast<double>(ns);
+          m.non_matmul_occupancy_ns += ns;
+        }
+      }
+    }
+    acc.kernels.push_back({start, end, blocks_per_sm});
+  }
+
+  // Pass 2: kernels launched by Tensor-Core-eligible operators. A launch belongs to its innermost
+  // CPU op; the op counts as eligible when it or an enclosing op is (aten::linear -> aten::addmm,
+  // ConvolutionBackward0 -> aten::convolution_backward). Answers are memoised per event along the
+  // walked chain, so each span is examined once.
+  std::vector<std::int8_t> op_eligible(model.size(), -1);
+  std::vector<std::int8_t> name_eligible(model.strings.size(), -1);
+  std::vector<EventIndex> chain;
+  auto eligible = [&](EventIndex op) {
+    chain.clear();
+    bool answer = false;
+    for (EventIndex p = op; p != kNoEvent; p = rel.parent[p]) {
+      if (op_eligible[p] >= 0) {
+        answer = op_eligible[p] == 1;
+        break;
+      }
+      chain.push_back(p);
+      const EventKind k = model.kind[p];
+      if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
+      std::int8_t& by_name = name_eligible[model.name[p]];
+      if (by_name < 0) by_name = is_tensor_core_eligible_op(model.name_of(p)) ? 1 : 0;
+      if (by_name == 1) {
+        answer = true;
+        break;
+      }
+    }
+    for (EventIndex q : chain) op_eligible[q] = answer ? 1 : 0;
+    return answer;
+  };
+  for (std::size_t i = 0; i < rel.launches.size(); ++i) {
+    if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1] || rel.launch_op[i] == kNoEvent) continue;
+    if (!eligible(rel.launch_op[i])) continue;
+    for (std::uint32_t g = rel.launch_gpu_begin[i]; g < rel.launch_gpu_begin[i + 1]; ++g) {
+      const EventIndex e = rel.launch_gpu[g];
+      if (model.kind[e] != EventKind::kKernel || !ctx.device_selected(model.pid[e])) continue;
+      const std::int64_t ns = clipped_ns(model.ts_ns[e], model.end_ns(e));
+      if (ns <= 0) continue;
+      const std::uint8_t flags = flags_of(e);
+      if (flags & kCommunication) continue;
+      DeviceMetrics& m = device_of(model.pid[e]).metrics;
+      m.tc_eligible_ns += ns;
+      if (!(flags & kTensorCore)) m.tc_eligible_without_tc_ns += ns;
+      if (!(flags & kMatmulConv)) m.matmul_conv_ns += ns;  // not yet counted by its name
+    }
+  }
+
+  auto pct = [](std::int64_t part, std::int64_t whole) {
+    return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+  };
+  for (auto& [id, acc] : devices) {
+    DeviceMetrics& m = acc.metrics;
+    auto by_start = [](const KernelSpan& a, const KernelSpan& b) { return a.start < b.start; };
+    if (!std::is_sorted(acc.kernels.begin(), acc.kernels.end(), by_start))
+      std::sort(acc.kernels.begin(), acc.kernels.end(), by_start);
+    m.kernel_busy_ns = busy_ns(acc.kernels, windows);
+    m.utilization_pct = pct(m.kernel_busy_ns, window_ns);
+    if (acc.has_blocks_per_sm)
+      m.sm_efficiency_pct = 100.0 * sm_busy_ns(acc.kernels, windows) / static_cast<double>(window_ns);
+    if (acc.occupancy_ns > 0) m.achieved_occupancy_pct = acc.occupancy_weighted / static_cast<double>(acc.occupancy_ns);
+    if (m.non_matmul_occupancy_ns > 0)
+      m.non_matmul_occupancy_pct = acc.non_matmul_occupancy_weighted / static_cast<double>(m.non_matmul_occupancy_ns);
+    m.tensor_core_pct = pct(m.tensor_core_ns, m.kernel_ns);
+    m.tc_eligible_pct = pct(m.tc_eligible_ns, m.kernel_ns);
+    m.tc_eligible_without_tc_pct = pct(m.tc_eligible_without_tc_ns, m.kernel_ns);
+    m.matmul_conv_pct = pct(m.matmul_conv_ns, m.compute_kernel_ns);
+    result.devices.push_back(std::move(m));
+  }
+  return result;
+}
 
 }  // namespace ferret

@@ -1,11 +1,59 @@
-// PLACEHOLDER: the gpu_metrics analysis (to be written).
+// GPU metrics per device, as the TensorBoard profiler plugin defines them (DOMAIN.md section 3),
+// over the analysis window (the selected steps, or the whole trace when it has none):
+//   utilization      |union of kernel intervals within the window| / window
+//   SM efficiency    integral over time of min(1, sum of running kernels' blocks per SM) / window,
+//                    blocks per SM = grid blocks / the device's SM count (CUPTI's "blocks per SM")
+//   occupancy        kernel-time-weighted mean of CUPTI's "est. achieved occupancy %"
+//   Tensor Cores     share of kernel time in kernels whose names show Tensor Core use
+//                    (analysis/tensor_cores.h)
+// plus what the plugin's mixed-precision advice reads: the share of kernel time launched by
+// Tensor-Core-eligible operators (conv, mm, bmm, addmm, linear, matmul and their backwards),
+// and of that, the part that ran without Tensor Cores. Kernel time is each kernel's duration
+// clipped to the window (a sum, not a union), as in the plugin's Tensor Core ratio.
 #pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "analysis/analysis.h"
 
 namespace ferret {
 
-struct GpuMetricsResult {};
+struct DeviceMetrics {
+  int device = -1;           // GPU index (the pid of its events)
+  std::string name;          // from deviceProperties, "" when the trace does not say
+  int compute_major = -1;    // -1 when unknown
+  int compute_minor = -1;
+  int num_sms = -1;
+
+  std::int64_t window_ns = 0;       // the analysed window
+  std::int64_t kernel_busy_ns = 0;  // union of kernels within the window
+  std::int64_t kernel_ns = 0;       // sum of kernel durations within the window
+  std::int64_t compute_kernel_ns = 0;  // the same without NCCL/RCCL kernels
+  std::uint64_t kernels = 0;           // kernels that ran (partly) in the window
+
+  double utilization_pct = 0;
+  double sm_efficiency_pct = -1;        // -1: no kernel said its blocks per SM or grid (and no SM count)
+  double achieved_occupancy_pct = -1;   // -1: no kernel carried an occupancy estimate
+  // The same over kernels that are neither GEMM/convolution/attention nor communication: the
+  // element-wise, reduction and copy kernels whose speed depends on hiding memory latency with
+  // many resident warps. GEMM kernels run at low occupancy by design (large register tiles).
+  double non_matmul_occupancy_pct = -1;
+  std::int64_t non_matmul_occupancy_ns = 0;  // their kernel time (with an occupancy estimate)
+  std::int64_t tensor_core_ns = 0;
+  double tensor_core_pct = 0;           // of kernel_ns
+  std::int64_t tc_eligible_ns = 0;      // launched by Tensor-Core-eligible operators
+  double tc_eligible_pct = 0;           // of kernel_ns
+  std::int64_t tc_eligible_without_tc_ns = 0;  // ... in kernels that show no Tensor Core use
+  double tc_eligible_without_tc_pct = 0;       // of kernel_ns
+  std::int64_t matmul_conv_ns = 0;  // GEMM / convolution / attention kernels (by name or launching op)
+  double matmul_conv_pct = 0;       // of compute_kernel_ns
+};
+
+struct GpuMetricsResult {
+  std::vector<DeviceMetrics> devices;  // devices that ran kernels in the window, by index
+};
 
 GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisContext& ctx);
 

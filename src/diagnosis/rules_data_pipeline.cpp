@@ -1,8 +1,82 @@
-// PLACEHOLDER: rules_data_pipeline (to be written).
+// Data-pipeline rules: the training loop waiting for its next batch. They read the step breakdown
+// (the share of each step in DataLoader, as the TensorBoard plugin counts it) and the data
+// pipeline analysis (raw wait, GPU idle while waiting, calls, how the DataLoader was built).
+#include <fmt/format.h>
+
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
-void rules_data_pipeline(const TraceAnalysis&, std::vector<Finding>&) {}
+namespace {
+
+double ms(double ns) { return ns / 1e6; }
+
+// input-bound. Thresholds: XProf's input-pipeline analyzer (>= 20% of step time highly
+// input-bound, 5-20% moderately); the TensorBoard plugin recommends a DataLoader fix above 5%.
+// The share is the breakdown's DataLoader category: time inside DataLoader spans with no GPU work
+// and no runtime call running - the wait the GPU does not hide, the plugin's own figure, and
+// exactly what a faster input pipeline can buy back (so it is also the Amdahl share).
+constexpr double kInputBoundHigh = 0.20, kInputBoundModerate = 0.05;
+
+void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const StepBreakdownResult& b = a.breakdown;
+  const DataPipelineResult& d = a.data_pipeline;
+  if (b.steps.empty() || b.average_duration_ns <= 0) return;
+  const double share = b.average_pct_of(StepCategory::kDataLoader) / 100.0;
+  if (share < kInputBoundModerate) return;
+
+  Finding f;
+  f.id = "input-bound";
+  f.title = b.has_steps ? fmt::format("Input-bound: {:.0f}% of each {:.0f} ms step waits for the DataLoader ({:.1f} ms per step)",
+                                      100 * share, ms(b.average_duration_ns), ms(b.average_of(StepCategory::kDataLoader)))
+                        : fmt::format("Input-bound: {:.0f}% of the {:.0f} ms trace waits for the DataLoader", 100 * share,
+                                      ms(b.average_duration_ns));
+  f.dimension = Dimension::kDataPipeline;
+  f.layer = Layer::kFramework;
+  f.severity = share >= kInputBoundHigh ? Severity::kHigh : Severity::kMedium;
+  std::string how_built;
+  if (d.single_process_loader && !d.multi_process_loader)
+    how_built =
+        " The spans are named _SingleProcessDataLoaderIter: num_workers=0, so every batch is read, decoded and "
+        "augmented on the training thread while the GPU waits.";
+  else if (d.multi_process_loader)
+    how_built =
+        " The spans are named _MultiProcessingDataLoaderIter: worker processes exist but do not keep up - too few "
+        "workers, too little prefetch, or samples too slow to read and decode.";
+  f.detail = fmt::format(
+      "The training loop spends {:.1f} ms of {} inside enumerate(DataLoader) ({:.0f}%; {:.1f} calls, the longest "
+      "{:.1f} ms), and for {:.1f} ms of it ({:.0f}%) no GPU work runs.{} Input waits add straight to the step time: "
+      "the GPU cannot start a step before its batch arrives.",
+      ms(d.average_dataloader_ns), b.has_steps ? "each step" : "the trace", d.dataloader_pct, d.average_calls_per_step,
+      ms(static_cast<double>(d.longest_call_ns)),
+      ms(b.average_of(StepCategory::kDataLoader)), 100 * share, how_built);
+  f.evidence = {{"dataloader_share_pct", 100 * share, "%"},
+                {"dataloader_ms_per_step", ms(b.average_of(StepCategory::kDataLoader)), "ms"},
+                {"step_ms", ms(b.average_duration_ns), "ms"},
+                {"dataloader_wait_pct", d.dataloader_pct, "%"},
+                {"gpu_idle_waiting_pct", d.gpu_idle_waiting_pct, "%"},
+                {"dataloader_calls_per_step", d.average_calls_per_step, "count"},
+                {"longest_dataloader_call_ms", ms(static_cast<double>(d.longest_call_ns)), "ms"},
+                {"num_workers_zero", d.single_process_loader && !d.multi_process_loader ? 1.0 : 0.0, ""}};
+  f.fixes = {
+      "Load batches in worker processes, pinned and prefetched: `loader = DataLoader(dataset, batch_size=batch_size, "
+      "shuffle=True, num_workers=<cores per GPU, e.g. os.cpu_count() // torch.cuda.device_count()>, pin_memory=True, "
+      "persistent_workers=True, prefetch_factor=4)`",
+      "Copy each batch asynchronously from pinned memory: `x = x.to(\"cuda\", non_blocking=True)`",
+      "Make each sample cheaper: decode and augment on the GPU (NVIDIA DALI, `torchvision.io.decode_jpeg(data, "
+      "device=\"cuda\")`) or store samples pre-decoded and pre-resized",
+      "Read faster: pack small files into shards (WebDataset tar shards, LMDB) or memory-map preprocessed arrays "
+      "(`np.load(path, mmap_mode=\"r\")`); read from local NVMe rather than a network filesystem",
+      "In a container, give the workers shared memory for their batches: `docker run --shm-size=16g ...`",
+  };
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "DataLoader >= 5% of step (TensorBoard plugin: > 5%; XProf: 5-20% moderate); >= 20% high (XProf)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out) { rule_input_bound(a, out); }
 
 }  // namespace ferret

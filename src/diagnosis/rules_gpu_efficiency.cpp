@@ -1,8 +1,241 @@
-// PLACEHOLDER: rules_gpu_efficiency (to be written).
+// GPU-efficiency rules, the operator layer: once the GPU is busy, is its time spent well? Tensor
+// Cores left idle by fp32 convolutions and matmuls, element-wise kernels with too few warps to
+// hide memory latency, and where GEMM-heavy work has its levers. They read the GPU metrics.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
-void rules_gpu_efficiency(const TraceAnalysis&, std::vector<Finding>&) {}
+namespace {
+
+double ms(double ns) { return ns / 1e6; }
+
+std::string device_label(const DeviceMetrics& d) {
+  std::string label = d.name.empty() ? fmt::format("GPU {}", d.device) : fmt::format("GPU {} ({}", d.device, d.name);
+  if (d.name.empty()) return label;
+  if (d.compute_major >= 0) label += fmt::format(", CC {}.{}", d.compute_major, d.compute_minor);
+  return label + ")";
+}
+
+bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+
+bool is_amd(const DeviceMetrics& d) {
+  return contains(d.name, "AMD") || contains(d.name, "Radeon") || contains(d.name, "Instinct");
+}
+
+// Whether the device has matrix units. NVIDIA: compute capability >= 7.0 (Volta on), except the
+// Turing GTX 16 series, which has none. AMD: CDNA Instinct parts (MI100, MI200, MI300); the
+// compute capability HIP reports (9.0 for gfx906 and gfx90a alike) cannot tell. Either way,
+// matrix-unit kernels in the trace prove the hardware has them.
+bool has_matrix_units(const DeviceMetrics& d) {
+  if (d.tensor_core_ns > 0) return true;
+  if (is_amd(d)) return contains(d.name, "MI100") || contains(d.name, "MI2") || contains(d.name, "MI3");
+  return d.compute_major >= 7 && !contains(d.name, "GTX 16");
+}
+
+// Share of the analysed wall time (0..1) that `kernel_ns` of kernel time can account for: at most
+// the time the device was busy at all (kernels on several streams overlap).
+double wall_share(const DeviceMetrics& d, std::int64_t kernel_ns) {
+  if (d.window_ns <= 0) return 0;
+  return static_cast<double>(std::min(kernel_ns, d.kernel_busy_ns)) / static_cast<double>(d.window_ns);
+}
+
+// Evidence floors for every rule here (ferret's). Fewer kernels than kMinKernels describe a trace
+// fragment, not a workload. A kernel-level fix buys at most the wall-time share of the kernels it
+// speeds up; below kMinWallShare that is not worth a finding, however poor the kernels are.
+constexpr std::uint64_t kMinKernels = 10;
+constexpr double kMinWallShare = 0.05;
+
+bool enough_evidence(const DeviceMetrics& d, std::int64_t affected_kernel_ns) {
+  return d.kernels >= kMinKernels && wall_share(d, affected_kernel_ns) >= kMinWallShare;
+}
+
+// The precision change a user can paste for this device.
+std::vector<std::string> precision_fixes(const DeviceMetrics& d) {
+  std::vector<std::string> fixes;
+  const bool nvidia = !is_amd(d);
+  if (nvidia && d.compute_major == 7) {
+    fixes.push_back(
+        "fp16 autocast with loss scaling (CC 7.x has fp16 Tensor Cores, not bf16): `scaler = torch.cuda.amp.GradScaler()`; "
+        "`with torch.autocast(\"cuda\", dtype=torch.float16): loss = loss_fn(model(x), y)`; "
+        "`scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()`");
+  } else {
+    fixes.push_back(
+        "bf16 autocast around the forward pass and the loss (no loss scaling needed): `with torch.autocast(\"cuda\", "
+        "dtype=torch.bfloat16): loss = loss_fn(model(x), y)`");
+  }
+  if (nvidia && d.compute_major >= 8)
+    fixes.push_back(
+        "Or keep fp32 and let matmuls and convolutions use TF32 Tensor Cores: `torch.backends.cuda.matmul.allow_tf32 = "
+        "True`; `torch.backends.cudnn.allow_tf32 = True` (equivalently `torch.set_float32_matmul_precision(\"high\")` "
+        "for matmuls)");
+  return fixes;
+}
+
+// no-tensor-cores. The TensorBoard plugin advises mixed precision when no kernel time uses Tensor
+// Cores while Tensor-Core-eligible operators (conv, mm, bmm, addmm, linear, matmul and their
+// backwards) launched kernels, on compute capability >= 7.0. ferret asks for evidence of size:
+// the eligible operators' kernels that ran without Tensor Cores take >= 10% of kernel time
+// (>= 25% medium, >= 50% high), and under half of the eligible kernel time already used Tensor
+// Cores - so the layout transforms around an fp16 convolution do not trigger it. Thresholds:
+// ferret's; the plugin fires at any size.
+constexpr double kNoTensorCoresLow = 0.10, kNoTensorCoresMedium = 0.25, kNoTensorCoresHigh = 0.50;
+constexpr double kNoTensorCoresMaxCovered = 0.50;
+
+void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
+  if (d.kernel_ns <= 0 || d.tc_eligible_ns <= 0 || !has_matrix_units(d)) return;
+  const double without = static_cast<double>(d.tc_eligible_without_tc_ns) / static_cast<double>(d.kernel_ns);
+  const double covered = 1.0 - static_cast<double>(d.tc_eligible_without_tc_ns) / static_cast<double>(d.tc_eligible_ns);
+  if (without < kNoTensorCoresLow || covered >= kNoTensorCoresMaxCovered) return;
+  if (!enough_evidence(d, d.tc_eligible_without_tc_ns)) return;
+
+  Finding f;
+  f.id = "no-tensor-cores";
+  f.title = fmt::format(
+      "Mixed precision: {:.0f}% of GPU kernel time is convolution/matmul work running without Tensor Cores on {}", 100 * without,
+      device_label(d));
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.severity = without >= kNoTensorCoresHigh ? Severity::kHigh : without >= kNoTensorCoresMedium ? Severity::kMedium : Severity::kLow;
+  f.detail = fmt::format(
+      "Tensor-Core-eligible operators (convolutions, matmuls, linear layers and their backwards) launched {:.0f}% of "
+      "the kernel time, and {:.0f}% of the kernel time ran in kernels whose names show no Tensor Core use "
+      "(kernels with Tensor Cores: {:.1f}% overall). These are fp32 kernels on the CUDA cores; the device's "
+      "Tensor Cores do the same work several times faster in reduced precision. Compare validation metrics "
+      "against the fp32 baseline after the change.",
+      d.tc_eligible_pct, 100 * without, d.tensor_core_pct);
+  f.evidence = {{"tc_eligible_without_tc_pct", 100 * without, "%"},
+                {"tc_eligible_pct", d.tc_eligible_pct, "%"},
+                {"tensor_core_pct", d.tensor_core_pct, "%"},
+                {"eligible_on_tensor_cores_pct", 100 * covered, "%"}};
+  if (d.compute_major >= 0) f.evidence.push_back({"compute_capability", d.compute_major + d.compute_minor / 10.0, ""});
+  f.fixes = precision_fixes(d);
+  f.fixes.push_back(
+      "Convolution networks: channels-last memory format, which Tensor Core convolutions expect: "
+      "`model = model.to(memory_format=torch.channels_last)`; `x = x.to(memory_format=torch.channels_last)`");
+  f.time_share = wall_share(d, d.tc_eligible_without_tc_ns);
+  f.max_speedup = amdahl_speedup(f.time_share);
+  f.threshold =
+      "eligible ops' non-Tensor-Core kernels >= 10% of kernel time (25% medium, 50% high) and < 50% of eligible "
+      "kernel time on Tensor Cores, compute capability >= 7.0 (ferret; TensorBoard plugin: Tensor Cores 0% and any "
+      "eligible kernel time)";
+  out.push_back(std::move(f));
+}
+
+// low-occupancy. CUPTI's kernel-time-weighted "est. achieved occupancy" over the element-wise,
+// reduction and copy kernels (GEMM, convolution, attention and NCCL kernels are excluded: they run
+// few, register-heavy warps by design) is below 25%, while those kernels take >= 20% of kernel
+// time. Threshold: ferret's. 25% is 16 of the 64 warps an SM holds (Volta to Hopper): too few to
+// hide DRAM latency in memory-bound kernels (NVIDIA's CUDA C++ Best Practices Guide, "Occupancy":
+// low occupancy "always interferes with the ability to hide memory latency", with no single
+// number). Below 10% is medium. AMD traces carry no occupancy estimate: the rule stays silent.
+constexpr double kLowOccupancyPct = 25.0, kVeryLowOccupancyPct = 10.0, kLowOccupancyMinKernelShare = 0.20;
+
+void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
+  if (d.kernel_ns <= 0 || d.non_matmul_occupancy_pct < 0 || d.non_matmul_occupancy_pct >= kLowOccupancyPct) return;
+  const double kernel_share = static_cast<double>(d.non_matmul_occupancy_ns) / static_cast<double>(d.kernel_ns);
+  if (kernel_share < kLowOccupancyMinKernelShare || !enough_evidence(d, d.non_matmul_occupancy_ns)) return;
+
+  Finding f;
+  f.id = "low-occupancy";
+  f.title = fmt::format("Low occupancy: element-wise and reduction kernels on {} keep {:.0f}% of their warp slots busy ({:.0f}% of "
+                        "kernel time)",
+                        device_label(d), d.non_matmul_occupancy_pct, 100 * kernel_share);
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.severity = d.non_matmul_occupancy_pct < kVeryLowOccupancyPct ? Severity::kMedium : Severity::kLow;
+  f.detail = fmt::format(
+      "Kernels other than GEMM, convolution, attention and communication take {:.1f} ms ({:.0f}% of kernel time) at "
+      "an estimated achieved occupancy of {:.1f}% (all kernels: {:.1f}%; est. SM efficiency {:.1f}% against "
+      "{:.1f}% utilization). Memory-bound kernels need many resident warps to hide memory latency; these have "
+      "few, usually because tensors are small (little work per launch) or kernels are short.",
+      ms(static_cast<double>(d.non_matmul_occupancy_ns)), 100 * kernel_share, d.non_matmul_occupancy_pct,
+      d.achieved_occupancy_pct, d.sm_efficiency_pct, d.utilization_pct);
+  f.evidence = {{"non_matmul_occupancy_pct", d.non_matmul_occupancy_pct, "%"},
+                {"non_matmul_kernel_share_pct", 100 * kernel_share, "%"},
+                {"achieved_occupancy_pct", d.achieved_occupancy_pct, "%"},
+                {"sm_efficiency_pct", d.sm_efficiency_pct, "%"},
+                {"gpu_utilization_pct", d.utilization_pct, "%"}};
+  f.fixes = {
+      "Fuse the small element-wise kernels into fewer, larger ones: `model = torch.compile(model)`",
+      "More work per launch: raise the batch size (or sequence length) while memory allows",
+      "Own Triton kernels: autotune warps and block sizes - `@triton.autotune(configs=[triton.Config({\"BLOCK_SIZE\": 1024}, "
+      "num_warps=8), triton.Config({\"BLOCK_SIZE\": 512}, num_warps=4)], key=[\"n_elements\"])`",
+      "Own CUDA kernels: check the limiter with `ncu --section Occupancy --section LaunchStats python train.py`; cap "
+      "registers with `__launch_bounds__(256, 4)` or use less shared memory per block",
+  };
+  f.time_share = wall_share(d, d.non_matmul_occupancy_ns);
+  f.max_speedup = amdahl_speedup(f.time_share);
+  f.threshold = "est. achieved occupancy of non-GEMM kernels < 25% (< 10% medium) and those kernels >= 20% of kernel time (ferret)";
+  out.push_back(std::move(f));
+}
+
+// matmul-dominated. GEMM / convolution / attention kernels (by name, or launched by an eligible
+// operator) take more than half of the compute (non-NCCL) kernel time: the seed's "matmul
+// dominates" scenario, where the levers are precision, kernel selection and fusion. Threshold:
+// > 50% (the majority of GPU work). Severity: medium when under half of that time already runs
+// on Tensor Cores (precision alone is a large lever), else low (the finding says where the time
+// goes; the remaining levers are compilation and fusion).
+constexpr double kMatmulDominated = 0.50, kMatmulOnTensorCoresEnough = 0.50;
+
+void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
+  if (d.compute_kernel_ns <= 0 || d.matmul_conv_pct / 100.0 <= kMatmulDominated) return;
+  if (!enough_evidence(d, d.matmul_conv_ns)) return;
+  const double on_tensor_cores =
+      d.matmul_conv_ns > 0 ? std::min(1.0, static_cast<double>(d.tensor_core_ns) / static_cast<double>(d.matmul_conv_ns)) : 0.0;
+
+  Finding f;
+  f.id = "matmul-dominated";
+  f.title = fmt::format("Matmul-dominated: GEMM/convolution kernels take {:.0f}% of GPU compute time on {} ({:.0f}% of it on Tensor Cores)",
+                        d.matmul_conv_pct, device_label(d), 100 * on_tensor_cores);
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.severity = on_tensor_cores < kMatmulOnTensorCoresEnough ? Severity::kMedium : Severity::kLow;
+  f.detail = fmt::format(
+      "Matrix multiplications, convolutions and attention take {:.1f} ms of the {:.1f} ms of compute kernel time "
+      "in the analysed window ({:.1f}%). Their speed is set by the precision they run in, the kernels chosen for "
+      "their shapes, and the memory traffic of the small operators around them.",
+      ms(static_cast<double>(d.matmul_conv_ns)), ms(static_cast<double>(d.compute_kernel_ns)), d.matmul_conv_pct);
+  f.evidence = {{"matmul_conv_pct", d.matmul_conv_pct, "%"},
+                {"matmul_conv_ms", ms(static_cast<double>(d.matmul_conv_ns)), "ms"},
+                {"matmul_on_tensor_cores_pct", 100 * on_tensor_cores, "%"},
+                {"tensor_core_pct", d.tensor_core_pct, "%"}};
+  if (on_tensor_cores < kMatmulOnTensorCoresEnough) f.fixes = precision_fixes(d);
+  if (!is_amd(d) && d.compute_major >= 9)
+    f.fixes.push_back(
+        "FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`; build layers "
+        "from `te.Linear`; `with te.fp8_autocast(enabled=True): out = model(x)`");
+  f.fixes.push_back(
+      "Autotune GEMM kernels and fuse bias/activation epilogues into them: `model = torch.compile(model, "
+      "mode=\"max-autotune\")`");
+  f.fixes.push_back(
+      "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", inputs=[example], "
+      "enabled_precisions={torch.half})`");
+  f.fixes.push_back(
+      "Attention: one fused kernel instead of matmul-softmax-matmul - `torch.nn.functional.scaled_dot_product_attention(q, "
+      "k, v, is_causal=True)`");
+  f.fixes.push_back(
+      "Tensor-Core-friendly shapes: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 for "
+      "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64");
+  f.time_share = wall_share(d, d.matmul_conv_ns);
+  f.max_speedup = amdahl_speedup(f.time_share);
+  f.threshold = "GEMM/convolution/attention kernels > 50% of compute kernel time (ferret)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out) {
+  for (const DeviceMetrics& d : a.gpu_metrics.devices) {
+    rule_no_tensor_cores(d, out);
+    rule_low_occupancy(d, out);
+    rule_matmul_dominated(d, out);
+  }
+}
 
 }  // namespace ferret

@@ -1,8 +1,190 @@
-// PLACEHOLDER: rules_step_time (to be written).
+// Step-time rules, the macro layer: is the GPU busy, and if not, is the host what it waits for?
+// They read the GPU metrics (utilization per device) and the step breakdown (what filled the
+// time no GPU work ran).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
-void rules_step_time(const TraceAnalysis&, std::vector<Finding>&) {}
+namespace {
+
+double ms(double ns) { return ns / 1e6; }
+
+std::string device_label(const DeviceMetrics& d) {
+  return d.name.empty() ? fmt::format("GPU {}", d.device) : fmt::format("GPU {} ({})", d.device, d.name);
+}
+
+// Share of the step (0..1) the breakdown gives a category.
+double share_of(const StepBreakdownResult& b, StepCategory c) { return b.average_pct_of(c) / 100.0; }
+
+// Host time with the GPU idle: Runtime + CPU Exec + Other. In the breakdown's priority every GPU
+// category ranks above these, so this is time no kernel, copy or collective ran while the host
+// was in runtime calls, operators or Python (or unrecorded work) - not waiting for input.
+double host_idle_share(const StepBreakdownResult& b) {
+  return share_of(b, StepCategory::kRuntime) + share_of(b, StepCategory::kCpuExec) + share_of(b, StepCategory::kOther);
+}
+
+double gpu_share(const StepBreakdownResult& b) {
+  return share_of(b, StepCategory::kKernel) + share_of(b, StepCategory::kMemcpy) + share_of(b, StepCategory::kMemset) +
+         share_of(b, StepCategory::kCommunication);
+}
+
+// Fewer kernels than this on the analysed window describe a trace fragment (a one-kernel test, a
+// CUDA-graph capture, a profiler window that caught the job idle), not a workload: no utilization
+// or host-bound verdict is drawn from them. ferret's floor.
+constexpr std::uint64_t kMinKernels = 10;
+
+std::uint64_t kernels_in_window(const TraceAnalysis& a) {
+  std::uint64_t n = 0;
+  for (const DeviceMetrics& d : a.gpu_metrics.devices) n += d.kernels;
+  return n;
+}
+
+// low-gpu-utilization. Threshold: the TensorBoard plugin advises on GPU utilization below 50%;
+// < 25% is ferret's "high" (the GPU idles three quarters of the step). Utilization counts every
+// kernel, NCCL ones included (the plugin's definition). Macro layer: it says the GPU is starved,
+// the breakdown says by what. Gain bound: the idle share - if the GPU never waited, the step
+// would shrink to its busy time.
+constexpr double kLowUtilization = 0.50, kVeryLowUtilization = 0.25;
+
+void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const StepBreakdownResult& b = a.breakdown;
+  for (const DeviceMetrics& d : a.gpu_metrics.devices) {
+    const double utilization = d.utilization_pct / 100.0;
+    if (d.window_ns <= 0 || d.kernels < kMinKernels || utilization >= kLowUtilization) continue;
+    const double idle = 1.0 - utilization;
+
+    // What the host did while the GPU idled, largest first (from the breakdown, all devices).
+    struct Cause {
+      StepCategory category;
+      double share;
+    };
+    std::vector<Cause> causes;
+    for (StepCategory c : {StepCategory::kDataLoader, StepCategory::kCpuExec, StepCategory::kRuntime, StepCategory::kOther})
+      if (!b.steps.empty()) causes.push_back({c, share_of(b, c)});
+    std::sort(causes.begin(), causes.end(), [](const Cause& x, const Cause& y) { return x.share > y.share; });
+    std::string cause_text;
+    for (const Cause& c : causes) {
+      if (c.share < 0.01) continue;
+      cause_text += fmt::format("{}{} {:.0f}%", cause_text.empty() ? "" : ", ", step_category_label(c.category), 100 * c.share);
+    }
+
+    Finding f;
+    f.id = "low-gpu-utilization";
+    f.title = fmt::format("Low GPU utilization: {} runs kernels {:.0f}% of the time, idle {:.0f}%", device_label(d), 100 * utilization,
+                          100 * idle);
+    f.dimension = Dimension::kCompute;
+    f.layer = Layer::kMacro;
+    f.severity = utilization < kVeryLowUtilization ? Severity::kHigh : Severity::kMedium;
+    f.detail = fmt::format(
+        "Over {:.1f} ms of {} the device ran kernels for {:.1f} ms ({:.1f}%). Every idle interval is time the GPU "
+        "waited for the host.{}",
+        ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : "trace", ms(static_cast<double>(d.kernel_busy_ns)),
+        d.utilization_pct,
+        cause_text.empty() ? "" : fmt::format(" While no GPU work ran, the step was in: {} (step breakdown).", cause_text));
+    f.evidence = {{"gpu_utilization_pct", d.utilization_pct, "%"},
+                  {"gpu_idle_pct", 100 * idle, "%"},
+                  {"kernel_busy_ms", ms(static_cast<double>(d.kernel_busy_ns)), "ms"},
+                  {"window_ms", ms(static_cast<double>(d.window_ns)), "ms"}};
+    for (const Cause& c : causes)
+      f.evidence.push_back({std::string(step_category_key(c.category)) + "_pct", 100 * c.share, "%"});
+    // The fixes follow the largest cause first.
+    const StepCategory top = causes.empty() ? StepCategory::kOther : causes.front().category;
+    if (top == StepCategory::kDataLoader)
+      f.fixes.push_back(
+          "The input pipeline starves the GPU (see input-bound): `DataLoader(..., num_workers=<cores per GPU>, "
+          "pin_memory=True, persistent_workers=True, prefetch_factor=4)`");
+    f.fixes.push_back(
+        "Remove per-kernel host overhead: `model = torch.compile(model, mode=\"reduce-overhead\")` (fused kernels, "
+        "replayed as a CUDA graph)");
+    f.fixes.push_back("Give each step more GPU work: raise the batch size while memory allows (gradient accumulation keeps the "
+                      "optimizer's effective batch)");
+    f.fixes.push_back(
+        "Drop host syncs from the loop: no `.item()`, `.cpu()` or `print(tensor)` every step - log `loss.detach()` "
+        "and read it every N steps");
+    if (top != StepCategory::kDataLoader)
+      f.fixes.push_back(
+          "If the input pipeline is slow too: `DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, "
+          "persistent_workers=True)`");
+    f.time_share = idle;
+    f.max_speedup = amdahl_speedup(idle);
+    f.threshold = "GPU utilization < 50% (TensorBoard plugin); < 25% high (ferret)";
+    out.push_back(std::move(f));
+  }
+}
+
+// cpu-bound. The GPU idles while the host runs operators, runtime calls or Python: the
+// breakdown's Runtime + CPU Exec + Other (time with no GPU work and no DataLoader wait). Fires
+// when that host time is >= 20% of the step and exceeds the DataLoader wait (so cpu-bound and
+// input-bound never claim the same idle time as their main cause), in a trace with GPU work
+// (at least kMinKernels kernels).
+// Thresholds: ferret's own. 20% mirrors XProf's "highly input-bound" bar for the same amount of
+// idle GPU from a different cause; >= 40% (the GPU idles for the host close to half the step)
+// is high.
+constexpr double kCpuBoundModerate = 0.20, kCpuBoundHigh = 0.40;
+
+void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const StepBreakdownResult& b = a.breakdown;
+  if (b.steps.empty() || b.average_duration_ns <= 0) return;
+  // A CPU-only trace: everything is host time and nothing waits for it. A fragment: see kMinKernels.
+  if (gpu_share(b) <= 0 || kernels_in_window(a) < kMinKernels) return;
+  const double host = host_idle_share(b);
+  const double dataloader = share_of(b, StepCategory::kDataLoader);
+  if (host < kCpuBoundModerate || host <= dataloader) return;
+
+  const double runtime = share_of(b, StepCategory::kRuntime);
+  const double cpu_exec = share_of(b, StepCategory::kCpuExec);
+  const double other = share_of(b, StepCategory::kOther);
+  Finding f;
+  f.id = "cpu-bound";
+  const std::string period =
+      b.has_steps ? fmt::format("each {:.1f} ms step", ms(b.average_duration_ns)) : fmt::format("the {:.1f} ms trace", ms(b.average_duration_ns));
+  f.title = fmt::format("CPU-bound: the GPU waits on the host for {:.0f}% of {} (CPU ops {:.0f}%, runtime {:.0f}%, other {:.0f}%)",
+                        100 * host, period, 100 * cpu_exec, 100 * runtime, 100 * other);
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kFramework;
+  f.severity = host >= kCpuBoundHigh ? Severity::kHigh : Severity::kMedium;
+  f.detail = fmt::format(
+      "For {:.1f} ms of {} no kernel, copy or collective runs while the host executes operators ({:.1f} ms), "
+      "CUDA runtime calls ({:.1f} ms) or code the profiler does not name, mostly Python between operators "
+      "({:.1f} ms). The GPU finishes each launch faster than the host issues the next: work per launch is too "
+      "small for the host's per-operator cost.",
+      ms(host * b.average_duration_ns), b.has_steps ? "each step" : "the trace", ms(b.average_of(StepCategory::kCpuExec)), ms(b.average_of(StepCategory::kRuntime)),
+      ms(b.average_of(StepCategory::kOther)));
+  f.evidence = {{"host_idle_gpu_pct", 100 * host, "%"},
+                {"cpu_exec_pct", 100 * cpu_exec, "%"},
+                {"runtime_pct", 100 * runtime, "%"},
+                {"other_pct", 100 * other, "%"},
+                {"gpu_busy_pct", 100 * gpu_share(b), "%"},
+                {"dataloader_pct", 100 * dataloader, "%"},
+                {"step_ms", ms(b.average_duration_ns), "ms"}};
+  f.fixes = {
+      "Compile the model: `model = torch.compile(model, mode=\"reduce-overhead\")` - fuses small operators and replays "
+      "the step as a CUDA graph, so the host launches once per step instead of once per kernel",
+      "Or capture the steady-state step yourself: `g = torch.cuda.CUDAGraph()`; `with torch.cuda.graph(g): "
+      "static_out = model(static_in)`; then per step `static_in.copy_(x); g.replay()`",
+      "More GPU work per host operation: raise the batch size while memory allows",
+      "Fused optimizer step: `torch.optim.AdamW(model.parameters(), lr=lr, fused=True)` (one kernel set per step, "
+      "not several per parameter)",
+      "Keep Python out of the step: no `.item()` / `.cpu()` / per-step logging of tensors; move preprocessing into "
+      "the DataLoader workers",
+  };
+  f.time_share = host;
+  f.max_speedup = amdahl_speedup(host);
+  f.threshold = "Runtime + CPU Exec + Other >= 20% of step and > DataLoader share; >= 40% high (ferret)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out) {
+  rule_low_gpu_utilization(a, out);
+  rule_cpu_bound(a, out);
+}
 
 }  // namespace ferret

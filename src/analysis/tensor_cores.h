@@ -1,0 +1,29 @@
+// Which unit a kernel used and which operators could have used Tensor Cores, told from names.
+//
+// A trace records no instruction mix, so the kernel name is the only clue: cuBLAS, cuDNN, CUTLASS,
+// Tensile and Composable Kernel encode the MMA instruction shape or the word "tensorop" in their
+// kernel names (GPUS.md, "Which unit a kernel uses"; the TensorBoard plugin's allow-list, which
+// came from NVIDIA PyProf). The lists cover Volta to Blackwell and AMD CDNA.
+#pragma once
+
+#include <string_view>
+
+namespace ferret {
+
+// True when the kernel name shows Tensor Core (NVIDIA) or matrix core (AMD MFMA) use:
+// h884/s884/i8816/1688/16816, hmma/xmma/wmma/gmma/wgmma, tensorop, nvjet, cutlass3x, sm80+ GEMM and
+// convolution names, TF32/FP8/FP4 GEMMs, flash/fmha/sdpa attention, Tensile `_MI<m>x<n>` fields,
+// mfma, xdl/xdlops, MIOpen gtcx. SIMT names (sgemm, simt, ffma, gemv) are never Tensor Core.
+bool is_tensor_core_kernel(std::string_view kernel_name);
+
+// True for GEMM, convolution and attention kernels by name, whatever unit they run on
+// (volta_sgemm, implicit_convolve_sgemm, cudnn winograd/scudnn, Tensile Cijk_, nvjet, ...).
+bool is_matmul_or_conv_kernel(std::string_view kernel_name);
+
+// True for operators whose work Tensor Cores can do: convolutions, mm, bmm, addmm, addbmm, baddbmm,
+// matmul, linear, einsum, scaled dot-product attention, RNN cells, and their autograd backwards
+// ("ConvolutionBackward0", "autograd::engine::evaluate_function: AddmmBackward0",
+// "aten::cudnn_convolution_backward_weight"). Names without the "aten::" prefix are accepted.
+bool is_tensor_core_eligible_op(std::string_view op_name);
+
+}  // namespace ferret

@@ -1,0 +1,409 @@
+// Step-time, data-pipeline and GPU-efficiency rules: on hand-made analysis results (the structs
+// built directly, each number chosen on one side of a documented threshold) and on real traces
+// whose bottleneck the TensorBoard plugin named (../shared/corpus/MANIFEST.md).
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "diagnosis/rules.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+constexpr double kStepNs = 100e6;  // a 100 ms step
+
+// A one-step breakdown from percentages of the step (Other takes the rest).
+StepBreakdownResult breakdown(double kernel, double runtime, double dataloader, double cpu_exec, double other) {
+  StepBreakdownResult b;
+  b.has_steps = true;
+  StepCost s;
+  s.number = 1;
+  s.duration_ns = static_cast<std::int64_t>(kStepNs);
+  auto set = [&](StepCategory c, double pct) {
+    const int i = static_cast<int>(c);
+    s.ns[i] = static_cast<std::int64_t>(pct / 100 * kStepNs);
+    b.average_ns[i] = pct / 100 * kStepNs;
+    b.average_pct[i] = pct;
+  };
+  set(StepCategory::kKernel, kernel);
+  set(StepCategory::kRuntime, runtime);
+  set(StepCategory::kDataLoader, dataloader);
+  set(StepCategory::kCpuExec, cpu_exec);
+  set(StepCategory::kOther, other);
+  b.steps.push_back(s);
+  b.average_duration_ns = kStepNs;
+  return b;
+}
+
+DeviceMetrics device(const char* name, int major, double utilization_pct) {
+  DeviceMetrics d;
+  d.device = 0;
+  d.name = name;
+  d.compute_major = major;
+  d.compute_minor = 0;
+  d.window_ns = static_cast<std::int64_t>(kStepNs);
+  d.kernel_busy_ns = static_cast<std::int64_t>(utilization_pct / 100 * kStepNs);
+  d.kernel_ns = d.kernel_busy_ns;
+  d.compute_kernel_ns = d.kernel_ns;
+  d.utilization_pct = utilization_pct;
+  d.kernels = 1000;
+  return d;
+}
+
+std::vector<Finding> run_rules(const TraceAnalysis& a) {
+  std::vector<Finding> out;
+  rules_step_time(a, out);
+  rules_data_pipeline(a, out);
+  rules_gpu_efficiency(a, out);
+  return out;
+}
+
+// A copy: callers pass the temporary result of run_rules.
+std::optional<Finding> find(const std::vector<Finding>& findings, const std::string& id) {
+  auto it = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == id; });
+  if (it == findings.end()) return std::nullopt;
+  return *it;
+}
+
+bool any_fix_contains(const Finding& f, const std::string& text) {
+  return std::any_of(f.fixes.begin(), f.fixes.end(), [&](const std::string& fix) { return fix.find(text) != std::string::npos; });
+}
+
+// Every finding carries what the report needs, and its gain is the Amdahl bound of its share.
+void expect_well_formed(const Finding& f) {
+  EXPECT_FALSE(f.title.empty()) << f.id;
+  EXPECT_FALSE(f.detail.empty()) << f.id;
+  EXPECT_FALSE(f.evidence.empty()) << f.id;
+  EXPECT_FALSE(f.fixes.empty()) << f.id;
+  EXPECT_FALSE(f.threshold.empty()) << f.id;
+  EXPECT_GE(f.time_share, 0.0) << f.id;
+  EXPECT_LE(f.time_share, 1.0) << f.id;
+  EXPECT_DOUBLE_EQ(f.max_speedup, amdahl_speedup(f.time_share)) << f.id;
+}
+
+// --- input-bound: >= 5% moderate, >= 20% high (XProf; plugin > 5%) --------------------------------
+
+TEST(InputBound, HighFromTwentyPercent) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(55, 2, 33, 8, 2);
+  a.data_pipeline.single_process_loader = true;
+  a.data_pipeline.dataloader_pct = 39;
+  const std::vector<Finding> findings = run_rules(a);
+  const std::optional<Finding> f = find(findings, "input-bound");
+  ASSERT_TRUE(f.has_value());
+  expect_well_formed(*f);
+  EXPECT_EQ(f->severity, Severity::kHigh);
+  EXPECT_EQ(f->dimension, Dimension::kDataPipeline);
+  EXPECT_NE(f->title.find("33%"), std::string::npos) << f->title;
+  EXPECT_NEAR(f->time_share, 0.33, 1e-9);
+  EXPECT_NEAR(f->max_speedup, 1 / 0.67, 1e-9);  // Amdahl: 1 / (1 - 0.33)
+  EXPECT_TRUE(any_fix_contains(*f, "num_workers="));
+  EXPECT_TRUE(any_fix_contains(*f, "pin_memory=True"));
+  EXPECT_TRUE(any_fix_contains(*f, "persistent_workers=True"));
+  EXPECT_TRUE(any_fix_contains(*f, "prefetch_factor=4"));
+  EXPECT_NE(f->detail.find("num_workers=0"), std::string::npos);  // the iterator name said so
+}
+
+TEST(InputBound, ModerateBetweenFiveAndTwentyPercent) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(80, 2, 10, 6, 2);
+  const std::optional<Finding> f = find(run_rules(a), "input-bound");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->severity, Severity::kMedium);
+}
+
+TEST(InputBound, SilentBelowFivePercent) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(90, 2, 4, 3, 1);
+  EXPECT_FALSE(find(run_rules(a), "input-bound").has_value());
+  TraceAnalysis empty;
+  EXPECT_TRUE(run_rules(empty).empty());
+}
+
+// --- low-gpu-utilization: < 50% (plugin), < 25% high ------------------------------------------------
+
+TEST(LowGpuUtilization, BelowHalfIsMediumAndTheGainIsTheIdleShare) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(40, 5, 40, 10, 5);
+  a.gpu_metrics.devices.push_back(device("NVIDIA A100-SXM4-80GB", 8, 40));
+  const std::optional<Finding> f = find(run_rules(a), "low-gpu-utilization");
+  ASSERT_TRUE(f.has_value());
+  expect_well_formed(*f);
+  EXPECT_EQ(f->severity, Severity::kMedium);
+  EXPECT_EQ(f->layer, Layer::kMacro);
+  EXPECT_NEAR(f->time_share, 0.60, 1e-9);
+  EXPECT_NE(f->title.find("40%"), std::string::npos) << f->title;
+  EXPECT_TRUE(any_fix_contains(*f, "num_workers"));  // DataLoader is the largest idle cause here
+}
+
+TEST(LowGpuUtilization, BelowAQuarterIsHigh) {
+  TraceAnalysis a;
+  a.gpu_metrics.devices.push_back(device("NVIDIA H100 80GB HBM3", 9, 20));
+  const std::optional<Finding> f = find(run_rules(a), "low-gpu-utilization");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->severity, Severity::kHigh);
+}
+
+TEST(LowGpuUtilization, SilentFromHalf) {
+  TraceAnalysis a;
+  a.gpu_metrics.devices.push_back(device("NVIDIA H100 80GB HBM3", 9, 55.5));
+  EXPECT_FALSE(find(run_rules(a), "low-gpu-utilization").has_value());
+}
+
+// --- cpu-bound: Runtime + CPU Exec + Other >= 20% and > DataLoader; >= 40% high ---------------------
+
+TEST(CpuBound, HostTimeWithTheGpuIdle) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(40, 10, 10, 30, 10);  // host 10 + 30 + 10 = 50%
+  a.gpu_metrics.devices.push_back(device("NVIDIA H100 80GB HBM3", 9, 40));
+  const std::optional<Finding> f = find(run_rules(a), "cpu-bound");
+  ASSERT_TRUE(f.has_value());
+  expect_well_formed(*f);
+  EXPECT_EQ(f->severity, Severity::kHigh);
+  EXPECT_NEAR(f->time_share, 0.50, 1e-9);
+  EXPECT_NE(f->title.find("50%"), std::string::npos) << f->title;
+  EXPECT_TRUE(any_fix_contains(*f, "torch.compile"));
+  EXPECT_TRUE(any_fix_contains(*f, "CUDAGraph"));
+}
+
+TEST(CpuBound, ModerateFromTwentyPercent) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(70, 5, 5, 15, 5);  // host 25%
+  a.gpu_metrics.devices.push_back(device("NVIDIA H100 80GB HBM3", 9, 70));
+  const std::optional<Finding> f = find(run_rules(a), "cpu-bound");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->severity, Severity::kMedium);
+}
+
+TEST(CpuBound, SilentWhenTheInputPipelineIsTheLargerWait) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(35, 5, 40, 15, 5);  // host 25% < DataLoader 40%
+  a.gpu_metrics.devices.push_back(device("NVIDIA H100 80GB HBM3", 9, 35));
+  EXPECT_FALSE(find(run_rules(a), "cpu-bound").has_value());
+}
+
+TEST(CpuBound, SilentOnATraceFragment) {
+  // The same host-heavy breakdown, but the device ran 4 kernels: a fragment, not a workload.
+  TraceAnalysis a;
+  a.breakdown = breakdown(40, 10, 10, 30, 10);
+  DeviceMetrics d = device("NVIDIA A100-SXM4-80GB", 8, 40);
+  d.kernels = 4;
+  a.gpu_metrics.devices.push_back(d);
+  const std::vector<Finding> findings = run_rules(a);
+  EXPECT_FALSE(find(findings, "cpu-bound").has_value());
+  EXPECT_FALSE(find(findings, "low-gpu-utilization").has_value());
+}
+
+TEST(CpuBound, SilentOnACpuOnlyTrace) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(0, 0, 0, 80, 20);  // no GPU work at all: nothing waits on the host
+  EXPECT_FALSE(find(run_rules(a), "cpu-bound").has_value());
+}
+
+// --- no-tensor-cores ------------------------------------------------------------------------------
+
+DeviceMetrics fp32_convnet(const char* name, int major) {
+  // 50% utilization; eligible operators launch 70% of kernel time, 68% in non-Tensor-Core kernels.
+  DeviceMetrics d = device(name, major, 50);
+  d.tc_eligible_ns = d.kernel_ns * 70 / 100;
+  d.tc_eligible_pct = 70;
+  d.tc_eligible_without_tc_ns = d.kernel_ns * 68 / 100;
+  d.tc_eligible_without_tc_pct = 68;
+  d.tensor_core_ns = d.kernel_ns * 2 / 100;
+  d.tensor_core_pct = 2;
+  return d;
+}
+
+TEST(NoTensorCores, VoltaGetsFp16AutocastWithLossScalingAndNoTf32) {
+  TraceAnalysis a;
+  a.gpu_metrics.devices.push_back(fp32_convnet("Tesla V100-SXM2-32GB", 7));
+  const std::optional<Finding> f = find(run_rules(a), "no-tensor-cores");
+  ASSERT_TRUE(f.has_value());
+  expect_well_formed(*f);
+  EXPECT_EQ(f->severity, Severity::kHigh);  // 68% >= 50%
+  EXPECT_EQ(f->layer, Layer::kOperator);
+  EXPECT_NE(f->title.find("68%"), std::string::npos) << f->title;
+  // Wall share: 68% of kernel time on a device busy half the window.
+  EXPECT_NEAR(f->time_share, 0.34, 1e-9);
+  EXPECT_TRUE(any_fix_contains(*f, "torch.autocast(\"cuda\", dtype=torch.float16)"));
+  EXPECT_TRUE(any_fix_contains(*f, "GradScaler"));
+  EXPECT_FALSE(any_fix_contains(*f, "allow_tf32"));  // Volta has no TF32
+}
+
+TEST(NoTensorCores, AmpereGetsBf16AndTf32) {
+  TraceAnalysis a;
+  a.gpu_metrics.devices.push_back(fp32_convnet("NVIDIA A100-SXM4-80GB", 8));
+  const std::optional<Finding> f = find(run_rules(a), "no-tensor-cores");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_TRUE(any_fix_contains(*f, "torch.autocast(\"cuda\", dtype=torch.bfloat16)"));
+  EXPECT_TRUE(any_fix_contains(*f, "torch.backends.cuda.matmul.allow_tf32 = True"));
+  EXPECT_TRUE(any_fix_contains(*f, "torch.set_float32_matmul_precision(\"high\")"));
+}
+
+TEST(NoTensorCores, SilentWithoutTensorCoresOrWhenTheyAreUsed) {
+  TraceAnalysis pascal;  // CC 6.0: no Tensor Cores, so no Tensor Core kernels either
+  DeviceMetrics p100 = fp32_convnet("Tesla P100-PCIE-16GB", 6);
+  p100.tensor_core_ns = 0;
+  p100.tensor_core_pct = 0;
+  pascal.gpu_metrics.devices.push_back(p100);
+  EXPECT_FALSE(find(run_rules(pascal), "no-tensor-cores").has_value());
+
+  // bf16 network: eligible 70%, only 5% of kernel time outside Tensor Cores (layout transforms).
+  TraceAnalysis bf16;
+  DeviceMetrics d = fp32_convnet("NVIDIA H100 80GB HBM3", 9);
+  d.tc_eligible_without_tc_ns = d.kernel_ns * 5 / 100;
+  d.tensor_core_ns = d.kernel_ns * 65 / 100;
+  bf16.gpu_metrics.devices.push_back(d);
+  EXPECT_FALSE(find(run_rules(bf16), "no-tensor-cores").has_value());
+
+  // 8% of kernel time: below the 10% floor.
+  TraceAnalysis small;
+  DeviceMetrics s = fp32_convnet("NVIDIA A100-SXM4-80GB", 8);
+  s.tc_eligible_ns = s.kernel_ns * 8 / 100;
+  s.tc_eligible_without_tc_ns = s.kernel_ns * 8 / 100;
+  small.gpu_metrics.devices.push_back(s);
+  EXPECT_FALSE(find(run_rules(small), "no-tensor-cores").has_value());
+}
+
+// --- low-occupancy: non-GEMM kernels < 25% (< 10% medium), >= 20% of kernel time --------------------
+
+TEST(LowOccupancy, ElementwiseKernelsWithFewWarps) {
+  TraceAnalysis a;
+  DeviceMetrics d = device("NVIDIA A100-SXM4-80GB", 8, 80);
+  d.achieved_occupancy_pct = 20;
+  d.non_matmul_occupancy_pct = 8;
+  d.non_matmul_occupancy_ns = d.kernel_ns * 40 / 100;
+  a.gpu_metrics.devices.push_back(d);
+  const std::optional<Finding> f = find(run_rules(a), "low-occupancy");
+  ASSERT_TRUE(f.has_value());
+  expect_well_formed(*f);
+  EXPECT_EQ(f->severity, Severity::kMedium);
+  EXPECT_NEAR(f->time_share, 0.32, 1e-9);  // 40% of kernel time x 80% busy
+}
+
+TEST(LowOccupancy, SilentWhenOccupancyIsFineOrUnknown) {
+  TraceAnalysis fine;
+  DeviceMetrics d = device("NVIDIA A100-SXM4-80GB", 8, 80);
+  d.non_matmul_occupancy_pct = 30;
+  d.non_matmul_occupancy_ns = d.kernel_ns / 2;
+  fine.gpu_metrics.devices.push_back(d);
+  EXPECT_FALSE(find(run_rules(fine), "low-occupancy").has_value());
+
+  TraceAnalysis amd;  // ROCm traces carry no occupancy estimate
+  amd.gpu_metrics.devices.push_back(device("AMD Instinct MI300X", 9, 80));
+  EXPECT_FALSE(find(run_rules(amd), "low-occupancy").has_value());
+}
+
+// --- matmul-dominated: > 50% of compute kernel time -------------------------------------------------
+
+TEST(MatmulDominated, MediumWithoutTensorCoresLowWithThem) {
+  TraceAnalysis fp32;
+  DeviceMetrics d = device("NVIDIA H100 80GB HBM3", 9, 90);
+  d.matmul_conv_ns = d.compute_kernel_ns * 68 / 100;
+  d.matmul_conv_pct = 68;
+  fp32.gpu_metrics.devices.push_back(d);
+  const std::optional<Finding> f = find(run_rules(fp32), "matmul-dominated");
+  ASSERT_TRUE(f.has_value());
+  expect_well_formed(*f);
+  EXPECT_EQ(f->severity, Severity::kMedium);
+  EXPECT_NE(f->title.find("68%"), std::string::npos) << f->title;
+  EXPECT_TRUE(any_fix_contains(*f, "torch.autocast"));
+  EXPECT_TRUE(any_fix_contains(*f, "torch.compile"));
+  EXPECT_TRUE(any_fix_contains(*f, "torch_tensorrt"));
+  EXPECT_TRUE(any_fix_contains(*f, "fp8_autocast"));  // Hopper
+
+  TraceAnalysis bf16;
+  d.tensor_core_ns = d.matmul_conv_ns * 9 / 10;
+  bf16.gpu_metrics.devices.push_back(d);
+  const std::optional<Finding> g = find(run_rules(bf16), "matmul-dominated");
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->severity, Severity::kLow);
+  EXPECT_FALSE(any_fix_contains(*g, "torch.autocast"));  // precision is already reduced
+}
+
+TEST(GpuEfficiency, SilentBelowFivePercentOfWallTime) {
+  // 68% of kernel time in fp32 matmuls, but the device is busy 5% of the window: the kernels take
+  // 3.4% of the wall time, below the 5% floor, so neither precision rule speaks.
+  TraceAnalysis a;
+  DeviceMetrics d = fp32_convnet("NVIDIA A100-SXM4-80GB", 8);
+  d.kernel_busy_ns = d.window_ns * 5 / 100;
+  d.kernel_ns = d.compute_kernel_ns = d.kernel_busy_ns;
+  d.tc_eligible_ns = d.kernel_ns * 70 / 100;
+  d.tc_eligible_without_tc_ns = d.kernel_ns * 68 / 100;
+  d.tensor_core_ns = 0;
+  d.matmul_conv_ns = d.tc_eligible_ns;
+  d.matmul_conv_pct = 70;
+  a.gpu_metrics.devices.push_back(d);
+  const std::vector<Finding> findings = run_rules(a);
+  EXPECT_FALSE(find(findings, "no-tensor-cores").has_value());
+  EXPECT_FALSE(find(findings, "matmul-dominated").has_value());
+}
+
+TEST(MatmulDominated, SilentAtHalfOrBelow) {
+  TraceAnalysis a;
+  DeviceMetrics d = device("NVIDIA H100 80GB HBM3", 9, 90);
+  d.matmul_conv_ns = d.compute_kernel_ns / 2;
+  d.matmul_conv_pct = 50;
+  a.gpu_metrics.devices.push_back(d);
+  EXPECT_FALSE(find(run_rules(a), "matmul-dominated").has_value());
+}
+
+// --- real traces ----------------------------------------------------------------------------------
+
+TraceAnalysis analyze(const TraceModel& m) {
+  TraceAnalysis a;
+  a.model = &m;
+  a.context = make_analysis_context(m, {});
+  a.breakdown = analyze_step_breakdown(m, a.context);
+  a.gpu_metrics = analyze_gpu_metrics(m, a.context);
+  a.data_pipeline = analyze_data_pipeline(m, a.context);
+  return a;
+}
+
+// MANIFEST.md: the plugin recommended data loading (33.4% of step in DataLoader -> num_workers) and
+// mixed precision (68% of kernel time launched by Tensor-Core-eligible operators, 0% Tensor Cores)
+// on this trace; its GPU utilization is 55.51% (not below 50%) and host time is ~10% of the step.
+TEST(CorpusResNet50, InputBoundAndMixedPrecisionFire) {
+  FERRET_REQUIRE_CORPUS(path, "resnet50-v100-torch19-dataloader.pt.trace.json.gz");
+  const TraceModel m = load_trace(path);
+  const std::vector<Finding> findings = run_rules(analyze(m));
+  for (const Finding& f : findings) expect_well_formed(f);
+
+  const std::optional<Finding> input = find(findings, "input-bound");
+  ASSERT_TRUE(input.has_value());
+  EXPECT_EQ(input->severity, Severity::kHigh);
+  EXPECT_NEAR(input->time_share, 0.3337, 0.005);
+  EXPECT_NE(input->title.find("33%"), std::string::npos) << input->title;
+
+  const std::optional<Finding> precision = find(findings, "no-tensor-cores");
+  ASSERT_TRUE(precision.has_value());
+  EXPECT_EQ(precision->severity, Severity::kHigh);
+  EXPECT_NE(precision->title.find("68%"), std::string::npos) << precision->title;
+  EXPECT_TRUE(any_fix_contains(*precision, "GradScaler"));  // a V100: fp16, not bf16
+
+  EXPECT_TRUE(find(findings, "matmul-dominated").has_value());
+  EXPECT_FALSE(find(findings, "low-gpu-utilization").has_value());
+  EXPECT_FALSE(find(findings, "cpu-bound").has_value());
+}
+
+// Hopper image-classifier inference in bf16 (MANIFEST.md): one 7.9 ms step with 1.2 ms of kernels.
+// The GPU idles for the host (low utilization, CPU-bound); its convolutions and GEMMs already run on
+// Tensor Cores, so mixed precision must not be advised.
+TEST(CorpusH100, HostBoundInferenceAlreadyOnTensorCores) {
+  FERRET_REQUIRE_CORPUS(path, "h100-image-classifier-inference.json.gz");
+  const TraceModel m = load_trace(path);
+  const std::vector<Finding> findings = run_rules(analyze(m));
+  for (const Finding& f : findings) expect_well_formed(f);
+  EXPECT_TRUE(find(findings, "low-gpu-utilization").has_value());
+  EXPECT_TRUE(find(findings, "cpu-bound").has_value());
+  EXPECT_FALSE(find(findings, "no-tensor-cores").has_value());
+  EXPECT_FALSE(find(findings, "input-bound").has_value());
+}
+
+}  // namespace
+}  // namespace ferret
