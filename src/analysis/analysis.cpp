@@ -25,7 +25,9 @@ AnalysisContext make_analysis_context(const TraceModel& model, const AnalysisOpt
   for (std::size_t i = 0; i < model.size(); ++i) {
     const EventKind k = model.kind[i];
     if (k == EventKind::kMetadata || k == EventKind::kFlowStart || k == EventKind::kFlowEnd) continue;
-    if (model.phase[i] != 'X') continue;
+    // Only host spans and GPU work define the window: profiler bookkeeping spans ("PyTorch
+    // Profiler (0)", cuda_profiler_range) can stretch far beyond the work itself.
+    if (model.phase[i] != 'X' || !(is_host_span(k) || is_gpu_activity(k))) continue;
     first = std::min(first, model.ts_ns[i]);
     last = std::max(last, model.ts_ns[i] + model.dur_ns[i]);
   }

@@ -1,8 +1,454 @@
-// PLACEHOLDER: the host_blockers analysis (to be written).
 #include "analysis/host_blockers.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "analysis/classify.h"
+#include "analysis/intervals.h"
+#include "model/relations.h"
 
 namespace ferret {
 
-HostBlockersResult analyze_host_blockers(const TraceModel&, const AnalysisContext&) { return {}; }
+namespace {
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Name classes, looked up once per distinct string.
+enum NameFlag : std::uint8_t {
+  kSyncCall = 1,
+  kSyncOp = 2,
+  kAllocator = 4,
+  kSyncCopy = 8,
+  kLaunch = 16,
+  kDataLoader = 32,
+  kStepMarker = 64,
+};
+
+class NameFlags {
+ public:
+  explicit NameFlags(const TraceModel& model) : model_(model), flags_(model.strings.size(), 0xFF) {}
+  std::uint8_t of(StrId id) {
+    if (flags_[id] == 0xFF) {
+      const std::string_view n = model_.strings.view(id);
+      std::uint8_t f = 0;
+      if (is_host_sync_call(n)) f |= kSyncCall;
+      if (is_host_sync_op(n)) f |= kSyncOp;
+      if (is_allocator_call(n)) f |= kAllocator;
+      if (is_sync_copy_call(n)) f |= kSyncCopy;
+      if (is_launch_call(n)) f |= kLaunch;
+      if (is_dataloader_span(n)) f |= kDataLoader;
+      if (profiler_step_number(n) >= 0) f |= kStepMarker;
+      flags_[id] = f;
+    }
+    return flags_[id];
+  }
+
+ private:
+  const TraceModel& model_;
+  std::vector<std::uint8_t> flags_;
+};
+
+// A host span is a sync when it is a *Synchronize API call or a host-read op.
+bool is_sync_span(const TraceModel& m, NameFlags& flags, EventIndex e) {
+  const EventKind k = m.kind[e];
+  const std::uint8_t f = flags.of(m.name[e]);
+  if (is_launch_api(k)) return (f & kSyncCall) != 0;
+  return k == EventKind::kCpuOp && (f & kSyncOp) != 0;
+}
+
+struct Window {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  bool inclusive_end = false;
+  bool contains(std::int64_t t) const { return t >= start && (t < end || (inclusive_end && t == end)); }
+};
+
+// (name, duration) pairs -> per-name count and time, time descending, at most `limit` rows.
+std::vector<NamedTime> aggregate(const TraceModel& m, std::vector<std::pair<StrId, std::int64_t>> items,
+                                 std::size_t limit) {
+  std::sort(items.begin(), items.end());
+  std::vector<std::pair<StrId, NamedTime>> groups;
+  for (const auto& [id, ns] : items) {
+    if (groups.empty() || groups.back().first != id) groups.push_back({id, NamedTime{}});
+    ++groups.back().second.count;
+    groups.back().second.total_ns += ns;
+  }
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    if (a.second.total_ns != b.second.total_ns) return a.second.total_ns > b.second.total_ns;
+    return a.first < b.first;
+  });
+  std::vector<NamedTime> out;
+  for (std::size_t i = 0; i < groups.size() && i < limit; ++i) {
+    NamedTime t = groups[i].second;
+    t.name = groups[i].first == kEmptyStr ? "(top level)" : std::string(m.strings.view(groups[i].first));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Index of the selected step containing t, or -1.
+int step_of(const std::vector<Step>& steps, std::int64_t t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
+  if (it == steps.begin()) return -1;
+  --it;
+  return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
+}
+
+std::int64_t clipped_end(const TraceModel& m, EventIndex e) { return m.ts_ns[e] + std::max<std::int64_t>(0, m.dur_ns[e]); }
+
+}  // namespace
+
+const char* host_regime_name(HostRegime r) {
+  switch (r) {
+    case HostRegime::kNoGpu: return "no_gpu";
+    case HostRegime::kTooFew: return "too_few_kernels";
+    case HostRegime::kGpuBound: return "gpu_bound";
+    case HostRegime::kLaunchBound: return "launch_bound";
+    case HostRegime::kCpuBound: return "cpu_bound";
+    case HostRegime::kOther: return "other";
+  }
+  return "other";
+}
+
+bool is_host_sync_call(std::string_view name) {
+  // cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaThreadSynchronize,
+  // hip*Synchronize, cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize.
+  return ends_with(name, "Synchronize") &&
+         (starts_with(name, "cuda") || starts_with(name, "hip") || starts_with(name, "cu"));
+}
+
+bool is_host_sync_op(std::string_view name) { return name == "aten::item" || name == "aten::_local_scalar_dense"; }
+
+bool is_allocator_call(std::string_view name) {
+  // The stream-ordered allocator (cudaMallocAsync / cudaFreeAsync) is cheap and never syncs.
+  if (contains(name, "Async")) return false;
+  static constexpr std::string_view kPrefixes[] = {
+      "cudaMalloc", "cudaFree",  "cudaHostAlloc", "hipMalloc",  "hipFree",  "hipHostMalloc", "hipHostFree",
+      "hipExtMalloc", "cuMemAlloc", "cuMemFree", "cuMemCreate", "cuMemRelease", "cuMemHostAlloc"};
+  for (std::string_view p : kPrefixes)
+    if (starts_with(name, p)) return true;
+  return false;
+}
+
+bool is_sync_copy_call(std::string_view name) {
+  if (contains(name, "Async")) return false;
+  const bool api = starts_with(name, "cuda") || starts_with(name, "hip") || starts_with(name, "cu");
+  return api && (contains(name, "Memcpy") || contains(name, "Memset"));
+}
+
+bool is_launch_call(std::string_view name) {
+  if (contains(name, "LaunchKernel") || contains(name, "LaunchCooperativeKernel") || contains(name, "GraphLaunch"))
+    return true;
+  return (contains(name, "Memcpy") || contains(name, "Memset")) && contains(name, "Async");
+}
+
+HostBlockersResult analyze_host_blockers(const TraceModel& model, const AnalysisContext& ctx) {
+  HostBlockersResult r;
+  const Relations& rel = model.relations;
+  const Window window{ctx.window_start_ns, ctx.window_end_ns, !ctx.has_steps};
+  r.window_ns = ctx.window_ns();
+  const std::size_t top = static_cast<std::size_t>(std::max(0, ctx.options.top_k));
+  NameFlags flags(model);
+
+  // --- GPU side: kernels (durations for the median, short kernels), busy time, copies. ---
+  std::vector<Interval> busy;
+  std::vector<std::int64_t> kernel_durations;
+  std::vector<std::pair<StrId, std::int64_t>> pageable;
+  std::vector<std::pair<EventIndex, bool>> pageable_launchers;  // (launch call, device-to-host)
+  std::size_t copy_row = 0;
+  for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
+    const EventIndex e = rel.gpu_events[g];
+    const EventKind k = model.kind[e];
+    if (!ctx.device_selected(model.pid[e]) || !window.contains(model.ts_ns[e])) continue;
+    if (k == EventKind::kSync) {
+      ++r.syncs.gpu_side_waits;
+      continue;
+    }
+    if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
+    const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
+    busy.push_back({std::max(model.ts_ns[e], window.start), std::min(model.ts_ns[e] + dur, window.end)});
+    if (k == EventKind::kKernel) {
+      kernel_durations.push_back(dur);
+      const EventIndex launcher = rel.gpu_launcher[g];
+      if (launcher != kNoEvent && dur < model.dur_ns[launcher]) ++r.launch.short_kernels;
+    } else if (k == EventKind::kMemset) {
+      ++r.copies.memsets;
+      r.copies.memset_ns += dur;
+    } else if (contains(model.name_of(e), "Pageable")) {
+      pageable.push_back({model.name[e], dur});
+      ++r.copies.pageable_copies;
+      r.copies.pageable_ns += dur;
+      if (rel.gpu_launcher[g] != kNoEvent) {
+        const std::string_view n = model.name_of(e);
+        const bool to_host = contains(n, "DtoH") || contains(n, "-> Pageable");
+        pageable_launchers.push_back({rel.gpu_launcher[g], to_host});
+      }
+      // Copy args are in event order, as GPU events are: walk them forward.
+      while (copy_row < model.copy_args.size() && model.copy_args[copy_row].event < e) ++copy_row;
+      if (copy_row < model.copy_args.size() && model.copy_args[copy_row].event == e && model.copy_args[copy_row].bytes > 0)
+        r.copies.pageable_bytes += model.copy_args[copy_row].bytes;
+    }
+  }
+  merge_intervals(busy);
+  r.has_gpu = !busy.empty() || !kernel_durations.empty();
+  r.copies.pageable_by_name = aggregate(model, std::move(pageable), top);
+  std::sort(pageable_launchers.begin(), pageable_launchers.end());
+  pageable_launchers.erase(std::unique(pageable_launchers.begin(), pageable_launchers.end(),
+                                       [](const auto& a, const auto& b) { return a.first == b.first; }),
+                           pageable_launchers.end());
+  LaunchRegime& lr = r.launch;
+  lr.kernels = kernel_durations.size();
+  if (!kernel_durations.empty()) {
+    const std::size_t mid = kernel_durations.size() / 2;
+    std::nth_element(kernel_durations.begin(), kernel_durations.begin() + static_cast<std::ptrdiff_t>(mid),
+                     kernel_durations.end());
+    lr.median_kernel_ns = kernel_durations[mid];
+  }
+  lr.gpu_busy_ns = total_length(busy);
+  if (r.window_ns > 0) lr.gpu_busy_share = static_cast<double>(lr.gpu_busy_ns) / static_cast<double>(r.window_ns);
+
+  // --- Host side: one pass over the events. ---
+  std::vector<EventIndex> sync_candidates;
+  std::vector<std::pair<StrId, std::int64_t>> allocs, sync_copies;
+  std::map<std::pair<std::int32_t, std::int32_t>, std::pair<std::uint64_t, std::int64_t>> per_thread;  // launches, op time
+  const std::int64_t first_trace_step = rel.steps.empty() ? -1 : rel.steps.front().number;
+  AllocatorCalls& al = r.allocator;
+  for (const Step& s : ctx.steps)
+    if (s.number != first_trace_step) {
+      al.steady_state_known = true;
+      ++al.steady_steps;
+      al.steady_window_ns += s.end_ns - s.start_ns;
+    }
+  std::vector<std::pair<StrId, std::int64_t>> steady_allocs;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const EventIndex e = static_cast<EventIndex>(i);
+    const EventKind k = model.kind[e];
+    if (model.phase[e] != 'X' || !(k == EventKind::kCpuOp || is_launch_api(k))) continue;
+    const std::int64_t ts = model.ts_ns[e];
+    if (!window.contains(ts)) continue;
+    const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
+    const std::uint8_t f = flags.of(model.name[e]);
+    if (is_sync_span(model, flags, e)) sync_candidates.push_back(e);
+    if (k == EventKind::kCpuOp) {
+      if (!(f & (kStepMarker | kDataLoader)) && rel.parent.size() > e &&
+          (rel.parent[e] == kNoEvent || model.kind[rel.parent[e]] != EventKind::kCpuOp))
+        per_thread[{model.pid[e], model.tid[e]}].second += dur;  // top-level op time per thread
+      continue;
+    }
+    if (f & kLaunch) {
+      ++lr.launch_calls;
+      lr.launch_call_ns += dur;
+      ++per_thread[{model.pid[e], model.tid[e]}].first;
+    }
+    if (f & kAllocator) {
+      allocs.push_back({model.name[e], dur});
+      ++al.count;
+      al.total_ns += dur;
+      const int s = step_of(ctx.steps, ts);
+      if (s >= 0 && ctx.steps[static_cast<std::size_t>(s)].number != first_trace_step) {
+        ++al.steady_count;
+        al.steady_ns += dur;
+        steady_allocs.push_back({model.name[e], dur});
+      }
+    }
+    if (f & kSyncCopy) {
+      sync_copies.push_back({model.name[e], dur});
+      ++r.copies.sync_copy_calls;
+      r.copies.sync_copy_ns += dur;
+    }
+  }
+  al.by_name = aggregate(model, al.steady_state_known ? std::move(steady_allocs) : std::move(allocs), top);
+  r.copies.sync_copy_by_name = aggregate(model, std::move(sync_copies), top);
+  if (r.window_ns > 0) lr.launch_overhead_share = static_cast<double>(lr.launch_call_ns) / static_cast<double>(r.window_ns);
+
+  // --- Syncs: the outermost ones, their callers, steps, and the GPU bubble after each. ---
+  HostSyncs& sy = r.syncs;
+  std::vector<std::pair<StrId, std::int64_t>> sync_names, sync_callers;
+  std::vector<Interval> sync_spans_main;  // filled once the main thread is known
+  std::vector<EventIndex> outer_syncs;
+  if (!ctx.steps.empty()) {
+    sy.per_step.resize(ctx.steps.size());
+    for (std::size_t i = 0; i < ctx.steps.size(); ++i) sy.per_step[i].step = ctx.steps[i].number;
+  }
+  // What a blocking call costs the GPU: the bubble from its return to the next GPU activity
+  // (zero while another stream keeps the GPU busy; never past the end of its step or the window),
+  // at most the call's own duration (the head start the host would have had without it).
+  auto stall_after = [&](EventIndex e) -> std::int64_t {
+    const std::int64_t t = clipped_end(model, e);
+    const int s = step_of(ctx.steps, model.ts_ns[e]);
+    const std::int64_t cap = s >= 0 ? ctx.steps[static_cast<std::size_t>(s)].end_ns : window.end;
+    auto it = std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& i, std::int64_t x) { return i.end <= x; });
+    std::int64_t bubble = 0;
+    if (it != busy.end() && it->start > t) bubble = std::min(it->start, cap) - t;
+    else if (it == busy.end() && !busy.empty()) bubble = cap - t;
+    return std::clamp<std::int64_t>(bubble, 0, std::max<std::int64_t>(0, model.dur_ns[e]));
+  };
+
+  // Outermost first by the nesting relations; then by closed containment on the same thread,
+  // because integer-microsecond traces (the legacy export) record aten::item and the
+  // _local_scalar_dense inside it with equal or touching zero-length spans that nesting, on
+  // half-open intervals, cannot put one inside the other.
+  std::vector<std::pair<EventIndex, StrId>> outer;  // (sync, caller)
+  for (EventIndex e : sync_candidates) {
+    bool nested = false;
+    StrId caller = kEmptyStr;
+    for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[e]; p != kNoEvent; p = rel.parent[p]) {
+      if (is_sync_span(model, flags, p)) {
+        nested = true;
+        break;
+      }
+      const EventKind pk = model.kind[p];
+      if (caller == kEmptyStr && !(flags.of(model.name[p]) & kStepMarker) &&
+          (pk == EventKind::kCpuOp || pk == EventKind::kUserAnnotation || pk == EventKind::kPythonFunction))
+        caller = model.name[p];
+    }
+    if (!nested) outer.push_back({e, caller});
+  }
+  std::sort(outer.begin(), outer.end(), [&](const auto& a, const auto& b) {
+    const EventIndex x = a.first, y = b.first;
+    return std::make_tuple(model.pid[x], model.tid[x], model.ts_ns[x], -model.dur_ns[x], x) <
+           std::make_tuple(model.pid[y], model.tid[y], model.ts_ns[y], -model.dur_ns[y], y);
+  });
+  EventIndex kept = kNoEvent;
+  for (const auto& [e, caller] : outer) {
+    if (kept != kNoEvent && model.pid[e] == model.pid[kept] && model.tid[e] == model.tid[kept]) {
+      // Whole-microsecond timestamps are truncated: the inner call can appear to start up to 1 us
+      // after the outer one "ended" (aten::item at 5399 us for 0 us, _local_scalar_dense at 5400).
+      const bool whole_us = model.ts_ns[kept] % 1000 == 0 && model.dur_ns[kept] % 1000 == 0;
+      const std::int64_t slack = whole_us && model.name[e] != model.name[kept] ? 1000 : 0;
+      const std::int64_t kept_end = clipped_end(model, kept) + slack;
+      if (model.ts_ns[e] <= kept_end && clipped_end(model, e) <= kept_end) continue;
+    }
+    kept = e;
+    outer_syncs.push_back(e);
+    const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
+    ++sy.count;
+    sy.total_ns += dur;
+    sync_names.push_back({model.name[e], dur});
+    sync_callers.push_back({caller, dur});
+    const int s = step_of(ctx.steps, model.ts_ns[e]);
+    if (s >= 0) {
+      ++sy.per_step[static_cast<std::size_t>(s)].count;
+      sy.per_step[static_cast<std::size_t>(s)].total_ns += dur;
+    }
+    sy.gpu_stall_ns += stall_after(e);
+  }
+  for (const StepCount& sc : sy.per_step)
+    if (sc.count > 0) ++sy.steps_with_syncs;
+
+  // Pageable copies: host-to-device ones cost the host the staging (the call's duration); a
+  // device-to-host one waits for the GPU like a sync, so it costs the bubble after it. Copies inside
+  // a sync span (aten::item reads its scalar with one) belong to that sync.
+  for (const auto& [launcher, to_host] : pageable_launchers) {
+    const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[launcher]);
+    r.copies.pageable_host_ns += dur;
+    bool in_sync = false;
+    for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[launcher]; p != kNoEvent && !in_sync; p = rel.parent[p])
+      in_sync = is_sync_span(model, flags, p);
+    if (in_sync) {
+      ++r.copies.pageable_in_syncs;
+      continue;
+    }
+    r.copies.pageable_cost_ns += to_host ? stall_after(launcher) : dur;
+  }
+  sy.by_name = aggregate(model, std::move(sync_names), top);
+  sy.callers = aggregate(model, std::move(sync_callers), top);
+
+  // --- Regime: the main thread's busy share outside data loading and syncs. ---
+  std::pair<std::int32_t, std::int32_t> main_thread{0, 0};
+  {
+    std::uint64_t best_launches = 0;
+    std::int64_t best_op_ns = -1;
+    for (const auto& [thread, counts] : per_thread) {
+      const bool better = r.has_gpu ? std::tie(counts.first, counts.second) > std::tie(best_launches, best_op_ns)
+                                    : counts.second > best_op_ns;
+      if (better) {
+        best_launches = counts.first;
+        best_op_ns = counts.second;
+        main_thread = thread;
+      }
+    }
+  }
+  lr.main_pid = main_thread.first;
+  lr.main_tid = main_thread.second;
+  if (!per_thread.empty() && r.window_ns > 0) {
+    // The main thread's spans by class, clipped to the window.
+    std::vector<Interval> ops, launches, blocking, loading, syncs;
+    std::int64_t main_launch_ns = 0;
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      const EventIndex e = static_cast<EventIndex>(i);
+      if (model.phase[e] != 'X' || model.pid[e] != main_thread.first || model.tid[e] != main_thread.second) continue;
+      const EventKind k = model.kind[e];
+      if (!is_host_span(k)) continue;
+      const std::int64_t s = std::max(model.ts_ns[e], window.start), end = std::min(clipped_end(model, e), window.end);
+      if (s >= end) continue;
+      const std::uint8_t f = flags.of(model.name[e]);
+      // Python frames and user annotations are left out: the outermost ones ("<module>", a
+      // "train_step" range) enclose everything and would make any thread look busy.
+      if (f & kDataLoader) {
+        loading.push_back({s, end});
+      } else if (is_launch_api(k)) {
+        if (f & (kAllocator | kSyncCopy)) {
+          blocking.push_back({s, end});
+        } else if (f & kLaunch) {
+          launches.push_back({s, end});
+          main_launch_ns += end - s;
+        } else {
+          ops.push_back({s, end});
+        }
+      } else if (k == EventKind::kCpuOp && !(f & kStepMarker)) {
+        ops.push_back({s, end});
+      }
+    }
+    for (EventIndex e : outer_syncs)
+      if (model.pid[e] == main_thread.first && model.tid[e] == main_thread.second)
+        syncs.push_back({std::max(model.ts_ns[e], window.start), std::min(clipped_end(model, e), window.end)});
+    for (auto* v : {&ops, &launches, &blocking, &loading, &syncs}) merge_intervals(*v);
+
+    std::vector<Interval> not_issuing = syncs;
+    not_issuing.insert(not_issuing.end(), loading.begin(), loading.end());
+    not_issuing.insert(not_issuing.end(), blocking.begin(), blocking.end());
+    merge_intervals(not_issuing);
+    std::vector<Interval> issuing = launches;
+    issuing.insert(issuing.end(), ops.begin(), ops.end());
+    merge_intervals(issuing);
+    const std::int64_t busy_ns = total_length(subtract(issuing, not_issuing));
+    lr.host_busy_share = static_cast<double>(busy_ns) / static_cast<double>(r.window_ns);
+    if (busy_ns > 0) lr.launch_share_of_host = static_cast<double>(main_launch_ns) / static_cast<double>(busy_ns);
+
+    if (r.has_gpu) {
+      // Peel the GPU's idle time off state by state, in priority order.
+      IdleAttribution& at = lr.idle;
+      std::vector<Interval> idle = subtract({{window.start, window.end}}, busy);
+      at.gpu_idle_ns = total_length(idle);
+      std::int64_t* shares[] = {&at.sync_ns, &at.dataloader_ns, &at.blocking_api_ns, &at.launch_ns, &at.op_ns};
+      const std::vector<Interval>* states[] = {&syncs, &loading, &blocking, &launches, &ops};
+      for (int i = 0; i < 5; ++i) {
+        *shares[i] = total_length(intersect(idle, *states[i]));
+        idle = subtract(idle, *states[i]);
+      }
+      at.other_ns = total_length(idle);
+    }
+  }
+
+  // The regime. A busy GPU needs nothing from the host; a starved one is launch- or CPU-bound
+  // only when the host was issuing work through most of the GPU's idle time.
+  const IdleAttribution& at = lr.idle;
+  const bool host_issuing = at.gpu_idle_ns > 0 && static_cast<double>(at.issuing_ns()) >=
+                                                      kHostIssueIdleShare * static_cast<double>(at.gpu_idle_ns);
+  if (!r.has_gpu) lr.regime = HostRegime::kNoGpu;
+  else if (lr.kernels < kRegimeMinKernels) lr.regime = HostRegime::kTooFew;
+  else if (lr.gpu_busy_share >= kGpuStarvedBusyShare) lr.regime = HostRegime::kGpuBound;
+  else if (!host_issuing) lr.regime = HostRegime::kOther;
+  else if (lr.median_kernel_ns < kLaunchBoundMedianKernelNs && lr.launch_overhead_share >= kLaunchOverheadModerate)
+    lr.regime = HostRegime::kLaunchBound;
+  else lr.regime = HostRegime::kCpuBound;
+  return r;
+}
 
 }  // namespace ferret

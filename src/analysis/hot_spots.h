@@ -1,11 +1,74 @@
-// PLACEHOLDER: the hot_spots analysis (to be written).
+// Hot spots: where host and device time goes, by operator and by kernel, over the selected window.
+//
+// Operators (cpu_op spans starting in the window; ProfilerStep markers excluded):
+//   host total   the op's wall time;  host self   total minus the time of its direct child spans
+//                (child ops, runtime calls, Python frames), as torch.profiler's "Self CPU"
+//   device self  GPU time (kernels, memcpys, memsets) launched directly by the op: the op is the
+//                innermost cpu_op around the launch call (model.relations.launch_op)
+//   device total device self of the op and of every op nested under it
+// An op nested under another op with the same name counts in both (as torch.profiler's totals do);
+// self times never double count.
+// Kernels (GPU activity starting in the window): calls, total/mean/min/max, kernel-time-weighted
+// mean of CUPTI's "est. achieved occupancy %", Tensor Core use by name (analysis/tensor_cores.h),
+// and the operator -> launch call paths that launched them.
 #pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "analysis/analysis.h"
 
 namespace ferret {
 
-struct HotSpotsResult {};
+struct OpStat {
+  std::string name;
+  std::string input_dims;   // raw "Input Dims" JSON text: set in shape groups only (empty when not recorded)
+  std::string input_types;  // raw "Input type" JSON text: likewise
+  std::uint64_t calls = 0;
+  std::int64_t host_total_ns = 0;
+  std::int64_t host_self_ns = 0;
+  std::int64_t device_total_ns = 0;
+  std::int64_t device_self_ns = 0;
+  std::uint64_t kernels = 0;  // GPU activities launched directly
+};
+
+struct KernelLaunchPath {
+  std::string op;       // launching cpu_op ("" when the launch has no enclosing op)
+  std::string runtime;  // launch call: cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync, ...
+  std::uint64_t calls = 0;
+  std::int64_t total_ns = 0;
+};
+
+struct KernelStat {
+  std::string name;
+  EventKind kind = EventKind::kKernel;  // kernel, memcpy or memset
+  std::uint64_t calls = 0;
+  std::int64_t total_ns = 0;
+  std::int64_t min_ns = 0;
+  std::int64_t max_ns = 0;
+  double mean_ns = 0;
+  double mean_occupancy_pct = -1;  // -1: the trace records no occupancy for it
+  bool tensor_core = false;
+  std::vector<KernelLaunchPath> launched_by;  // the top paths by time (at most 3)
+};
+
+struct HotSpotsResult {
+  std::int64_t window_ns = 0;
+  std::uint64_t op_calls = 0;           // cpu ops starting in the window
+  std::int64_t host_op_ns = 0;          // host self time summed over all ops (= time inside ops)
+  std::uint64_t gpu_activities = 0;     // kernels, memcpys, memsets starting in the window
+  std::int64_t device_ns = 0;           // their summed durations
+  std::int64_t attributed_device_ns = 0;  // the part launched from an op in the window
+  std::int64_t tensor_core_ns = 0;      // kernel time in Tensor Core kernels
+  bool has_shapes = false;              // the trace recorded input shapes (record_shapes=True)
+
+  // Top-K (ctx.options.top_k) rows each.
+  std::vector<OpStat> ops_by_device;    // by name, device self time descending
+  std::vector<OpStat> ops_by_host;      // by name, host self time descending
+  std::vector<OpStat> shapes_by_device;  // by name + input shapes, device self (host self without GPU)
+  std::vector<KernelStat> kernels;      // by name, total time descending
+};
 
 HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext& ctx);
 

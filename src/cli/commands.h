@@ -11,6 +11,7 @@ struct ExitCode {
 };
 
 void register_info(CLI::App& app);
+void register_analyze(CLI::App& app);
 void register_gen(CLI::App& app);
 
 }  // namespace ferret::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ferret: find the bottleneck in a PyTorch training or inference job and say what to do about it"};
   app.set_version_flag("--version", std::string("ferret ") + FERRET_VERSION);
   app.require_subcommand(1);
+  ferret::cli::register_analyze(app);
   ferret::cli::register_info(app);
   ferret::cli::register_gen(app);
   try {
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 reports a missing sub-command before an unknown option; name the option first.
+    const std::vector<std::string> unknown = app.remaining();
+    if (!unknown.empty() && !unknown.front().empty() && unknown.front()[0] == '-')
+      std::fprintf(stderr, "ferret: unknown option %s\n", unknown.front().c_str());
     app.exit(e);
     return 2;  // usage error
   } catch (const ferret::cli::ExitCode& code) {

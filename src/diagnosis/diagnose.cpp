@@ -18,6 +18,8 @@ void rank_findings(std::vector<Finding>& findings) {
 
 namespace {
 
+bool is_symptom(const Finding& f) { return f.id == "low-gpu-utilization"; }
+
 std::string describe_window(const TraceAnalysis& a) {
   const AnalysisContext& ctx = a.context;
   if (ctx.has_steps)
@@ -37,11 +39,16 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_memory(analysis, d.findings);
   rules_distributed(analysis, d.findings);
   rules_hardware(analysis, d.findings);
+  rules_cpu(analysis, d.findings);
   rank_findings(d.findings);
 
-  // The verdict is the highest-gain finding that is more than informational.
-  const auto top = std::find_if(d.findings.begin(), d.findings.end(),
-                                [](const Finding& f) { return f.severity >= Severity::kMedium; });
+  // The verdict is the highest-gain finding that is more than informational. Low GPU
+  // utilization is a symptom: when a cause that explains it (launch-bound, input-bound, ...) also
+  // fired, the cause is the verdict.
+  auto significant = [](const Finding& f) { return f.severity >= Severity::kMedium; };
+  auto top = std::find_if(d.findings.begin(), d.findings.end(),
+                          [&](const Finding& f) { return significant(f) && !is_symptom(f); });
+  if (top == d.findings.end()) top = std::find_if(d.findings.begin(), d.findings.end(), significant);
   if (top == d.findings.end()) {
     d.verdict.bottleneck_found = false;
     d.verdict.headline = fmt::format("No bottleneck found over {}: no rule crossed its threshold{}.",

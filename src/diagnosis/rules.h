@@ -16,5 +16,6 @@ void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-b
 void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);  // copy bandwidth, pageable copies
+void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);       // traces without GPU work
 
 }  // namespace ferret

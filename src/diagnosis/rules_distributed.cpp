@@ -1,8 +1,203 @@
-// PLACEHOLDER: rules_distributed (to be written).
+// Distributed rules: how much of the step is communication, how much of it nothing hides, and
+// whether the bus bandwidth NCCL reaches fits the link. They read CommunicationResult and the
+// NCCL rows of HardwareResult.
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
-void rules_distributed(const TraceAnalysis&, std::vector<Finding>&) {}
+namespace {
+
+double pct(double share) { return share * 100.0; }
+double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+std::string window_phrase(const TraceAnalysis& a) {
+  return a.context.has_steps ? "of step time" : "of the trace";
+}
+
+// Per-step figure when the window is made of steps, else the total.
+double per_step_ms(const TraceAnalysis& a, std::int64_t ns) {
+  const std::size_t steps = a.context.steps.size();
+  return steps > 0 ? ms(ns) / static_cast<double>(steps) : ms(ns);
+}
+
+std::string top_collectives(const CommunicationResult& c) {
+  std::string s;
+  for (std::size_t i = 0; i < c.by_collective.size() && i < 3; ++i) {
+    const CollectiveStats& k = c.by_collective[i];
+    if (!s.empty()) s += ", ";
+    s += fmt::format("{} {} call{} {:.1f} ms", collective_name(k.kind), k.calls, k.calls == 1 ? "" : "s", ms(k.time_ns));
+  }
+  return s;
+}
+
+// Severity by the exposed share, the part of communication that costs wall time. Levels follow
+// XProf's input-pipeline levels (>= 5% moderate, >= 20% high), the same "waiting, not working"
+// kind of time.
+constexpr double kExposedModerate = 0.05;
+constexpr double kExposedHigh = 0.20;
+
+Severity exposed_severity(double exposed_share) {
+  if (exposed_share >= kExposedHigh) return Severity::kHigh;
+  if (exposed_share >= kExposedModerate) return Severity::kMedium;
+  return Severity::kLow;
+}
+
+// communication-heavy. Threshold: communication > 10% of step time (TensorBoard profiler
+// plugin's distributed recommendation). Communication that compute hides costs nothing now, so
+// the Amdahl share is the exposed part and severity follows it.
+constexpr double kCommunicationHeavyShare = 0.10;
+
+void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const CommunicationResult& c = a.communication;
+  if (!c.present || c.comm_share <= kCommunicationHeavyShare) return;
+  Finding f;
+  f.id = "communication-heavy";
+  f.title = fmt::format("Communication-heavy: NCCL kernels run {:.0f}% {} ({:.0f}% exposed)", pct(c.comm_share),
+                        window_phrase(a), pct(c.exposed_share));
+  f.dimension = Dimension::kDistributed;
+  f.layer = Layer::kMacro;
+  f.severity = exposed_severity(c.exposed_share);
+  f.detail = fmt::format(
+      "Communication kernels were active {:.1f} ms {} ({:.1f} ms per step): {}. {:.0f}% of that time overlapped "
+      "compute kernels. The volume is the lever here: fewer or smaller collectives per sample.",
+      ms(c.comm_ns), a.context.has_steps ? "over the steps" : "in the trace", per_step_ms(a, c.comm_ns), top_collectives(c),
+      pct(c.overlap_share));
+  f.evidence = {{"communication_pct", pct(c.comm_share), "%"},
+                {"exposed_communication_pct", pct(c.exposed_share), "%"},
+                {"overlap_pct", pct(c.overlap_share), "%"},
+                {"communication_ms", ms(c.comm_ns), "ms"},
+                {"communication_calls", static_cast<double>(c.calls.size()), "count"}};
+  f.fixes = {
+      "Gradient accumulation: synchronize once per N micro-batches - "
+      "`with model.no_sync(): loss.backward()` for the first N-1, a plain `loss.backward()` on the last",
+      "Compress DDP gradients to bf16: `from torch.distributed.algorithms.ddp_comm_hooks import default_hooks; "
+      "model.register_comm_hook(None, default_hooks.bf16_compress_hook)`",
+      "Raise the per-GPU batch size (fewer steps, the same bytes per step)",
+      "FSDP across nodes: `sharding_strategy=ShardingStrategy.HYBRID_SHARD` keeps parameter all-gathers inside a node",
+  };
+  f.time_share = c.exposed_share;
+  f.max_speedup = amdahl_speedup(c.exposed_share);
+  f.threshold = "communication > 10% of step time (TensorBoard plugin); severity by exposed share >= 5% / >= 20%";
+  out.push_back(std::move(f));
+}
+
+// exposed-communication. Threshold: exposed (not overlapped by compute kernels) communication
+// >= 5% of step time, high >= 20% - ferret's, on XProf's levels for waiting time. HTA reports
+// the overlap but sets no threshold; the plugin's 10% counts hidden communication too.
+void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const CommunicationResult& c = a.communication;
+  if (!c.present || c.exposed_share < kExposedModerate) return;
+  Finding f;
+  f.id = "exposed-communication";
+  f.title = fmt::format("Exposed communication: {:.0f}% {} waits on NCCL with no compute to hide it",
+                        pct(c.exposed_share), window_phrase(a));
+  f.dimension = Dimension::kDistributed;
+  f.layer = Layer::kFramework;
+  f.severity = exposed_severity(c.exposed_share);
+  f.detail = fmt::format(
+      "{:.1f} ms {} of communication ran with no compute kernel beside it on the same GPU; only {:.0f}% of "
+      "communication time overlapped compute. Collectives issued after backward finishes, or buckets too small to "
+      "start early, leave the GPU idle while gradients move.",
+      per_step_ms(a, c.exposed_ns), a.context.has_steps ? "per step" : "in the trace", pct(c.overlap_share));
+  f.evidence = {{"exposed_communication_pct", pct(c.exposed_share), "%"},
+                {"exposed_communication_ms_per_step", per_step_ms(a, c.exposed_ns), "ms"},
+                {"overlap_pct", pct(c.overlap_share), "%"},
+                {"communication_pct", pct(c.comm_share), "%"}};
+  f.fixes = {
+      "DDP: `DistributedDataParallel(model, bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)` - "
+      "bigger buckets, no gradient copy, and a fixed bucket order so all-reduce starts during backward",
+      "Gradient accumulation with `model.no_sync()` on all but the last micro-batch",
+      "Keep all-reduce overlapped with backward: no `.item()` / host syncs or `torch.cuda.synchronize()` between "
+      "`loss.backward()` and the optimizer step",
+      "FSDP: `FullyShardedDataParallel(model, backward_prefetch=BackwardPrefetch.BACKWARD_PRE, forward_prefetch=True, "
+      "limit_all_gathers=True)`",
+  };
+  f.time_share = c.exposed_share;
+  f.max_speedup = amdahl_speedup(c.exposed_share);
+  f.threshold = "exposed communication >= 5% of step time, >= 20% high (ferret, on XProf's levels)";
+  out.push_back(std::move(f));
+}
+
+// low-busbw. The fastest call of >= 16 MiB (kLargeMessageBytes) per collective reaches < 25% of
+// the scale-up link's peak per direction. Why: nccl-tests reach ~75-85% of NVLink peak on large
+// messages (A100 ~230 of 300 GB/s, H100 ~360+ of 450 GB/s); 16 MiB messages sit lower on the
+// curve, so 25% leaves a wide margin. The fastest call is used because every call's duration on
+// one rank also holds the wait for the slowest peer. Only groups of <= 8 ranks are compared: they
+// fit one 8-GPU NVLink node; larger groups cross the network, whose speed the trace does not say.
+constexpr double kLowBusbwShare = 0.25;
+constexpr int kMaxScaleUpGroup = 8;
+
+void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const NcclLinkUse* worst = nullptr;
+  for (const NcclLinkUse& u : a.hardware.nccl) {
+    if (u.best_large_efficiency < 0 || u.group_size < 2 || u.group_size > kMaxScaleUpGroup) continue;
+    if (u.best_large_efficiency >= kLowBusbwShare) continue;
+    if (worst == nullptr || u.best_large_efficiency < worst->best_large_efficiency) worst = &u;
+  }
+  if (worst == nullptr) return;
+  const NcclLinkUse& u = *worst;
+  const CommunicationResult& c = a.communication;
+  // Time the exposed communication would lose at link speed: the exposed part shrinks by the
+  // ratio of achieved to peak bandwidth (an upper bound on the gain).
+  const double share = std::max(0.0, c.exposed_share * (1.0 - u.best_large_efficiency));
+  Finding f;
+  f.id = "low-busbw";
+  f.title = fmt::format("Low NCCL bandwidth: {} reaches {:.1f} GB/s bus bandwidth, {:.0f}% of {} ({:.0f} GB/s)",
+                        collective_name(u.kind), u.best_large_busbw_gbps, pct(u.best_large_efficiency), u.link,
+                        u.link_gbps);
+  f.dimension = Dimension::kDistributed;
+  f.layer = Layer::kHardware;
+  f.severity = share >= kExposedModerate ? Severity::kMedium : Severity::kLow;
+  f.detail = fmt::format(
+      "On GPU {}, the fastest {} of >= 16 MiB ({:.1f} MiB, group of {}) moved {:.1f} GB/s bus bandwidth (nccl-tests "
+      "convention); the time-weighted mean over {} call{} was {:.1f} GB/s. The {} peak is {:.0f} GB/s per direction. "
+      "Traffic that should ride NVLink is taking a slower path (PCIe, shared memory through the host, or the network "
+      "socket transport), or a peer arrives late every time.",
+      u.device, collective_name(u.kind), static_cast<double>(u.best_large_bytes) / (1024.0 * 1024.0), u.group_size,
+      u.best_large_busbw_gbps, u.calls, u.calls == 1 ? "" : "s", u.busbw_gbps, u.link, u.link_gbps);
+  if (u.best_large_protocol == "LL") {
+    // LL carries 4 data bytes per 8-byte store (the rest is a flag), so it tops out near half the
+    // link; NCCL's tuner picks it for small messages only, unless told otherwise or it believes
+    // the path is slow.
+    f.detail += fmt::format(
+        " The kernel ran NCCL's LL protocol on a {:.0f} MiB message: LL moves at most about half of the link's "
+        "bandwidth and NCCL picks it for large messages only when NCCL_PROTO forces it or the path looks slow.",
+        static_cast<double>(u.best_large_bytes) / (1024.0 * 1024.0));
+  }
+  f.evidence = {{"best_large_busbw_gbps", u.best_large_busbw_gbps, "GB/s"},
+                {"mean_busbw_gbps", u.busbw_gbps, "GB/s"},
+                {"link_peak_gbps", u.link_gbps, "GB/s"},
+                {"link_efficiency_pct", pct(u.best_large_efficiency), "%"},
+                {"group_size", static_cast<double>(u.group_size), "count"},
+                {"exposed_communication_pct", pct(c.exposed_share), "%"}};
+  f.fixes = {
+      "Check the transport NCCL picked: `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH torchrun ...` and look for "
+      "`via P2P/IPC` or `NVLS` (good) versus `via SHM`, `NET/Socket` or `NET/IB : No device found` (slow path)",
+      "Check the topology: `nvidia-smi topo -m` (NV# between the GPUs, not PHB/SYS) and `nvidia-smi nvlink --status`",
+      "Do not disable peer-to-peer: unset `NCCL_P2P_DISABLE` / `NCCL_SHM_DISABLE`; in containers pass "
+      "`--ipc=host` (or a large `--shm-size`) so NCCL can use CUDA IPC",
+      "Remove protocol/algorithm overrides (`unset NCCL_PROTO NCCL_ALGO`); to test, `NCCL_PROTO=Simple` for "
+      "large messages should raise bus bandwidth",
+      "Across nodes: pin NCCL to the RDMA NICs - `NCCL_IB_HCA=mlx5 NCCL_SOCKET_IFNAME=<data-iface>` - and confirm "
+      "`NET/IB` and `GDRDMA` in the NCCL_DEBUG log",
+  };
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "fastest >= 16 MiB call < 25% of scale-up link peak, groups of <= 8 ranks (ferret, from nccl-tests' "
+                "~80% of peak on large messages)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out) {
+  rule_communication_heavy(a, out);
+  rule_exposed_communication(a, out);
+  rule_low_busbw(a, out);
+}
 
 }  // namespace ferret

@@ -87,6 +87,19 @@ std::vector<std::string> precision_fixes(const DeviceMetrics& d) {
 constexpr double kNoTensorCoresLow = 0.10, kNoTensorCoresMedium = 0.25, kNoTensorCoresHigh = 0.50;
 constexpr double kNoTensorCoresMaxCovered = 0.50;
 
+// Tensor Cores make matmul kernels faster, not free: the most they can gain is the ratio of the
+// device's dense FP16/BF16 Tensor peak to its FP32 peak (GPUS.md): V100 125/15.7 = 8x, A100
+// 312/19.5 = 16x, H100 989.5/67 = 14.8x, B200 2250/80 = 28x, Ada/Ampere workstation parts ~4x.
+// Unknown devices get the largest ratio, so the bound stays an upper bound.
+double tensor_core_speedup_bound(const DeviceMetrics& d) {
+  const int cc = d.compute_major * 10 + d.compute_minor;
+  if (d.compute_major == 7) return 8.0;
+  if (cc == 80) return 16.0;
+  if (cc == 86 || cc == 87 || cc == 89) return 4.0;
+  if (d.compute_major == 9) return 14.8;
+  return 28.0;
+}
+
 void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
   if (d.kernel_ns <= 0 || d.tc_eligible_ns <= 0 || !has_matrix_units(d)) return;
   const double without = static_cast<double>(d.tc_eligible_without_tc_ns) / static_cast<double>(d.kernel_ns);
@@ -118,7 +131,8 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.fixes.push_back(
       "Convolution networks: channels-last memory format, which Tensor Core convolutions expect: "
       "`model = model.to(memory_format=torch.channels_last)`; `x = x.to(memory_format=torch.channels_last)`");
-  f.time_share = wall_share(d, d.tc_eligible_without_tc_ns);
+  // The affected kernels shrink by at most the Tensor Core speed-up; the rest of their time stays.
+  f.time_share = wall_share(d, d.tc_eligible_without_tc_ns) * (1.0 - 1.0 / tensor_core_speedup_bound(d));
   f.max_speedup = amdahl_speedup(f.time_share);
   f.threshold =
       "eligible ops' non-Tensor-Core kernels >= 10% of kernel time (25% medium, 50% high) and < 50% of eligible "

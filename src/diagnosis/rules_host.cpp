@@ -1,8 +1,375 @@
-// PLACEHOLDER: rules_host (to be written).
+// Host rules: the CPU side of feeding the GPU - launch overhead, syncs, allocator calls, copies that
+// block the host - and the operator that dominates GPU time. They read HostBlockersResult and
+// HotSpotsResult. docs/rules/host.md describes each rule, its threshold and its source.
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
-void rules_host(const TraceAnalysis&, std::vector<Finding>&) {}
+namespace {
+
+double pct(double share) { return share * 100.0; }
+double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
+double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
+double share_of(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+// One severity scale for host-side overheads: XProf's levels for kernel launch overhead (>= 15% of
+// step time high, >= 3% moderate), and ferret's floor of 1% below which no fix is worth a user's
+// time (the same floor rules_hardware uses).
+constexpr double kHostHigh = 0.15;
+constexpr double kHostMedium = 0.03;
+constexpr double kHostFloor = 0.01;
+
+Severity host_severity(double share) {
+  return share >= kHostHigh ? Severity::kHigh : share >= kHostMedium ? Severity::kMedium : Severity::kLow;
+}
+
+std::string list_names(const std::vector<NamedTime>& rows, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < rows.size() && i < n; ++i) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} ({}x, {:.2f} ms)", rows[i].name, rows[i].count, ms(rows[i].total_ns));
+  }
+  return out;
+}
+
+// launch-bound. Fires when the launch regime is launch-bound (analysis/host_blockers.h): GPU busy
+// < 70% (SageMaker's low-utilization level), at least half of its idle time falls while the launching
+// thread issues work (ferret), median kernel < 10 us (a kernel shorter than a ~5-10 us launch cannot
+// keep the GPU fed; HTA's "short kernel"), and launch calls >= 3% of the window (XProf, moderate).
+// Severity high when launch calls take >= 15% of the window (XProf, high).
+void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
+  const LaunchRegime& l = h.launch;
+  if (l.regime != HostRegime::kLaunchBound || h.window_ns <= 0) return;
+  // Bound: CUDA graphs / fusion remove the host's issue time from the GPU's critical path, so at most
+  // the GPU idle time spent waiting for the host to issue work comes back.
+  const double share = share_of(l.idle.issuing_ns(), h.window_ns);
+  Finding f;
+  f.id = "launch-bound";
+  f.title = fmt::format("Launch-bound: {:.0f}% of the time the GPU waits while the host launches {} kernels of median {:.1f} us",
+                        pct(share), l.kernels, us(l.median_kernel_ns));
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kFramework;
+  f.severity = l.launch_overhead_share >= kHostHigh ? Severity::kHigh : Severity::kMedium;
+  f.detail = fmt::format(
+      "The GPU is busy {:.0f}% of the window. Kernels are short (median {:.1f} us; {} of {} are shorter than the call "
+      "that launched them), and {} launch calls take {:.1f}% of the window on the host ({:.2f} ms). Of the GPU's {:.2f} ms "
+      "of idle time, {:.2f} ms fall while the launching thread is inside ops or launch calls: the host cannot issue "
+      "kernels as fast as the GPU finishes them.",
+      pct(l.gpu_busy_share), us(l.median_kernel_ns), l.short_kernels, l.kernels, l.launch_calls,
+      pct(l.launch_overhead_share), ms(l.launch_call_ns), ms(l.idle.gpu_idle_ns), ms(l.idle.issuing_ns()));
+  f.evidence = {{"gpu_busy_pct", pct(l.gpu_busy_share), "%"},
+                {"median_kernel_us", us(l.median_kernel_ns), "us"},
+                {"kernels", static_cast<double>(l.kernels), "count"},
+                {"short_kernels", static_cast<double>(l.short_kernels), "count"},
+                {"launch_calls", static_cast<double>(l.launch_calls), "count"},
+                {"launch_overhead_pct", pct(l.launch_overhead_share), "%"},
+                {"gpu_idle_while_host_issues_pct", pct(share), "%"}};
+  f.fixes = {
+      "Replay the step as a CUDA graph: `model = torch.compile(model, mode=\"reduce-overhead\")`",
+      "Or capture by hand: `g = torch.cuda.CUDAGraph()`; after warm-up on a side stream, `with torch.cuda.graph(g): "
+      "static_out = model(static_in)`; then each step `static_in.copy_(batch); g.replay()`",
+      "Fuse small kernels: `model = torch.compile(model)`; for the optimizer `torch.optim.AdamW(params, fused=True)` "
+      "(or `foreach=True`)",
+      "Give each kernel more work: raise the batch size (or micro-batch) so the launch cost is amortized",
+  };
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "GPU busy < 70% (SageMaker), >= 50% of GPU idle while the host issues work (ferret), median kernel "
+                "< 10 us (HTA short kernels), launch calls >= 3% of the window (XProf moderate; >= 15% high)";
+  out.push_back(std::move(f));
+}
+
+// host-sync. The cost of a sync is the GPU bubble it leaves (HostSyncs::gpu_stall_ns: per sync the
+// GPU idle after it returns, at most the sync's own duration). Fires at >= 1% of the window (ferret's
+// floor); severity on the host-overhead scale. A CPU-only trace has no GPU to stall: its aten::item
+// calls are reported (info) when they recur in at least half of the steps, since each becomes a
+// device sync once the loop runs on a GPU.
+constexpr double kSyncRecurringSteps = 0.5;
+
+void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std::vector<Finding>& out) {
+  const HostSyncs& s = h.syncs;
+  if (s.count == 0 || h.window_ns <= 0) return;
+  const bool recurring = !s.per_step.empty() &&
+                         static_cast<double>(s.steps_with_syncs) >= kSyncRecurringSteps * static_cast<double>(s.per_step.size());
+  double share = 0;
+  Severity severity = Severity::kInfo;
+  if (h.has_gpu) {
+    share = share_of(s.gpu_stall_ns, h.window_ns);
+    if (share < kHostFloor) return;
+    severity = host_severity(share);
+  } else {
+    if (!recurring) return;
+    share = share_of(s.total_ns, h.window_ns);
+  }
+  Finding f;
+  f.id = "host-sync";
+  if (h.has_gpu)
+    f.title = fmt::format("Host syncs: {} device syncs leave the GPU idle {:.1f}% of the time", s.count, pct(share));
+  else
+    f.title = fmt::format("Host syncs: {} tensor reads on the host ({} of {} steps); each stalls the GPU once this runs on CUDA",
+                          s.count, s.steps_with_syncs, s.per_step.size());
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kFramework;
+  f.severity = severity;
+  std::string per_step;
+  if (ctx.has_steps && !s.per_step.empty())
+    per_step = fmt::format(" They occur in {} of {} steps ({:.1f} per step).", s.steps_with_syncs, s.per_step.size(),
+                           static_cast<double>(s.count) / static_cast<double>(s.per_step.size()));
+  f.detail = fmt::format(
+      "{} syncs block the host for {:.2f} ms in total: {}. Called from: {}.{} A sync drains the GPU's queue, so when it "
+      "returns the GPU idles until the host launches again{}.",
+      s.count, ms(s.total_ns), list_names(s.by_name, 4), list_names(s.callers, 4), per_step,
+      h.has_gpu ? fmt::format(" ({:.2f} ms of GPU idle in this window)", ms(s.gpu_stall_ns)) : "");
+  f.evidence = {{"syncs", static_cast<double>(s.count), "count"},
+                {"sync_host_ms", ms(s.total_ns), "ms"},
+                {"gpu_stall_ms", ms(s.gpu_stall_ns), "ms"},
+                {"gpu_stall_pct", h.has_gpu ? pct(share) : 0.0, "%"},
+                {"steps_with_syncs", static_cast<double>(s.steps_with_syncs), "count"}};
+  f.fixes = {
+      "Keep values on the GPU in the loop: accumulate `total_loss += loss.detach()` and call `.item()` once per log "
+      "interval, not every step",
+      "Find every hidden sync: `torch.cuda.set_sync_debug_mode(\"warn\")` before the loop warns with a stack trace at "
+      "each synchronizing call",
+      "Avoid `.item()`, `.cpu()`, `.tolist()`, `print(tensor)`, `if tensor:` and data-dependent shapes (`x[mask]`, "
+      "`torch.nonzero`) on CUDA tensors inside the step",
+      "Read results later without blocking: `host = t.to(\"cpu\", non_blocking=True)` into pinned memory, "
+      "`ev = torch.cuda.Event(); ev.record()`, and `ev.synchronize()` only when the value is needed",
+  };
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "GPU stall after syncs >= 1% of the window (ferret); >= 3% medium, >= 15% high (XProf's host-overhead "
+                "levels); CPU-only traces: host reads in >= half of the steps (info)";
+  out.push_back(std::move(f));
+}
+
+// allocator-in-steady-state. cudaMalloc / cudaFree after the first step mean the caching allocator
+// misses (new shapes, fragmentation, empty_cache); cudaFree also synchronizes the device. Fires when
+// the calls recur (at least one per steady step on average) or cost >= 1% of the steady steps; with
+// no steps to tell warm-up from steady state, when they cost >= 3% of the window (then at most medium).
+void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
+  const AllocatorCalls& a = h.allocator;
+  double share = 0;
+  std::uint64_t calls = 0;
+  std::int64_t call_ns = 0;
+  Severity severity = Severity::kLow;
+  if (a.steady_state_known) {
+    if (a.steady_count == 0) return;
+    share = share_of(a.steady_ns, a.steady_window_ns);
+    const bool recurring = a.steady_count >= a.steady_steps;
+    if (!recurring && share < kHostFloor) return;
+    severity = host_severity(share);
+    calls = a.steady_count;
+    call_ns = a.steady_ns;
+  } else {
+    if (a.count == 0) return;
+    share = share_of(a.total_ns, h.window_ns);
+    if (share < kHostMedium) return;
+    severity = Severity::kMedium;
+    calls = a.count;
+    call_ns = a.total_ns;
+  }
+  Finding f;
+  f.id = "allocator-in-steady-state";
+  f.title = a.steady_state_known
+                ? fmt::format("Allocator calls in steady state: {} cudaMalloc/cudaFree-type calls after the first step take {:.1f}% of those steps",
+                              calls, pct(share))
+                : fmt::format("Allocator calls: {} cudaMalloc/cudaFree-type calls take {:.1f}% of the trace", calls, pct(share));
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kFramework;
+  f.severity = severity;
+  f.detail = fmt::format(
+      "{} device allocator calls take {:.2f} ms{}: {}. PyTorch's caching allocator should serve every allocation from its "
+      "cache once the first step has run; a cudaMalloc later means the cache missed (new tensor shapes, fragmentation, "
+      "torch.cuda.empty_cache()), and cudaFree synchronizes the whole device.",
+      calls, ms(call_ns), a.steady_state_known ? fmt::format(" in {} steps after the first", a.steady_steps)
+                                               : std::string(" (the trace has no steps, so warm-up is included)"),
+      list_names(a.by_name, 4));
+  f.evidence = {{"allocator_calls", static_cast<double>(calls), "count"},
+                {"allocator_ms", ms(call_ns), "ms"},
+                {"allocator_pct", pct(share), "%"},
+                {"steady_steps", static_cast<double>(a.steady_steps), "count"}};
+  f.fixes = {
+      "Let segments grow in place: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py`",
+      "Keep shapes stable: pad variable-length batches to a few bucket sizes and use `DataLoader(..., drop_last=True)`",
+      "Preallocate buffers once outside the loop and reuse them (`out=` arguments); never call `torch.cuda.empty_cache()` "
+      "inside the loop",
+      "Check for allocator retries under memory pressure: `torch.cuda.memory_stats()[\"num_alloc_retries\"]` > 0 means "
+      "lower the batch size or enable expandable segments",
+  };
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "allocator calls in steps after the first, >= 1 per step or >= 1% of those steps (ferret); without "
+                "steps >= 3% of the trace; >= 3% medium, >= 15% high (XProf's host-overhead levels)";
+  out.push_back(std::move(f));
+}
+
+// pageable-copy. A copy from or to pageable memory is staged through a pinned bounce buffer and
+// returns to the host only when done, "Async" or not (nsys flags every one). Its cost
+// (CopyBlockers::pageable_cost_ns): host-to-device, the host's staging time; device-to-host, the
+// GPU bubble after the call, as for a sync. Fires at >= 1% of the window (ferret's floor).
+// rules_hardware's "pageable-copies" judges the same copies by bandwidth; this rule by what they
+// cost the host and the GPU's queue.
+void rule_pageable_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
+  const CopyBlockers& c = h.copies;
+  if (c.pageable_copies == 0 || h.window_ns <= 0) return;
+  const double share = share_of(c.pageable_cost_ns, h.window_ns);
+  if (share < kHostFloor) return;
+  Finding f;
+  f.id = "pageable-copy";
+  f.title = fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies, pct(share));
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kHardware;
+  f.severity = host_severity(share);
+  f.detail = fmt::format(
+      "{} copies to or from pageable host memory ({:.1f} MB, {:.2f} ms on the GPU: {}) kept their host threads in the copy "
+      "call for {:.2f} ms; staging host-to-device data and the GPU idle after device-to-host reads cost {:.2f} ms. Pinned "
+      "memory lets the copy run asynchronously while the host prepares the next step.",
+      c.pageable_copies, static_cast<double>(c.pageable_bytes) / 1e6, ms(c.pageable_ns), list_names(c.pageable_by_name, 3),
+      ms(c.pageable_host_ns), ms(c.pageable_cost_ns));
+  f.evidence = {{"pageable_copies", static_cast<double>(c.pageable_copies), "count"},
+                {"pageable_bytes", static_cast<double>(c.pageable_bytes), "bytes"},
+                {"pageable_gpu_ms", ms(c.pageable_ns), "ms"},
+                {"pageable_host_ms", ms(c.pageable_host_ns), "ms"},
+                {"pageable_cost_pct", pct(share), "%"}};
+  f.fixes = {
+      "Pin input batches: `DataLoader(dataset, ..., pin_memory=True)`, then `batch = batch.to(\"cuda\", non_blocking=True)`",
+      "Other host tensors: `x = x.pin_memory()` once (not every step), then `x.to(\"cuda\", non_blocking=True)`",
+  };
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "pageable copy cost (host staging, GPU bubble after reads) >= 1% of the window (ferret; nsys flags "
+                "any); >= 3% medium, >= 15% high";
+  out.push_back(std::move(f));
+}
+
+// sync-copy. Synchronous memcpy / memset calls (cudaMemcpy, cudaMemset, hipMemcpyWithStream, ...)
+// block the host until the GPU finishes the copy and everything queued before it (nsys flags them).
+// Fires at >= 1% of the window in such calls (ferret's floor); severity on the host-overhead scale.
+void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
+  const CopyBlockers& c = h.copies;
+  if (c.sync_copy_calls == 0 || h.window_ns <= 0) return;
+  const double share = share_of(c.sync_copy_ns, h.window_ns);
+  if (share < kHostFloor) return;
+  Finding f;
+  f.id = "sync-copy";
+  f.title = fmt::format("Synchronous copies: {} blocking memcpy/memset calls take {:.1f}% of the time", c.sync_copy_calls,
+                        pct(share));
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kFramework;
+  f.severity = host_severity(share);
+  f.detail = fmt::format(
+      "{} synchronous copy or fill calls hold the host for {:.2f} ms: {}. Each waits for the GPU to drain its queue, like a "
+      "device sync, and then for the copy itself.",
+      c.sync_copy_calls, ms(c.sync_copy_ns), list_names(c.sync_copy_by_name, 4));
+  f.evidence = {{"sync_copy_calls", static_cast<double>(c.sync_copy_calls), "count"},
+                {"sync_copy_ms", ms(c.sync_copy_ns), "ms"},
+                {"sync_copy_pct", pct(share), "%"}};
+  f.fixes = {
+      "Copy asynchronously from pinned memory: `x.pin_memory().to(\"cuda\", non_blocking=True)` instead of a blocking "
+      "`.to(\"cuda\")` / `.cuda()` (on ROCm the blocking form is hipMemcpyWithStream)",
+      "In C++/CUDA extensions use `cudaMemcpyAsync(dst, src, n, kind, at::cuda::getCurrentCUDAStream())` and "
+      "`cudaMemsetAsync` instead of `cudaMemcpy` / `cudaMemset`",
+      "Create tensors on the device directly (`torch.zeros(n, device=\"cuda\")`) rather than copying host tensors in",
+  };
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "host time in synchronous memcpy/memset calls >= 1% of the window (ferret; nsys flags any); >= 3% "
+                "medium, >= 15% high";
+  out.push_back(std::move(f));
+}
+
+// hot-operator. One operator (by name; collectives excepted) runs >= 25% of the GPU time launched
+// from ops and >= 1% of the window. No peer sets a level; ferret's: at a quarter of GPU time one
+// operator is the first place to optimize, since Amdahl caps every other single fix lower. Severity
+// low, medium at >= 50%: it names where time goes, not waste by itself.
+constexpr double kHotOperatorShare = 0.25;
+constexpr double kHotOperatorMedium = 0.50;
+
+bool is_matmul_like(std::string_view op) {
+  for (std::string_view k : {"mm", "matmul", "linear", "conv", "addmm", "bmm", "baddbmm", "einsum", "gemm"})
+    if (op.find(k) != std::string_view::npos) return true;
+  return false;
+}
+
+// Collectives are the distributed rules' subject; their GPU time is mostly waiting for peers.
+bool is_communication_op(std::string_view op) {
+  return op == "record_param_comms" || op.substr(0, 5) == "nccl:" || op.substr(0, 5) == "gloo:" ||
+         op.substr(0, 6) == "c10d::";
+}
+
+void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
+  if (hs.attributed_device_ns <= 0 || hs.window_ns <= 0) return;
+  const auto it = std::find_if(hs.ops_by_device.begin(), hs.ops_by_device.end(),
+                               [](const OpStat& o) { return !is_communication_op(o.name); });
+  if (it == hs.ops_by_device.end()) return;
+  const OpStat& op = *it;
+  const double of_gpu = share_of(op.device_self_ns, hs.attributed_device_ns);
+  const double share = std::min(1.0, share_of(op.device_self_ns, hs.window_ns));
+  // A quarter of a GPU that is almost never busy is no hot spot: the op must also hold >= 1% of
+  // the wall time.
+  if (of_gpu < kHotOperatorShare || share < kHostFloor) return;
+  Finding f;
+  f.id = "hot-operator";
+  f.title = fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name, pct(of_gpu), op.calls,
+                        ms(op.device_self_ns));
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.severity = of_gpu >= kHotOperatorMedium ? Severity::kMedium : Severity::kLow;
+  const KernelStat* top_kernel = nullptr;
+  for (const KernelStat& k : hs.kernels)
+    for (const KernelLaunchPath& p : k.launched_by)
+      if (p.op == op.name && top_kernel == nullptr) top_kernel = &k;
+  f.detail = fmt::format(
+      "{} launched {} GPU activities for {:.2f} ms of the {:.2f} ms launched from operators ({:.1f}% of the window){}.",
+      op.name, op.kernels, ms(op.device_self_ns), ms(hs.attributed_device_ns), pct(share),
+      top_kernel ? fmt::format("; its largest kernel is {} ({} calls, mean {:.1f} us{})", top_kernel->name, top_kernel->calls,
+                               top_kernel->mean_ns / 1e3, top_kernel->tensor_core ? ", Tensor Cores" : ", no Tensor Cores")
+                 : std::string());
+  f.evidence = {{"op_gpu_ms", ms(op.device_self_ns), "ms"},
+                {"op_share_of_gpu_pct", pct(of_gpu), "%"},
+                {"op_share_of_window_pct", pct(share), "%"},
+                {"op_calls", static_cast<double>(op.calls), "count"}};
+  if (is_matmul_like(op.name)) {
+    f.fixes = {
+        "Run it in bf16 on Tensor Cores: `with torch.autocast(\"cuda\", dtype=torch.bfloat16): out = model(x)`",
+        "For fp32, allow TF32: `torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True` "
+        "(or `torch.set_float32_matmul_precision(\"high\")`)",
+        "Compile to fuse its prologue/epilogue: `model = torch.compile(model, mode=\"max-autotune\")`",
+    };
+    if (op.name.find("conv") != std::string::npos)
+      f.fixes.push_back("Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`; use "
+                        "`model = model.to(memory_format=torch.channels_last)`");
+  } else {
+    f.fixes = {
+        "Fuse it with its neighbours: `model = torch.compile(model)` (Inductor merges elementwise and reduction chains "
+        "into one kernel)",
+        "Look for a fused implementation (e.g. `torch.nn.functional.scaled_dot_product_attention`, fused optimizers "
+        "`fused=True`, `torch.nn.functional.layer_norm`)",
+    };
+  }
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold = "one operator (not a collective) >= 25% of the GPU time launched from operators and >= 1% of the "
+                "window (ferret); >= 50% medium";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
+  rule_launch_bound(a.host_blockers, out);
+  rule_host_sync(a.host_blockers, a.context, out);
+  rule_allocator(a.host_blockers, out);
+  rule_pageable_copy(a.host_blockers, out);
+  rule_sync_copy(a.host_blockers, out);
+  rule_hot_operator(a.hot_spots, out);
+}
 
 }  // namespace ferret

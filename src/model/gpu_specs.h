@@ -1,0 +1,61 @@
+// Device ceilings: the GPU table of ../shared/GPUS.md as data, and matching a trace's
+// deviceProperties entry to one row of it.
+//
+// Figures are peak ceilings from vendor datasheets (tensor figures dense, never "with sparsity").
+// A figure GPUS.md leaves blank is std::nullopt here and stays unknown: a row never borrows
+// another GPU's number, and an unmatched device gets no figures at all.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "model/trace_model.h"
+
+namespace ferret {
+
+using Figure = std::optional<double>;
+
+struct GpuSpec {
+  std::string_view model;   // "H100 SXM5"
+  std::string_view vendor;  // "NVIDIA", "AMD"
+  // Name patterns, case-insensitive, alternatives separated by '|': one of `any_of` must occur in
+  // the device name, every one of `all_of` and none of `none_of`.
+  std::string_view any_of;
+  std::string_view all_of;
+  std::string_view none_of;
+  int cc_major = -1;  // compute capability (AMD: gfx major/minor as the trace reports them)
+  int cc_minor = -1;
+  int sms = -1;       // SMs / CUs; -1 unknown
+  Figure memory_gb;   // nominal capacity (GB as the datasheet prints it)
+  Figure hbm_tbps;    // memory bandwidth, TB/s
+  Figure fp32_tflops;
+  Figure tf32_tflops;
+  Figure fp16_tflops;
+  Figure bf16_tflops;
+  Figure fp8_tflops;
+  std::string_view host_link;  // "PCIe5 x16"; empty when unknown
+  Figure host_link_gbps;       // per direction, GB/s
+  std::string_view scale_up_link;  // "NVLink4"; "none" for parts without one
+  Figure scale_up_gbps;            // per GPU, per direction, GB/s
+};
+
+// The whole table, most specific rows first.
+std::span<const GpuSpec> gpu_spec_table();
+
+struct GpuMatch {
+  const GpuSpec* spec = nullptr;  // nullptr: unknown device, every ceiling unknown
+  bool by_properties = false;     // matched by CC + SM count + memory because the name was empty
+  std::string note;               // why there is no match, or how it was made
+};
+
+// Matches by name substrings, then confirms with compute capability and SM count (when the trace
+// gives them). Rows sharing a name pattern (A100 40 GB / 80 GB) are told apart by memory size.
+// A device with an empty name is matched by its properties alone when exactly one row fits.
+GpuMatch match_gpu(const DeviceProperties& device);
+
+// The trace's device with this id (GPU events use the device index as pid), or nullptr.
+const DeviceProperties* find_device(const TraceInfo& info, int device_id);
+
+}  // namespace ferret

@@ -1,0 +1,266 @@
+#include "report/analyze_report.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace ferret {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+double us(double ns) { return ns / 1000.0; }
+double round2(double v) { return std::round(v * 100.0) / 100.0; }
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+std::string trace_line(const TraceAnalysis& a) {
+  const TraceModel& m = *a.model;
+  std::string line = fmt::format("{} ({}, {})", m.info.source, format_generation_name(m.info.generation),
+                                 platform_name(m.info.platform));
+  if (!m.info.devices.empty()) line += ", " + m.info.devices.front().name;
+  if (m.info.distributed.present && m.info.distributed.world_size > 0)
+    line += fmt::format(", rank {} of {}", m.info.distributed.rank, m.info.distributed.world_size);
+  return line;
+}
+
+std::string steps_line(const TraceAnalysis& a) {
+  const StepBreakdownResult& b = a.breakdown;
+  if (!b.has_steps) return fmt::format("no ProfilerStep spans: the whole trace ({}) is one window",
+                                       human_duration(a.context.window_ns()));
+  return fmt::format("{} step{} (ProfilerStep#{}..#{}), mean {}", b.steps.size(), b.steps.size() == 1 ? "" : "s",
+                     b.steps.front().number, b.steps.back().number,
+                     human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
+}
+
+json finding_json(const Finding& f) {
+  json evidence = json::array();
+  for (const Evidence& e : f.evidence) evidence.push_back({{"name", e.name}, {"value", round3(e.value)}, {"unit", e.unit}});
+  return {{"id", f.id},
+          {"title", f.title},
+          {"dimension", dimension_name(f.dimension)},
+          {"layer", layer_name(f.layer)},
+          {"severity", severity_name(f.severity)},
+          {"detail", f.detail},
+          {"evidence", evidence},
+          {"fixes", f.fixes},
+          {"time_share", round3(f.time_share)},
+          {"max_speedup", round2(f.max_speedup)},
+          {"threshold", f.threshold}};
+}
+
+const char* severity_color(const Style& s, Severity sev) {
+  switch (sev) {
+    case Severity::kHigh: return s.red();
+    case Severity::kMedium: return s.yellow();
+    default: return s.dim();
+  }
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Wraps `text` to `width` columns, each line prefixed by `indent`.
+std::string wrap(std::string_view text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t next = text.find(' ', pos);
+    if (next == std::string_view::npos) next = text.size();
+    const std::string_view word = text.substr(pos, next - pos);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+    pos = next + 1;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style& st) {
+  constexpr std::size_t kWidth = 80;
+  std::string out;
+  out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), kWidth), st.reset());
+  out += fmt::format("{}\n", fit_width(steps_line(a), kWidth));
+  out += "\n" + std::string(st.bold()) + wrap(d.verdict.headline, kWidth, "") + st.reset();
+
+  // Macro: where each step's time goes.
+  const StepBreakdownResult& b = a.breakdown;
+  if (!b.steps.empty()) {
+    out += fmt::format("\n{}Step time breakdown{} (mean per {})\n", st.bold(), st.reset(),
+                       b.has_steps ? "step" : "window");
+    for (int c = 0; c < kStepCategoryCount; ++c) {
+      const auto cat = static_cast<StepCategory>(c);
+      const double pct = b.average_pct_of(cat);
+      const int bar = static_cast<int>(std::lround(pct / 100.0 * 30.0));
+      out += fmt::format("  {:<14} {:>12} {:>6.1f}%  {}{}{}\n", step_category_label(cat),
+                         human_duration(static_cast<std::int64_t>(b.average_of(cat))), pct, st.cyan(),
+                         std::string(static_cast<std::size_t>(bar), '#'), st.reset());
+    }
+  }
+  if (!a.gpu_metrics.devices.empty()) {
+    out += fmt::format("\n{}GPU{}\n", st.bold(), st.reset());
+    for (const DeviceMetrics& g : a.gpu_metrics.devices) {
+      out += fmt::format("  device {} {}\n", g.device, fit_width(g.name, kWidth - 12));
+      out += fmt::format("    utilization {:.1f}%  SM efficiency {}  occupancy {}  Tensor Cores {:.1f}%\n",
+                         g.utilization_pct,
+                         g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
+                         g.achieved_occupancy_pct < 0 ? std::string("n/a")
+                                                      : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
+                         g.tensor_core_pct);
+    }
+  }
+  if (a.timeline.has_gpu) {
+    const TemporalBreakdown& t = a.timeline.overall;
+    out += fmt::format("  timeline: idle {:.1f}%, compute {:.1f}%, non-compute {:.1f}% of {}\n", t.idle_pct(),
+                       t.compute_pct(), t.non_compute_pct(), human_duration(t.span_ns));
+  }
+
+  out += fmt::format("\n{}Findings{} ({})\n", st.bold(), st.reset(), d.findings.size());
+  if (d.findings.empty()) out += "  none\n";
+  int rank = 0;
+  for (const Finding& f : d.findings) {
+    out += fmt::format("{:>3}. {}{:<6}{} {}\n", ++rank, severity_color(st, f.severity), upper(severity_name(f.severity)),
+                       st.reset(), fit_width(f.title, kWidth - 12));
+    out += fmt::format("      {}{} / {}{}", st.dim(), dimension_name(f.dimension), layer_name(f.layer), st.reset());
+    if (f.max_speedup > 1.005) out += fmt::format("  max gain {:.2f}x", f.max_speedup);
+    out += "\n";
+    if (!f.detail.empty()) out += wrap(f.detail, kWidth, "      ");
+    std::string ev;
+    for (const Evidence& e : f.evidence) ev += fmt::format("{}{}={:.4g}{}", ev.empty() ? "" : ", ", e.name, e.value, e.unit);
+    if (!ev.empty()) out += wrap("evidence: " + ev, kWidth, "      ");
+    for (const std::string& fix : f.fixes) out += wrap("fix: " + fix, kWidth, "      ");
+  }
+  const IngestReport& r = a.model->report;
+  if (r.repair_count() + r.skip_count() > 0 || !r.notes.empty()) {
+    out += fmt::format("\n{}Input{}: {} repaired, {} skipped\n", st.bold(), st.reset(), r.repair_count(), r.skip_count());
+    for (const auto& [reason, issue] : r.repairs)
+      out += wrap(fmt::format("repaired {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
+    for (const auto& [reason, issue] : r.skips)
+      out += wrap(fmt::format("skipped {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
+    for (const std::string& note : r.notes) out += wrap("note: " + note, kWidth, "  ");
+  }
+  return out;
+}
+
+json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
+  const TraceModel& m = *a.model;
+  json j;
+  j["source"] = m.info.source;
+  j["format"] = format_generation_name(m.info.generation);
+  j["platform"] = platform_name(m.info.platform);
+  const StepBreakdownResult& b = a.breakdown;
+  json step_list = json::array();
+  for (const StepCost& s : b.steps) {
+    json cats;
+    for (int c = 0; c < kStepCategoryCount; ++c)
+      cats[step_category_key(static_cast<StepCategory>(c))] = round3(us(static_cast<double>(s.ns[c])));
+    step_list.push_back({{"number", s.number}, {"duration_us", round3(us(static_cast<double>(s.duration_ns)))},
+                         {"breakdown_us", cats}});
+  }
+  j["steps"] = {{"count", b.has_steps ? b.steps.size() : 0},
+                {"avg_us", round3(us(b.average_duration_ns))},
+                {"has_steps", b.has_steps},
+                {"list", step_list}};
+  json breakdown_us, breakdown_pct;
+  for (int c = 0; c < kStepCategoryCount; ++c) {
+    const auto cat = static_cast<StepCategory>(c);
+    breakdown_us[step_category_key(cat)] = round3(us(b.average_of(cat)));
+    breakdown_pct[step_category_key(cat)] = round2(b.average_pct_of(cat));
+  }
+  j["breakdown_us"] = breakdown_us;
+  j["breakdown_pct"] = breakdown_pct;
+  json gpus = json::array();
+  for (const DeviceMetrics& g : a.gpu_metrics.devices) {
+    gpus.push_back({{"device", g.device},
+                    {"name", g.name},
+                    {"utilization_pct", round2(g.utilization_pct)},
+                    {"sm_efficiency_pct", g.sm_efficiency_pct < 0 ? json(nullptr) : json(round2(g.sm_efficiency_pct))},
+                    {"achieved_occupancy_pct",
+                     g.achieved_occupancy_pct < 0 ? json(nullptr) : json(round2(g.achieved_occupancy_pct))},
+                    {"tensor_core_pct", round2(g.tensor_core_pct)},
+                    {"tc_eligible_without_tc_pct", round2(g.tc_eligible_without_tc_pct)},
+                    {"kernel_us", round3(us(static_cast<double>(g.kernel_ns)))},
+                    {"kernels", g.kernels}});
+  }
+  j["gpus"] = gpus;
+  const TemporalBreakdown& t = a.timeline.overall;
+  j["temporal"] = {{"idle_us", round3(us(static_cast<double>(t.idle_ns)))},
+                   {"compute_us", round3(us(static_cast<double>(t.compute_ns)))},
+                   {"non_compute_us", round3(us(static_cast<double>(t.non_compute_ns)))},
+                   {"span_us", round3(us(static_cast<double>(t.span_ns)))},
+                   {"idle_pct", round2(t.idle_pct())},
+                   {"compute_pct", round2(t.compute_pct())},
+                   {"non_compute_pct", round2(t.non_compute_pct())},
+                   {"comm_comp_overlap_pct",
+                    a.timeline.comm_comp_overlap_pct < 0 ? json(nullptr) : json(round2(a.timeline.comm_comp_overlap_pct))},
+                   {"launches", a.timeline.launch.launches},
+                   {"short_kernels", a.timeline.launch.short_kernels},
+                   {"median_launch_delay_us", round3(us(static_cast<double>(a.timeline.launch.median_delay_ns)))}};
+  json findings = json::array();
+  for (const Finding& f : d.findings) findings.push_back(finding_json(f));
+  j["findings"] = findings;
+  j["verdict"] = {{"headline", d.verdict.headline},
+                  {"bottleneck_found", d.verdict.bottleneck_found},
+                  {"dimension", d.verdict.bottleneck_found ? json(dimension_name(d.verdict.dimension)) : json(nullptr)},
+                  {"finding_id", d.verdict.finding_id},
+                  {"max_speedup", round2(d.verdict.max_speedup)}};
+  const IngestReport& r = m.report;
+  json repairs = json::array(), skips = json::array();
+  for (const auto& [reason, issue] : r.repairs)
+    repairs.push_back({{"reason", reason}, {"count", issue.count}, {"first", issue.first_location}});
+  for (const auto& [reason, issue] : r.skips)
+    skips.push_back({{"reason", reason}, {"count", issue.count}, {"first", issue.first_location}});
+  j["input"] = {{"repairs", repairs}, {"skips", skips}, {"notes", r.notes}, {"truncated", r.truncated}};
+  return j;
+}
+
+std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
+  std::string out;
+  out += fmt::format("### ferret: {}\n\n", escape_markdown(trace_line(a)));
+  out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline));
+  out += fmt::format("{}\n\n", escape_markdown(steps_line(a)));
+  const StepBreakdownResult& b = a.breakdown;
+  if (!b.steps.empty()) {
+    out += "| category | mean per step | share |\n|---|---:|---:|\n";
+    for (int c = 0; c < kStepCategoryCount; ++c) {
+      const auto cat = static_cast<StepCategory>(c);
+      out += fmt::format("| {} | {} | {:.1f}% |\n", step_category_label(cat),
+                         human_duration(static_cast<std::int64_t>(b.average_of(cat))), b.average_pct_of(cat));
+    }
+    out += "\n";
+  }
+  if (!a.gpu_metrics.devices.empty()) {
+    out += "| GPU | utilization | SM efficiency | occupancy | Tensor Cores |\n|---|---:|---:|---:|---:|\n";
+    for (const DeviceMetrics& g : a.gpu_metrics.devices)
+      out += fmt::format("| {} {} | {:.1f}% | {} | {} | {:.1f}% |\n", g.device, escape_markdown(g.name), g.utilization_pct,
+                         g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
+                         g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
+                         g.tensor_core_pct);
+    out += "\n";
+  }
+  out += "| # | severity | finding | layer | max gain |\n|---:|---|---|---|---:|\n";
+  int rank = 0;
+  for (const Finding& f : d.findings)
+    out += fmt::format("| {} | {} | {} | {} / {} | {:.2f}x |\n", ++rank, severity_name(f.severity), escape_markdown(f.title),
+                       dimension_name(f.dimension), layer_name(f.layer), f.max_speedup);
+  if (d.findings.empty()) out += "| | | no findings | | |\n";
+  for (const Finding& f : d.findings) {
+    if (f.fixes.empty()) continue;
+    out += fmt::format("\n**{}**\n", escape_markdown(f.title));
+    if (!f.detail.empty()) out += "\n" + escape_markdown(f.detail) + "\n";
+    out += "\n";
+    for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix) + "\n";
+  }
+  return out;
+}
+
+}  // namespace ferret

@@ -1,0 +1,32 @@
+// Formatting shared by the renderers: units, truncation to a width, Markdown escaping, colour.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ferret {
+
+std::string human_bytes(std::uint64_t bytes);      // "1.5 GiB"
+std::string human_duration(std::int64_t ns);       // "12.345 ms"
+std::string fit_width(std::string_view text, std::size_t width);  // cut with "..." to fit
+
+// Escapes trace text for Markdown (and the HTML it becomes): a kernel named "<script>" or
+// "a|b*c" stays literal text and cannot break a table.
+std::string escape_markdown(std::string_view text);
+
+// ANSI styles, empty strings when colour is off (not a terminal, or NO_COLOR is set).
+struct Style {
+  bool enabled = false;
+  const char* bold() const { return enabled ? "\033[1m" : ""; }
+  const char* dim() const { return enabled ? "\033[2m" : ""; }
+  const char* red() const { return enabled ? "\033[31m" : ""; }
+  const char* yellow() const { return enabled ? "\033[33m" : ""; }
+  const char* green() const { return enabled ? "\033[32m" : ""; }
+  const char* cyan() const { return enabled ? "\033[36m" : ""; }
+  const char* reset() const { return enabled ? "\033[0m" : ""; }
+};
+// Colour on when `fd` is a terminal and NO_COLOR is unset (https://no-color.org).
+Style style_for_fd(int fd);
+
+}  // namespace ferret
