@@ -31,7 +31,7 @@ test: $(BUILD)/build.ninja
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 demo: build
-	$(BUILD)/ferret info examples/traces/cpu-input-bound.json.gz
+	$(BUILD)/ferret analyze examples/traces/cpu-input-bound.json.gz
 
 bench: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
