@@ -18,7 +18,8 @@ void rank_findings(std::vector<Finding>& findings) {
 
 namespace {
 
-bool is_symptom(const Finding& f) { return f.id == "low-gpu-utilization"; }
+// Symptoms say that the GPU waits, not why: a cause that also fired makes the better verdict.
+bool is_symptom(const Finding& f) { return f.id == "low-gpu-utilization" || f.id == "cpu-bound"; }
 
 std::string describe_window(const TraceAnalysis& a) {
   const AnalysisContext& ctx = a.context;
@@ -43,8 +44,8 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rank_findings(d.findings);
 
   // The verdict is the highest-gain finding that is more than informational. Low GPU
-  // utilization is a symptom: when a cause that explains it (launch-bound, input-bound, ...) also
-  // fired, the cause is the verdict.
+  // utilization and CPU-bound are symptoms: when a cause that explains them (launch-bound,
+  // input-bound, host-sync, ...) also fired, the cause is the verdict.
   auto significant = [](const Finding& f) { return f.severity >= Severity::kMedium; };
   auto top = std::find_if(d.findings.begin(), d.findings.end(),
                           [&](const Finding& f) { return significant(f) && !is_symptom(f); });
