@@ -124,6 +124,37 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
                        t.compute_pct(), t.non_compute_pct(), human_duration(t.span_ns));
   }
 
+  // Operator layer: where the time goes by op and by kernel.
+  const HotSpotsResult& h = a.hot_spots;
+  const bool device_view = h.gpu_activities > 0;
+  const std::vector<OpStat>& ops = device_view ? h.ops_by_device : h.ops_by_host;
+  if (!ops.empty()) {
+    out += fmt::format("\n{}Top operators{} by {} self time\n", st.bold(), st.reset(), device_view ? "GPU" : "host");
+    for (const OpStat& op : ops) {
+      const std::int64_t t = device_view ? op.device_self_ns : op.host_self_ns;
+      if (t <= 0) continue;
+      out += fmt::format("  {:<46} {:>12} {:>8} calls\n", fit_width(op.name, 46), human_duration(t), op.calls);
+    }
+  }
+  if (!h.kernels.empty()) {
+    out += fmt::format("\n{}Top kernels{} by total time\n", st.bold(), st.reset());
+    for (const KernelStat& k : h.kernels)
+      out += fmt::format("  {:<46} {:>12} {:>8} calls\n", fit_width(k.name, 46), human_duration(k.total_ns), k.calls);
+  }
+  const MemoryResult& mem = a.memory;
+  for (const MemoryDevice& md : mem.devices) {
+    if (md.device_type == 0 || md.peak_reserved < 0) continue;
+    out += fmt::format("\n{}Memory{} device {}: peak allocated {}, peak reserved {}{}\n", st.bold(), st.reset(),
+                       md.device_id, human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, md.peak_allocated))),
+                       human_bytes(static_cast<std::uint64_t>(md.peak_reserved)),
+                       md.fragmentation_at_peak >= 0 ? fmt::format(", fragmentation at peak {:.0f}%", 100 * md.fragmentation_at_peak)
+                                                     : std::string());
+  }
+  if (a.communication.present)
+    out += fmt::format("\n{}Communication{}: {:.1f}% of the window, {:.1f}% exposed, {:.1f}% overlapped by compute\n",
+                       st.bold(), st.reset(), 100 * a.communication.comm_share, 100 * a.communication.exposed_share,
+                       100 * a.communication.overlap_share);
+
   out += fmt::format("\n{}Findings{} ({})\n", st.bold(), st.reset(), d.findings.size());
   if (d.findings.empty()) out += "  none\n";
   int rank = 0;
@@ -205,6 +236,62 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                    {"launches", a.timeline.launch.launches},
                    {"short_kernels", a.timeline.launch.short_kernels},
                    {"median_launch_delay_us", round3(us(static_cast<double>(a.timeline.launch.median_delay_ns)))}};
+  auto op_json = [](const OpStat& op) {
+    json o = {{"name", op.name},
+              {"calls", op.calls},
+              {"host_self_us", round3(us(static_cast<double>(op.host_self_ns)))},
+              {"host_total_us", round3(us(static_cast<double>(op.host_total_ns)))},
+              {"device_self_us", round3(us(static_cast<double>(op.device_self_ns)))},
+              {"device_total_us", round3(us(static_cast<double>(op.device_total_ns)))}};
+    if (!op.input_dims.empty()) o["input_dims"] = op.input_dims;
+    if (!op.input_types.empty()) o["input_types"] = op.input_types;
+    return o;
+  };
+  const HotSpotsResult& h = a.hot_spots;
+  json by_device = json::array(), by_host = json::array(), by_shape = json::array(), kernels = json::array();
+  for (const OpStat& op : h.ops_by_device) by_device.push_back(op_json(op));
+  for (const OpStat& op : h.ops_by_host) by_host.push_back(op_json(op));
+  for (const OpStat& op : h.shapes_by_device) by_shape.push_back(op_json(op));
+  for (const KernelStat& k : h.kernels) {
+    json paths = json::array();
+    for (const KernelLaunchPath& p : k.launched_by)
+      paths.push_back({{"op", p.op}, {"runtime", p.runtime}, {"calls", p.calls}});
+    kernels.push_back({{"name", k.name},
+                       {"kind", event_kind_name(k.kind)},
+                       {"calls", k.calls},
+                       {"total_us", round3(us(static_cast<double>(k.total_ns)))},
+                       {"mean_us", round3(us(k.mean_ns))},
+                       {"min_us", round3(us(static_cast<double>(k.min_ns)))},
+                       {"max_us", round3(us(static_cast<double>(k.max_ns)))},
+                       {"mean_occupancy_pct", k.mean_occupancy_pct < 0 ? json(nullptr) : json(round2(k.mean_occupancy_pct))},
+                       {"tensor_core", k.tensor_core},
+                       {"launched_by", paths}});
+  }
+  j["hot_spots"] = {{"ops_by_device", by_device}, {"ops_by_host", by_host}, {"ops_by_shape", by_shape}, {"kernels", kernels}};
+  json mem_devices = json::array();
+  for (const MemoryDevice& md : a.memory.devices)
+    mem_devices.push_back({{"device_type", md.device_type},
+                           {"device", md.device_id},
+                           {"peak_allocated_bytes", md.peak_allocated},
+                           {"peak_reserved_bytes", md.peak_reserved},
+                           {"capacity_bytes", md.capacity_bytes},
+                           {"fragmentation_at_peak", md.fragmentation_at_peak < 0 ? json(nullptr) : json(round3(md.fragmentation_at_peak))},
+                           {"allocations", md.allocations}});
+  j["memory"] = {{"present", a.memory.present}, {"devices", mem_devices},
+                 {"allocations_per_step", round2(a.memory.allocations_per_step)}};
+  json collectives = json::array();
+  for (const CollectiveStats& c : a.communication.by_collective)
+    collectives.push_back({{"collective", collective_name(c.kind)},
+                           {"calls", c.calls},
+                           {"time_us", round3(us(static_cast<double>(c.time_ns)))},
+                           {"bytes", c.bytes},
+                           {"algbw_gbps", c.algbw_gbps < 0 ? json(nullptr) : json(round2(c.algbw_gbps))},
+                           {"busbw_gbps", c.busbw_gbps < 0 ? json(nullptr) : json(round2(c.busbw_gbps))}});
+  j["communication"] = {{"present", a.communication.present},
+                        {"comm_pct", round2(100 * a.communication.comm_share)},
+                        {"exposed_pct", round2(100 * a.communication.exposed_share)},
+                        {"overlap_pct", round2(100 * a.communication.overlap_share)},
+                        {"collectives", collectives}};
   json findings = json::array();
   for (const Finding& f : d.findings) findings.push_back(finding_json(f));
   j["findings"] = findings;
@@ -245,6 +332,16 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
                          g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
                          g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
                          g.tensor_core_pct);
+    out += "\n";
+  }
+  const HotSpotsResult& h = a.hot_spots;
+  const bool device_view = h.gpu_activities > 0;
+  const std::vector<OpStat>& ops = device_view ? h.ops_by_device : h.ops_by_host;
+  if (!ops.empty()) {
+    out += fmt::format("| operator | {} self time | calls |\n|---|---:|---:|\n", device_view ? "GPU" : "host");
+    for (const OpStat& op : ops)
+      out += fmt::format("| {} | {} | {} |\n", escape_markdown(op.name),
+                         human_duration(device_view ? op.device_self_ns : op.host_self_ns), op.calls);
     out += "\n";
   }
   out += "| # | severity | finding | layer | max gain |\n|---:|---|---|---|---:|\n";

@@ -1,0 +1,67 @@
+// Reports render what the analyses computed; trace text that reaches Markdown stays text.
+#include "report/analyze_report.h"
+
+#include <gtest/gtest.h>
+
+#include "ingest/trace_loader.h"
+
+namespace ferret {
+namespace {
+
+// One step of 100 us; a kernel with a hostile name runs 60 us of it (launched by an op whose
+// name is hostile too).
+const char* kHostileTrace = R"({"traceEvents":[
+ {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":100},
+ {"ph":"X","cat":"cpu_op","name":"op<img src=x onerror=alert(1)>","pid":1,"tid":1,"ts":1,"dur":20,"args":{"External id":1}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":2,"dur":5,"args":{"External id":1,"correlation":7}},
+ {"ph":"X","cat":"kernel","name":"<script>alert(1)</script>|*x*","pid":0,"tid":7,"ts":10,"dur":60,"args":{"correlation":7,"stream":7,"device":0}}
+]})";
+
+TEST(AnalyzeReport, MarkdownEscapesTraceText) {
+  const TraceModel model = load_trace_text(kHostileTrace);
+  const TraceAnalysis analysis = analyze_trace(model, {});
+  const Diagnosis diagnosis = diagnose(analysis);
+  const std::string md = analyze_markdown(analysis, diagnosis);
+  EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
+  EXPECT_EQ(md.find("<img"), std::string::npos) << md;
+  EXPECT_NE(md.find("op&lt;img src=x onerror=alert(1)&gt;"), std::string::npos) << md;
+}
+
+TEST(AnalyzeReport, JsonHasTheDocumentedKeys) {
+  const TraceModel model = load_trace_text(kHostileTrace);
+  const TraceAnalysis analysis = analyze_trace(model, {});
+  const nlohmann::ordered_json j = analyze_json(analysis, diagnose(analysis));
+  EXPECT_EQ(j["steps"]["count"], 1);
+  EXPECT_DOUBLE_EQ(j["steps"]["avg_us"].get<double>(), 100.0);  // the step span; GPU work ends at 70 us
+  double sum = 0;
+  for (const char* key : {"kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other"}) {
+    ASSERT_TRUE(j["breakdown_us"].contains(key)) << key;
+    ASSERT_TRUE(j["breakdown_pct"].contains(key)) << key;
+    sum += j["breakdown_us"][key].get<double>();
+  }
+  EXPECT_NEAR(sum, 100.0, 1e-6);                                      // categories sum to the step
+  EXPECT_DOUBLE_EQ(j["breakdown_us"]["kernel"].get<double>(), 60.0);  // the kernel's 60 us
+  ASSERT_EQ(j["gpus"].size(), 1u);
+  EXPECT_DOUBLE_EQ(j["gpus"][0]["utilization_pct"].get<double>(), 60.0);
+  for (const char* key : {"idle_us", "compute_us", "non_compute_us", "span_us"}) EXPECT_TRUE(j["temporal"].contains(key));
+  for (const char* key : {"headline", "dimension", "max_speedup"}) EXPECT_TRUE(j["verdict"].contains(key));
+  EXPECT_TRUE(j["findings"].is_array());
+  EXPECT_EQ(j["hot_spots"]["kernels"][0]["name"], "<script>alert(1)</script>|*x*");  // JSON keeps text as is
+}
+
+TEST(AnalyzeReport, TextFitsEightyColumns) {
+  const TraceModel model = load_trace_text(kHostileTrace);
+  const TraceAnalysis analysis = analyze_trace(model, {});
+  const std::string text = analyze_text(analysis, diagnose(analysis), Style{});
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    EXPECT_LE(end - start, 80u) << text.substr(start, end - start);
+    start = end + 1;
+  }
+  EXPECT_EQ(text.find('\033'), std::string::npos);  // no colour codes when colour is off
+}
+
+}  // namespace
+}  // namespace ferret
