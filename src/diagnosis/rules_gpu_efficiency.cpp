@@ -236,7 +236,11 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.fixes.push_back(
       "Tensor-Core-friendly shapes: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 for "
       "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64");
-  f.time_share = wall_share(d, d.matmul_conv_ns);
+  // Precision and better kernels make matmuls faster, not free. Off Tensor Cores the bound is the
+  // device's Tensor/FP32 peak ratio; on them, the next precision step (FP8 doubles BF16's dense
+  // peak on Hopper and Blackwell, GPUS.md) - so at most half of their time goes.
+  const double matmul_speedup = on_tensor_cores < kMatmulOnTensorCoresEnough ? tensor_core_speedup_bound(d) : 2.0;
+  f.time_share = wall_share(d, d.matmul_conv_ns) * (1.0 - 1.0 / matmul_speedup);
   f.max_speedup = amdahl_speedup(f.time_share);
   f.threshold = "GEMM/convolution/attention kernels > 50% of compute kernel time (ferret)";
   out.push_back(std::move(f));
