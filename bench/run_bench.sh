@@ -23,3 +23,5 @@ ls -l "$out"/trace-"$size".json*
 python=$(command -v python3 || true)
 "$build/bench/ingest_bench" --runs "${FERRET_BENCH_RUNS:-3}" --analyze "$build/ferret" ${python:+--python "$python"} \
   "$out/trace-$size.json" "$out/trace-$size.json.gz"
+# Hot paths in isolation (Google Benchmark).
+if [ -x "$build/bench/micro_bench" ]; then "$build/bench/micro_bench" --benchmark_min_time=0.2; fi
