@@ -18,6 +18,28 @@ void rank_findings(std::vector<Finding>& findings) {
 
 namespace {
 
+// One finding per cause: later (lower-ranked) findings of the same cause lend their evidence and
+// fixes to the first and are dropped, so a report never says the same thing twice.
+void merge_same_cause(std::vector<Finding>& findings) {
+  std::vector<Finding> kept;
+  for (Finding& f : findings) {
+    const std::string& cause = f.cause.empty() ? f.id : f.cause;
+    auto same = std::find_if(kept.begin(), kept.end(), [&](const Finding& k) {
+      return (k.cause.empty() ? k.id : k.cause) == cause;
+    });
+    if (same == kept.end()) {
+      kept.push_back(std::move(f));
+      continue;
+    }
+    for (const Evidence& e : f.evidence)
+      if (std::none_of(same->evidence.begin(), same->evidence.end(), [&](const Evidence& x) { return x.name == e.name; }))
+        same->evidence.push_back(e);
+    for (const std::string& fix : f.fixes)
+      if (std::find(same->fixes.begin(), same->fixes.end(), fix) == same->fixes.end()) same->fixes.push_back(fix);
+  }
+  findings = std::move(kept);
+}
+
 // Symptoms say that the GPU waits, not why: a cause that also fired makes the better verdict.
 bool is_symptom(const Finding& f) { return f.id == "low-gpu-utilization" || f.id == "cpu-bound"; }
 
@@ -42,6 +64,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_hardware(analysis, d.findings);
   rules_cpu(analysis, d.findings);
   rank_findings(d.findings);
+  merge_same_cause(d.findings);
 
   // The verdict is the highest-gain finding that is more than informational. Low GPU
   // utilization and CPU-bound are symptoms: when a cause that explains them (launch-bound,

@@ -35,6 +35,9 @@ struct Finding {
   double time_share = 0;
   double max_speedup = 1.0;
   std::string threshold;  // "DataLoader > 5% of step (TensorBoard plugin); >= 20% high (XProf)"
+  // Rules that judge the same cause from different angles share this key; the diagnosis keeps
+  // the higher-ranked finding and folds the other's evidence and fixes into it. Empty = the id.
+  std::string cause;
 };
 
 // Amdahl: removing `share` of the time speeds up by 1 / (1 - share). Capped to avoid infinity.

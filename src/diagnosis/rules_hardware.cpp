@@ -101,6 +101,7 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
       h.host_copy_bytes > 0 ? static_cast<double>(h.pageable_bytes) / static_cast<double>(h.host_copy_bytes) : 0.0;
   Finding f;
   f.id = "pageable-copies";
+  f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
   f.title = fmt::format("Pageable copies: {} copies from/to pageable host memory take {:.1f}% of the window",
                         h.pageable_count, pct(share));
   f.dimension = Dimension::kMemory;

@@ -223,6 +223,7 @@ void rule_pageable_copy(const HostBlockersResult& h, std::vector<Finding>& out) 
   if (share < kHostFloor) return;
   Finding f;
   f.id = "pageable-copy";
+  f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
   f.title = fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies, pct(share));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kHardware;

@@ -62,6 +62,15 @@ TEST(ScenarioGroundTruth, ComputeBoundIsMatmulDominated) {
   EXPECT_DOUBLE_EQ(t["gpus"][0]["tensor_core_pct"].get<double>(), 0.0);
 }
 
+// The input-bound scenario copies its batches from pageable memory; the host rule and the
+// hardware rule both judge those copies, and the report must say it once.
+TEST(ScenarioGroundTruth, OneFindingPerCause) {
+  const nlohmann::json t = analyze_scenario("input-bound");
+  int pageable = 0;
+  for (const auto& f : t["findings"]) pageable += (f["id"] == "pageable-copy" || f["id"] == "pageable-copies");
+  EXPECT_EQ(pageable, 1) << t["findings"].dump(1);
+}
+
 // The input-bound scenario plants a DataLoader share of exactly 0.40 of each step (docs/GEN.md).
 TEST(ScenarioGroundTruth, InputBoundShareIsMeasured) {
   const nlohmann::json t = analyze_scenario("input-bound");
