@@ -78,7 +78,7 @@ TEST(GpuMetrics, KernelsOutsideTheStepsAreClipped) {
   // Step [0,100); a kernel [90,130) with 1 block per SM counts only its [90,100) part:
   // utilization 10%, SM efficiency 10%, kernel time 10 us.
   const TraceModel m = load({step(1, 0, 100), kernel("k", 90, 40, R"({"blocks per SM": 1.0, "est. achieved occupancy %": 50})")});
-  const DeviceMetrics& d = metrics(m).devices.at(0);
+  const DeviceMetrics d = metrics(m).devices.at(0);  // a copy: the result is a temporary
   EXPECT_EQ(d.kernel_ns, 10000);
   EXPECT_NEAR(d.utilization_pct, 10.0, 1e-9);
   EXPECT_NEAR(d.sm_efficiency_pct, 10.0, 1e-4);
@@ -88,7 +88,7 @@ TEST(GpuMetrics, KernelsOutsideTheStepsAreClipped) {
 TEST(GpuMetrics, UnknownLaunchSizeLeavesSmEfficiencyUnknown) {
   // No blocks per SM, no grid, no SM count: nothing to estimate from.
   const TraceModel m = load({step(1, 0, 100), kernel("k", 0, 50)});
-  const DeviceMetrics& d = metrics(m).devices.at(0);
+  const DeviceMetrics d = metrics(m).devices.at(0);  // a copy: the result is a temporary
   EXPECT_NEAR(d.utilization_pct, 50.0, 1e-9);
   EXPECT_EQ(d.sm_efficiency_pct, -1);
   EXPECT_EQ(d.achieved_occupancy_pct, -1);
@@ -119,7 +119,7 @@ TEST(GpuMetrics, TensorCoreSharesFollowKernelNamesAndLaunchingOps) {
                              kernel("elementwise_add", 80, 20, R"({"correlation": 3})"),
                              kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 100, 20, "{}", 0, 20)},
                             device_properties(80, 7, "Tesla V100-SXM2-32GB"));
-  const DeviceMetrics& d = metrics(m).devices.at(0);
+  const DeviceMetrics d = metrics(m).devices.at(0);  // a copy: the result is a temporary
   EXPECT_EQ(d.compute_major, 7);
   EXPECT_EQ(d.kernel_ns, 100000);
   EXPECT_EQ(d.compute_kernel_ns, 80000);

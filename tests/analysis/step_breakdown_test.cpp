@@ -69,7 +69,7 @@ TEST(StepBreakdown, DataLoaderOverlappingMemcpyCountsAsMemcpy) {
   // Other = 100 - 60 = 40.
   const TraceModel m = load({step(1, 0, 100), span("cpu_op", kLoader, 0, 40), span("cpu_op", "aten::copy_", 40, 20),
                              span("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 30, 20, 0, 7)});
-  const StepCost& s = breakdown(m).steps.at(0);
+  const StepCost s = breakdown(m).steps.at(0);  // a copy: the result is a temporary
   EXPECT_EQ(s.of(StepCategory::kMemcpy), 20 * kUs);
   EXPECT_EQ(s.of(StepCategory::kDataLoader), 30 * kUs);
   EXPECT_EQ(s.of(StepCategory::kCpuExec), 10 * kUs);
@@ -145,7 +145,7 @@ TEST(StepBreakdown, DeviceOptionKeepsOnlyThatDevicesGpuWork) {
   const TraceModel m = load(two_steps());
   AnalysisOptions options;
   options.device = 0;
-  const StepCost& s2 = breakdown(m, options).steps.at(1);
+  const StepCost s2 = breakdown(m, options).steps.at(1);  // a copy: the result is a temporary
   EXPECT_EQ(s2.of(StepCategory::kKernel), 80 * kUs);
   EXPECT_EQ(s2.of(StepCategory::kOther), 40 * kUs);
   EXPECT_EQ(sum(s2), 130 * kUs);
