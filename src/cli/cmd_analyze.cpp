@@ -11,6 +11,7 @@
 #include "analysis/trace_analysis.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/options.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
 #include "report/analyze_report.h"
@@ -27,6 +28,7 @@ struct AnalyzeCliOptions {
   std::string steps;
   int device = -1;
   unsigned threads = 0;
+  std::string max_memory;  // "8GiB"; empty = default
 };
 
 std::uint64_t file_size(const std::string& path) {
@@ -66,6 +68,7 @@ void run_analyze(const AnalyzeCliOptions& cli) {
   for (const std::string& path : cli.traces) {
     LoadOptions load;
     load.threads = cli.threads;
+    load.max_memory_bytes = memory_limit(cli.max_memory);
     load.progress = make_progress_bar(path, file_size(path));
     try {
       TraceModel model = load_trace(path, load);
@@ -108,6 +111,9 @@ void register_analyze(CLI::App& app) {
   cmd->add_option("--steps", opt->steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
   cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
+  cmd->add_option("--max-memory", opt->max_memory,
+                  "Stop loading (keeping what was read) when the model reaches this size, e.g. 8GiB "
+                  "(default: 3/4 of RAM)");
   cmd->callback([opt] { run_analyze(*opt); });
 }
 

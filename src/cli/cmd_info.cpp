@@ -9,6 +9,7 @@
 #include "analysis/trace_summary.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/options.h"
 #include "ingest/trace_loader.h"
 #include "report/info_report.h"
 
@@ -20,6 +21,7 @@ struct InfoOptions {
   std::vector<std::string> traces;
   bool json = false;
   unsigned threads = 0;
+  std::string max_memory;  // "8GiB"; empty = default
 };
 
 std::uint64_t file_size(const std::string& path) {
@@ -34,6 +36,7 @@ void run_info(const InfoOptions& opt) {
   for (const std::string& path : opt.traces) {
     LoadOptions load;
     load.threads = opt.threads;
+    load.max_memory_bytes = memory_limit(opt.max_memory);
     load.progress = make_progress_bar(path, file_size(path));
     try {
       TraceModel model = load_trace(path, load);
@@ -70,6 +73,9 @@ void register_info(CLI::App& app) {
       ->required();
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.info/1, see docs/JSON.md)");
   cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
+  cmd->add_option("--max-memory", opt->max_memory,
+                  "Stop loading (keeping what was read) when the model reaches this size, e.g. 8GiB "
+                  "(default: 3/4 of RAM)");
   cmd->callback([opt] { run_info(*opt); });
 }
 

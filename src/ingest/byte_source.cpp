@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -250,7 +251,42 @@ class ZstdSource final : public ByteSource {
   std::string damage_;
 };
 
+class InflationGuard final : public ByteSource {
+ public:
+  InflationGuard(std::unique_ptr<ByteSource> inner, std::string name, InflationLimits limits)
+      : inner_(std::move(inner)), name_(std::move(name)), limits_(limits) {}
+  std::size_t read(char* dst, std::size_t capacity) override {
+    if (stopped_) return 0;
+    const std::size_t n = inner_->read(dst, capacity);
+    produced_ += n;
+    const double ratio = static_cast<double>(produced_) / static_cast<double>(std::max<std::uint64_t>(1, inner_->consumed()));
+    if (produced_ > limits_.min_bytes && ratio > limits_.max_ratio) {
+      stopped_ = true;
+      damage_ = fmt::format(
+          "{}: stopped inflating after {} bytes from {} compressed bytes (ratio {:.0f}:1 is over the {:.0f}:1 "
+          "limit for traces; a decompression bomb?)",
+          name_, produced_, inner_->consumed(), ratio, limits_.max_ratio);
+    }
+    return n;
+  }
+  std::uint64_t consumed() const override { return inner_->consumed(); }
+  std::string damage() const override { return damage_.empty() ? inner_->damage() : damage_; }
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  std::string name_;
+  InflationLimits limits_;
+  std::uint64_t produced_ = 0;
+  bool stopped_ = false;
+  std::string damage_;
+};
+
 }  // namespace
+
+std::unique_ptr<ByteSource> guard_inflation(std::unique_ptr<ByteSource> decompressed, std::string name,
+                                            const InflationLimits& limits) {
+  return std::make_unique<InflationGuard>(std::move(decompressed), std::move(name), limits);
+}
 
 std::unique_ptr<ByteSource> make_gzip_source(std::unique_ptr<ByteSource> compressed, std::string name) {
   return std::make_unique<GzipSource>(std::move(compressed), std::move(name));
@@ -262,7 +298,7 @@ std::unique_ptr<ByteSource> make_memory_source(std::string bytes) {
   return std::make_unique<MemorySource>(std::move(bytes));
 }
 
-OpenedSource open_byte_source(const std::string& path) {
+OpenedSource open_byte_source(const std::string& path, const InflationLimits& limits) {
   OpenedSource opened;
   int fd = 0;
   const bool is_stdin = path == "-";
@@ -287,10 +323,10 @@ OpenedSource open_byte_source(const std::string& path) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(magic[i]); };
   if (magic.size() >= 2 && byte(0) == 0x1f && byte(1) == 0x8b) {
     opened.compression = "gzip";
-    opened.source = make_gzip_source(std::move(raw), name);
+    opened.source = guard_inflation(make_gzip_source(std::move(raw), name), name, limits);
   } else if (magic.size() >= 4 && byte(0) == 0x28 && byte(1) == 0xb5 && byte(2) == 0x2f && byte(3) == 0xfd) {
     opened.compression = "zstd";
-    opened.source = make_zstd_source(std::move(raw), name);
+    opened.source = guard_inflation(make_zstd_source(std::move(raw), name), name, limits);
   } else {
     opened.compression = "none";
     opened.source = std::move(raw);

@@ -1,6 +1,7 @@
 #include "ingest/trace_loader.h"
 
 #include <simdjson.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <deque>
@@ -24,9 +25,13 @@ namespace {
 // Appends parsed batches to the model in stream order, mapping batch-local ids to global ones.
 class ModelBuilder {
  public:
-  explicit ModelBuilder(TraceModel& model) : model_(model) {}
+  ModelBuilder(TraceModel& model, std::uint64_t max_memory_bytes) : model_(model), max_memory_bytes_(max_memory_bytes) {}
+
+  // True once the model outgrew the memory limit: the pipeline stops feeding it.
+  bool limit_reached() const { return limit_reached_; }
 
   void merge(ParsedBatch& batch) {
+    if (limit_reached_) return;
     const auto base = static_cast<EventIndex>(model_.size());
     if (model_.size() + batch.size() >= kNoEvent) {
       model_.report.skip("events beyond the model's 4-billion-event capacity", "end of trace", batch.size());
@@ -99,6 +104,7 @@ class ModelBuilder {
     for (const auto& [reason, issue] : batch.repairs) model_.report.repair(reason, issue.first_location, issue.count);
     for (const auto& [reason, issue] : batch.skips) model_.report.skip(reason, issue.first_location, issue.count);
     if (batch.has_decimal_ts) has_decimal_ts_ = true;
+    if (max_memory_bytes_ > 0 && model_.memory_bytes() > max_memory_bytes_) limit_reached_ = true;
   }
 
   bool has_decimal_ts() const { return has_decimal_ts_; }
@@ -119,6 +125,8 @@ class ModelBuilder {
   std::vector<std::int32_t> label_map_;
   std::unordered_map<std::string, std::int32_t> labels_;
   bool has_decimal_ts_ = false;
+  std::uint64_t max_memory_bytes_ = 0;
+  bool limit_reached_ = false;
 };
 
 // Producer (scan) -> workers (parse) -> this thread (merge in order). Bounded queues keep at
@@ -129,7 +137,7 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
     EventParser parser;
     RawBatch raw;
     ParsedBatch parsed;
-    while (scanner.next(raw)) {
+    while (!builder.limit_reached() && scanner.next(raw)) {
       parser.parse(raw, parsed);
       pool.give(std::move(raw.data), raw.capacity);
       builder.merge(parsed);
@@ -144,6 +152,7 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
   std::map<std::uint64_t, std::unique_ptr<ParsedBatch>> parsed;
   std::vector<std::unique_ptr<ParsedBatch>> spare;
   bool producer_done = false;
+  bool stop = false;  // the model reached its memory limit
   std::uint64_t produced = 0;
   std::exception_ptr failure;
   const std::size_t max_in_flight = 2 * threads + 2;
@@ -155,8 +164,8 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
         RawBatch raw;
         {
           std::unique_lock lock(mu);
-          cv_space.wait(lock, [&] { return in_flight < max_in_flight || failure; });
-          if (failure) break;
+          cv_space.wait(lock, [&] { return in_flight < max_in_flight || failure || stop; });
+          if (failure || stop) break;
         }
         if (!scanner.next(raw)) break;
         std::lock_guard lock(mu);
@@ -223,6 +232,12 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
     --in_flight;
     spare.push_back(std::move(batch));
     cv_space.notify_one();
+    if (builder.limit_reached()) {
+      stop = true;
+      raw_queue.clear();
+      cv_space.notify_all();
+      break;
+    }
   }
   producer.join();
   for (auto& w : workers) w.join();
@@ -276,9 +291,10 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   TraceModel model;
   model.info.source = name;
   model.info.compression = compression;
+  const std::uint64_t max_memory = options.max_memory_bytes ? options.max_memory_bytes : default_max_memory_bytes();
   BufferPool pool;
   EventScanner scanner(source, name, options.limits, &pool);
-  ModelBuilder builder(model);
+  ModelBuilder builder(model, max_memory);
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   auto on_batch = [&] {
     if (options.progress) options.progress(source.consumed(), 0);
@@ -289,7 +305,14 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   // The document may close before the stream ends; damage (a bad CRC, garbage) can lie after
   // it. Read a bounded tail so a broken compressed stream is still reported.
   std::string stream_damage = scan.stream_damage;
-  if (stream_damage.empty()) {
+  if (builder.limit_reached()) {
+    model.report.truncated = true;
+    model.report.truncated_at_byte = scan.bytes;
+    model.report.notes.push_back(fmt::format(
+        "stopped loading after {} events (about byte {} of the JSON): the model reached the memory limit of "
+        "{} MB; raise it with --max-memory, or analyse a shorter trace",
+        model.size(), scan.bytes, max_memory >> 20));
+  } else if (stream_damage.empty()) {
     std::vector<char> sink(64 << 10);
     std::uint64_t drained = 0;
     while (drained < (64u << 20)) {
@@ -332,8 +355,15 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   return model;
 }
 
+std::uint64_t default_max_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return std::uint64_t{8} << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / 4 * 3;
+}
+
 TraceModel load_trace(const std::string& path, const LoadOptions& options) {
-  OpenedSource opened = open_byte_source(path);
+  OpenedSource opened = open_byte_source(path, options.inflation);
   LoadOptions opts = options;
   if (options.progress) {
     const std::uint64_t total = opened.file_size;

@@ -15,6 +15,10 @@ struct LoadOptions {
   unsigned threads = 0;          // parser threads; 0 = one per core
   bool build_relations = true;   // nesting, correlation, steps (model/relations.h)
   ScanLimits limits;
+  InflationLimits inflation;
+  // Stop loading (keeping what was read, with a note) once the model holds this many bytes.
+  // 0: three quarters of physical memory, so the OOM killer never gets there first.
+  std::uint64_t max_memory_bytes = 0;
   // Called now and then from the loading thread with (input bytes consumed, input size or 0).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
@@ -29,5 +33,8 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
 
 // Convenience for tests: a trace given as JSON text.
 TraceModel load_trace_text(std::string json, const LoadOptions& options = {});
+
+// The default memory limit: three quarters of physical memory.
+std::uint64_t default_max_memory_bytes();
 
 }  // namespace ferret

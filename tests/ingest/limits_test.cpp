@@ -1,0 +1,89 @@
+// Resource bounds: a decompression bomb stops at the inflation limit and a model that outgrows
+// --max-memory stops loading; in both cases what was read is kept and the stop is reported.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <string>
+
+#include "ingest/byte_source.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+std::string gzip_bytes(const std::string& plain) {
+  uLongf size = compressBound(static_cast<uLong>(plain.size())) + 64;
+  std::string out(size, '\0');
+  z_stream z{};
+  deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
+  z.avail_in = static_cast<uInt>(plain.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string event(int i) {
+  return "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(i * 10) +
+         ",\"dur\":5}";
+}
+
+TEST(InflationLimit, BombStopsAndKeepsTheEventsBefore) {
+  // Two real events, then 64 MB of whitespace: deflate packs it about 1000:1.
+  std::string plain = "{\"traceEvents\":[" + event(0) + "," + event(1) + ",";
+  plain += std::string(64u << 20, ' ');
+  plain += event(2) + "]}";
+  const std::string packed = gzip_bytes(plain);
+  ASSERT_LT(packed.size(), plain.size() / 500);
+  InflationLimits limits;
+  limits.max_ratio = 100;
+  limits.min_bytes = 1 << 20;
+  auto source = guard_inflation(make_gzip_source(make_memory_source(packed), "bomb.gz"), "bomb.gz", limits);
+  const TraceModel model = load_trace_from(*source, "bomb.gz", "gzip");
+  EXPECT_EQ(model.size(), 2u);  // the events before the stop
+  EXPECT_TRUE(model.report.truncated);
+  bool reported = false;
+  for (const auto& [reason, issue] : model.report.repairs) reported |= issue.first_location.find("ratio") != std::string::npos;
+  EXPECT_TRUE(reported) << "the stop must be reported with its ratio";
+}
+
+TEST(InflationLimit, OrdinaryCompressionPassesUntouched) {
+  std::string plain = "{\"traceEvents\":[";
+  for (int i = 0; i < 2000; ++i) plain += (i ? "," : "") + event(i);
+  plain += "]}";
+  auto source = guard_inflation(make_gzip_source(make_memory_source(gzip_bytes(plain)), "ok.gz"), "ok.gz", {});
+  const TraceModel model = load_trace_from(*source, "ok.gz", "gzip");
+  EXPECT_EQ(model.size(), 2000u);
+  EXPECT_FALSE(model.report.truncated);
+}
+
+TEST(MemoryLimit, StopsLoadingWithANoteAndKeepsWhatWasRead) {
+  std::string plain = "{\"traceEvents\":[";
+  for (int i = 0; i < 200000; ++i) plain += (i ? "," : "") + event(i);
+  plain += "]}";
+  for (unsigned threads : {1u, 2u}) {
+    LoadOptions options;
+    options.threads = threads;
+    options.max_memory_bytes = 2u << 20;  // far below what 200k events need
+    options.limits.batch_bytes = 64 << 10;
+    const TraceModel model = load_trace_text(plain, options);
+    EXPECT_GT(model.size(), 0u);
+    EXPECT_LT(model.size(), 200000u);
+    EXPECT_TRUE(model.report.truncated);
+    bool noted = false;
+    for (const std::string& note : model.report.notes) noted |= note.find("memory limit") != std::string::npos;
+    EXPECT_TRUE(noted);
+  }
+}
+
+TEST(MemoryLimit, DefaultIsThreeQuartersOfRam) {
+  const std::uint64_t limit = default_max_memory_bytes();
+  EXPECT_GT(limit, 256u << 20);
+}
+
+}  // namespace
+}  // namespace ferret
