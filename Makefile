@@ -12,7 +12,11 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libgtest-dev libgmock-dev libbenchmark-dev \
 	python3 python3-torch
 
-.PHONY: setup build test demo bench test-asan clean format
+.PHONY: setup build test demo bench test-asan fuzz clean format
+
+# Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
+# land in build-fuzz/crashes/ and become regression tests.
+FUZZ_SECONDS ?= 60
 
 setup:
 	@if ! dpkg -s $(DEB_PACKAGES) >/dev/null 2>&1; then \
@@ -42,6 +46,16 @@ test-asan:
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRET_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+fuzz:
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DFERRET_FUZZ=ON -DFERRET_SANITIZE=ON -DFERRET_BUILD_TESTS=OFF -DFERRET_BUILD_BENCH=OFF
+	cmake --build build-fuzz --target ingest_fuzzer analyze_fuzzer -j $(JOBS)
+	mkdir -p build-fuzz/crashes build-fuzz/corpus-ingest build-fuzz/corpus-analyze
+	for h in ingest analyze; do \
+	  build-fuzz/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=build-fuzz/crashes/ build-fuzz/corpus-$$h fuzz/seeds || exit 1; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

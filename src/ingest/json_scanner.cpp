@@ -277,8 +277,9 @@ void EventScanner::scan_events_scalar(std::size_t stop) {
       if (depth_ == 0) ++top_level_commas_;
     } else if (c == '{' || c == '[') {
       if (depth_ == 0) {
-        if (c == '{') event_start_ = p;
-        else ++nested_arrays_;
+        // Every element's start, object or not: buffer refills keep the element from here.
+        event_start_ = p;
+        if (c == '[') ++nested_arrays_;
       }
       ++depth_;
     } else if (c == '}' || c == ']') {
@@ -330,8 +331,8 @@ void EventScanner::scan_events() {
         if (depth_ == 0) {
           top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
           depth0_from = 64;
-          if (c == '{') event_start_ = p;
-          else ++nested_arrays_;
+          event_start_ = p;  // every element's start, object or not: refills keep it from here
+          if (c == '[') ++nested_arrays_;
         }
         ++depth_;
       } else if (depth_ == 0) {
