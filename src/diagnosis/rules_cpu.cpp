@@ -2,22 +2,12 @@
 // operator time is the compute.
 #include <fmt/format.h>
 
+#include "analysis/tensor_cores.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
-
-// Matrix-multiply and convolution ops, whose CPU kernels (oneDNN/MKL/OpenBLAS) do the math.
-bool is_matmul_like_op(std::string_view name) {
-  for (std::string_view n : {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-                             "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution",
-                             "aten::mkldnn_convolution", "aten::convolution", "aten::addmv", "aten::mv",
-                             "aten::dot", "aten::einsum"}) {
-    if (name == n) return true;
-  }
-  return false;
-}
 
 // Matmul-dominated on the CPU. Threshold: more than half of the window in matmul/conv self time,
 // the same "dominates" share the GPU rule uses for kernel time (docs/RULES.md).
@@ -30,7 +20,7 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
   std::string top_op;
   std::int64_t top_ns = 0;
   for (const OpStat& op : h.ops_by_host) {
-    if (!is_matmul_like_op(op.name)) continue;
+    if (!is_tensor_core_eligible_op(op.name)) continue;  // matmul/conv/attention, fwd or bwd
     matmul_ns += op.host_self_ns;
     if (op.host_self_ns > top_ns) top_ns = op.host_self_ns, top_op = op.name;
   }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/tensor_cores.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -293,11 +294,6 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
 constexpr double kHotOperatorShare = 0.25;
 constexpr double kHotOperatorMedium = 0.50;
 
-bool is_matmul_like(std::string_view op) {
-  for (std::string_view k : {"mm", "matmul", "linear", "conv", "addmm", "bmm", "baddbmm", "einsum", "gemm"})
-    if (op.find(k) != std::string_view::npos) return true;
-  return false;
-}
 
 // Collectives are the distributed rules' subject; their GPU time is mostly waiting for peers.
 bool is_communication_op(std::string_view op) {
@@ -337,7 +333,7 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
                 {"op_share_of_gpu_pct", pct(of_gpu), "%"},
                 {"op_share_of_window_pct", pct(share), "%"},
                 {"op_calls", static_cast<double>(op.calls), "count"}};
-  if (is_matmul_like(op.name)) {
+  if (is_tensor_core_eligible_op(op.name)) {
     f.fixes = {
         "Run it in bf16 on Tensor Cores: `with torch.autocast(\"cuda\", dtype=torch.bfloat16): out = model(x)`",
         "For fp32, allow TF32: `torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True` "
