@@ -10,9 +10,10 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libsimdjson-dev libcli11-dev libfmt-dev nlohmann-json3-dev \
 	libisal-dev zlib1g-dev libzstd-dev zstd gzip \
 	libgtest-dev libgmock-dev libbenchmark-dev \
-	python3 python3-torch
+	python3 python3-torch \
+	clang libclang-rt-14-dev
 
-.PHONY: setup build test demo bench test-asan fuzz clean format
+.PHONY: setup build test demo bench test-asan fuzz fuzz-ci reliability clean format
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
@@ -41,21 +42,44 @@ bench: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 	bench/run_bench.sh $(BUILD)
 
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. Built with clang and
+# libFuzzer's coverage hooks, so the same build also gives the fuzzing harnesses (fuzz, fuzz-ci).
+SANITIZE_CONFIG := CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DFERRET_SANITIZE=ON -DFERRET_FUZZ=ON -DFERRET_BUILD_BENCH=OFF
 test-asan:
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRET_SANITIZE=ON
+	$(SANITIZE_CONFIG)
 	cmake --build build-asan -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
+# Each harness for FUZZ_SECONDS from the seeds (and what earlier runs found); crashes are kept
+# in build-asan/crashes/ and become regression tests in tests/data/fuzz/.
 fuzz:
-	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFERRET_FUZZ=ON -DFERRET_SANITIZE=ON -DFERRET_BUILD_TESTS=OFF -DFERRET_BUILD_BENCH=OFF
-	cmake --build build-fuzz --target ingest_fuzzer analyze_fuzzer -j $(JOBS)
-	mkdir -p build-fuzz/crashes build-fuzz/corpus-ingest build-fuzz/corpus-analyze
+	$(SANITIZE_CONFIG)
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer -j $(JOBS)
+	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze
 	for h in ingest analyze; do \
-	  build-fuzz/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -artifact_prefix=build-fuzz/crashes/ build-fuzz/corpus-$$h fuzz/seeds || exit 1; \
+	  build-asan/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-$$h fuzz/seeds || exit 1; \
 	done
+
+# CI's short pass: a fixed seed and a fixed number of runs from the seeds only, so a failure
+# reproduces exactly with the same command.
+FUZZ_CI_RUNS ?= 20000
+fuzz-ci:
+	$(SANITIZE_CONFIG)
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer -j $(JOBS)
+	mkdir -p build-asan/crashes
+	for h in ingest analyze; do \
+	  rm -rf build-asan/corpus-ci && mkdir -p build-asan/corpus-ci && \
+	  build-asan/$${h}_fuzzer -seed=1 -runs=$(FUZZ_CI_RUNS) -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-ci fuzz/seeds || exit 1; \
+	done
+
+# Runs the broken-input suite and rewrites the table in docs/RELIABILITY.md.
+reliability: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+	ctest --test-dir $(BUILD) -R '^BrokenInputs\.' -j $(JOBS) --output-on-failure
+	python3 tests/tools/reliability_table.py --results $(BUILD)/reliability --write docs/RELIABILITY.md
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

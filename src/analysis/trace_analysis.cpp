@@ -1,5 +1,7 @@
 #include "analysis/trace_analysis.h"
 
+#include <fmt/format.h>
+
 namespace ferret {
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options) {
@@ -17,6 +19,19 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.communication = analyze_communication(model, a.context);
   a.hardware = analyze_hardware(model, a.context);
   return a;
+}
+
+std::string nothing_to_analyse(const TraceModel& model) {
+  std::size_t metadata = 0, flows = 0;
+  for (std::size_t e = 0; e < model.size(); ++e) {
+    const EventKind k = model.kind[e];
+    if (k == EventKind::kMetadata) ++metadata;
+    else if (k == EventKind::kFlowStart || k == EventKind::kFlowEnd) ++flows;
+    else return "";
+  }
+  if (model.size() == 0) return "nothing to analyse: the trace holds no events";
+  return fmt::format("nothing to analyse: the trace holds only {} metadata and {} flow events, no timed events",
+                     metadata, flows);
 }
 
 }  // namespace ferret

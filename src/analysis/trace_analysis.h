@@ -1,6 +1,8 @@
 // Every analysis of one trace, run together: the input of diagnosis and of the reports.
 #pragma once
 
+#include <string>
+
 #include "analysis/analysis.h"
 #include "analysis/communication.h"
 #include "analysis/data_pipeline.h"
@@ -31,5 +33,10 @@ struct TraceAnalysis {
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);
+
+// Why the model holds nothing to analyse (no spans, instants or counters: only metadata and flow
+// arrows, or no events at all), or "" when it does. A diagnosis of an empty window would read
+// as "no bottleneck", which is not what an empty or gutted trace means.
+std::string nothing_to_analyse(const TraceModel& model);
 
 }  // namespace ferret

@@ -73,6 +73,11 @@ void run_analyze(const AnalyzeCliOptions& cli) {
     try {
       TraceModel model = load_trace(path, load);
       finish_progress_bar();
+      if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
+        std::string why = model.info.source + ": " + empty;
+        for (const std::string& note : model.report.notes) why += "; " + note;
+        throw InputError(why);
+      }
       const TraceAnalysis analysis = analyze_trace(model, options);
       const Diagnosis diagnosis = diagnose(analysis);
       if (cli.json) {

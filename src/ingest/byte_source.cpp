@@ -1,6 +1,7 @@
 #include "ingest/byte_source.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -37,6 +38,25 @@ class FdSource final : public ByteSource {
       replay_pos_ += got;
       return got;
     }
+    return read_fd(dst, capacity);
+  }
+  std::uint64_t consumed() const override { return consumed_; }
+  // Reads up to n bytes for magic detection; they are returned again by later read() calls.
+  std::string_view peek(std::size_t n) {
+    while (replay_.size() < n) {
+      char buf[16];
+      // Straight from the descriptor: read() would hand back the bytes peeked so far (a file
+      // shorter than the magic once came out twice).
+      const std::size_t got = read_fd(buf, n - replay_.size());
+      if (got == 0) break;
+      replay_.append(buf, got);
+    }
+    replay_pos_ = 0;
+    return replay_;
+  }
+
+ private:
+  std::size_t read_fd(char* dst, std::size_t capacity) {
     for (;;) {
       const ssize_t n = ::read(fd_, dst, capacity);
       if (n >= 0) {
@@ -47,20 +67,7 @@ class FdSource final : public ByteSource {
       throw InputError(fmt::format("{}: read failed at byte {}: {}", name_, consumed_, std::strerror(errno)));
     }
   }
-  std::uint64_t consumed() const override { return consumed_; }
-  // Reads up to n bytes for magic detection; they are returned again by later read() calls.
-  std::string_view peek(std::size_t n) {
-    while (replay_.size() < n) {
-      char buf[16];
-      const std::size_t got = read(buf, n - replay_.size());
-      if (got == 0) break;
-      replay_.append(buf, got);
-    }
-    replay_pos_ = 0;
-    return replay_;
-  }
 
- private:
   int fd_;
   std::string name_;
   bool owned_;
@@ -303,7 +310,8 @@ OpenedSource open_byte_source(const std::string& path, const InflationLimits& li
   int fd = 0;
   const bool is_stdin = path == "-";
   if (!is_stdin) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking open: a named pipe without a writer would otherwise block open() forever.
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) == 0) {
@@ -312,7 +320,17 @@ OpenedSource open_byte_source(const std::string& path, const InflationLimits& li
         throw InputError(fmt::format("{}: is a directory, not a trace file", path));
       }
       if (S_ISREG(st.st_mode)) opened.file_size = static_cast<std::uint64_t>(st.st_size);
+      if (S_ISFIFO(st.st_mode)) {
+        // Give a writer a while to connect (`mkfifo p; ferret info p & gzip -dc t.gz > p`).
+        constexpr int kFifoWriterWaitMs = 10000;
+        pollfd pfd{fd, POLLIN, 0};
+        if (::poll(&pfd, 1, kFifoWriterWaitMs) == 0) {
+          ::close(fd);
+          throw InputError(fmt::format("{}: named pipe with no writer after {} s", path, kFifoWriterWaitMs / 1000));
+        }
+      }
     }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 #ifdef POSIX_FADV_SEQUENTIAL
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif

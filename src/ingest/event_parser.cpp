@@ -40,6 +40,7 @@ void LocalStrings::clear() {
 
 void ParsedBatch::clear() {
   events_seen = 0;
+  input_bytes = 0;
   kind.clear();
   phase.clear();
   category.clear();
@@ -173,17 +174,23 @@ std::int32_t read_id(od::value v, ParsedBatch& out, EventRow& row) {
   std::int64_t n = 0;
   if (parse_int64(raw, n) == DecimalStatus::kOk && n >= INT32_MIN / 2 && n <= INT32_MAX && n >= 0)
     return static_cast<std::int32_t>(n);
+  // Other numbers (negative, huge, fractional) name a process or thread; text that is not a
+  // JSON number at all (NaN, 0x10) is kept the same way but counted.
+  double d = 0;
+  if (v.get_double().get(d) != simdjson::SUCCESS) row.bad_type = "pid/tid: not a JSON number, kept as a name";
   return id_from_text(raw, out);
 }
 
-// An integer-valued arg; false when the value is not a number (or numeric string).
-bool read_int(od::value v, std::int64_t& n) {
+// An integer-valued arg; false when the value is not a number (or numeric string). Ids may be
+// unsigned 64-bit (kept as their bit pattern); quantities (`id` false) must fit int64.
+bool read_int(od::value v, std::int64_t& n, bool id = true) {
   const od::json_type t = v.type();
   if (t != od::json_type::number && t != od::json_type::string) return false;
   const std::string_view raw = t == od::json_type::string ? std::string_view(v.get_string())
                                                           : trim_token(v.raw_json_token());
   const DecimalStatus st = parse_int64(raw, n);
-  return st == DecimalStatus::kOk || st == DecimalStatus::kRounded;
+  if (st != DecimalStatus::kOk && st != DecimalStatus::kRounded) return false;
+  return id || n >= 0 || (!raw.empty() && raw[0] == '-');
 }
 
 bool read_double(od::value v, double& d) {
@@ -225,6 +232,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
     if (const auto error = std::move(field_result).get(field)) throw simdjson::simdjson_error(error);
     const std::string_view key = field_key(field);
     od::value v = field.value();
+    const od::json_type type = v.type();
     std::int64_t n = 0;
     double d = 0;
     if (key.empty()) continue;
@@ -232,74 +240,85 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
       case 'c':
         if (key == "correlation") {
           if (read_int(v, n)) row.correlation = n;
+          else if (type != od::json_type::null) row.bad_type = "args.correlation";
           continue;
         }
         break;
       case 'E':
         if (key == "External id") {
           if (read_int(v, n)) row.external_id = n;
+          else if (type != od::json_type::null) row.bad_type = "args.External id";
           continue;
         }
         break;
       case 'e':
         if (key == "external id") {  // torch 1.8-1.9
           if (read_int(v, n)) row.external_id = n;
+          else if (type != od::json_type::null) row.bad_type = "args.external id";
           continue;
         }
         if (key == "est. achieved occupancy %") {
           if (read_double(v, d)) row.kernel.est_occupancy_pct = static_cast<float>(d), row.kernel_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.est. achieved occupancy %";
           continue;
         }
         break;
       case 'g':
         if (key == "grid") {
-          if (!read_triplet(v, row.kernel.grid)) row.bad_type = "grid";
+          if (!read_triplet(v, row.kernel.grid)) row.bad_type = "args.grid";
           row.kernel_seen = true;
           continue;
         }
         break;
       case 'b':
         if (key == "block") {
-          if (!read_triplet(v, row.kernel.block)) row.bad_type = "block";
+          if (!read_triplet(v, row.kernel.block)) row.bad_type = "args.block";
           row.kernel_seen = true;
           continue;
         }
         if (key == "blocks per SM") {
           if (read_double(v, d)) row.kernel.blocks_per_sm = static_cast<float>(d), row.kernel_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.blocks per SM";
           continue;
         }
         if (key == "bytes") {
-          if (read_int(v, n)) row.copy.bytes = n, row.copy_seen = true;
+          if (read_int(v, n, false)) row.copy.bytes = n, row.copy_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.bytes";
           continue;
         }
         break;
       case 'r':
         if (key == "registers per thread") {
-          if (read_int(v, n)) row.kernel.registers_per_thread = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          if (read_int(v, n, false)) row.kernel.registers_per_thread = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.registers per thread";
           continue;
         }
         break;
       case 's':
         if (key == "shared memory") {
-          if (read_int(v, n)) row.kernel.shared_memory = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          if (read_int(v, n, false)) row.kernel.shared_memory = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.shared memory";
           continue;
         }
         break;
       case 'w':
         if (key == "warps per SM") {
           if (read_double(v, d)) row.kernel.warps_per_sm = static_cast<float>(d), row.kernel_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.warps per SM";
           continue;
         }
         break;
       case 'm':
         if (key == "memory bandwidth (GB/s)") {
           if (read_double(v, d)) row.copy.bandwidth_gbps = static_cast<float>(d), row.copy_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.memory bandwidth (GB/s)";
           continue;
         }
         break;
       case 'n':
         if (key == "name") {  // metadata events: {"name": "process_name", "args": {"name": "..."}}
-          if (v.type() == od::json_type::string) row.meta_name = v.get_string(), row.has_meta_name = true;
+          if (type == od::json_type::string) row.meta_name = v.get_string(), row.has_meta_name = true;
+          else row.bad_type = "args.name";
           continue;
         }
         break;
@@ -315,23 +334,27 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           continue;
         }
         if (key == "In msg nelems") {
-          if (read_int(v, n)) row.coll.in_msg_nelems = n, row.coll_seen = true;
+          if (read_int(v, n, false)) row.coll.in_msg_nelems = n, row.coll_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.In msg nelems";
           continue;
         }
         break;
       case 'S':
         if (key == "Sequence number") {
           if (read_int(v, n)) row.op.sequence_number = n, row.op_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Sequence number";
           continue;
         }
         if (key == "Seq") {
           if (read_int(v, n)) row.coll.seq = n, row.coll_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Seq";
           continue;
         }
         break;
       case 'F':
         if (key == "Fwd thread id") {
           if (read_int(v, n)) row.op.fwd_thread_id = static_cast<std::int32_t>(n), row.op_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Fwd thread id";
           continue;
         }
         break;
@@ -351,13 +374,15 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'O':
         if (key == "Out msg nelems") {
-          if (read_int(v, n)) row.coll.out_msg_nelems = n, row.coll_seen = true;
+          if (read_int(v, n, false)) row.coll.out_msg_nelems = n, row.coll_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Out msg nelems";
           continue;
         }
         break;
       case 'G':
         if (key == "Group size") {
-          if (read_int(v, n)) row.coll.group_size = static_cast<std::int32_t>(n), row.coll_seen = true;
+          if (read_int(v, n, false)) row.coll.group_size = static_cast<std::int32_t>(n), row.coll_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Group size";
           continue;
         }
         break;
@@ -375,39 +400,46 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'R':
         if (key == "Rank") {
-          if (read_int(v, n)) row.coll.rank = static_cast<std::int32_t>(n), row.coll_seen = true;
+          if (read_int(v, n, false)) row.coll.rank = static_cast<std::int32_t>(n), row.coll_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Rank";
           continue;
         }
         break;
       case 'T':
         if (key == "Total Allocated") {
-          if (read_int(v, n)) row.mem.total_allocated = n, row.mem_seen = true;
+          if (read_int(v, n, false)) row.mem.total_allocated = n, row.mem_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Total Allocated";
           continue;
         }
         if (key == "Total Reserved") {
-          if (read_int(v, n)) row.mem.total_reserved = n, row.mem_seen = true;
+          if (read_int(v, n, false)) row.mem.total_reserved = n, row.mem_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Total Reserved";
           continue;
         }
         break;
       case 'D':
         if (key == "Device Type") {
-          if (read_int(v, n)) row.mem.device_type = static_cast<std::int8_t>(n), row.mem_seen = true;
+          if (read_int(v, n, false)) row.mem.device_type = static_cast<std::int8_t>(n), row.mem_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Device Type";
           continue;
         }
         if (key == "Device Id") {
-          if (read_int(v, n)) row.mem.device_id = static_cast<std::int16_t>(n), row.mem_seen = true;
+          if (read_int(v, n, false)) row.mem.device_id = static_cast<std::int16_t>(n), row.mem_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Device Id";
           continue;
         }
         break;
       case 'A':
         if (key == "Addr") {
           if (read_int(v, n)) row.mem.addr = static_cast<std::uint64_t>(n), row.mem_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Addr";
           continue;
         }
         break;
       case 'B':
         if (key == "Bytes") {
-          if (read_int(v, n)) row.mem.bytes = n, row.mem_seen = true;
+          if (read_int(v, n, false)) row.mem.bytes = n, row.mem_seen = true;
+          else if (type != od::json_type::null) row.bad_type = "args.Bytes";
           continue;
         }
         break;
@@ -433,12 +465,16 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
       if (v.type() == od::json_type::string) {
         row.cat = string_value(v);
         row.has_cat = true;
+      } else if (v.type() != od::json_type::null) {
+        row.bad_type = "cat";
       }
     } else if (key == "name") {
       if (v.type() == od::json_type::string) {
         row.name = string_value(v);
         row.has_name = true;
       } else {
+        // Kept as its JSON text, so the event still has a recognisable name.
+        if (v.type() != od::json_type::null) row.bad_type = "name";
         row.name = raw_value_text(v);
         row.has_name = true;
       }
@@ -470,9 +506,12 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
       row.tid = read_id(v, out, row);
     } else if (key == "id") {
       std::int64_t n = 0;
+      const od::json_type type = v.type();
       if (read_int(v, n)) row.flow_id = n;
-      else if (v.type() == od::json_type::string)
+      else if (type == od::json_type::string)
         row.flow_id = static_cast<std::int64_t>(std::hash<std::string_view>{}(v.get_string()) >> 1);
+      else if (type != od::json_type::null)
+        row.bad_type = "id";
     } else if (key == "args") {
       if (v.type() == od::json_type::object) parse_args(v.get_object(), row, out);
       else if (v.type() != od::json_type::null) row.bad_type = "args";
@@ -495,7 +534,7 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
     ctx.skip("begin/end ('B'/'E') events are not produced by PyTorch profilers");
     return;
   }
-  if (row.bad_type) ctx.repair(std::string("field of the wrong JSON type ignored (") + row.bad_type + ")");
+  if (row.bad_type) ctx.repair(std::string("field of the wrong JSON type or out of range, ignored (") + row.bad_type + ")");
   const EventKind kind = classify_event(row.ph, row.cat, row.has_cat, row.name);
   if (row.ph == 'X') {
     if (!row.has_dur) {
@@ -682,6 +721,7 @@ void EventParser::parse(RawBatch& raw, ParsedBatch& out) {
   out.sequence = raw.sequence;
   out.events_seen = raw.event_begin.size();
   if (raw.event_begin.empty()) return;
+  out.input_bytes = raw.event_end.back() - raw.event_begin.front();
   const std::size_t n = raw.event_begin.size();
   const std::size_t reserve = n;
   out.kind.reserve(reserve);

@@ -43,6 +43,7 @@ struct LocalIssue {
 struct ParsedBatch {
   std::uint64_t sequence = 0;
   std::uint64_t events_seen = 0;  // events in the raw batch (stored + skipped)
+  std::uint64_t input_bytes = 0;  // JSON bytes those events span
 
   std::vector<EventKind> kind;
   std::vector<char> phase;

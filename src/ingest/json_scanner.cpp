@@ -157,12 +157,30 @@ void EventScanner::start_new_buffer_keep_old(std::size_t keep_from, std::unique_
 
 bool EventScanner::fill() {
   if (eof_) return false;
+  // Progress = complete elements of the event array plus completed top-level values. Checked
+  // per refill (every 64 KB or more), so the hot loop pays nothing for it.
+  const std::uint64_t progress = array_objects_ + summary_.header.size() +
+                                 summary_.header_dropped.size() + (mode_ == Mode::kEvents ? 1 : 0);
+  if (progress != progress_count_) {
+    progress_count_ = progress;
+    progress_at_byte_ = summary_.bytes;
+  } else if (summary_.bytes - progress_at_byte_ > limits_.max_bytes_without_progress) {
+    summary_.stop_reason = fmt::format(
+        "stopped reading at byte {}: no complete event or top-level value in the last {} bytes "
+        "(an endless or padded stream?)",
+        summary_.bytes, summary_.bytes - progress_at_byte_);
+    eof_ = true;
+    return false;
+  }
   if (capacity_ - kPadding - end_ < kMinRead) {
     // No room: drop consumed bytes (nothing pending may reference them) or grow.
     const std::size_t keep_from = (mode_ == Mode::kEvents && depth_ > 0) ? event_start_ : pos_;
     if (end_ - keep_from > limits_.max_event_bytes) {
-      throw InputError(fmt::format("{}: event at byte {} is larger than {} bytes; refusing to buffer it",
-                                   name_, buf_stream_offset_ + keep_from - kHeadroom, limits_.max_event_bytes));
+      // Keep everything before it: stop here as if the stream ended inside this event.
+      summary_.stop_reason = fmt::format("the event at byte {} is larger than {} bytes; stopped reading there",
+                                         buf_stream_offset_ + keep_from - kHeadroom, limits_.max_event_bytes);
+      eof_ = true;
+      return false;
     }
     start_new_buffer(keep_from);
   }
@@ -394,6 +412,9 @@ bool EventScanner::next(RawBatch& batch) {
         }
         skip_ws();
         const int c = next_byte();
+        if (c < 0 && !summary_.stop_reason.empty())
+          throw InputError(fmt::format("{}: no JSON document in the first {} bytes (only whitespace)", name_,
+                                       summary_.bytes));
         if (c < 0) throw InputError(fmt::format("{}: empty input (no JSON at all)", name_));
         if (c == '[') {
           summary_.root_is_array = true;

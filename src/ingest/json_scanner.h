@@ -44,8 +44,13 @@ struct RawBatch {
 
 struct ScanLimits {
   std::size_t batch_bytes = 256 << 10;  // a batch plus simdjson's index of it stays in L2 cache
-  std::size_t max_event_bytes = std::size_t{1} << 30;  // one event larger than this is an error
+  // One event larger than this is an error. Real events stay under a few MB (the biggest carry
+  // long shape lists); buffering a never-closing one must not exhaust memory.
+  std::size_t max_event_bytes = std::size_t{256} << 20;
   std::size_t max_header_value_bytes = 64 << 20;   // root-level values other than traceEvents
+  // Reading stops when this many bytes pass without a complete event or top-level value: an
+  // endless stream of whitespace, commas or scalars on stdin must not keep ferret running forever.
+  std::uint64_t max_bytes_without_progress = std::uint64_t{1} << 30;
 };
 
 // What the scanner saw outside the event array.
@@ -63,6 +68,8 @@ struct ScanSummary {
   std::vector<std::string> warnings;  // e.g. trailing garbage after the root value
   std::uint64_t skipped_non_objects = 0;  // array elements that are not objects
   std::uint64_t stray_closers = 0;        // '}' between events, outside any element
+  // Why reading stopped before the end of the stream (an oversized event, no progress), or "".
+  std::string stop_reason;
 };
 
 class EventScanner {
@@ -116,6 +123,9 @@ class EventScanner {
   std::uint64_t top_level_commas_ = 0;  // commas between elements of the event array
   std::uint64_t array_objects_ = 0;     // object elements seen
   std::uint64_t nested_arrays_ = 0;     // array elements seen
+  // Progress watchdog: bytes read when the last event or top-level value completed.
+  std::uint64_t progress_count_ = 0;
+  std::uint64_t progress_at_byte_ = 0;
 };
 
 }  // namespace ferret

@@ -25,13 +25,22 @@ namespace {
 // Appends parsed batches to the model in stream order, mapping batch-local ids to global ones.
 class ModelBuilder {
  public:
-  ModelBuilder(TraceModel& model, std::uint64_t max_memory_bytes) : model_(model), max_memory_bytes_(max_memory_bytes) {}
+  ModelBuilder(TraceModel& model, std::uint64_t max_memory_bytes, std::uint64_t max_bytes_without_kept_event)
+      : model_(model), max_memory_bytes_(max_memory_bytes), max_bytes_without_kept_(max_bytes_without_kept_event) {}
 
-  // True once the model outgrew the memory limit: the pipeline stops feeding it.
-  bool limit_reached() const { return limit_reached_; }
+  // Why the pipeline should stop feeding the model, or "" to go on.
+  const std::string& stop_reason() const { return stop_reason_; }
+  bool limit_reached() const { return !stop_reason_.empty(); }
 
   void merge(ParsedBatch& batch) {
-    if (limit_reached_) return;
+    if (limit_reached()) return;
+    // An endless stream of events that are all skipped (unsupported phases, broken fields) would
+    // otherwise be read forever without growing the model.
+    bytes_without_kept_ = batch.size() > 0 ? 0 : bytes_without_kept_ + batch.input_bytes;
+    if (bytes_without_kept_ > max_bytes_without_kept_) {
+      stop_reason_ = fmt::format("stopped loading after {} events: the last {} bytes of events held none that could be kept",
+                                 model_.size(), bytes_without_kept_);
+    }
     const auto base = static_cast<EventIndex>(model_.size());
     if (model_.size() + batch.size() >= kNoEvent) {
       model_.report.skip("events beyond the model's 4-billion-event capacity", "end of trace", batch.size());
@@ -104,7 +113,12 @@ class ModelBuilder {
     for (const auto& [reason, issue] : batch.repairs) model_.report.repair(reason, issue.first_location, issue.count);
     for (const auto& [reason, issue] : batch.skips) model_.report.skip(reason, issue.first_location, issue.count);
     if (batch.has_decimal_ts) has_decimal_ts_ = true;
-    if (max_memory_bytes_ > 0 && model_.memory_bytes() > max_memory_bytes_) limit_reached_ = true;
+    if (max_memory_bytes_ > 0 && model_.memory_bytes() > max_memory_bytes_) {
+      stop_reason_ = fmt::format(
+          "stopped loading after {} events: the model reached the memory limit of {} MB; raise it with "
+          "--max-memory, or analyse a shorter trace",
+          model_.size(), max_memory_bytes_ >> 20);
+    }
   }
 
   bool has_decimal_ts() const { return has_decimal_ts_; }
@@ -126,7 +140,9 @@ class ModelBuilder {
   std::unordered_map<std::string, std::int32_t> labels_;
   bool has_decimal_ts_ = false;
   std::uint64_t max_memory_bytes_ = 0;
-  bool limit_reached_ = false;
+  std::uint64_t max_bytes_without_kept_ = 0;
+  std::uint64_t bytes_without_kept_ = 0;
+  std::string stop_reason_;
 };
 
 // Producer (scan) -> workers (parse) -> this thread (merge in order). Bounded queues keep at
@@ -294,7 +310,7 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   const std::uint64_t max_memory = options.max_memory_bytes ? options.max_memory_bytes : default_max_memory_bytes();
   BufferPool pool;
   EventScanner scanner(source, name, options.limits, &pool);
-  ModelBuilder builder(model, max_memory);
+  ModelBuilder builder(model, max_memory, options.limits.max_bytes_without_progress);
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   auto on_batch = [&] {
     if (options.progress) options.progress(source.consumed(), 0);
@@ -308,10 +324,7 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   if (builder.limit_reached()) {
     model.report.truncated = true;
     model.report.truncated_at_byte = scan.bytes;
-    model.report.notes.push_back(fmt::format(
-        "stopped loading after {} events (about byte {} of the JSON): the model reached the memory limit of "
-        "{} MB; raise it with --max-memory, or analyse a shorter trace",
-        model.size(), scan.bytes, max_memory >> 20));
+    model.report.notes.push_back(fmt::format("{} (about byte {} of the JSON)", builder.stop_reason(), scan.bytes));
   } else if (stream_damage.empty()) {
     std::vector<char> sink(64 << 10);
     std::uint64_t drained = 0;
@@ -338,11 +351,17 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   if (scan.truncated) {
     model.report.truncated = true;
     model.report.truncated_at_byte = scan.truncated_at;
-    model.report.notes.push_back(fmt::format("trace is truncated: the input ends inside {} at byte {}; "
-                                             "every complete event before it was kept",
-                                             scan.truncation_detail, scan.truncated_at));
-    if (scan.truncation_detail == "an event")
-      model.report.skip("incomplete event cut off by truncation", fmt::format("byte {}", scan.truncated_at));
+    if (!scan.stop_reason.empty()) {
+      model.report.notes.push_back(scan.stop_reason + "; every complete event before it was kept");
+      if (scan.truncation_detail == "an event")
+        model.report.skip("event cut off where reading stopped", fmt::format("byte {}", scan.truncated_at));
+    } else {
+      model.report.notes.push_back(fmt::format("trace is truncated: the input ends inside {} at byte {}; "
+                                               "every complete event before it was kept",
+                                               scan.truncation_detail, scan.truncated_at));
+      if (scan.truncation_detail == "an event")
+        model.report.skip("incomplete event cut off by truncation", fmt::format("byte {}", scan.truncated_at));
+    }
   }
   for (const auto& w : scan.warnings) model.report.notes.push_back(w);
   if (scan.skipped_non_objects > 0)
@@ -369,7 +388,7 @@ TraceModel load_trace(const std::string& path, const LoadOptions& options) {
     const std::uint64_t total = opened.file_size;
     opts.progress = [&, total](std::uint64_t done, std::uint64_t) { options.progress(done, total); };
   }
-  return load_trace_from(*opened.source, path, opened.compression, opts);
+  return load_trace_from(*opened.source, path == "-" ? "<stdin>" : path, opened.compression, opts);
 }
 
 TraceModel load_trace_text(std::string json, const LoadOptions& options) {

@@ -254,7 +254,7 @@ TEST(CliInfo, StdinIsReadForDash) {
   const auto r = run_ferret("info --json -", kTiny);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json t = json::parse(r.out).at("traces")[0];
-  EXPECT_EQ(t.at("source"), "-");
+  EXPECT_EQ(t.at("source"), "<stdin>");
   EXPECT_EQ(t.at("events"), 11);
   EXPECT_EQ(t.at("steps").at("count"), 2);
 }

@@ -189,5 +189,16 @@ TEST(CompressionSources, Utf8ByteOrderMarkIsSkipped) {
   EXPECT_EQ(m.size(), 3u);
 }
 
+// Regression: the magic-byte peek of a file shorter than the magic once handed its bytes out
+// twice ("[]" read as "[][]": a note about data after the document).
+TEST(Compression, FileShorterThanTheMagicIsReadOnce) {
+  const std::string path = test::temp_path("two-bytes.json");
+  test::write_file(path, "[]");
+  const TraceModel model = load_trace(path);
+  EXPECT_EQ(model.info.json_bytes, 2u);
+  EXPECT_TRUE(model.report.notes.empty()) << model.report.notes.front();
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace ferret

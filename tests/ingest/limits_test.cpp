@@ -1,5 +1,6 @@
-// Resource bounds: a decompression bomb stops at the inflation limit and a model that outgrows
-// --max-memory stops loading; in both cases what was read is kept and the stop is reported.
+// Resource bounds: a decompression bomb stops at the inflation limit, a model that outgrows
+// --max-memory stops loading, an oversized event or a stream without progress stops reading; in
+// every case what was read is kept and the stop is reported.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -28,8 +29,10 @@ std::string gzip_bytes(const std::string& plain) {
 }
 
 std::string event(int i) {
-  return "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(i * 10) +
-         ",\"dur\":5}";
+  std::string text = "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":";
+  text += std::to_string(i * 10);
+  text += ",\"dur\":5}";
+  return text;
 }
 
 TEST(InflationLimit, BombStopsAndKeepsTheEventsBefore) {
@@ -53,7 +56,7 @@ TEST(InflationLimit, BombStopsAndKeepsTheEventsBefore) {
 
 TEST(InflationLimit, OrdinaryCompressionPassesUntouched) {
   std::string plain = "{\"traceEvents\":[";
-  for (int i = 0; i < 2000; ++i) plain += (i ? "," : "") + event(i);
+  for (int i = 0; i < 2000; ++i) plain += std::string(i ? "," : "") + event(i);
   plain += "]}";
   auto source = guard_inflation(make_gzip_source(make_memory_source(gzip_bytes(plain)), "ok.gz"), "ok.gz", {});
   const TraceModel model = load_trace_from(*source, "ok.gz", "gzip");
@@ -63,7 +66,7 @@ TEST(InflationLimit, OrdinaryCompressionPassesUntouched) {
 
 TEST(MemoryLimit, StopsLoadingWithANoteAndKeepsWhatWasRead) {
   std::string plain = "{\"traceEvents\":[";
-  for (int i = 0; i < 200000; ++i) plain += (i ? "," : "") + event(i);
+  for (int i = 0; i < 200000; ++i) plain += std::string(i ? "," : "") + event(i);
   plain += "]}";
   for (unsigned threads : {1u, 2u}) {
     LoadOptions options;
@@ -78,6 +81,56 @@ TEST(MemoryLimit, StopsLoadingWithANoteAndKeepsWhatWasRead) {
     for (const std::string& note : model.report.notes) noted |= note.find("memory limit") != std::string::npos;
     EXPECT_TRUE(noted);
   }
+}
+
+bool has_note(const TraceModel& model, const std::string& text) {
+  for (const std::string& note : model.report.notes)
+    if (note.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(ProgressLimit, EndlessWhitespaceAfterEventsStopsAndKeepsThem) {
+  std::string plain = "{\"traceEvents\":[";
+  for (int i = 0; i < 100; ++i) plain += std::string(i ? "," : "") + event(i);
+  plain += ',';
+  plain.append(3u << 20, ' ');  // no closing bracket: the stream just goes on
+  LoadOptions options;
+  options.limits.max_bytes_without_progress = 1u << 20;
+  const TraceModel model = load_trace_text(plain, options);
+  EXPECT_EQ(model.size(), 100u);
+  EXPECT_TRUE(model.report.truncated);
+  EXPECT_TRUE(has_note(model, "no complete event or top-level value in the last"));
+}
+
+TEST(ProgressLimit, WhitespaceOnlyIsAnInputError) {
+  LoadOptions options;
+  options.limits.max_bytes_without_progress = 1u << 20;
+  EXPECT_THROW(load_trace_text(std::string(3u << 20, '\n'), options), InputError);
+}
+
+TEST(ProgressLimit, EventsThatAreAllSkippedStopLoading) {
+  std::string plain = std::string("{\"traceEvents\":[") + event(0);
+  for (int i = 0; i < 50000; ++i) plain += ",{\"ph\":\"B\",\"name\":\"x\",\"pid\":1,\"tid\":1,\"ts\":1}";
+  plain += "]}";
+  LoadOptions options;
+  options.limits.batch_bytes = 64 << 10;
+  options.limits.max_bytes_without_progress = 1u << 20;  // the B events span about 2.2 MB
+  const TraceModel model = load_trace_text(plain, options);
+  EXPECT_EQ(model.size(), 1u);
+  EXPECT_TRUE(model.report.truncated);
+  EXPECT_TRUE(has_note(model, "held none that could be kept"));
+}
+
+TEST(EventSizeLimit, OversizedEventStopsReadingAndKeepsTheEventsBefore) {
+  std::string plain = std::string("{\"traceEvents\":[") + event(0) + "," + event(1) + ",{\"name\":\"";
+  plain.append(2u << 20, 'a');
+  plain += "\",\"ph\":\"X\",\"ts\":1,\"dur\":1}," + event(2) + "]}";
+  LoadOptions options;
+  options.limits.max_event_bytes = 1u << 20;
+  const TraceModel model = load_trace_text(plain, options);
+  EXPECT_EQ(model.size(), 2u);
+  EXPECT_TRUE(model.report.truncated);
+  EXPECT_TRUE(has_note(model, "is larger than 1048576 bytes"));
 }
 
 TEST(MemoryLimit, DefaultIsThreeQuartersOfRam) {

@@ -1,0 +1,890 @@
+// The broken-input suite: hostile and damaged traces generated from small real ones, each run
+// through the built `ferret` binary (`info --json`, `analyze --json` twice, `analyze --md`) to
+// check the promises of docs/RELIABILITY.md:
+//   - no crash: every run exits 0 or 2, never by a signal;
+//   - no hang: every run ends within a bound proportional to the input's size;
+//   - exit 2 names the file, and only when nothing usable remains;
+//   - every complete event before the damage is kept;
+//   - every repair and skip is counted, in `info` and in `analyze`, with its location;
+//   - the same input gives byte-identical `--json`.
+// Each test (one input class) writes its tally to $FERRET_RELIABILITY_DIR/<class>.json;
+// tests/tools/reliability_table.py turns the tallies into the table of docs/RELIABILITY.md.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace ferret::test {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------------
+// Base traces: small real recordings shipped in the repo, re-serialised one event per line so
+// the byte range of every event is known independently of ferret's own scanner.
+
+std::string gunzip(const std::string& compressed) {
+  z_stream zs{};
+  EXPECT_EQ(inflateInit2(&zs, 15 + 32), Z_OK);
+  std::string out;
+  char buf[1 << 16];
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  zs.avail_in = static_cast<uInt>(compressed.size());
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    out.append(buf, sizeof buf - zs.avail_out);
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+// One gzip member holding `data` (level 9: repeated bytes compress about 1000:1).
+std::string gzip_member(const std::string& data) {
+  z_stream zs{};
+  deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+struct Base {
+  std::string name;
+  bool array_root = false;
+  std::string prologue;             // everything before the first event
+  std::vector<std::string> events;  // compact JSON, one per line
+  std::vector<bool> timed;          // the event is not metadata
+  std::string epilogue;
+
+  std::string text() const { return text_of(events); }
+  std::string text_of(const std::vector<std::string>& evs) const {
+    std::string out = prologue;
+    for (std::size_t i = 0; i < evs.size(); ++i) {
+      out += evs[i];
+      out += i + 1 < evs.size() ? ",\n" : "\n";
+    }
+    return out + epilogue;
+  }
+  // Offset one past the end of each event in text().
+  std::vector<std::size_t> event_ends() const {
+    std::vector<std::size_t> ends;
+    std::size_t at = prologue.size();
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      at += events[i].size();
+      ends.push_back(at);
+      at += i + 1 < events.size() ? 2 : 1;
+    }
+    return ends;
+  }
+  // Complete events (and timed ones among them) that end at or before byte `offset`.
+  std::pair<std::uint64_t, std::uint64_t> complete_before(std::size_t offset) const {
+    const auto ends = event_ends();
+    std::uint64_t n = 0, t = 0;
+    for (std::size_t i = 0; i < ends.size() && ends[i] <= offset; ++i) n++, t += timed[i] ? 1 : 0;
+    return {n, t};
+  }
+  std::uint64_t timed_count() const { return static_cast<std::uint64_t>(std::count(timed.begin(), timed.end(), true)); }
+};
+
+Base make_base(const std::string& name, const std::string& text) {
+  Base b;
+  b.name = name;
+  const ordered_json doc = ordered_json::parse(text);
+  const ordered_json* events = nullptr;
+  if (doc.is_array()) {
+    b.array_root = true;
+    b.prologue = "[\n";
+    b.epilogue = "]\n";
+    events = &doc;
+  } else {
+    b.prologue = "{\n";
+    for (const auto& [key, value] : doc.items()) {
+      if (key == "traceEvents") continue;
+      b.prologue += "  " + ordered_json(key).dump() + ": " + value.dump() + ",\n";
+    }
+    b.prologue += "  \"traceEvents\": [\n";
+    b.epilogue = "  ],\n  \"traceName\": \"reliability\"\n}\n";
+    events = &doc["traceEvents"];
+  }
+  for (const auto& e : *events) {
+    b.events.push_back(e.dump());
+    b.timed.push_back(e.value("ph", "") != "M");
+  }
+  return b;
+}
+
+// The real torch 1.13 CPU recording (legacy autograd export, a bare array).
+const Base& real_cpu_base() {
+  static const Base b = make_base(
+      "cpu-input-bound", gunzip(read_file(std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-input-bound.json.gz")));
+  return b;
+}
+
+// A small Kineto 2.x trace with GPU events and a header, plus events carrying an escape, a \u
+// escape and multi-byte UTF-8, so cuts can land inside each of them.
+const Base& kineto_base() {
+  static const Base b = [] {
+    Base base = make_base("tiny-kineto2", read_file(std::string(FERRET_SOURCE_DIR) + "/tests/data/tiny-kineto2.json"));
+    // Drop the fixture's deliberately broken events (negative dur, missing ts): this base is clean.
+    std::vector<std::string> kept;
+    std::vector<bool> timed;
+    for (std::size_t i = 0; i < base.events.size(); ++i) {
+      if (base.events[i].find("aten::relu") != std::string::npos || base.events[i].find("aten::no_ts") != std::string::npos)
+        continue;
+      kept.push_back(base.events[i]);
+      timed.push_back(base.timed[i]);
+    }
+    kept.push_back(R"({"ph":"X","cat":"cpu_op","name":"aten::quote\"d \\ name","pid":100,"tid":100,"ts":1600.5,"dur":12.25})");
+    kept.push_back(R"({"ph":"X","cat":"cpu_op","name":"caf\u00e9 \u2603","pid":100,"tid":100,"ts":1700.125,"dur":3})");
+    kept.push_back("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"na\xc3\xafve \xe2\x98\x83 \xf0\x9f\x94\xa5\",\"pid\":100,\"tid\":100,\"ts\":1800,\"dur\":4}");
+    timed.insert(timed.end(), 3, true);
+    base.events = kept;
+    base.timed = timed;
+    return base;
+  }();
+  return b;
+}
+
+// A GPU-shaped generated trace (kernels, copies, launches, steps) for the classes about GPU
+// fields; no real GPU recording can ship in the repo.
+const Base& gpu_base() {
+  static const Base b = make_base(
+      "synthetic-input-bound",
+      gunzip(read_file(std::string(FERRET_SOURCE_DIR) + "/examples/traces/synthetic-input-bound.json.gz")));
+  return b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One case and its runs.
+
+struct Case {
+  std::string label;
+  std::string bytes;        // the file's content, written to a temporary file
+  std::string path;         // or: run on this path as it is
+  std::string stdin_shell;  // or: this shell pipeline feeds ferret's stdin ("-")
+  std::string extra_args;
+  std::uint64_t min_events = 0;  // undamaged complete events that must be kept
+  std::uint64_t min_timed = 0;   // of them, events `analyze` can use: it must not give up
+  bool must_count = false;       // the damage must show as a repair, a skip or a note
+  bool must_reject = false;      // nothing is usable: exit 2 expected
+  double bound_s = 0;            // time bound; 0: proportional to the size
+  std::string same_analysis_as;  // analyze --json must equal the output for these bytes
+  std::function<void(const std::string& md, const std::string& text)> check_output;
+};
+
+struct Run {
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  double seconds = 0;
+  std::string out, err;
+};
+
+std::string results_dir() {
+  const char* dir = std::getenv("FERRET_RELIABILITY_DIR");
+  return dir ? dir : std::string(FERRET_BINARY_DIR) + "/reliability";
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+Run run(const std::string& args, const std::string& stdin_shell, double bound_s) {
+  Run r;
+  const std::string out = temp_path("rel.out"), err = temp_path("rel.err");
+  const std::string ferret = std::string("FERRET_NO_HUGEPAGES=1 timeout -s KILL ") +
+                             std::to_string(static_cast<int>(bound_s + 1)) + " " + FERRET_BINARY + " " + args;
+  std::string cmd = (stdin_shell.empty() ? ferret : stdin_shell + " | " + ferret) + " >" + out + " 2>" + err;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = std::system(("bash -c " + shell_quote(cmd)).c_str());
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // timeout -s KILL exits 137; a crash inside ferret shows as 128 + signal from bash.
+  if (code == 137) r.timed_out = true;
+  else if (code > 128) r.signal = code - 128;
+  r.exit_code = code;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+// Outcome buckets of docs/RELIABILITY.md.
+enum Outcome { kLoaded, kRepaired, kStoppedEarly, kRejected, kOutcomeCount };
+const char* const kOutcomeKeys[] = {"loaded", "repaired", "stopped_early", "rejected"};
+
+class ClassTally {
+ public:
+  ClassTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
+  ~ClassTally() {
+    fs::create_directories(results_dir());
+    ordered_json j = {{"class", name_}, {"what", what_}, {"cases", cases_}, {"violations", violations_}};
+    for (int k = 0; k < kOutcomeCount; ++k) j["outcomes"][kOutcomeKeys[k]] = outcomes_[k];
+    j["max_seconds_per_case"] = max_seconds_;
+    write_file(results_dir() + "/" + name_ + ".json", j.dump(2) + "\n");
+  }
+
+  // Runs one case and checks every promise; failures are test failures naming the case.
+  void check(const Case& c) {
+    ++cases_;
+    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    const int parts_before = result->total_part_count();
+    const bool ok = check_case(c);
+    if (!ok || result->total_part_count() != parts_before) ++violations_;
+  }
+
+  std::size_t cases() const { return cases_; }
+
+ private:
+  bool check_case(const Case& c) {
+    std::string target = c.path;
+    const bool uses_file = c.path.empty() && c.stdin_shell.empty();
+    if (uses_file) {
+      target = temp_path("case-" + name_ + ".json");
+      write_file(target, c.bytes);
+    }
+    if (!c.stdin_shell.empty()) target = "-";
+    const double size_mb = static_cast<double>(c.bytes.size()) / (1 << 20);
+    // 10 s plus 2 s per MB: about 100x the release build's time, room for sanitizer builds.
+    const double bound = c.bound_s > 0 ? c.bound_s : 10 + 2 * size_mb;
+    const std::string file_arg = target == "-" ? "-" : shell_quote(target);
+    const std::string tag = name_ + " / " + c.label;
+
+    std::string reference;
+    if (!c.same_analysis_as.empty()) {
+      write_file(target, c.same_analysis_as);
+      reference = run("analyze --json " + c.extra_args + " " + file_arg, "", bound).out;
+      write_file(target, c.bytes);
+    }
+
+    const Run info = run("info --json " + c.extra_args + " " + file_arg, c.stdin_shell, bound);
+    const Run analyze = run("analyze --json " + c.extra_args + " " + file_arg, c.stdin_shell, bound);
+    std::vector<Run> runs = {info, analyze};
+    Run analyze_again, markdown, text;
+    // Streams cannot be replayed; files that cannot be read have no output to compare.
+    const bool repeatable = c.stdin_shell.empty() && c.path.empty();
+    if (repeatable) {
+      analyze_again = run("analyze --json " + c.extra_args + " " + file_arg, "", bound);
+      markdown = run("analyze --md " + c.extra_args + " " + file_arg, "", bound);
+      text = run("analyze " + c.extra_args + " " + file_arg, "", bound);
+      runs.insert(runs.end(), {analyze_again, markdown, text});
+    }
+    if (uses_file) std::remove(target.c_str());
+
+    bool ok = true;
+    auto fail = [&](const std::string& what) {
+      ADD_FAILURE() << tag << ": " << what;
+      ok = false;
+    };
+    for (const Run& r : runs) {
+      max_seconds_ = std::max(max_seconds_, r.seconds);
+      if (r.timed_out) fail("hung: still running after " + std::to_string(bound) + " s");
+      else if (r.signal) fail("crashed with signal " + std::to_string(r.signal) + "; stderr: " + r.err.substr(0, 500));
+      else if (r.exit_code != 0 && r.exit_code != 2) fail("exit code " + std::to_string(r.exit_code) + "; stderr: " + r.err.substr(0, 500));
+    }
+    if (!ok) return false;
+
+    // The message names the file (or stdin) whenever a run gives up.
+    const std::string shown_name = target == "-" ? "<stdin>" : target;
+    for (const Run& r : runs)
+      if (r.exit_code == 2 && r.err.find(shown_name) == std::string::npos)
+        fail("exit 2 without naming the input: " + r.err.substr(0, 300));
+
+    // info: what was kept and counted.
+    std::uint64_t events = 0, issues = 0, notes = 0;
+    bool truncated = false;
+    if (info.exit_code == 0) {
+      const json doc = json::parse(info.out, nullptr, false);
+      if (doc.is_discarded() || !doc.contains("traces") || doc["traces"].empty()) {
+        fail("info --json is not a valid document");
+        return false;
+      }
+      const json& t = doc["traces"][0];
+      events = t.value("events", std::uint64_t{0});
+      for (const char* key : {"repairs", "skips"})
+        for (const json& issue : t[key]) {
+          issues += issue.value("count", std::uint64_t{0});
+          if (issue.value("first", std::string()).empty()) fail(std::string(key) + " entry without a location: " + issue.dump());
+        }
+      notes = t["notes"].size();
+      truncated = t.value("truncated", false);
+    }
+    if (events < c.min_events)
+      fail("kept " + std::to_string(events) + " events; the " + std::to_string(c.min_events) +
+           " complete events before the damage must all be kept");
+    if (info.exit_code == 2 && c.min_events > 0) fail("info gave up although sound events remain: " + info.err.substr(0, 300));
+    if (analyze.exit_code == 2 && c.min_timed > 0) fail("analyze gave up although timed events remain: " + analyze.err.substr(0, 300));
+    if (c.must_reject && info.exit_code != 2 && analyze.exit_code != 2) fail("expected exit 2: nothing in this input is usable");
+    if (c.must_count && info.exit_code == 0 && issues + notes == 0) fail("the damage is not counted in info --json");
+
+    // analyze: the same counts, and the same output twice.
+    if (analyze.exit_code == 0) {
+      const json doc = json::parse(analyze.out, nullptr, false);
+      if (doc.is_discarded() || doc["traces"].empty() || !doc["traces"][0].contains("input")) {
+        fail("analyze --json is not a valid document");
+        return false;
+      }
+      const json& input = doc["traces"][0]["input"];
+      const std::uint64_t shown = input["repairs"].size() + input["skips"].size() + input["notes"].size();
+      if (c.must_count && shown == 0) fail("the damage is not counted in analyze --json");
+      if (issues + notes > 0 && shown == 0) fail("info counts repairs or notes that analyze does not show");
+    }
+    if (repeatable && analyze.out != analyze_again.out) fail("analyze --json differs between two runs of the same input");
+    if (repeatable && analyze.exit_code != markdown.exit_code) fail("analyze --md and --json disagree on the exit code");
+    if (!c.same_analysis_as.empty()) {
+      // Repair locations name events by their position in the file, which the shuffle changed.
+      auto without_locations = [](const std::string& text) {
+        json doc = json::parse(text, nullptr, false);
+        if (doc.is_discarded()) return std::string("invalid JSON");
+        for (json& t : doc["traces"])
+          for (const char* key : {"repairs", "skips"})
+            for (json& issue : t["input"][key]) issue.erase("first");
+        return doc.dump(1);
+      };
+      const std::string got = without_locations(analyze.out), want = without_locations(reference);
+      if (got != want) {
+        std::size_t at = 0;
+        while (at < got.size() && at < want.size() && got[at] == want[at]) ++at;
+        fail("analyze --json differs from the output for the same events in their original order, at: " +
+             got.substr(at > 200 ? at - 200 : 0, 400) + "\n---- expected ----\n" + want.substr(at > 200 ? at - 200 : 0, 400));
+      }
+    }
+    if (c.check_output && markdown.exit_code == 0) c.check_output(markdown.out, text.out);
+
+    Outcome outcome = kLoaded;
+    if (info.exit_code == 2) outcome = kRejected;
+    else if (truncated) outcome = kStoppedEarly;
+    else if (issues > 0) outcome = kRepaired;
+    ++outcomes_[outcome];
+    return ok;
+  }
+
+  std::string name_, what_;
+  std::size_t cases_ = 0, violations_ = 0;
+  std::size_t outcomes_[kOutcomeCount] = {};
+  double max_seconds_ = 0;
+};
+
+// Deterministic choices: std::mt19937's sequence is fixed by the standard (its distributions
+// are not, so they are not used).
+struct Random {
+  std::mt19937 gen;
+  explicit Random(unsigned seed) : gen(seed) {}
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(gen() % n); }
+};
+
+Case whole(const Base& b, std::string label, std::string bytes, bool must_count, std::uint64_t lost = 0) {
+  Case c;
+  c.label = std::move(label);
+  c.bytes = std::move(bytes);
+  c.min_events = b.events.size() - lost;
+  c.min_timed = b.timed_count() - lost;
+  c.must_count = must_count;
+  return c;
+}
+
+// An event added to a base (the base's events are all kept; the new one may be repaired or skipped).
+Case with_event(const Base& b, std::string label, const std::string& event, bool must_count) {
+  std::vector<std::string> evs = b.events;
+  evs.insert(evs.begin() + static_cast<std::ptrdiff_t>(evs.size() / 2), event);
+  return whole(b, std::move(label), b.text_of(evs), must_count);
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The input classes.
+
+TEST(BrokenInputs, Truncation) {
+  ClassTally tally("truncation", "cut at many offsets, including inside a string, a number, an escape and a multi-byte character");
+  for (const Base* b : {&real_cpu_base(), &kineto_base()}) {
+    const std::string text = b->text();
+    std::vector<std::size_t> cuts;
+    for (std::size_t k = 0; k <= 40; ++k) cuts.push_back(text.size() * k / 40);
+    // Targeted cuts: inside strings, numbers, escapes and UTF-8 sequences.
+    for (const char* needle : {"\"name\":\"", "\"ts\":", "\\\"", "\\\\", "\\u00", "\xc3", "\xe2\x98", "\xf0\x9f\x94", "1600.5", "},"}) {
+      const std::size_t at = text.find(needle);
+      if (at == std::string::npos) continue;
+      const std::size_t len = std::string_view(needle).size();
+      for (std::size_t d = 1; d <= len + 2; ++d) cuts.push_back(at + d);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (std::size_t cut : cuts) {
+      Case c;
+      c.label = b->name + " cut at byte " + std::to_string(cut) + " of " + std::to_string(text.size());
+      c.bytes = text.substr(0, cut);
+      std::tie(c.min_events, c.min_timed) = b->complete_before(cut);
+      // Cut inside the epilogue after every event: the events are whole, the document is not.
+      c.must_count = cut < text.size();
+      if (cut < b->prologue.size() && b->array_root) c.must_count = cut > 0;
+      tally.check(c);
+    }
+  }
+  EXPECT_GT(tally.cases(), 100u);
+}
+
+TEST(BrokenInputs, ByteFlips) {
+  ClassTally tally("byte flips", "1 to 4 random bytes replaced by random values (200 seeded cases)");
+  Random rng(20261202);
+  for (const Base* b : {&real_cpu_base(), &kineto_base()}) {
+    const std::string text = b->text();
+    for (int k = 0; k < 100; ++k) {
+      std::string bytes = text;
+      const std::size_t flips = 1 + rng.below(4);
+      std::size_t first = bytes.size();
+      for (std::size_t f = 0; f < flips; ++f) {
+        const std::size_t at = rng.below(bytes.size());
+        bytes[at] = static_cast<char>(rng.below(256));
+        first = std::min(first, at);
+      }
+      Case c;
+      c.label = b->name + " case " + std::to_string(k) + ", first flip at byte " + std::to_string(first);
+      c.bytes = bytes;
+      std::tie(c.min_events, c.min_timed) = b->complete_before(first);
+      tally.check(c);
+    }
+  }
+}
+
+TEST(BrokenInputs, InvalidUtf8) {
+  ClassTally tally("invalid UTF-8", "stray, overlong, surrogate and cut-off sequences in names, categories, args and keys");
+  const std::vector<std::pair<std::string, std::string>> sequences = {
+      {"stray 0xff", "\xff"},          {"lone lead byte", "\xc3"},     {"overlong slash", "\xc0\xaf"},
+      {"UTF-16 surrogate", "\xed\xa0\x80"}, {"cut 4-byte sequence", "\xf0\x9f\x94"}, {"continuation only", "\x80\x80"}};
+  for (const Base* b : {&real_cpu_base(), &kineto_base()}) {
+    for (const auto& [what, seq] : sequences) {
+      for (const char* where : {"name", "cat", "arg", "key"}) {
+        std::string event;
+        const std::string w = where;
+        if (w == "name") event = R"({"ph":"X","cat":"cpu_op","name":"bad)" + seq + R"(name","pid":1,"tid":1,"ts":5,"dur":1})";
+        if (w == "cat") event = R"({"ph":"X","cat":"cpu)" + seq + R"(","name":"x","pid":1,"tid":1,"ts":5,"dur":1})";
+        if (w == "arg") event = R"({"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":5,"dur":1,"args":{"Input type":")" + seq + R"("}})";
+        if (w == "key") event = R"({"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":5,"dur":1,"args":{"k)" + seq + R"(":1}})";
+        // Bytes inside an unknown key are never decoded, so only the others must be counted.
+        tally.check(with_event(*b, b->name + ": " + what + " in " + w, event, w != "key"));
+      }
+    }
+  }
+}
+
+TEST(BrokenInputs, ControlCharacters) {
+  ClassTally tally("control characters", "raw NUL, 0x01, 0x1f, tab, newline and DEL inside strings");
+  for (const Base* b : {&real_cpu_base(), &kineto_base()}) {
+    for (const std::string& ch : {std::string(1, '\0'), std::string("\x01"), std::string("\x1f"), std::string("\t"),
+                                  std::string("\n"), std::string("\x7f")}) {
+      for (const char* where : {"name", "cat"}) {
+        const std::string w = where;
+        const std::string event = w == "name" ? R"({"ph":"X","cat":"cpu_op","name":"a)" + ch + R"(b","pid":1,"tid":1,"ts":5,"dur":1})"
+                                              : R"({"ph":"X","cat":"cpu)" + ch + R"(op","name":"ab","pid":1,"tid":1,"ts":5,"dur":1})";
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(ch[0]));
+        // DEL is a legal character in JSON strings; the others must be repaired.
+        tally.check(with_event(*b, b->name + ": " + hex + " in " + w, event, ch != "\x7f"));
+      }
+    }
+  }
+}
+
+TEST(BrokenInputs, SpecialNumbers) {
+  ClassTally tally("NaN, Infinity, 1e999", "non-JSON and out-of-range numbers in ts, dur, pid, tid and numeric args");
+  const Base& b = kineto_base();
+  const std::vector<std::pair<std::string, bool>> values = {  // value, must be counted wherever it is
+      {"NaN", true}, {"Infinity", true}, {"-Infinity", true}, {"1e999", false}, {"-1e999", false},
+      {"1e308", false}, {"-0", false}, {"1.5e-400", false}, {"0x10", true}, {"+5", true}, {".5", true}};
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"ts", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":@,"dur":1})"},
+      {"dur", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":@})"},
+      {"pid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":@,"tid":100,"ts":5,"dur":1})"},
+      {"tid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":@,"ts":5,"dur":1})"},
+      {"args.correlation", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":@}})"},
+      {"args.grid", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"grid":[@,1,1]}})"},
+      {"args.Bytes", R"({"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"Bytes":@}})"},
+  };
+  for (const auto& [field, event] : fields) {
+    for (const auto& [value, always] : values) {
+      // Out-of-range values must be counted where they cannot be kept: in times and integer args.
+      const bool out_of_range = value == "1e999" || value == "-1e999" || value == "1e308";
+      const bool counted = always || (out_of_range && field != "pid" && field != "tid");
+      tally.check(with_event(b, field + " = " + value, replace_all(event, "@", value), counted));
+    }
+  }
+}
+
+TEST(BrokenInputs, IntegersPastInt64) {
+  ClassTally tally("integers past int64", "2^63, 2^64, 20-digit and negative 20-digit integers in ids, times and args");
+  const Base& b = kineto_base();
+  const std::vector<std::string> values = {"9223372036854775808", "18446744073709551616", "99999999999999999999",
+                                           "-99999999999999999999"};
+  const std::vector<std::pair<std::string, std::string>> fields = {
+      {"ts", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":@,"dur":1})"},
+      {"dur", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":@})"},
+      {"pid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":@,"tid":100,"ts":5,"dur":1})"},
+      {"args.External id", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"External id":@}})"},
+      {"args.correlation", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":@}})"},
+      {"args.Total Allocated", R"({"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"Total Allocated":@}})"},
+  };
+  for (const auto& [field, event] : fields) {
+    for (const std::string& value : values) {
+      // A huge pid is kept as a label (pids are names), and ids up to 2^64 - 1 keep their bit
+      // pattern (they are compared, never added); everything else must be counted.
+      const bool id = field == "args.External id" || field == "args.correlation";
+      const bool fits_uint64 = value == "9223372036854775808";
+      tally.check(with_event(b, field + " = " + value, replace_all(event, "@", value), field != "pid" && !(id && fits_uint64)));
+    }
+  }
+}
+
+std::string nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(BrokenInputs, DeepNesting) {
+  ClassTally tally("deep nesting", "arrays and objects nested 100 to 1,000,000 deep in args, as events and in the header");
+  const Base& b = kineto_base();
+  for (std::size_t depth : {100u, 10000u, 1000000u}) {
+    const std::string d = std::to_string(depth);
+    // Unknown args are skipped unread, so nesting inside them costs nothing and needs no count.
+    tally.check(with_event(b, "args value nested " + d, R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"deep":)" + nested(depth) + "}}", false));
+    std::vector<std::string> evs = b.events;
+    evs.insert(evs.begin() + 2, nested(depth));
+    tally.check(whole(b, "event array element nested " + d, b.text_of(evs), true));
+    std::string objects;
+    for (std::size_t i = 0; i < depth; ++i) objects += "{\"a\":";
+    objects += "1" + std::string(depth, '}');
+    tally.check(with_event(b, "args object nested " + d, R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":)" + objects + "}", false));
+    Base deep_header = b;
+    deep_header.prologue = "{\n  \"deep\": " + nested(depth) + ",\n" + b.prologue.substr(2);
+    tally.check(whole(b, "header value nested " + d, deep_header.text(), false));
+  }
+}
+
+TEST(BrokenInputs, LongNames) {
+  ClassTally tally("megabyte-long names", "names, categories and args of 1 MiB and 16 MiB");
+  const Base& b = kineto_base();
+  for (std::size_t mib : {1u, 16u}) {
+    const std::string big(mib << 20, 'a');
+    const std::string m = std::to_string(mib) + " MiB";
+    Case name = with_event(b, "kernel name of " + m, R"({"ph":"X","cat":"kernel","name":")" + big + R"(","pid":0,"tid":7,"ts":1300,"dur":50,"args":{"correlation":99}})", false);
+    // Reports abbreviate names: a long name must not flood the output.
+    name.check_output = [](const std::string& md, const std::string& text) {
+      EXPECT_LT(md.size(), 64u << 10) << "markdown output carries the whole long name";
+      EXPECT_LT(text.size(), 64u << 10) << "text output carries the whole long name";
+    };
+    tally.check(name);
+    tally.check(with_event(b, "category of " + m, R"({"ph":"X","cat":")" + big + R"(","name":"n","pid":100,"tid":100,"ts":5,"dur":1})", false));
+    tally.check(with_event(b, "Input Dims of " + m, R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"Input Dims":")" + big + R"("}})", false));
+  }
+}
+
+TEST(BrokenInputs, DuplicateKeys) {
+  ClassTally tally("duplicate keys", "repeated ts, dur, name, ph and args in an event; repeated top-level keys");
+  const Base& b = kineto_base();
+  for (const char* event : {R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"ts":7,"dur":1})",
+                            R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"dur":2})",
+                            R"({"ph":"X","cat":"cpu_op","name":"a","name":"b","pid":100,"tid":100,"ts":5,"dur":1})",
+                            R"({"ph":"X","ph":"i","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1})",
+                            R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":1},"args":{"correlation":2}})"})
+    tally.check(with_event(b, event, event, false));
+  for (const char* key : {"deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion"}) {
+    Base twice = b;
+    const std::size_t at = b.prologue.find(std::string("\"") + key + "\"");
+    ASSERT_NE(at, std::string::npos) << key;
+    const std::size_t line_end = b.prologue.find('\n', at);
+    twice.prologue = b.prologue.substr(0, line_end + 1) + "  " + b.prologue.substr(at, line_end + 1 - at) + b.prologue.substr(line_end + 1);
+    tally.check(whole(b, std::string("top-level ") + key + " twice", twice.text(), false));
+  }
+}
+
+TEST(BrokenInputs, WrongTypes) {
+  ClassTally tally("wrong JSON types", "every field the analyses read, given each JSON type it must not have");
+  const Base& b = kineto_base();
+  // field, event template (@ = the value), the types the field accepts.
+  struct Field {
+    std::string name, event, accepts;  // accepts: letters s(tring) n(umber) o(bject) a(rray) b(ool)
+  };
+  const std::string op = R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"F":@}})";
+  const std::string kernel = R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
+  const std::string copy = R"({"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
+  const std::string mem = R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"F":@}})";
+  const std::string coll = R"({"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
+  std::vector<Field> fields = {
+      {"ph", R"({"ph":@,"cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1})", "s"},
+      {"name", R"({"ph":"X","cat":"cpu_op","name":@,"pid":100,"tid":100,"ts":5,"dur":1})", "s"},
+      {"cat", R"({"ph":"X","cat":@,"name":"n","pid":100,"tid":100,"ts":5,"dur":1})", "s"},
+      {"pid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":@,"tid":100,"ts":5,"dur":1})", "sn"},
+      {"tid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":@,"ts":5,"dur":1})", "sn"},
+      {"ts", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":@,"dur":1})", "n"},
+      {"dur", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":@})", "n"},
+      {"id", R"({"ph":"s","cat":"ac2g","name":"f","pid":100,"tid":100,"ts":5,"id":@})", "sn"},
+      {"args", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":@})", "o"},
+  };
+  for (const char* f : {"External id", "Sequence number", "Fwd thread id"}) fields.push_back({std::string("args.") + f, replace_all(op, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"Input Dims", "Input type"}) fields.push_back({std::string("args.") + f, replace_all(op, "\"F\"", std::string("\"") + f + "\""), "snoab"});
+  for (const char* f : {"correlation", "registers per thread", "shared memory", "blocks per SM", "warps per SM", "est. achieved occupancy %"})
+    fields.push_back({std::string("args.") + f, replace_all(kernel, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"grid", "block"}) fields.push_back({std::string("args.") + f, replace_all(kernel, "\"F\"", std::string("\"") + f + "\""), "a"});
+  for (const char* f : {"bytes", "memory bandwidth (GB/s)"}) fields.push_back({std::string("args.") + f, replace_all(copy, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"Bytes", "Total Allocated", "Total Reserved", "Addr", "Device Id", "Device Type"})
+    fields.push_back({std::string("args.") + f, replace_all(mem, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"In msg nelems", "Out msg nelems", "Group size", "Rank", "Seq"}) fields.push_back({std::string("args.") + f, replace_all(coll, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"Collective name", "dtype", "Process Group Name", "Process Group Ranks"}) fields.push_back({std::string("args.") + f, replace_all(coll, "\"F\"", std::string("\"") + f + "\""), "snoab"});
+  const std::vector<std::pair<char, std::string>> values = {{'s', "\"text\""}, {'n', "7"}, {'o', "{\"a\":[1]}"}, {'a', "[1,\"x\"]"}, {'b', "true"}};
+  for (const Field& f : fields) {
+    for (const auto& [type, value] : values) {
+      if (f.accepts.find(type) != std::string::npos) continue;
+      tally.check(with_event(b, f.name + " = " + value, replace_all(f.event, "@", value), true));
+    }
+  }
+}
+
+TEST(BrokenInputs, Durations) {
+  ClassTally tally("negative and absurd times", "negative, zero, century-long and overflowing durations and timestamps");
+  const Base& b = kineto_base();
+  const std::vector<std::tuple<std::string, std::string, bool>> cases = {
+      {"dur -1", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":-1})", true},
+      {"dur -1e9", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":-1e9,"args":{"correlation":1}})", true},
+      {"dur 0", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":0})", false},
+      {"dur of 100 years", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":3155760000000000})", true},
+      {"dur past int64 ns", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":9300000000000000})", true},
+      {"ts -1", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":-1,"dur":1})", false},
+      {"ts past int64 ns", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":9300000000000000,"dur":1})", true},
+      {"ts + dur past int64 ns", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5000000000000000,"dur":5000000000000000})", true},
+      {"step with negative dur", R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#9","pid":100,"tid":100,"ts":1900,"dur":-100})", true},
+  };
+  for (const auto& [label, event, counted] : cases) tally.check(with_event(b, label, event, counted));
+}
+
+TEST(BrokenInputs, OutOfOrder) {
+  ClassTally tally("events out of order", "events shuffled or reversed: the analysis must equal the sorted trace's");
+  Random rng(7);
+  for (const Base* b : {&real_cpu_base(), &kineto_base(), &gpu_base()}) {
+    const std::string sorted = b->text();
+    for (int k = 0; k < 3; ++k) {
+      std::vector<std::string> evs = b->events;
+      if (k == 0) std::reverse(evs.begin(), evs.end());
+      else
+        for (std::size_t i = evs.size(); i > 1; --i) std::swap(evs[i - 1], evs[rng.below(i)]);
+      Case c = whole(*b, b->name + (k == 0 ? " reversed" : " shuffled #" + std::to_string(k)), b->text_of(evs), false);
+      c.same_analysis_as = sorted;
+      tally.check(c);
+    }
+  }
+}
+
+TEST(BrokenInputs, DanglingLinks) {
+  ClassTally tally("flows and correlations pointing nowhere",
+                   "flow starts without ends and the reverse, kernels without launches, launches without kernels, "
+                   "duplicated and zero correlation ids");
+  const Base& b = kineto_base();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"flow start without end", R"({"ph":"s","cat":"ac2g","name":"ac2g","pid":100,"tid":100,"ts":20,"id":4242})"},
+      {"flow end without start", R"({"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","pid":0,"tid":7,"ts":50,"id":4343})"},
+      {"flow start reusing a correlation id", R"({"ph":"s","cat":"ac2g","name":"ac2g","pid":100,"tid":100,"ts":20,"id":1})"},
+      {"kernel whose correlation matches no launch", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":987654}})"},
+      {"launch whose correlation matches no kernel", R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":876543,"External id":5}})"},
+      {"second kernel with the same correlation", R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":1}})"},
+      {"correlation 0", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":0}})"},
+      {"negative correlation", R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":-5}})"},
+      {"External id pointing at no op", R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":3,"External id":123456}})"},
+  };
+  for (const auto& [label, event] : cases) tally.check(with_event(b, label, event, false));
+}
+
+TEST(BrokenInputs, EmptyAndMetadataOnly) {
+  ClassTally tally("empty or metadata only", "empty traceEvents, only metadata, no traceEvents, scalars and empty documents");
+  const std::vector<std::pair<std::string, std::string>> docs = {
+      {"empty file", ""},
+      {"whitespace only", " \n\t \n"},
+      {"empty traceEvents", R"({"traceEvents": []})"},
+      {"empty bare array", "[]"},
+      {"empty object", "{}"},
+      {"header without traceEvents", R"({"schemaVersion": 1, "deviceProperties": []})"},
+      {"only metadata", R"({"traceEvents": [{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"python"}},{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main"}}]})"},
+      {"only flow events", R"({"traceEvents": [{"ph":"s","cat":"ac2g","name":"ac2g","pid":1,"tid":1,"ts":5,"id":1},{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","pid":0,"tid":7,"ts":9,"id":1}]})"},
+      {"null", "null"},
+      {"a number", "42"},
+      {"a string", "\"traceEvents\""},
+      {"traceEvents is an object", R"({"traceEvents": {"ph":"X"}})"},
+      {"traceEvents is null", R"({"traceEvents": null})"},
+  };
+  for (const auto& [label, text] : docs) {
+    Case c;
+    c.label = label;
+    c.bytes = text;
+    c.must_reject = true;  // nothing to analyse in any of them
+    tally.check(c);
+  }
+}
+
+TEST(BrokenInputs, FileSystem) {
+  ClassTally tally("files that cannot be read", "a directory, a missing file, an unreadable file, a named pipe with no writer, a symlink loop, /dev/null");
+  const std::string dir = temp_path("reliability-fs");
+  fs::remove_all(dir);
+  fs::create_directories(dir + "/a-directory.json");
+  auto add = [&](const std::string& label, const std::string& path, double bound = 0) {
+    Case c;
+    c.label = label;
+    c.path = path;
+    c.must_reject = true;
+    c.bound_s = bound;
+    tally.check(c);
+  };
+  add("directory", dir + "/a-directory.json");
+  add("missing file", dir + "/missing.json");
+  // Root reads any file whatever its mode; /proc/self/mem refuses a read at offset 0 for anyone.
+  if (::geteuid() != 0) {
+    write_file(dir + "/unreadable.json", R"({"traceEvents": []})");
+    fs::permissions(dir + "/unreadable.json", fs::perms::none);
+    add("unreadable file", dir + "/unreadable.json");
+  } else {
+    add("unreadable file", "/proc/self/mem");
+  }
+  ASSERT_EQ(::mkfifo((dir + "/pipe.json").c_str(), 0600), 0);
+  add("named pipe with no writer", dir + "/pipe.json", 30);
+  fs::create_symlink(dir + "/loop-b.json", dir + "/loop-a.json");
+  fs::create_symlink(dir + "/loop-a.json", dir + "/loop-b.json");
+  add("symlink loop", dir + "/loop-a.json");
+  add("/dev/null", "/dev/null");
+  fs::remove_all(dir);
+}
+
+TEST(BrokenInputs, DecompressionBombs) {
+  ClassTally tally("decompression bombs", "gzip and zstd inflating past 1 GiB at over 1000:1, after a few sound events");
+  const Base& b = kineto_base();
+  const std::string spaces(64u << 20, ' ');
+  const std::string space_member = gzip_member(spaces);
+  // 20 members of 64 MiB of spaces inside the event array: 1.25 GiB from about 1.3 MB.
+  std::string head = b.prologue;
+  for (const std::string& e : b.events) head += e + ",\n";
+  std::string gz = gzip_member(head);
+  for (int i = 0; i < 20; ++i) gz += space_member;
+  gz += gzip_member("]}\n");
+  Case c;
+  c.label = "gzip: 1.25 GiB of whitespace in 20 members, " + std::to_string(gz.size() >> 10) + " KiB";
+  c.bytes = gz;
+  c.min_events = b.events.size();
+  c.min_timed = b.timed_count();
+  c.must_count = true;
+  c.bound_s = 120;
+  tally.check(c);
+
+  std::string zs(16u << 20, '\0');  // the whole frame compresses to well under 1 MB
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1);
+  ZSTD_CCtx_setPledgedSrcSize(cctx, head.size() + spaces.size() * 20);
+  ZSTD_outBuffer out{zs.data(), zs.size(), 0};
+  ZSTD_inBuffer in{head.data(), head.size(), 0};
+  ZSTD_compressStream2(cctx, &out, &in, ZSTD_e_continue);
+  for (int i = 0; i < 20; ++i) {
+    ZSTD_inBuffer chunk{spaces.data(), spaces.size(), 0};
+    while (chunk.pos < chunk.size) ZSTD_compressStream2(cctx, &out, &chunk, ZSTD_e_continue);
+  }
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  while (ZSTD_compressStream2(cctx, &out, &none, ZSTD_e_end) != 0) {}
+  ZSTD_freeCCtx(cctx);
+  zs.resize(out.pos);
+  c.label = "zstd: 1.25 GiB of whitespace, " + std::to_string(zs.size() >> 10) + " KiB";
+  c.bytes = zs;
+  tally.check(c);
+}
+
+TEST(BrokenInputs, EndlessStdin) {
+  ClassTally tally("endless stdin", "streams that never end: whitespace, scalars, one endless string, events past "
+                                    "--max-memory, events that are all skipped");
+  const std::string event = R"({"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":5,"dur":1})";
+  const std::string skipped = R"({"ph":"B","name":"x","pid":1,"tid":1,"ts":5})";
+  struct Stream {
+    std::string label, shell, args;
+    bool reject;
+  };
+  const std::vector<Stream> streams = {
+      {"whitespace", "yes ' '", "", true},
+      {"scalars in the event array", "(printf '['; yes '1,')", "", true},
+      {"one endless name", "(printf '{\"traceEvents\":[{\"name\":\"'; yes aaaaaaaaaaaaaaaaaaaaaaa)", "", true},
+      {"events until --max-memory 64MiB", "(printf '{\"traceEvents\":['; yes " + shell_quote(event + ",") + ")", "--max-memory 64MiB", false},
+      {"begin/end events, all skipped", "(printf '{\"traceEvents\":['; yes " + shell_quote(skipped + ",") + ")", "", true},
+  };
+  for (const Stream& s : streams) {
+    Case c;
+    c.label = s.label;
+    c.stdin_shell = s.shell;
+    c.extra_args = s.args;
+    c.must_reject = s.reject;
+    c.must_count = true;
+    c.min_events = s.reject ? 0 : 1000;
+    c.min_timed = c.min_events;
+    c.bound_s = 300;
+    tally.check(c);
+  }
+}
+
+TEST(BrokenInputs, MarkupInNames) {
+  ClassTally tally("markup and paths in trace text", "HTML, Markdown and file paths in names: escaped in --md, never opened");
+  const Base& b = kineto_base();
+  const std::string dir = temp_path("reliability-paths");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::string> names = {"<script>alert(1)</script>", "a|b|c **bold** `code` [link](http://x)",
+                                          "<img src=x onerror=alert(1)>", dir + "/written-if-opened.json",
+                                          "../../../../" + dir + "/traversal.json"};
+  for (const std::string& name : names) {
+    // An operator and its kernel both carry the name, and dominate the GPU time, so the name
+    // reaches the findings and the tables of every report.
+    const std::string quoted = json(name).dump();
+    std::vector<std::string> evs = b.events;
+    evs.push_back(R"({"ph":"X","cat":"cpu_op","name":)" + quoted + R"(,"pid":100,"tid":100,"ts":1400,"dur":50,"args":{"External id":77}})");
+    evs.push_back(R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1410,"dur":5,"args":{"External id":77,"correlation":77}})");
+    evs.push_back(R"({"ph":"X","cat":"kernel","name":)" + quoted + R"(,"pid":0,"tid":7,"ts":1420,"dur":500,"args":{"correlation":77,"stream":7}})");
+    Case c = whole(b, name, b.text_of(evs), false);
+    c.check_output = [name](const std::string& md, const std::string&) {
+      EXPECT_EQ(md.find("<script"), std::string::npos) << "raw <script> in markdown";
+      EXPECT_EQ(md.find("<img"), std::string::npos) << "raw <img> in markdown";
+      if (name.rfind("<script>", 0) == 0)  // present, as text: & < > become entities
+        EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << md.substr(0, 2000);
+    };
+    tally.check(c);
+  }
+  // A trace that names files in its header and args: ferret never opens or creates them.
+  Base header = b;
+  header.prologue = "{\n  \"traceName\": " + json(dir + "/trace-name.json").dump() + ",\n  \"source\": " +
+                    json(dir + "/source.json").dump() + ",\n" + b.prologue.substr(2);
+  tally.check(whole(b, "file paths in the header", header.text(), false));
+  for (const char* f : {"/written-if-opened.json", "/traversal.json", "/trace-name.json", "/source.json"})
+    EXPECT_FALSE(fs::exists(dir + f)) << "ferret created a file named in the trace: " << f;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ferret::test
