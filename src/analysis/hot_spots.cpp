@@ -14,17 +14,13 @@ namespace {
 
 constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
 
-// One op call of the window. Compact: a million-op window is sorted and grouped by key only.
-struct OpRow {
+// One op call of the window: 16 bytes, since a 10 GiB trace holds 16 M of them. Everything
+// that sums per group goes straight to the group; only the child time, whose clipping is per
+// call, waits here.
+struct OpCall {
   EventIndex event = kNoEvent;
-  StrId name = kEmptyStr;
-  StrId dims = kEmptyStr;
-  StrId types = kEmptyStr;
-  std::int64_t host_total_ns = 0;
+  std::uint32_t group = 0;    // its (name, shapes) group
   std::int64_t child_ns = 0;  // time in direct child spans
-  std::int64_t device_self_ns = 0;
-  std::int64_t device_total_ns = 0;
-  std::uint32_t kernels = 0;
 };
 
 // Sums over the calls of one name (or name + shapes); strings are made for the top rows only.
@@ -70,9 +66,9 @@ std::string compact_json(std::string_view raw) {
   return out;
 }
 
-// Groups rows by name (or name + shapes) in one pass: a trace has few distinct names and shapes,
-// so each row finds its group through a table indexed by name id (by name) or a small hash table of
-// the distinct (name, dims, types) keys (by shape) - no sort of the million rows.
+// Groups calls by (name, dims, types) as they are found: a trace has few distinct keys, and
+// calls of one name mostly repeat the shapes of the previous call, so a per-name cache of the
+// last group answers most lookups before the hash table.
 struct ShapeKey {
   StrId name, dims, types;
   bool operator==(const ShapeKey&) const = default;
@@ -86,31 +82,41 @@ struct ShapeKeyHash {
   }
 };
 
-std::vector<OpGroup> group_ops(const std::vector<OpRow>& rows, bool by_shape, std::size_t string_count) {
+class ShapeGroups {
+ public:
+  explicit ShapeGroups(std::size_t string_count) : last_of_name_(string_count, kNoSlot) {}
+  std::uint32_t group_of(StrId name, StrId dims, StrId types) {
+    const std::uint32_t last = last_of_name_[name];
+    if (last != kNoSlot && groups_[last].dims == dims && groups_[last].types == types) return last;
+    auto [it, fresh] = index_.try_emplace(ShapeKey{name, dims, types}, static_cast<std::uint32_t>(groups_.size()));
+    if (fresh) groups_.push_back({name, dims, types});
+    last_of_name_[name] = it->second;
+    return it->second;
+  }
+  std::vector<OpGroup>& groups() { return groups_; }
+
+ private:
+  std::vector<std::uint32_t> last_of_name_;
+  std::unordered_map<ShapeKey, std::uint32_t, ShapeKeyHash> index_;
+  std::vector<OpGroup> groups_;
+};
+
+// The (name, shapes) groups summed by name.
+std::vector<OpGroup> groups_by_name(const std::vector<OpGroup>& by_shape, std::size_t string_count) {
   std::vector<OpGroup> out;
-  std::vector<std::uint32_t> by_name;
-  std::unordered_map<ShapeKey, std::uint32_t, ShapeKeyHash> by_key;
-  if (!by_shape) by_name.assign(string_count, kNoSlot);
-  for (const OpRow& r : rows) {
-    std::uint32_t g;
-    if (by_shape) {
-      auto [it, fresh] = by_key.try_emplace(ShapeKey{r.name, r.dims, r.types}, static_cast<std::uint32_t>(out.size()));
-      if (fresh) out.push_back({r.name, r.dims, r.types});
-      g = it->second;
-    } else {
-      if (by_name[r.name] == kNoSlot) {
-        by_name[r.name] = static_cast<std::uint32_t>(out.size());
-        out.push_back({r.name, kEmptyStr, kEmptyStr});
-      }
-      g = by_name[r.name];
+  std::vector<std::uint32_t> slot(string_count, kNoSlot);
+  for (const OpGroup& g : by_shape) {
+    if (slot[g.name] == kNoSlot) {
+      slot[g.name] = static_cast<std::uint32_t>(out.size());
+      out.push_back({g.name, kEmptyStr, kEmptyStr});
     }
-    OpGroup& grp = out[g];
-    ++grp.calls;
-    grp.host_total_ns += r.host_total_ns;
-    grp.host_self_ns += std::max<std::int64_t>(0, r.host_total_ns - r.child_ns);
-    grp.device_total_ns += r.device_total_ns;
-    grp.device_self_ns += r.device_self_ns;
-    grp.kernels += r.kernels;
+    OpGroup& n = out[slot[g.name]];
+    n.calls += g.calls;
+    n.host_total_ns += g.host_total_ns;
+    n.host_self_ns += g.host_self_ns;
+    n.device_total_ns += g.device_total_ns;
+    n.device_self_ns += g.device_self_ns;
+    n.kernels += g.kernels;
   }
   return out;
 }
@@ -163,47 +169,51 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
     if (step_marker[id] == 2) step_marker[id] = profiler_step_number(model.strings.view(id)) >= 0 ? 1 : 0;
     return step_marker[id] == 1;
   };
-  std::vector<OpRow> ops;
+  ShapeGroups shape_groups(model.strings.size());
+  std::vector<OpGroup>& groups = shape_groups.groups();
+  std::vector<OpCall> calls;
   std::vector<std::uint32_t> slot(model.size(), kNoSlot);
   {
     std::size_t cpu_ops = 0;
     for (std::size_t e = 0; e < model.size(); ++e) cpu_ops += model.kind[e] == EventKind::kCpuOp;
-    ops.reserve(cpu_ops);
+    calls.reserve(cpu_ops);
     std::size_t a = 0;  // op args are in event order too: walk them forward
     for (std::size_t e = 0; e < model.size(); ++e) {
       if (model.kind[e] != EventKind::kCpuOp || model.phase[e] != 'X') continue;
       if (!window.contains(model.ts_ns[e]) || is_step_marker(model.name[e])) continue;
-      OpRow row;
-      row.event = static_cast<EventIndex>(e);
-      row.name = model.name[e];
-      row.host_total_ns = std::max<std::int64_t>(0, model.dur_ns[e]);
+      StrId dims = kEmptyStr, types = kEmptyStr;
       while (a < model.op_args.size() && model.op_args[a].event < e) ++a;
       if (a < model.op_args.size() && model.op_args[a].event == e) {
-        row.dims = model.op_args[a].input_dims;
-        row.types = model.op_args[a].input_types;
-        if (row.dims != kEmptyStr) r.has_shapes = true;
+        dims = model.op_args[a].input_dims;
+        types = model.op_args[a].input_types;
+        if (dims != kEmptyStr) r.has_shapes = true;
       }
-      slot[e] = static_cast<std::uint32_t>(ops.size());
-      ops.push_back(row);
+      const std::uint32_t g = shape_groups.group_of(model.name[e], dims, types);
+      ++groups[g].calls;
+      groups[g].host_total_ns += std::max<std::int64_t>(0, model.dur_ns[e]);
+      slot[e] = static_cast<std::uint32_t>(calls.size());
+      calls.push_back({static_cast<EventIndex>(e), g, 0});
     }
   }
-  r.op_calls = ops.size();
+  r.op_calls = calls.size();
 
   // 2. Host self time: subtract each direct child span, clipped to its parent (a child that
   //    outlives its parent is nested under it; relations counts those as repairs).
-  if (!ops.empty() && !rel.parent.empty()) {
+  if (!calls.empty() && !rel.parent.empty()) {
     for (std::size_t e = 0; e < model.size(); ++e) {
       const EventIndex p = rel.parent[e];
       if (p == kNoEvent || slot[p] == kNoSlot || model.phase[e] != 'X' || !is_host_span(model.kind[e])) continue;
       const std::int64_t end = std::min(model.end_ns(static_cast<EventIndex>(e)), model.end_ns(p));
-      ops[slot[p]].child_ns += std::max<std::int64_t>(0, end - model.ts_ns[e]);
+      calls[slot[p]].child_ns += std::max<std::int64_t>(0, end - model.ts_ns[e]);
     }
   }
+  for (const OpCall& c : calls)
+    groups[c.group].host_self_ns += std::max<std::int64_t>(0, std::max<std::int64_t>(0, model.dur_ns[c.event]) - c.child_ns);
 
   // 3. Device time: the GPU work of each launch is device self time of the launch's innermost op
   //    (relations.launch_op) and device total time of that op and of each op enclosing it. Walking
   //    up from each launch (ops nest a few levels deep) needs no ordering of the ops.
-  for (std::size_t li = 0; li < rel.launches.size() && !ops.empty(); ++li) {
+  for (std::size_t li = 0; li < rel.launches.size() && !calls.empty(); ++li) {
     const EventIndex op = rel.launch_op[li];
     if (op == kNoEvent || slot[op] == kNoSlot) continue;
     std::int64_t gpu_ns = 0;
@@ -215,21 +225,21 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
       ++count;
     }
     if (count == 0) continue;
-    ops[slot[op]].device_self_ns += gpu_ns;
-    ops[slot[op]].kernels += count;
+    groups[calls[slot[op]].group].device_self_ns += gpu_ns;
+    groups[calls[slot[op]].group].kernels += count;
     // An enclosing op outside the window started before it, as do all of its own ancestors: stop.
     for (EventIndex p = op; p != kNoEvent && slot[p] != kNoSlot;) {
-      ops[slot[p]].device_total_ns += gpu_ns;
+      groups[calls[slot[p]].group].device_total_ns += gpu_ns;
       p = rel.parent.empty() ? kNoEvent : rel.parent[p];
       while (p != kNoEvent && model.kind[p] != EventKind::kCpuOp) p = rel.parent[p];
     }
   }
   std::vector<std::uint32_t>().swap(slot);
+  std::vector<OpCall>().swap(calls);
 
   // 4. Group by name, and by name + input shapes; rank.
-  std::vector<OpGroup> by_name = group_ops(ops, false, model.strings.size());
-  std::vector<OpGroup> by_shape = r.has_shapes ? group_ops(ops, true, 0) : std::vector<OpGroup>{};
-  std::vector<OpRow>().swap(ops);
+  std::vector<OpGroup> by_name = groups_by_name(groups, model.strings.size());
+  std::vector<OpGroup> by_shape = r.has_shapes ? std::move(groups) : std::vector<OpGroup>{};
   for (const OpGroup& g : by_name) {
     r.attributed_device_ns += g.device_self_ns;
     r.host_op_ns += g.host_self_ns;
