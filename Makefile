@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libsimdjson-dev libcli11-dev libfmt-dev nlohmann-json3-dev \
 	libisal-dev zlib1g-dev libzstd-dev zstd gzip \
-	libgtest-dev libgmock-dev libbenchmark-dev \
+	libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libtorch-dev \
 	python3 python3-torch \
 	clang libclang-rt-14-dev
 
@@ -45,11 +45,11 @@ bench: $(BUILD)/build.ninja
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. Built with clang and
 # libFuzzer's coverage hooks, so the same build also gives the fuzzing harnesses (fuzz, fuzz-ci).
 SANITIZE_CONFIG := CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DFERRET_SANITIZE=ON -DFERRET_FUZZ=ON -DFERRET_BUILD_BENCH=OFF
+	-DFERRET_SANITIZE=ON -DFERRET_FUZZ=ON -DFERRET_BUILD_BENCH=OFF -DFERRET_WITH_LIBTORCH=OFF
 test-asan:
 	$(SANITIZE_CONFIG)
 	cmake --build build-asan -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 FERRET_RELIABILITY_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
 # Each harness for FUZZ_SECONDS from the seeds (and what earlier runs found); crashes are kept
 # in build-asan/crashes/ and become regression tests in tests/data/fuzz/.
