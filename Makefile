@@ -64,7 +64,7 @@ fuzz:
 
 # CI's short pass: a fixed seed and a fixed number of runs from the seeds only, so a failure
 # reproduces exactly with the same command.
-FUZZ_CI_RUNS ?= 20000
+FUZZ_CI_RUNS ?= 4000
 fuzz-ci:
 	$(SANITIZE_CONFIG)
 	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer -j $(JOBS)

@@ -13,5 +13,9 @@ struct ExitCode {
 void register_info(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_gen(CLI::App& app);
+void register_diff(CLI::App& app);
+void register_history(CLI::App& app);
+void register_compare(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace ferret::cli

@@ -18,6 +18,10 @@ int main(int argc, char** argv) {
   ferret::cli::register_analyze(app);
   ferret::cli::register_info(app);
   ferret::cli::register_gen(app);
+  ferret::cli::register_diff(app);
+  ferret::cli::register_history(app);
+  ferret::cli::register_compare(app);
+  ferret::cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -90,7 +90,10 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   std::string out;
   out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), kWidth), st.reset());
   out += fmt::format("{}\n", fit_width(steps_line(a), kWidth));
-  out += "\n" + std::string(st.bold()) + wrap(d.verdict.headline, kWidth, "") + st.reset();
+  out += '\n';
+  out += st.bold();
+  out += wrap(d.verdict.headline, kWidth, "");
+  out += st.reset();
 
   // Macro: where each step's time goes.
   const StepBreakdownResult& b = a.breakdown;
@@ -353,7 +356,11 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   for (const Finding& f : d.findings) {
     if (f.fixes.empty()) continue;
     out += fmt::format("\n**{}**\n", escape_markdown(f.title));
-    if (!f.detail.empty()) out += "\n" + escape_markdown(f.detail) + "\n";
+    if (!f.detail.empty()) {
+      out += '\n';
+      out += escape_markdown(f.detail);
+      out += '\n';
+    }
     out += "\n";
     for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix) + "\n";
   }

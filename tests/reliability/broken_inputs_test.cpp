@@ -878,8 +878,9 @@ TEST(BrokenInputs, MarkupInNames) {
     c.check_output = [name](const std::string& md, const std::string&) {
       EXPECT_EQ(md.find("<script"), std::string::npos) << "raw <script> in markdown";
       EXPECT_EQ(md.find("<img"), std::string::npos) << "raw <img> in markdown";
-      if (name.rfind("<script>", 0) == 0)  // present, as text: & < > become entities
+      if (name.rfind("<script>", 0) == 0) {  // present, as text: & < > become entities
         EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << md.substr(0, 2000);
+      }
     };
     tally.check(c);
   }

@@ -1,0 +1,132 @@
+// `ferret diff BASE NEW`: what changed between two traces of the same job, and a CI gate on a
+// statistically significant step-time regression.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <regex>
+
+#include "analysis/trace_analysis.h"
+#include "bench/trace_diff.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/progress.h"
+#include "ingest/trace_loader.h"
+#include "report/diff_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct DiffCliOptions {
+  std::string base;
+  std::string next;
+  bool json = false;
+  bool markdown = false;
+  int top = 10;
+  std::string steps;
+  int device = -1;
+  double fail_if_slower = -1;  // < 0: no gate
+  unsigned threads = 0;
+  std::string max_memory;  // "8GiB"; empty = default
+};
+
+std::uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+// --steps as `ferret analyze` reads it: "A-B", "A-", "-B" (ProfilerStep numbers, inclusive) or "N".
+void parse_steps(const std::string& text, AnalysisOptions& o) {
+  if (text.empty()) return;
+  static const std::regex kRange(R"(^\s*(\d*)\s*(-?)\s*(\d*)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, kRange) || (m[1].str().empty() && m[3].str().empty())) {
+    std::fprintf(stderr, "ferret: --steps: expected A-B, A-, -B or N, got \"%s\"\n", text.c_str());
+    throw ExitCode{2};
+  }
+  if (!m[1].str().empty()) o.first_step = std::stoll(m[1].str());
+  if (!m[3].str().empty()) o.last_step = std::stoll(m[3].str());
+  if (m[2].str().empty()) o.last_step = o.first_step;  // a single step number
+}
+
+TraceModel load_for_diff(const std::string& label, const std::string& path, const DiffCliOptions& cli) {
+  LoadOptions load;
+  load.threads = cli.threads;
+  // Two models live at once: without --max-memory each gets half of the loader's default.
+  load.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() / 2 : memory_limit(cli.max_memory);
+  load.progress = make_progress_bar(path, file_size(path));
+  try {
+    TraceModel model = load_trace(path, load);
+    finish_progress_bar();
+    if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
+      std::string why = model.info.source + ": " + empty;
+      for (const std::string& note : model.report.notes) why += "; " + note;
+      throw InputError(why);
+    }
+    return model;
+  } catch (const InputError& e) {
+    finish_progress_bar();
+    std::fprintf(stderr, "ferret: %s: %s\n", label.c_str(), e.what());
+    throw ExitCode{2};
+  }
+}
+
+void run_diff(const DiffCliOptions& cli) {
+  if (cli.json && cli.markdown) {
+    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
+    throw ExitCode{2};
+  }
+  if (cli.base == "-" && cli.next == "-") {
+    std::fprintf(stderr, "ferret: only one of BASE and NEW can be read from stdin\n");
+    throw ExitCode{2};
+  }
+  DiffOptions options;
+  options.top = cli.top;
+  parse_steps(cli.steps, options.analysis);
+  if (cli.device >= 0) options.analysis.device = cli.device;
+  if (cli.fail_if_slower >= 0) options.fail_if_slower_pct = cli.fail_if_slower;
+
+  const TraceModel base = load_for_diff("BASE", cli.base, cli);
+  const TraceModel next = load_for_diff("NEW", cli.next, cli);
+  const TraceDiff diff = diff_traces(base, next, options);
+
+  if (cli.json) {
+    std::cout << diff_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  } else if (cli.markdown) {
+    std::cout << diff_markdown(diff);
+  } else {
+    std::cout << diff_text(diff, style_for_fd(STDOUT_FILENO));
+  }
+  std::cout.flush();
+  if (diff.exit_code() != 0) throw ExitCode{diff.exit_code()};
+}
+
+}  // namespace
+
+void register_diff(CLI::App& app) {
+  auto opt = std::make_shared<DiffCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "diff", "Compare two traces of the same job: step time with a significance test, breakdown, ops, kernels, findings");
+  cmd->add_option("base", opt->base, "The trace before the change (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
+      ->required();
+  cmd->add_option("new", opt->next, "The trace after the change")->required();
+  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.diff/1, see docs/DIFF.md)");
+  cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
+  cmd->add_option("--top", opt->top, "Rows per list of added, removed, slower and faster items (default 10)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--fail-if-slower", opt->fail_if_slower,
+                  "Exit 1 when NEW's step time is significantly slower than BASE's by more than PCT percent")
+      ->check(CLI::Range(0.0, 1e6))
+      ->type_name("PCT");
+  cmd->add_option("--steps", opt->steps, "Compare only these ProfilerStep numbers (in both): A-B, A-, -B or N");
+  cmd->add_option("--device", opt->device, "Compare only this GPU device index")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
+  cmd->add_option("--max-memory", opt->max_memory,
+                  "Stop loading each trace (keeping what was read) when its model reaches this size, e.g. 8GiB "
+                  "(default: 3/8 of RAM each)");
+  cmd->callback([opt] { run_diff(*opt); });
+}
+
+}  // namespace ferret::cli

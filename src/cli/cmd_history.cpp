@@ -1,0 +1,84 @@
+// `ferret history`: the recorded benchmark runs, newest first, and each label's trend.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "bench/history_store.h"
+#include "bench/run_record.h"
+#include "cli/commands.h"
+#include "report/bench_compare_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct HistoryOptions {
+  std::string db;
+  std::string label;
+  std::size_t limit = 20;
+  double alpha = stats::kDefaultAlpha;
+  bool json = false;
+  bool markdown = false;
+};
+
+// Reading commands do not create a database: a missing file is most likely a wrong path.
+HistoryStore open_existing(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw StoreError(fmt::format("no history database at {}: record runs with `ferret bench MODEL --record --label NAME`, "
+                                 "or name the database with --db",
+                                 path));
+  return HistoryStore::open(path);
+}
+
+void run_history(const HistoryOptions& opt) {
+  if (opt.json && opt.markdown) {
+    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
+    throw ExitCode{2};
+  }
+  HistoryReport report;
+  report.database = opt.db.empty() ? default_history_path() : opt.db;
+  report.label = opt.label;
+  report.alpha = opt.alpha;
+  try {
+    const HistoryStore store = open_existing(report.database);
+    report.runs = store.list(opt.label, opt.limit, /*with_samples=*/true);
+  } catch (const StoreError& e) {
+    std::fprintf(stderr, "ferret: %s\n", e.what());
+    throw ExitCode{2};
+  }
+  for (const RunRecord& run : report.runs) report.stats.push_back(summarize_run(run));
+  report.trends = label_trends(report.runs, opt.alpha);
+  for (RunRecord& run : report.runs) run.samples = {};  // summarized: the renderers do not need them
+
+  if (opt.json)
+    std::cout << history_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  else if (opt.markdown)
+    std::cout << history_markdown(report);
+  else
+    std::cout << history_text(report, style_for_fd(STDOUT_FILENO));
+  std::cout.flush();
+}
+
+}  // namespace
+
+void register_history(CLI::App& app) {
+  auto opt = std::make_shared<HistoryOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "history", "List recorded benchmark runs, newest first, with each label's trend (docs/HISTORY.md)");
+  cmd->add_option("--db", opt->db, "History database (default .ferret/history.db)");
+  cmd->add_option("--label", opt->label, "Only runs with this label");
+  cmd->add_option("--limit", opt->limit, "Show at most N runs, newest first; 0 = all (default 20)");
+  cmd->add_option("--alpha", opt->alpha, "Significance level of a trend step (default 0.05)")
+      ->check(CLI::Range(1e-12, 0.5));
+  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.history/1, see docs/HISTORY.md)");
+  cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
+  cmd->callback([opt] { run_history(*opt); });
+}
+
+}  // namespace ferret::cli

@@ -1,0 +1,468 @@
+#include "report/diff_report.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+namespace ferret {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::size_t kWidth = 80;
+
+double us(double ns) { return ns / 1000.0; }
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+// Numbers that may be NaN (no base value, no test): JSON null.
+json number_or_null(double v, double scale = 1.0) {
+  return std::isfinite(v) ? json(round3(v * scale)) : json(nullptr);
+}
+json us_json(double ns) { return number_or_null(ns, 1e-3); }
+json pct_json(double relative) { return number_or_null(relative, 100.0); }
+
+std::string duration(double ns) { return human_duration(std::llround(ns)); }
+std::string signed_duration(double ns) {
+  const std::int64_t v = std::llround(ns);
+  return fmt::format("{}{}", v > 0 ? "+" : "", human_duration(v));
+}
+// "+50.0%", "new" when there was nothing before, "n/a" when undefined.
+std::string relative_text(double relative, bool added = false) {
+  if (added) return "new";
+  if (!std::isfinite(relative)) return "n/a";
+  return fmt::format("{:+.1f}%", 100 * relative);
+}
+std::string calls_text(double calls) {
+  return std::fabs(calls - std::round(calls)) < 1e-9 ? fmt::format("{:.0f}", calls) : fmt::format("{:.2f}", calls);
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Wraps `text` to `width` columns, each line prefixed by `indent`.
+std::string wrap(std::string_view text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t next = text.find(' ', pos);
+    if (next == std::string_view::npos) next = text.size();
+    const std::string_view word = text.substr(pos, next - pos);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+    pos = next + 1;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+// "5 steps (ProfilerStep#0..#4), mean 10.000 ms"
+std::string window_line(const DiffSide& s) {
+  if (!s.has_steps) return fmt::format("no ProfilerStep spans, one window of {}", duration(s.mean_step_ns));
+  return fmt::format("{} step{} (ProfilerStep#{}..#{}), mean {}", s.step_ns.size(), s.step_ns.size() == 1 ? "" : "s",
+                     s.first_step, s.last_step, duration(s.mean_step_ns));
+}
+
+const char* method_name(stats::MannWhitneyMethod m) {
+  switch (m) {
+    case stats::MannWhitneyMethod::kExact: return "exact";
+    case stats::MannWhitneyMethod::kNormal: return "normal approximation";
+    case stats::MannWhitneyMethod::kNone: return "none";
+  }
+  return "none";
+}
+const char* method_key(stats::MannWhitneyMethod m) {
+  switch (m) {
+    case stats::MannWhitneyMethod::kExact: return "exact";
+    case stats::MannWhitneyMethod::kNormal: return "normal";
+    case stats::MannWhitneyMethod::kNone: return "none";
+  }
+  return "none";
+}
+
+// "+20.0% (median 10.000 ms -> 12.000 ms)"
+std::string change_line(const StepTimeDiff& st) {
+  const stats::Comparison& c = st.comparison;
+  return fmt::format("{} (median {} -> {})", relative_text(c.relative_change), duration(c.median_a), duration(c.median_b));
+}
+
+// The statistics behind the verdict, one sentence each.
+std::vector<std::string> step_detail(const TraceDiff& d) {
+  const StepTimeDiff& st = d.step_time;
+  const stats::Comparison& c = st.comparison;
+  std::vector<std::string> lines;
+  if (!st.enough_samples) {
+    lines.push_back(fmt::format("change of the median {}; no significance test with BASE {} and NEW {} steps "
+                                "(at least {} each needed): profile more steps to test the change",
+                                signed_duration(c.median_b - c.median_a), c.n_a, c.n_b, kMinStepsForTest));
+    return lines;
+  }
+  const stats::MannWhitney& mw = c.mann_whitney;
+  lines.push_back(fmt::format("p = {:.3g} (Mann-Whitney U, {}{}, {} vs {} steps): {} at alpha {:g}", mw.p_value,
+                              method_name(mw.method), mw.has_ties ? ", ties" : "", c.n_a, c.n_b,
+                              c.significant ? "significant" : "not significant", c.alpha));
+  lines.push_back(fmt::format("change of the median {}, Hodges-Lehmann shift {}, {:.0f}% CI of the change {}..{}",
+                              signed_duration(c.median_b - c.median_a), signed_duration(c.hl_shift),
+                              100 * c.relative_change_ci.confidence, relative_text(c.relative_change_ci.low),
+                              relative_text(c.relative_change_ci.high)));
+  if (!c.significant && st.min_attainable_p >= c.alpha)
+    lines.push_back(fmt::format("with {} and {} steps the exact test cannot reach p < {:g} (its smallest p is {:.3g}): "
+                                "profile more steps",
+                                c.n_a, c.n_b, c.alpha, st.min_attainable_p));
+  return lines;
+}
+
+json side_json(const DiffSide& s) {
+  json durations = json::array();
+  for (double ns : s.step_ns) durations.push_back(round3(us(ns)));
+  return {{"source", s.source},
+          {"has_steps", s.has_steps},
+          {"steps", s.has_steps ? s.step_ns.size() : 0},
+          {"first_step", s.has_steps ? json(s.first_step) : json(nullptr)},
+          {"last_step", s.has_steps ? json(s.last_step) : json(nullptr)},
+          {"step_us", durations},
+          {"mean_step_us", round3(us(s.mean_step_ns))},
+          {"findings", s.findings},
+          {"repairs", s.repairs},
+          {"skips", s.skips},
+          {"notes", s.notes}};
+}
+
+json finding_json(const Finding& f) {
+  return {{"id", f.id},
+          {"cause", f.cause.empty() ? f.id : f.cause},
+          {"title", f.title},
+          {"severity", severity_name(f.severity)},
+          {"dimension", dimension_name(f.dimension)},
+          {"layer", layer_name(f.layer)},
+          {"time_share", round3(f.time_share)},
+          {"max_speedup", round3(f.max_speedup)}};
+}
+
+json op_json(const OpDiff& o, bool with_shapes) {
+  json j = {{"name", o.name}};
+  if (with_shapes) {
+    j["input_dims"] = o.input_dims;
+    j["input_types"] = o.input_types;
+  }
+  j["change"] = change_kind_key(o.change);
+  j["basis"] = time_basis_key(o.basis);
+  j["delta_us"] = round3(us(o.delta_ns));
+  j["relative_change_pct"] = pct_json(o.relative);
+  j["base"] = {{"calls", round3(o.base_calls)},
+               {"host_self_us", round3(us(o.base_host_self_ns))},
+               {"device_self_us", round3(us(o.base_device_self_ns))}};
+  j["new"] = {{"calls", round3(o.new_calls)},
+              {"host_self_us", round3(us(o.new_host_self_ns))},
+              {"device_self_us", round3(us(o.new_device_self_ns))}};
+  return j;
+}
+
+json kernel_json(const KernelDiff& k) {
+  return {{"name", k.name},
+          {"kind", event_kind_name(k.kind)},
+          {"change", change_kind_key(k.change)},
+          {"delta_us", round3(us(k.delta_ns))},
+          {"relative_change_pct", pct_json(k.relative)},
+          {"base", {{"calls", round3(k.base_calls)}, {"total_us", round3(us(k.base_ns))}, {"mean_us", round3(us(k.base_mean_ns))}}},
+          {"new", {{"calls", round3(k.new_calls)}, {"total_us", round3(us(k.new_ns))}, {"mean_us", round3(us(k.new_mean_ns))}}}};
+}
+
+template <class Row, class ToJson>
+json lists_json(const ChangeLists<Row>& l, ToJson to_json) {
+  auto rows = [&](const std::vector<Row>& v) {
+    json a = json::array();
+    for (const Row& r : v) a.push_back(to_json(r));
+    return a;
+  };
+  return {{"counts",
+           {{"added", l.added_count},
+            {"removed", l.removed_count},
+            {"slower", l.slower_count},
+            {"faster", l.faster_count},
+            {"unchanged", l.unchanged_count}}},
+          {"added", rows(l.added)},
+          {"removed", rows(l.removed)},
+          {"slower", rows(l.slower)},
+          {"faster", rows(l.faster)}};
+}
+
+template <class Row>
+std::size_t row_count(const ChangeLists<Row>& l) {
+  return l.added_count + l.removed_count + l.slower_count + l.faster_count + l.unchanged_count;
+}
+
+template <class Row>
+std::string counts_text(const ChangeLists<Row>& l) {
+  return fmt::format("{} added, {} removed, {} slower, {} faster, {} unchanged", l.added_count, l.removed_count,
+                     l.slower_count, l.faster_count, l.unchanged_count);
+}
+
+// The lists in the order a reader looks for them, with their labels.
+template <class Row>
+std::vector<std::pair<const char*, const std::vector<Row>*>> ordered(const ChangeLists<Row>& l) {
+  return {{"slower", &l.slower}, {"added", &l.added}, {"faster", &l.faster}, {"removed", &l.removed}};
+}
+
+// Text rows: "    name(32) BASE(10) NEW(10) change(11) %(7) [h]" = 80 columns.
+template <class Row>
+void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, const Style& st) {
+  constexpr bool kOps = std::is_same_v<Row, OpDiff>;
+  out += fmt::format("\n{}{}{} (per step)\n  {}\n", st.bold(), title, st.reset(), counts_text(l));
+  if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) return;
+  out += fmt::format("{}    {:<32} {:>10} {:>10} {:>11} {:>7}{}\n", st.dim(),
+                     kOps ? "(self time; h = host, else GPU)" : "(total time)", "BASE", "NEW", "change", "%", st.reset());
+  for (const auto& [label, rows] : ordered(l)) {
+    if (rows->empty()) continue;
+    out += fmt::format("  {}\n", label);
+    for (const Row& r : *rows) {
+      std::string name = r.name;
+      double base_ns = 0, new_ns = 0;
+      const char* marker = "";
+      if constexpr (kOps) {
+        if (!r.input_dims.empty()) name += " " + r.input_dims;
+        base_ns = r.basis == TimeBasis::kDevice ? r.base_device_self_ns : r.base_host_self_ns;
+        new_ns = r.basis == TimeBasis::kDevice ? r.new_device_self_ns : r.new_host_self_ns;
+        marker = r.basis == TimeBasis::kHost ? " h" : "";
+      } else {
+        base_ns = r.base_ns;
+        new_ns = r.new_ns;
+      }
+      const char* colour = r.delta_ns > 0 ? st.red() : r.delta_ns < 0 ? st.green() : "";
+      // A name too long for its column (kernel templates) gets a line of its own.
+      if (name.size() > 32) {
+        out += fmt::format("    {}\n", fit_width(name, kWidth - 4));
+        name.clear();
+      }
+      out += fmt::format("    {:<32} {:>10} {:>10} {}{:>11}{} {:>7}{}\n", name,
+                         r.change == ChangeKind::kAdded ? std::string("-") : duration(base_ns),
+                         r.change == ChangeKind::kRemoved ? std::string("-") : duration(new_ns), colour,
+                         signed_duration(r.delta_ns), st.reset(), relative_text(r.relative, r.change == ChangeKind::kAdded),
+                         marker);
+    }
+  }
+  const std::size_t cut = (l.added_count - l.added.size()) + (l.removed_count - l.removed.size()) +
+                          (l.slower_count - l.slower.size()) + (l.faster_count - l.faster.size());
+  if (cut > 0) out += fmt::format("  {}... {} more (--top N shows more rows){}\n", st.dim(), cut, st.reset());
+}
+
+template <class Row>
+void markdown_rows(std::string& out, const char* title, const ChangeLists<Row>& l, bool with_shapes) {
+  constexpr bool kOps = std::is_same_v<Row, OpDiff>;
+  out += fmt::format("**{}** per step: {}\n\n", title, counts_text(l));
+  if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) return;
+  out += kOps ? (with_shapes ? "| change | operator | input dims | self time | BASE | NEW | Δ | % | calls |\n"
+                               "|---|---|---|---|---:|---:|---:|---:|---:|\n"
+                             : "| change | operator | self time | BASE | NEW | Δ | % | calls |\n"
+                               "|---|---|---|---:|---:|---:|---:|---:|\n")
+              : "| change | kernel | kind | BASE | NEW | Δ | % | calls |\n|---|---|---|---:|---:|---:|---:|---:|\n";
+  for (const auto& [label, rows] : ordered(l)) {
+    for (const Row& r : *rows) {
+      const bool added = r.change == ChangeKind::kAdded, removed = r.change == ChangeKind::kRemoved;
+      std::string cells = fmt::format("| {} | {} |", label, escape_markdown(r.name));
+      double base_ns = 0, new_ns = 0;
+      if constexpr (kOps) {
+        if (with_shapes) cells += fmt::format(" {} |", escape_markdown(r.input_dims));
+        cells += r.basis == TimeBasis::kDevice ? " GPU |" : " host |";
+        base_ns = r.basis == TimeBasis::kDevice ? r.base_device_self_ns : r.base_host_self_ns;
+        new_ns = r.basis == TimeBasis::kDevice ? r.new_device_self_ns : r.new_host_self_ns;
+      } else {
+        cells += fmt::format(" {} |", event_kind_name(r.kind));
+        base_ns = r.base_ns;
+        new_ns = r.new_ns;
+      }
+      out += fmt::format("{} {} | {} | {} | {} | {} → {} |\n", cells, added ? std::string("-") : duration(base_ns),
+                         removed ? std::string("-") : duration(new_ns), signed_duration(r.delta_ns),
+                         relative_text(r.relative, added), calls_text(r.base_calls), calls_text(r.new_calls));
+    }
+  }
+  out += "\n";
+}
+
+}  // namespace
+
+std::string diff_headline(const TraceDiff& d) {
+  const StepTimeDiff& st = d.step_time;
+  switch (st.verdict) {
+    case StepVerdict::kTooFewSamples: return "Step time: too few steps to test, " + change_line(st);
+    case StepVerdict::kNoSignificantChange: return "Step time: no significant change, " + change_line(st);
+    case StepVerdict::kSlower: return "Step time: significantly slower, " + change_line(st);
+    case StepVerdict::kFaster: return "Step time: significantly faster, " + change_line(st);
+  }
+  return "";
+}
+
+std::string diff_text(const TraceDiff& d, const Style& st) {
+  std::string out;
+  out += fmt::format("{}ferret diff{}\n", st.bold(), st.reset());
+  out += fmt::format("  BASE  {}\n        {}\n", fit_width(d.base.source, kWidth - 8), window_line(d.base));
+  out += fmt::format("  NEW   {}\n        {}\n", fit_width(d.next.source, kWidth - 8), window_line(d.next));
+
+  const char* verdict_colour = d.step_time.verdict == StepVerdict::kSlower   ? st.red()
+                               : d.step_time.verdict == StepVerdict::kFaster ? st.green()
+                                                                             : "";
+  out += fmt::format("\n{}{}{}{}", st.bold(), verdict_colour, wrap(diff_headline(d), kWidth, ""), st.reset());
+  for (const std::string& line : step_detail(d)) out += wrap(line, kWidth, "  ");
+  if (d.gate.enabled)
+    out += fmt::format("{}{}", d.gate.failed ? st.red() : "",
+                       wrap(fmt::format("Gate --fail-if-slower {:g}: {}", d.gate.threshold_pct, d.gate.reason), kWidth, "")) +
+           st.reset();
+
+  out += fmt::format("\n{}Step time breakdown{} (mean per step)\n", st.bold(), st.reset());
+  out += fmt::format("{}  {:<14} {:>14} {:>14} {:>14} {:>9}{}\n", st.dim(), "", "BASE", "NEW", "change", "%", st.reset());
+  for (const CategoryDiff& c : d.categories)
+    out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>9}\n", step_category_label(c.category), duration(c.base_ns),
+                       duration(c.new_ns), signed_duration(c.delta_ns), relative_text(c.relative));
+  const double step_delta = d.step_time.new_mean_ns - d.step_time.base_mean_ns;
+  out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>9}\n", "Step (mean)", duration(d.step_time.base_mean_ns),
+                     duration(d.step_time.new_mean_ns), signed_duration(step_delta),
+                     relative_text(d.step_time.base_mean_ns > 0 ? step_delta / d.step_time.base_mean_ns : stats::kNaN));
+
+  text_rows(out, "Operators", d.ops, st);
+  // By shapes only when some operator ran on several input shapes (else it repeats the by-name list).
+  if (d.shapes_compared && row_count(d.op_shapes) > 0) text_rows(out, "Operators by input shapes", d.op_shapes, st);
+  text_rows(out, "GPU kernels and copies", d.kernels, st);
+
+  const FindingsDiff& f = d.findings;
+  out += fmt::format("\n{}Findings{}: {} appeared, {} resolved, {} persisting\n", st.bold(), st.reset(), f.appeared.size(),
+                     f.resolved.size(), f.persisting.size());
+  for (const Finding& x : f.appeared)
+    out += fmt::format("  {}appeared{}  {:<6} {}\n", st.red(), st.reset(), upper(severity_name(x.severity)),
+                       fit_width(x.title, kWidth - 19));
+  for (const Finding& x : f.resolved)
+    out += fmt::format("  {}resolved{}  {:<6} {}\n", st.green(), st.reset(), upper(severity_name(x.severity)),
+                       fit_width(x.title, kWidth - 19));
+  for (const FindingChange& x : f.persisting) {
+    out += fmt::format("  persists  {:<6} {}\n", upper(severity_name(x.next.severity)), fit_width(x.next.title, kWidth - 19));
+    if (x.base.severity != x.next.severity)
+      out += fmt::format("            {}was {} in BASE{}\n", st.dim(), upper(severity_name(x.base.severity)), st.reset());
+  }
+
+  if (!d.warnings.empty() || !d.base.notes.empty() || !d.next.notes.empty()) {
+    out += fmt::format("\n{}Comparability{}\n", st.bold(), st.reset());
+    for (const std::string& w : d.warnings) out += wrap(w, kWidth, "  ");
+    for (const std::string& n : d.base.notes) out += wrap("BASE: " + n, kWidth, "  ");
+    for (const std::string& n : d.next.notes) out += wrap("NEW: " + n, kWidth, "  ");
+  }
+  return out;
+}
+
+json diff_json(const TraceDiff& d) {
+  const StepTimeDiff& st = d.step_time;
+  const stats::Comparison& c = st.comparison;
+  json j;
+  j["schema"] = "ferret.diff/1";
+  j["base"] = side_json(d.base);
+  j["new"] = side_json(d.next);
+  j["step_time"] = {
+      {"verdict", step_verdict_key(st.verdict)},
+      {"headline", diff_headline(d)},
+      {"enough_samples", st.enough_samples},
+      {"min_steps", kMinStepsForTest},
+      {"base_median_us", us_json(c.median_a)},
+      {"new_median_us", us_json(c.median_b)},
+      {"base_mean_us", round3(us(st.base_mean_ns))},
+      {"new_mean_us", round3(us(st.new_mean_ns))},
+      {"change_us", us_json(c.median_b - c.median_a)},
+      {"relative_change_pct", pct_json(c.relative_change)},
+      {"hodges_lehmann_shift_us", us_json(c.hl_shift)},
+      {"relative_change_ci_pct",
+       st.enough_samples ? json{{"low", pct_json(c.relative_change_ci.low)},
+                                {"high", pct_json(c.relative_change_ci.high)},
+                                {"confidence", c.relative_change_ci.confidence}}
+                         : json(nullptr)},
+      {"test", st.enough_samples ? json{{"name", "mann-whitney-u"},
+                                        {"method", method_key(c.mann_whitney.method)},
+                                        {"u", number_or_null(c.mann_whitney.u_a)},
+                                        {"p_value", std::isfinite(c.mann_whitney.p_value) ? json(c.mann_whitney.p_value)
+                                                                                          : json(nullptr)},
+                                        {"ties", c.mann_whitney.has_ties}}
+                                 : json(nullptr)},
+      {"alpha", c.alpha},
+      {"significant", st.enough_samples && c.significant},
+      {"min_attainable_p", st.min_attainable_p}};
+  j["gate"] = {{"enabled", d.gate.enabled},
+               {"threshold_pct", d.gate.enabled ? json(d.gate.threshold_pct) : json(nullptr)},
+               {"failed", d.gate.failed},
+               {"reason", d.gate.reason}};
+  json categories = json::array();
+  for (const CategoryDiff& cd : d.categories)
+    categories.push_back({{"category", step_category_key(cd.category)},
+                          {"label", step_category_label(cd.category)},
+                          {"base_us", round3(us(cd.base_ns))},
+                          {"new_us", round3(us(cd.new_ns))},
+                          {"change_us", round3(us(cd.delta_ns))},
+                          {"relative_change_pct", pct_json(cd.relative)}});
+  j["breakdown"] = categories;
+  j["operators"] = lists_json(d.ops, [](const OpDiff& o) { return op_json(o, false); });
+  j["operator_shapes"] =
+      d.shapes_compared ? lists_json(d.op_shapes, [](const OpDiff& o) { return op_json(o, true); }) : json(nullptr);
+  j["kernels"] = lists_json(d.kernels, kernel_json);
+  json appeared = json::array(), resolved = json::array(), persisting = json::array();
+  for (const Finding& f : d.findings.appeared) appeared.push_back(finding_json(f));
+  for (const Finding& f : d.findings.resolved) resolved.push_back(finding_json(f));
+  for (const FindingChange& f : d.findings.persisting)
+    persisting.push_back({{"cause", f.cause}, {"base", finding_json(f.base)}, {"new", finding_json(f.next)}});
+  j["findings"] = {{"appeared", appeared}, {"resolved", resolved}, {"persisting", persisting}};
+  j["warnings"] = d.warnings;
+  j["exit_code"] = d.exit_code();
+  return j;
+}
+
+std::string diff_markdown(const TraceDiff& d) {
+  std::string out;
+  out += fmt::format("### ferret diff: {} → {}\n\n", escape_markdown(d.base.source), escape_markdown(d.next.source));
+  out += fmt::format("**{}**\n\n", escape_markdown(diff_headline(d)));
+  for (const std::string& line : step_detail(d)) out += "- " + escape_markdown(line) + "\n";
+  if (d.gate.enabled)
+    out += fmt::format("- **Gate --fail-if-slower {:g}: {}**\n", d.gate.threshold_pct, escape_markdown(d.gate.reason));
+  out += "\n";
+  out += fmt::format("| | trace | window |\n|---|---|---|\n| BASE | {} | {} |\n| NEW | {} | {} |\n\n",
+                     escape_markdown(d.base.source), escape_markdown(window_line(d.base)),
+                     escape_markdown(d.next.source), escape_markdown(window_line(d.next)));
+
+  out += "| category (mean per step) | BASE | NEW | Δ | % |\n|---|---:|---:|---:|---:|\n";
+  for (const CategoryDiff& c : d.categories)
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", step_category_label(c.category), duration(c.base_ns),
+                       duration(c.new_ns), signed_duration(c.delta_ns), relative_text(c.relative));
+  const double step_delta = d.step_time.new_mean_ns - d.step_time.base_mean_ns;
+  out += fmt::format("| **step** | {} | {} | {} | {} |\n\n", duration(d.step_time.base_mean_ns),
+                     duration(d.step_time.new_mean_ns), signed_duration(step_delta),
+                     relative_text(d.step_time.base_mean_ns > 0 ? step_delta / d.step_time.base_mean_ns : stats::kNaN));
+
+  markdown_rows(out, "Operators", d.ops, false);
+  if (d.shapes_compared && row_count(d.op_shapes) > 0) markdown_rows(out, "Operators by input shapes", d.op_shapes, true);
+  markdown_rows(out, "GPU kernels and copies", d.kernels, false);
+
+  const FindingsDiff& f = d.findings;
+  out += fmt::format("**Findings**: {} appeared, {} resolved, {} persisting\n\n", f.appeared.size(), f.resolved.size(),
+                     f.persisting.size());
+  if (!f.appeared.empty() || !f.resolved.empty() || !f.persisting.empty()) {
+    out += "| | severity | finding |\n|---|---|---|\n";
+    for (const Finding& x : f.appeared)
+      out += fmt::format("| appeared | {} | {} |\n", severity_name(x.severity), escape_markdown(x.title));
+    for (const Finding& x : f.resolved)
+      out += fmt::format("| resolved | {} | {} |\n", severity_name(x.severity), escape_markdown(x.title));
+    for (const FindingChange& x : f.persisting)
+      out += fmt::format("| persists | {}{} | {} |\n", severity_name(x.next.severity),
+                         x.base.severity != x.next.severity ? fmt::format(" (was {})", severity_name(x.base.severity)) : "",
+                         escape_markdown(x.next.title));
+    out += "\n";
+  }
+  if (!d.warnings.empty() || !d.base.notes.empty() || !d.next.notes.empty()) {
+    out += "**Comparability**\n\n";
+    for (const std::string& w : d.warnings) out += "- " + escape_markdown(w) + "\n";
+    for (const std::string& n : d.base.notes) out += "- BASE: " + escape_markdown(n) + "\n";
+    for (const std::string& n : d.next.notes) out += "- NEW: " + escape_markdown(n) + "\n";
+  }
+  return out;
+}
+
+}  // namespace ferret
