@@ -11,7 +11,8 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libisal-dev zlib1g-dev libzstd-dev zstd gzip \
 	libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libtorch-dev \
 	python3 python3-torch \
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev \
+	libopenmpi-dev openmpi-bin
 
 .PHONY: setup build test demo bench test-asan fuzz fuzz-ci reliability clean format
 

@@ -176,6 +176,8 @@ struct Resolved {
   Collective kind = Collective::kUnknown;
   std::int64_t bytes = -1;
   int group = -1;
+  StrId process_group = kEmptyStr;
+  std::int64_t seq = kNoId;
 };
 
 // Collective args (on the kernel or on record_param_comms) -> kind, size, group.
@@ -184,6 +186,8 @@ void apply_args(const TraceModel& model, const CollectiveArgs& a, Resolved& r) {
   if (r.kind == Collective::kUnknown) r.kind = kind;
   int group = a.group_size > 0 ? a.group_size : count_ranks(model.strings.view(a.process_group_ranks));
   if (r.group < 0) r.group = group;
+  if (r.process_group == kEmptyStr) r.process_group = a.process_group_name;
+  if (r.seq == kNoId) r.seq = a.seq;
   const int size = dtype_size(model.strings.view(a.dtype));
   if (r.bytes < 0 && size > 0) {
     const std::int64_t n = nccl_test_elements(r.kind, a.in_msg_nelems, a.out_msg_nelems, r.group);
@@ -277,6 +281,8 @@ std::vector<CollectiveCall> scan(const TraceModel& model, const AnalysisContext&
     c.bytes = r.bytes;
     c.group_size = r.group;
     c.protocol = nccl_protocol(model.strings.view(name));
+    c.process_group = r.process_group;
+    c.seq = r.seq;
     if (c.bytes >= 0 && c.dur_ns > 0) {
       c.algbw_gbps = static_cast<double>(c.bytes) / static_cast<double>(c.dur_ns);  // bytes/ns = GB/s
       // A group of one moves nothing: no bus bandwidth to speak of.

@@ -60,6 +60,10 @@ struct CollectiveCall {
   double algbw_gbps = -1;        // bytes / duration, GB/s (1e9); -1 unknown
   double busbw_gbps = -1;
   const char* protocol = "";  // nccl_protocol of the kernel name
+  // Where torch recorded them (collective args, torch >= 2.1): the process group's name and the
+  // collective's sequence number in it, which identify the same call on every rank.
+  StrId process_group = kEmptyStr;
+  std::int64_t seq = kNoId;
 };
 
 struct CollectiveStats {

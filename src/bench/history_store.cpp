@@ -312,6 +312,15 @@ HistoryStore& HistoryStore::operator=(HistoryStore&& other) noexcept {
   return *this;
 }
 
+HistoryStore HistoryStore::open_existing(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw StoreError(fmt::format("no history database at {}: record runs with `ferret bench MODEL --record --label NAME`, "
+                                 "or name the database with --db",
+                                 path));
+  return open(path);
+}
+
 HistoryStore HistoryStore::open(const std::string& path) {
   if (path.empty()) throw StoreError("no history database path given");
   struct stat st {};

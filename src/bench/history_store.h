@@ -25,6 +25,8 @@ class HistoryStore {
   // Opens (creating the file, its directory and the schema when needed). Throws StoreError
   // naming the path on failure (not a database, read-only, newer schema).
   static HistoryStore open(const std::string& path);
+  // For reading commands: a missing file is most likely a wrong path, so it is not created.
+  static HistoryStore open_existing(const std::string& path);
   ~HistoryStore();
   HistoryStore(HistoryStore&&) noexcept;
   HistoryStore& operator=(HistoryStore&&) noexcept;

@@ -1,20 +1,28 @@
-// `ferret analyze TRACE...`: the layered diagnosis.
-#include <sys/stat.h>
+// `ferret analyze TRACE|DIR...`: the layered diagnosis of each trace, or of a distributed job
+// as a whole when the inputs are the ranks of one job.
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
-#include <regex>
+#include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "analysis/trace_analysis.h"
 #include "cli/commands.h"
-#include "cli/progress.h"
 #include "cli/options.h"
+#include "cli/progress.h"
+#include "cli/world.h"
 #include "diagnosis/diagnose.h"
+#include "diagnosis/job_diagnosis.h"
 #include "ingest/trace_loader.h"
+#include "job/job_analysis.h"
+#include "job/rank_files.h"
 #include "report/analyze_report.h"
+#include "report/job_report.h"
 
 namespace ferret::cli {
 
@@ -28,78 +36,260 @@ struct AnalyzeCliOptions {
   std::string steps;
   int device = -1;
   unsigned threads = 0;
+  unsigned jobs = 0;  // traces analysed at once; 0 = one per core
   std::string max_memory;  // "8GiB"; empty = default
+  bool job = false;        // force the cross-rank report
+  bool per_trace = false;  // force one report per trace
 };
-
-std::uint64_t file_size(const std::string& path) {
-  struct stat st {};
-  return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
-}
 
 AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
   AnalysisOptions o;
   o.top_k = cli.top;
   if (cli.device >= 0) o.device = cli.device;
-  if (!cli.steps.empty()) {
-    // "A-B", "A-" or "-B" (ProfilerStep numbers, inclusive), or a single "N".
-    static const std::regex kRange(R"(^\s*(\d*)\s*(-?)\s*(\d*)\s*$)");
-    std::smatch m;
-    if (!std::regex_match(cli.steps, m, kRange) || (m[1].str().empty() && m[3].str().empty())) {
-      std::fprintf(stderr, "ferret: --steps: expected A-B, A-, -B or N, got \"%s\"\n", cli.steps.c_str());
-      throw ExitCode{2};
-    }
-    if (!m[1].str().empty()) o.first_step = std::stoll(m[1].str());
-    if (!m[3].str().empty()) o.last_step = std::stoll(m[3].str());
-    if (m[2].str().empty()) o.last_step = o.first_step;  // a single step number
-  }
+  parse_step_range(cli.steps, o);
   return o;
 }
+
+// What one input gave: its own report (rendered as asked) and its summary as a rank.
+struct TraceOutcome {
+  std::string path;
+  std::string error;  // non-empty: failed, and nothing else is set
+  std::string report;
+  nlohmann::ordered_json json;
+  RankResult rank;
+};
+
+TraceOutcome analyze_one(const std::string& path, const AnalyzeCliOptions& cli, const AnalysisOptions& options,
+                         const Style& style, unsigned threads, std::uint64_t max_memory, bool progress) {
+  TraceOutcome out;
+  out.path = path;
+  LoadOptions load;
+  load.threads = threads;
+  load.max_memory_bytes = max_memory;
+  if (progress) load.progress = make_progress_bar(path, input_file_size(path));
+  try {
+    TraceModel model = load_trace(path, load);
+    if (progress) finish_progress_bar();
+    if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
+      std::string why = model.info.source + ": " + empty;
+      for (const std::string& note : model.report.notes) why += "; " + note;
+      throw InputError(why);
+    }
+    const TraceAnalysis analysis = analyze_trace(model, options);
+    const Diagnosis diagnosis = diagnose(analysis);
+    if (cli.json) out.json = analyze_json(analysis, diagnosis);
+    else out.report = cli.markdown ? analyze_markdown(analysis, diagnosis) : analyze_text(analysis, diagnosis, style);
+    out.rank = summarize_rank(analysis, diagnosis);
+  } catch (const InputError& e) {
+    if (progress) finish_progress_bar();
+    out.error = e.what();
+  }
+  return out;
+}
+
+// Inputs are the ranks of one job when each says which rank it is (distributedInfo or its file
+// name), no two say the same, and they agree on the world size.
+bool looks_like_one_job(const std::vector<TraceOutcome>& outcomes) {
+  std::set<int> ranks, world_sizes;
+  std::size_t ok = 0;
+  for (const TraceOutcome& o : outcomes) {
+    if (!o.error.empty()) continue;
+    ++ok;
+    int rank = o.rank.rank;
+    if (rank < 0) rank = rank_from_file_name(o.path).value_or(-1);
+    if (rank < 0 || !ranks.insert(rank).second) return false;
+    if (o.rank.world_size > 0) world_sizes.insert(o.rank.world_size);
+  }
+  return ok >= 2 && world_sizes.size() <= 1;
+}
+
+// The files each MPI process analyses: largest first to the least loaded process (LPT), the
+// same on every process since it depends only on the file sizes.
+std::vector<std::size_t> my_share(const std::vector<std::string>& files, const World& world) {
+  std::vector<std::size_t> mine;
+  if (world.size <= 1) {
+    for (std::size_t i = 0; i < files.size(); ++i) mine.push_back(i);
+    return mine;
+  }
+  std::vector<std::pair<std::uint64_t, std::size_t>> by_size;
+  for (std::size_t i = 0; i < files.size(); ++i) by_size.push_back({input_file_size(files[i]), i});
+  std::stable_sort(by_size.begin(), by_size.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::uint64_t> load(static_cast<std::size_t>(world.size), 0);
+  for (const auto& [size, index] : by_size) {
+    const auto p = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[p] += std::max<std::uint64_t>(size, 1);
+    if (static_cast<int>(p) == world.rank) mine.push_back(index);
+  }
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
+// What a process sends to process 0: per analysed file, its index and its rank result or error.
+std::vector<std::uint8_t> encode_share(const std::vector<std::size_t>& indices, const std::vector<TraceOutcome>& outcomes) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    const TraceOutcome& o = outcomes[k];
+    rows.push_back({indices[k], o.error,
+                    nlohmann::json::binary(o.error.empty() ? encode_rank_result(o.rank) : std::vector<std::uint8_t>{})});
+  }
+  return nlohmann::json::to_msgpack(rows);
+}
+
+void decode_share(const std::vector<std::uint8_t>& bytes, const std::vector<std::string>& files,
+                  std::vector<TraceOutcome>& all) {
+  const nlohmann::json rows = nlohmann::json::from_msgpack(bytes);
+  for (const nlohmann::json& row : rows) {
+    const auto index = row.at(0).get<std::size_t>();
+    if (index >= all.size()) throw std::runtime_error("a process sent a result for an unknown file");
+    TraceOutcome& o = all[index];
+    o.path = files[index];
+    o.error = row.at(1).get<std::string>();
+    if (o.error.empty()) o.rank = decode_rank_result(row.at(2).get_binary());
+  }
+}
+
+// MPI_Finalize on every way out.
+struct WorldGuard {
+  World world;
+  ~WorldGuard() { world_stop(world); }
+};
 
 void run_analyze(const AnalyzeCliOptions& cli) {
   if (cli.json && cli.markdown) {
     std::fprintf(stderr, "ferret: choose one of --json and --md\n");
     throw ExitCode{2};
   }
+  if (cli.job && cli.per_trace) {
+    std::fprintf(stderr, "ferret: choose one of --job and --per-trace\n");
+    throw ExitCode{2};
+  }
   const AnalysisOptions options = to_analysis_options(cli);
   const Style style = (cli.json || cli.markdown) ? Style{} : style_for_fd(STDOUT_FILENO);
-  nlohmann::ordered_json all = nlohmann::ordered_json::array();
-  int failures = 0;
-  bool first = true;
-  for (const std::string& path : cli.traces) {
-    LoadOptions load;
-    load.threads = cli.threads;
-    load.max_memory_bytes = memory_limit(cli.max_memory);
-    load.progress = make_progress_bar(path, file_size(path));
-    try {
-      TraceModel model = load_trace(path, load);
-      finish_progress_bar();
-      if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
-        std::string why = model.info.source + ": " + empty;
-        for (const std::string& note : model.report.notes) why += "; " + note;
-        throw InputError(why);
+  std::vector<std::string> files;
+  try {
+    files = expand_trace_inputs(cli.traces);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ferret: %s\n", e.what());
+    throw ExitCode{2};
+  }
+  std::vector<bool> given_by_name(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i)
+    given_by_name[i] = std::find(cli.traces.begin(), cli.traces.end(), files[i]) != cli.traces.end();
+  const bool directory_given = std::count(given_by_name.begin(), given_by_name.end(), false) > 0;
+
+  if (launched_by_mpi_launcher() && !built_with_mpi()) {
+    exec_sibling_binary("ferret-mpi");
+    std::fprintf(stderr, "ferret: started by an MPI launcher, but there is no ferret-mpi beside this ferret: "
+                         "install libopenmpi-dev and rebuild ferret, or run without mpirun\n");
+    throw ExitCode{2};
+  }
+  WorldGuard guard{world_start()};
+  const World& world = guard.world;
+  if (world.size > 1 && cli.per_trace) {
+    std::fprintf(stderr, "ferret: --per-trace cannot be spread over MPI processes; run it without mpirun\n");
+    throw ExitCode{2};
+  }
+  const std::vector<std::size_t> mine = my_share(files, world);
+
+  // Several traces are analysed at once, one parser thread each; a single trace gets every core.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned workers =
+      static_cast<unsigned>(std::min<std::size_t>(mine.size(), cli.jobs > 0 ? cli.jobs : cores));
+  const unsigned parser_threads = workers > 1 ? (cli.threads > 0 ? cli.threads : 1) : cli.threads;
+  std::uint64_t max_memory = memory_limit(cli.max_memory);
+  if (workers > 1) max_memory = (max_memory > 0 ? max_memory : default_max_memory_bytes()) / workers;
+  const bool progress = world.size == 1 && workers <= 1;
+  std::vector<TraceOutcome> outcomes(mine.size());
+  if (workers <= 1) {
+    for (std::size_t k = 0; k < mine.size(); ++k)
+      outcomes[k] = analyze_one(files[mine[k]], cli, options, style, parser_threads, max_memory, progress);
+  } else {
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < workers; ++w)
+      pool.emplace_back([&] {
+        for (std::size_t k = next++; k < mine.size(); k = next++)
+          outcomes[k] = analyze_one(files[mine[k]], cli, options, style, parser_threads, max_memory, false);
+      });
+    for (std::thread& t : pool) t.join();
+  }
+  if (world.size > 1) {
+    // Process 0 gathers the rank results and writes the one report; the others only analyse.
+    const std::vector<std::vector<std::uint8_t>> shares = world_gather(world, encode_share(mine, outcomes));
+    int exit_code = 0;
+    if (world.rank == 0) {
+      outcomes.assign(files.size(), TraceOutcome{});
+      try {
+        for (const std::vector<std::uint8_t>& share : shares) decode_share(share, files, outcomes);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ferret: cannot read a process's results: %s\n", e.what());
+        world_broadcast(world, 2);
+        throw ExitCode{2};
       }
-      const TraceAnalysis analysis = analyze_trace(model, options);
-      const Diagnosis diagnosis = diagnose(analysis);
-      if (cli.json) {
-        all.push_back(analyze_json(analysis, diagnosis));
-      } else {
-        if (!first) std::cout << '\n';
-        std::cout << (cli.markdown ? analyze_markdown(analysis, diagnosis) : analyze_text(analysis, diagnosis, style));
-      }
-      first = false;
-    } catch (const InputError& e) {
-      finish_progress_bar();
-      std::fprintf(stderr, "ferret: %s\n", e.what());
-      ++failures;
-      if (cli.json) all.push_back({{"source", path}, {"error", e.what()}});
+    }
+    if (world.rank != 0) {
+      exit_code = world_broadcast(world, 0);
+      if (exit_code != 0) throw ExitCode{exit_code};
+      return;
     }
   }
-  if (cli.json) {
+
+  // A directory can hold other JSON beside the rank traces (a config, a ground truth): a file
+  // found in one that is not a trace document at all is left out with a note, not a failure.
+  int failures = 0;
+  std::vector<TraceOutcome> kept;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    TraceOutcome& o = outcomes[i];
+    if (!o.error.empty() && !given_by_name[i] && o.error.find(kNotATraceDocument) != std::string::npos) {
+      std::fprintf(stderr, "ferret: left out %s: not a trace (%s)\n", o.path.c_str(), kNotATraceDocument);
+      continue;
+    }
+    if (!o.error.empty()) {
+      std::fprintf(stderr, "ferret: %s\n", o.error.c_str());
+      ++failures;
+    }
+    kept.push_back(std::move(o));
+  }
+  outcomes = std::move(kept);
+
+  const bool job_mode =
+      !cli.per_trace && (world.size > 1 || cli.job || directory_given || looks_like_one_job(outcomes));
+  if (job_mode) {
+    std::vector<RankResult> ranks;
+    for (TraceOutcome& o : outcomes) {
+      if (o.error.empty()) {
+        ranks.push_back(std::move(o.rank));
+      } else {
+        RankResult failed;
+        failed.source = o.path;
+        failed.error = o.error;
+        ranks.push_back(std::move(failed));
+      }
+    }
+    const JobAnalysis job = analyze_job(std::move(ranks));
+    const JobDiagnosis diagnosis = diagnose_job(job);
+    if (cli.json)
+      std::cout << job_json(job, diagnosis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    else
+      std::cout << (cli.markdown ? job_markdown(job, diagnosis) : job_text(job, diagnosis, style));
+  } else if (cli.json) {
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (TraceOutcome& o : outcomes)
+      all.push_back(o.error.empty() ? std::move(o.json) : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
     nlohmann::ordered_json doc = {{"schema", "ferret.analysis/1"}, {"traces", all}};
     std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  } else {
+    bool first = true;
+    for (const TraceOutcome& o : outcomes) {
+      if (!o.error.empty()) continue;
+      if (!first) std::cout << '\n';
+      std::cout << o.report;
+      first = false;
+    }
   }
   std::cout.flush();
-  if (failures > 0) throw ExitCode{2};
+  const int exit_code = world_broadcast(world, failures > 0 ? 2 : 0);
+  if (exit_code != 0) throw ExitCode{exit_code};
 }
 
 }  // namespace
@@ -107,17 +297,27 @@ void run_analyze(const AnalyzeCliOptions& cli) {
 void register_analyze(CLI::App& app) {
   auto opt = std::make_shared<AnalyzeCliOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "analyze", "Diagnose traces: where the time goes, the bottleneck, what to change, the most it can gain");
-  cmd->add_option("traces", opt->traces, "Trace files (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
+      "analyze", "Diagnose traces: where the time goes, the bottleneck, what to change, the most it can gain; "
+                 "the ranks of a distributed job together");
+  cmd->add_option("traces", opt->traces,
+                  "Trace files (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin), or directories of a "
+                  "job's rank traces")
       ->required();
-  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.analysis/1, see docs/ANALYSIS_JSON.md)");
+  cmd->add_flag("--json", opt->json,
+                "Print a JSON document (schema ferret.analysis/1, or ferret.job/1 for a job; see docs/ANALYSIS_JSON.md "
+                "and docs/DISTRIBUTED.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
+  cmd->add_flag("--job", opt->job, "Treat the traces as the ranks of one job (the default for a directory, or for "
+                                   "traces that name distinct ranks)");
+  cmd->add_flag("--per-trace", opt->per_trace, "One report per trace, even for the ranks of one job");
   cmd->add_option("--top", opt->top, "Rows in top-N tables (default 10)")->check(CLI::Range(1, 1000));
   cmd->add_option("--steps", opt->steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
   cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
+  cmd->add_option("--threads", opt->threads, "Parser threads per trace (default: one per core for a single trace, "
+                                             "one per trace when several are analysed at once)");
+  cmd->add_option("--jobs", opt->jobs, "Traces analysed at once (default: one per core)")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-memory", opt->max_memory,
-                  "Stop loading (keeping what was read) when the model reaches this size, e.g. 8GiB "
+                  "Stop loading (keeping what was read) when the models reach this size together, e.g. 8GiB "
                   "(default: 3/4 of RAM)");
   cmd->callback([opt] { run_analyze(*opt); });
 }

@@ -15,6 +15,7 @@
 #include "bench/history_store.h"
 #include "bench/model_runner.h"
 #include "cli/commands.h"
+#include "cli/world.h"
 #include "report/bench_report.h"
 
 namespace ferret::cli {
@@ -93,28 +94,8 @@ void clear_status_line() {
 #if !defined(FERRET_HAVE_LIBTORCH)
 // libtorch's shared libraries take about a second to load, which every `ferret analyze` would
 // pay; so `ferret` is built without them and hands `bench` to `ferret-torch`, the same CLI linked
-// with libtorch, built beside it when CMake finds libtorch. Returns only when there is none.
-void forward_to_torch_build() {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return;
-  self[n] = '\0';
-  std::string dir(self);
-  dir.resize(dir.rfind('/') + 1);
-  const std::string torch_cli = dir + "ferret-torch";
-  if (::access(torch_cli.c_str(), X_OK) != 0) return;
-  // The original arguments, from /proc/self/cmdline (NUL-separated).
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> args;
-  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
-  if (args.empty()) return;
-  args[0] = torch_cli;
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  ::execv(torch_cli.c_str(), argv.data());
-}
+// with libtorch, built beside it when CMake finds libtorch.
+void forward_to_torch_build() { exec_sibling_binary("ferret-torch"); }
 #endif
 
 void run_bench(const BenchCliOptions& cli) {

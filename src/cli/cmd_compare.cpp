@@ -1,7 +1,6 @@
 // `ferret compare A B`: is run B faster or slower than run A, and is the difference real?
 // Exit status: 0, or 1 for a significant slowdown beyond --fail-if-slower; 2 for a bad reference
 // or database.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,16 +28,6 @@ struct CompareOptions {
   bool json = false;
   bool markdown = false;
 };
-
-// Reading commands do not create a database: a missing file is most likely a wrong path.
-HistoryStore open_existing(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw StoreError(fmt::format("no history database at {}: record runs with `ferret bench MODEL --record --label NAME`, "
-                                 "or name the database with --db",
-                                 path));
-  return HistoryStore::open(path);
-}
 
 // What the user can write instead of a reference that matched nothing.
 std::string reference_hint(const HistoryStore& store) {
@@ -71,7 +60,7 @@ void run_compare(const CompareOptions& opt, bool gate) {
   CompareReport report;
   report.database = opt.db.empty() ? default_history_path() : opt.db;
   try {
-    const HistoryStore store = open_existing(report.database);
+    const HistoryStore store = HistoryStore::open_existing(report.database);
     report.a = find_run(store, opt.a);
     report.b = find_run(store, opt.b);
   } catch (const StoreError& e) {

@@ -1,11 +1,9 @@
 // `ferret diff BASE NEW`: what changed between two traces of the same job, and a CI gate on a
 // statistically significant step-time regression.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
-#include <regex>
 
 #include "analysis/trace_analysis.h"
 #include "bench/trace_diff.h"
@@ -32,31 +30,12 @@ struct DiffCliOptions {
   std::string max_memory;  // "8GiB"; empty = default
 };
 
-std::uint64_t file_size(const std::string& path) {
-  struct stat st {};
-  return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
-}
-
-// --steps as `ferret analyze` reads it: "A-B", "A-", "-B" (ProfilerStep numbers, inclusive) or "N".
-void parse_steps(const std::string& text, AnalysisOptions& o) {
-  if (text.empty()) return;
-  static const std::regex kRange(R"(^\s*(\d*)\s*(-?)\s*(\d*)\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, kRange) || (m[1].str().empty() && m[3].str().empty())) {
-    std::fprintf(stderr, "ferret: --steps: expected A-B, A-, -B or N, got \"%s\"\n", text.c_str());
-    throw ExitCode{2};
-  }
-  if (!m[1].str().empty()) o.first_step = std::stoll(m[1].str());
-  if (!m[3].str().empty()) o.last_step = std::stoll(m[3].str());
-  if (m[2].str().empty()) o.last_step = o.first_step;  // a single step number
-}
-
 TraceModel load_for_diff(const std::string& label, const std::string& path, const DiffCliOptions& cli) {
   LoadOptions load;
   load.threads = cli.threads;
   // Two models live at once: without --max-memory each gets half of the loader's default.
   load.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() / 2 : memory_limit(cli.max_memory);
-  load.progress = make_progress_bar(path, file_size(path));
+  load.progress = make_progress_bar(path, input_file_size(path));
   try {
     TraceModel model = load_trace(path, load);
     finish_progress_bar();
@@ -84,7 +63,7 @@ void run_diff(const DiffCliOptions& cli) {
   }
   DiffOptions options;
   options.top = cli.top;
-  parse_steps(cli.steps, options.analysis);
+  parse_step_range(cli.steps, options.analysis);
   if (cli.device >= 0) options.analysis.device = cli.device;
   if (cli.fail_if_slower >= 0) options.fail_if_slower_pct = cli.fail_if_slower;
 

@@ -1,14 +1,18 @@
 // `ferret gen`: writes large or synthetic traces (see gen/ and docs/GEN.md).
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "gen/inflate.h"
+#include "gen/job.h"
 #include "gen/scenarios.h"
 #include "ingest/byte_source.h"
 
@@ -34,6 +38,25 @@ struct ScenarioArgs {
   bool gzip = false;
   bool no_gzip = false;
   bool list = false;
+};
+
+struct JobArgs {
+  std::string output;
+  int ranks = 0;
+  std::vector<int> world_sizes;  // gen scaling
+  int steps = 10;
+  std::uint64_t seed = 1;
+  int ranks_per_host = 8;
+  int straggler = -1;
+  std::string straggler_cause = "compute";
+  double straggler_delay_ms = 5.0;
+  int slow_link = -1;
+  double clock_skew_ms = 0.0;
+  bool no_seq = false;
+  bool no_distributed_info = false;
+  std::string target_size;
+  bool gzip = false;
+  unsigned threads = 0;
 };
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -129,10 +152,122 @@ void run_scenario(const ScenarioArgs& args) {
   std::fprintf(out, ", in %.2f s\nground truth: %s\n", seconds_since(start), result.ground_truth_json.c_str());
 }
 
+JobOptions job_options(const JobArgs& args) {
+  if (args.output.empty()) usage_error("give an output directory with -o");
+  JobOptions options;
+  options.output_dir = args.output;
+  options.ranks = args.ranks;
+  options.ranks_per_host = args.ranks_per_host;
+  options.steps = args.steps;
+  options.seed = args.seed;
+  options.straggler = args.straggler;
+  options.straggler_cause = args.straggler_cause;
+  options.straggler_delay_ms = args.straggler_delay_ms;
+  options.slow_link_host = args.slow_link;
+  options.clock_skew_ms = args.clock_skew_ms;
+  options.seq = !args.no_seq;
+  options.distributed_info = !args.no_distributed_info;
+  options.compression = args.gzip ? OutputCompression::kGzip : OutputCompression::kNone;
+  options.threads = args.threads;
+  if (!args.target_size.empty()) {
+    try {
+      options.target_bytes = parse_size(args.target_size);
+    } catch (const std::invalid_argument& e) {
+      usage_error(e.what());
+    }
+    if (options.target_bytes == 0) usage_error("--target-size must be above 0");
+  }
+  return options;
+}
+
+// A one-line count of rank files written, on stderr when it is a terminal.
+std::function<void(int, int)> rank_progress(const std::string& label) {
+  auto bar = make_progress_bar(label, kProgressMinBytes);  // shown whenever stderr is a terminal
+  if (!bar) return {};
+  return [bar](int done, int total) { bar(static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(total)); };
+}
+
+void print_job(std::FILE* out, const std::string& dir, const JobResult& r, OutputCompression compression) {
+  std::fprintf(out, "wrote %s: %zu rank files, %d steps, %llu events, %s of JSON", dir.c_str(), r.files.size(), r.steps,
+               static_cast<unsigned long long>(r.events), human_bytes(r.json_bytes).c_str());
+  if (compression == OutputCompression::kGzip) std::fprintf(out, " (%s gzip)", human_bytes(r.file_bytes).c_str());
+  std::fprintf(out, "\n");
+}
+
+void run_job_command(const JobArgs& args) {
+  JobOptions options = job_options(args);
+  options.progress = rank_progress("writing ranks");
+  const auto start = std::chrono::steady_clock::now();
+  JobResult result;
+  try {
+    result = write_job(options);
+  } catch (const std::invalid_argument& e) {
+    finish_progress_bar();
+    usage_error(e.what());
+  }
+  finish_progress_bar();
+  print_job(stdout, args.output, result, options.compression);
+  const auto truth = nlohmann::json::parse(result.ground_truth_json);
+  std::printf("in %.2f s; ground truth: %s/job_truth.json\n", seconds_since(start), args.output.c_str());
+  for (const auto& finding : truth["expected_findings"]) std::printf("  %s\n", finding.get<std::string>().c_str());
+}
+
+void run_scaling_command(const JobArgs& args) {
+  JobOptions options = job_options(args);
+  options.progress = rank_progress("writing ranks");
+  const auto start = std::chrono::steady_clock::now();
+  ScalingResult result;
+  try {
+    result = write_scaling(options, args.world_sizes);
+  } catch (const std::invalid_argument& e) {
+    finish_progress_bar();
+    usage_error(e.what());
+  }
+  finish_progress_bar();
+  for (std::size_t i = 0; i < result.jobs.size(); ++i) {
+    const std::string dir = args.output + "/ws-" + std::to_string(result.jobs[i].files.size());
+    print_job(stdout, dir, result.jobs[i], options.compression);
+  }
+  std::printf("in %.2f s; ground truth: %s/scaling_truth.json\n", seconds_since(start), args.output.c_str());
+  const auto truth = nlohmann::json::parse(result.ground_truth_json);
+  std::printf("  %6s %6s %-11s %12s %12s %16s %10s\n", "ranks", "hosts", "link", "step ms", "exposed ms",
+              "transfer ms/step", "efficiency");
+  for (const auto& row : truth["by_world_size"])
+    std::printf("  %6d %6d %-11s %12.3f %12.3f %16.3f %10.3f\n", row["world_size"].get<int>(), row["hosts"].get<int>(),
+                row["link"].get<std::string>().c_str(), row["step_ns"].get<double>() / 1e6,
+                row["exposed_comm_ns"].get<double>() / 1e6, row["transfer_ns_per_step"].get<double>() / 1e6,
+                row["scaling_efficiency"].get<double>());
+}
+
+// The options `gen job` and `gen scaling` share.
+void add_job_options(CLI::App* cmd, JobArgs& args) {
+  cmd->add_option("-o,--output", args.output, "Output directory (created): rank-<r>.json[.gz] and the ground truth")
+      ->required();
+  cmd->add_option("--steps", args.steps, "ProfilerStep spans per rank")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--seed", args.seed, "Random seed; the same options give the same bytes")->capture_default_str();
+  cmd->add_option("--ranks-per-host", args.ranks_per_host, "GPUs (ranks) per host")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--straggler", args.straggler, "Rank that arrives late at the collectives, by --straggler-delay-ms per step");
+  cmd->add_option("--straggler-cause", args.straggler_cause, "Why it is late: compute (slower forward kernels), input "
+                  "(longer DataLoader wait), sync (host syncs that stall its launches)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"compute", "input", "sync"}));
+  cmd->add_option("--straggler-delay-ms", args.straggler_delay_ms, "How late the straggler is per step (ms)")->capture_default_str();
+  cmd->add_option("--slow-link", args.slow_link, "Host whose network link is slow (12 GB/s socket fallback instead of 50 GB/s IB)");
+  cmd->add_option("--clock-skew-ms", args.clock_skew_ms, "Host clock offsets drawn uniformly in +-this (host 0 is exact)")
+      ->capture_default_str();
+  cmd->add_flag("--no-seq", args.no_seq, "Leave the Seq arg out of the collectives (older torch)");
+  cmd->add_flag("--no-distributed-info", args.no_distributed_info,
+                "Leave distributedInfo and the Rank arg out: the rank is only in the file name");
+  cmd->add_option("--target-size", args.target_size,
+                  "Repeat steps until each rank's JSON is about this size (e.g. 100MB); overrides --steps");
+  cmd->add_flag("--gzip", args.gzip, "Write rank-<r>.json.gz");
+  cmd->add_option("--threads", args.threads, "Rank files written at once (default: one per core)");
+}
+
 }  // namespace
 
 void register_gen(CLI::App& app) {
-  CLI::App* gen = app.add_subcommand("gen", "Generate traces: inflate a real trace, or synthesize a scenario");
+  CLI::App* gen = app.add_subcommand("gen", "Generate traces: inflate a real trace, synthesize a scenario or a multi-rank job");
   gen->require_subcommand(1);
   gen->footer("See docs/GEN.md for what each scenario contains and its ground truth.");
 
@@ -165,6 +300,23 @@ void register_gen(CLI::App& app) {
   sc->add_flag("--no-gzip", scenario->no_gzip, "Write plain JSON even to a .gz name");
   sc->add_flag("--list", scenario->list, "List the scenarios and exit");
   sc->callback([scenario] { run_scenario(*scenario); });
+
+  auto job = std::make_shared<JobArgs>();
+  CLI::App* jb = gen->add_subcommand(
+      "job", "Synthesize a multi-rank DDP job on H100 hosts: one trace per rank, with a straggler, a slow link, clock skew");
+  jb->add_option("--ranks", job->ranks, "World size (2 .. 4096)")->required()->check(CLI::Range(2, 4096));
+  add_job_options(jb, *job);
+  jb->callback([job] { run_job_command(*job); });
+
+  auto scaling = std::make_shared<JobArgs>();
+  CLI::App* sl = gen->add_subcommand(
+      "scaling", "Synthesize the same DDP job at several world sizes: DIR/ws-<n>/rank-<r>.json and scaling_truth.json");
+  sl->add_option("--world-sizes", scaling->world_sizes, "World sizes, comma-separated (e.g. 2,4,8,16)")
+      ->required()
+      ->delimiter(',')
+      ->check(CLI::Range(2, 4096));
+  add_job_options(sl, *scaling);
+  sl->callback([scaling] { run_scaling_command(*scaling); });
 }
 
 }  // namespace ferret::cli

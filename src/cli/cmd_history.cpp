@@ -1,5 +1,4 @@
 // `ferret history`: the recorded benchmark runs, newest first, and each label's trend.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,16 +25,6 @@ struct HistoryOptions {
   bool markdown = false;
 };
 
-// Reading commands do not create a database: a missing file is most likely a wrong path.
-HistoryStore open_existing(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw StoreError(fmt::format("no history database at {}: record runs with `ferret bench MODEL --record --label NAME`, "
-                                 "or name the database with --db",
-                                 path));
-  return HistoryStore::open(path);
-}
-
 void run_history(const HistoryOptions& opt) {
   if (opt.json && opt.markdown) {
     std::fprintf(stderr, "ferret: choose one of --json and --md\n");
@@ -46,7 +35,7 @@ void run_history(const HistoryOptions& opt) {
   report.label = opt.label;
   report.alpha = opt.alpha;
   try {
-    const HistoryStore store = open_existing(report.database);
+    const HistoryStore store = HistoryStore::open_existing(report.database);
     report.runs = store.list(opt.label, opt.limit, /*with_samples=*/true);
   } catch (const StoreError& e) {
     std::fprintf(stderr, "ferret: %s\n", e.what());

@@ -1,5 +1,4 @@
 // `ferret info TRACE...`: what each trace holds.
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <iostream>
@@ -24,11 +23,6 @@ struct InfoOptions {
   std::string max_memory;  // "8GiB"; empty = default
 };
 
-std::uint64_t file_size(const std::string& path) {
-  struct stat st {};
-  return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
-}
-
 void run_info(const InfoOptions& opt) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   int failures = 0;
@@ -37,7 +31,7 @@ void run_info(const InfoOptions& opt) {
     LoadOptions load;
     load.threads = opt.threads;
     load.max_memory_bytes = memory_limit(opt.max_memory);
-    load.progress = make_progress_bar(path, file_size(path));
+    load.progress = make_progress_bar(path, input_file_size(path));
     try {
       TraceModel model = load_trace(path, load);
       finish_progress_bar();

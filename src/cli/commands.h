@@ -17,5 +17,6 @@ void register_diff(CLI::App& app);
 void register_history(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_nccl(CLI::App& app);
 
 }  // namespace ferret::cli

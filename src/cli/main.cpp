@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   ferret::cli::register_history(app);
   ferret::cli::register_compare(app);
   ferret::cli::register_bench(app);
+  ferret::cli::register_nccl(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

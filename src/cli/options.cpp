@@ -1,7 +1,13 @@
 #include "cli/options.h"
 
+#include <sys/stat.h>
+
+#include <cctype>
+#include <charconv>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "gen/trace_writer.h"
@@ -17,6 +23,52 @@ std::uint64_t memory_limit(const std::string& text) {
   }
   std::fprintf(stderr, "ferret: --max-memory: expected a size such as 4GiB or 512MiB, got \"%s\"\n", text.c_str());
   throw ExitCode{2};
+}
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// A step number: digits only, fits int64. nullopt for "" ; throws for anything else.
+std::optional<std::int64_t> step_number(std::string_view s, bool& ok) {
+  s = trim(s);
+  if (s.empty()) return std::nullopt;
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc{} || end != s.data() + s.size() || value < 0) ok = false;
+  return value;
+}
+
+}  // namespace
+
+void parse_step_range(const std::string& text, AnalysisOptions& options) {
+  if (text.empty()) return;
+  const std::string_view all = text;
+  const std::size_t dash = all.find('-');
+  bool ok = true;
+  std::optional<std::int64_t> first;
+  std::optional<std::int64_t> last;
+  if (dash == std::string_view::npos) {
+    first = last = step_number(all, ok);
+  } else {
+    first = step_number(all.substr(0, dash), ok);
+    last = step_number(all.substr(dash + 1), ok);
+  }
+  if (!ok || (!first && !last)) {
+    std::fprintf(stderr, "ferret: --steps: expected A-B, A-, -B or N (step numbers), got \"%s\"\n", text.c_str());
+    throw ExitCode{2};
+  }
+  options.first_step = first;
+  options.last_step = last;
+}
+
+std::uint64_t input_file_size(const std::string& path) {
+  struct stat st {};
+  return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
 
 }  // namespace ferret::cli

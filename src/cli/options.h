@@ -4,9 +4,18 @@
 #include <cstdint>
 #include <string>
 
+#include "analysis/analysis.h"
+
 namespace ferret::cli {
 
 // "--max-memory 8GiB" -> bytes; "" -> 0 (the loader's default). Throws ExitCode{2} when invalid.
 std::uint64_t memory_limit(const std::string& text);
+
+// "--steps": "A-B", "A-", "-B" (ProfilerStep numbers, inclusive) or "N" into options.first_step /
+// last_step; "" leaves them unset. Throws ExitCode{2} with a message when invalid.
+void parse_step_range(const std::string& text, AnalysisOptions& options);
+
+// Size of a regular file for the progress bar; 0 for "-", pipes and unreadable paths.
+std::uint64_t input_file_size(const std::string& path);
 
 }  // namespace ferret::cli

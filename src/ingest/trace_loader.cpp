@@ -342,7 +342,7 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
     model.report.skip("top-level value larger than the header limit", "key \"" + key + "\"");
   if (!scan.root_is_array && !scan.saw_trace_events) {
     if (scan.bytes == 0) throw InputError(name + ": empty input");
-    model.report.notes.push_back("no \"traceEvents\" array in the document");
+    model.report.notes.push_back(kNotATraceDocument);
   }
   if (!stream_damage.empty()) {
     model.report.notes.push_back(stream_damage);

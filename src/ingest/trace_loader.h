@@ -37,4 +37,8 @@ TraceModel load_trace_text(std::string json, const LoadOptions& options = {});
 // The default memory limit: three quarters of physical memory.
 std::uint64_t default_max_memory_bytes();
 
+// The note a JSON document without a "traceEvents" array (and not a bare event array) gets: it
+// is some other JSON file, not a trace.
+inline constexpr const char* kNotATraceDocument = "no \"traceEvents\" array in the document";
+
 }  // namespace ferret

@@ -33,56 +33,6 @@ std::string steps_line(const TraceAnalysis& a) {
                      human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
 }
 
-json finding_json(const Finding& f) {
-  json evidence = json::array();
-  for (const Evidence& e : f.evidence) evidence.push_back({{"name", e.name}, {"value", round3(e.value)}, {"unit", e.unit}});
-  return {{"id", f.id},
-          {"title", f.title},
-          {"dimension", dimension_name(f.dimension)},
-          {"layer", layer_name(f.layer)},
-          {"severity", severity_name(f.severity)},
-          {"detail", f.detail},
-          {"evidence", evidence},
-          {"fixes", f.fixes},
-          {"time_share", round3(f.time_share)},
-          {"max_speedup", round2(f.max_speedup)},
-          {"threshold", f.threshold}};
-}
-
-const char* severity_color(const Style& s, Severity sev) {
-  switch (sev) {
-    case Severity::kHigh: return s.red();
-    case Severity::kMedium: return s.yellow();
-    default: return s.dim();
-  }
-}
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Wraps `text` to `width` columns, each line prefixed by `indent`.
-std::string wrap(std::string_view text, std::size_t width, const std::string& indent) {
-  std::string out, line;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t next = text.find(' ', pos);
-    if (next == std::string_view::npos) next = text.size();
-    const std::string_view word = text.substr(pos, next - pos);
-    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
-      out += indent + line + "\n";
-      line.clear();
-    }
-    if (!line.empty()) line += ' ';
-    line += word;
-    pos = next + 1;
-  }
-  if (!line.empty()) out += indent + line + "\n";
-  return out;
-}
-
 }  // namespace
 
 std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style& st) {
@@ -158,21 +108,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
                        st.bold(), st.reset(), 100 * a.communication.comm_share, 100 * a.communication.exposed_share,
                        100 * a.communication.overlap_share);
 
-  out += fmt::format("\n{}Findings{} ({})\n", st.bold(), st.reset(), d.findings.size());
-  if (d.findings.empty()) out += "  none\n";
-  int rank = 0;
-  for (const Finding& f : d.findings) {
-    out += fmt::format("{:>3}. {}{:<6}{} {}\n", ++rank, severity_color(st, f.severity), upper(severity_name(f.severity)),
-                       st.reset(), fit_width(f.title, kWidth - 12));
-    out += fmt::format("      {}{} / {}{}", st.dim(), dimension_name(f.dimension), layer_name(f.layer), st.reset());
-    if (f.max_speedup > 1.005) out += fmt::format("  max gain {:.2f}x", f.max_speedup);
-    out += "\n";
-    if (!f.detail.empty()) out += wrap(f.detail, kWidth, "      ");
-    std::string ev;
-    for (const Evidence& e : f.evidence) ev += fmt::format("{}{}={:.4g}{}", ev.empty() ? "" : ", ", e.name, e.value, e.unit);
-    if (!ev.empty()) out += wrap("evidence: " + ev, kWidth, "      ");
-    for (const std::string& fix : f.fixes) out += wrap("fix: " + fix, kWidth, "      ");
-  }
+  out += findings_text(d.findings, st, kWidth);
   const IngestReport& r = a.model->report;
   if (r.repair_count() + r.skip_count() > 0 || !r.notes.empty()) {
     out += fmt::format("\n{}Input{}: {} repaired, {} skipped\n", st.bold(), st.reset(), r.repair_count(), r.skip_count());
@@ -347,13 +283,67 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
                          human_duration(device_view ? op.device_self_ns : op.host_self_ns), op.calls);
     out += "\n";
   }
-  out += "| # | severity | finding | layer | max gain |\n|---:|---|---|---|---:|\n";
+  out += findings_markdown(d.findings);
+  return out;
+}
+
+// ---- Findings, shared with the job report ---------------------------------------------------
+
+namespace {
+const char* severity_color(const Style& s, Severity sev) {
+  switch (sev) {
+    case Severity::kHigh: return s.red();
+    case Severity::kMedium: return s.yellow();
+    default: return s.dim();
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json finding_json(const Finding& f) {
+  json evidence = json::array();
+  for (const Evidence& e : f.evidence) evidence.push_back({{"name", e.name}, {"value", round3(e.value)}, {"unit", e.unit}});
+  return {{"id", f.id},
+          {"title", f.title},
+          {"dimension", dimension_name(f.dimension)},
+          {"layer", layer_name(f.layer)},
+          {"severity", severity_name(f.severity)},
+          {"detail", f.detail},
+          {"evidence", evidence},
+          {"fixes", f.fixes},
+          {"time_share", round3(f.time_share)},
+          {"max_speedup", round2(f.max_speedup)},
+          {"threshold", f.threshold}};
+}
+
+std::string findings_text(const std::vector<Finding>& findings, const Style& st, std::size_t width, bool with_rules) {
+  std::string out = fmt::format("\n{}Findings{} ({})\n", st.bold(), st.reset(), findings.size());
+  if (findings.empty()) out += "  none\n";
   int rank = 0;
-  for (const Finding& f : d.findings)
+  for (const Finding& f : findings) {
+    out += fmt::format("{:>3}. {}{:<6}{} {}\n", ++rank, severity_color(st, f.severity), upper(severity_name(f.severity)),
+                       st.reset(), fit_width(f.title, width - 12));
+    out += fmt::format("      {}{} / {}{}", st.dim(), dimension_name(f.dimension), layer_name(f.layer), st.reset());
+    if (f.max_speedup > 1.005) out += fmt::format("  max gain {:.2f}x", f.max_speedup);
+    out += "\n";
+    if (!f.detail.empty()) out += wrap(f.detail, width, "      ");
+    std::string ev;
+    for (const Evidence& e : f.evidence) ev += fmt::format("{}{}={:.4g}{}", ev.empty() ? "" : ", ", e.name, e.value, e.unit);
+    if (!ev.empty()) out += wrap("evidence: " + ev, width, "      ");
+    for (const std::string& fix : f.fixes) out += wrap("fix: " + fix, width, "      ");
+    if (with_rules && !f.threshold.empty()) out += wrap("rule: " + f.threshold, width, "      ");
+  }
+  return out;
+}
+
+std::string findings_markdown(const std::vector<Finding>& findings, bool with_rules) {
+  std::string out = "| # | severity | finding | layer | max gain |\n|---:|---|---|---|---:|\n";
+  int rank = 0;
+  for (const Finding& f : findings)
     out += fmt::format("| {} | {} | {} | {} / {} | {:.2f}x |\n", ++rank, severity_name(f.severity), escape_markdown(f.title),
                        dimension_name(f.dimension), layer_name(f.layer), f.max_speedup);
-  if (d.findings.empty()) out += "| | | no findings | | |\n";
-  for (const Finding& f : d.findings) {
+  if (findings.empty()) out += "| | | no findings | | |\n";
+  for (const Finding& f : findings) {
     if (f.fixes.empty()) continue;
     out += fmt::format("\n**{}**\n", escape_markdown(f.title));
     if (!f.detail.empty()) {
@@ -363,6 +353,7 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
     }
     out += "\n";
     for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix) + "\n";
+    if (with_rules && !f.threshold.empty()) out += "\n_Rule: " + escape_markdown(f.threshold) + "_\n";
   }
   return out;
 }

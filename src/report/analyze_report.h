@@ -17,4 +17,12 @@ std::string analyze_text(const TraceAnalysis& analysis, const Diagnosis& diagnos
 nlohmann::ordered_json analyze_json(const TraceAnalysis& analysis, const Diagnosis& diagnosis);
 std::string analyze_markdown(const TraceAnalysis& analysis, const Diagnosis& diagnosis);
 
+// Findings as every report shows them: numbered with severity, detail, evidence and fixes (text,
+// `width` columns), a table plus fixes (Markdown), and one JSON object each.
+// `with_rules` adds each finding's threshold and its source.
+std::string findings_text(const std::vector<Finding>& findings, const Style& style, std::size_t width,
+                          bool with_rules = false);
+std::string findings_markdown(const std::vector<Finding>& findings, bool with_rules = false);
+nlohmann::ordered_json finding_json(const Finding& finding);
+
 }  // namespace ferret

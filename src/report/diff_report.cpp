@@ -37,32 +37,6 @@ std::string calls_text(double calls) {
   return std::fabs(calls - std::round(calls)) < 1e-9 ? fmt::format("{:.0f}", calls) : fmt::format("{:.2f}", calls);
 }
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Wraps `text` to `width` columns, each line prefixed by `indent`.
-std::string wrap(std::string_view text, std::size_t width, const std::string& indent) {
-  std::string out, line;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t next = text.find(' ', pos);
-    if (next == std::string_view::npos) next = text.size();
-    const std::string_view word = text.substr(pos, next - pos);
-    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
-      out += indent + line + "\n";
-      line.clear();
-    }
-    if (!line.empty()) line += ' ';
-    line += word;
-    pos = next + 1;
-  }
-  if (!line.empty()) out += indent + line + "\n";
-  return out;
-}
-
 // "5 steps (ProfilerStep#0..#4), mean 10.000 ms"
 std::string window_line(const DiffSide& s) {
   if (!s.has_steps) return fmt::format("no ProfilerStep spans, one window of {}", duration(s.mean_step_ns));

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -60,6 +61,31 @@ Style style_for_fd(int fd) {
   const char* no_color = std::getenv("NO_COLOR");
   s.enabled = ::isatty(fd) && !(no_color && *no_color);
   return s;
+}
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string wrap(std::string_view text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t next = text.find(' ', pos);
+    if (next == std::string_view::npos) next = text.size();
+    const std::string_view word = text.substr(pos, next - pos);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+    pos = next + 1;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
 }
 
 }  // namespace ferret

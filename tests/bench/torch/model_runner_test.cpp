@@ -432,5 +432,77 @@ TEST(BenchProof, IdenticalRunsAreNotFlagged) {
   std::remove(fast.c_str());
 }
 
+// The same proof through traces: `ferret bench --profile` records each model's calls as
+// ProfilerSteps (torch 1.13's own profiler), and `ferret diff` compares the two recordings.
+struct Diffed {
+  int exit_code = -1;
+  nlohmann::json doc;
+};
+
+std::string profile(const std::string& model, const std::string& trace) {
+  const test::CommandResult r = run_ferret("bench " + model + " --input 32x64 --threads 1 --runs 5 --profile " + trace +
+                                           " --profile-calls 12");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return trace;
+}
+
+Diffed diff(const std::string& base, const std::string& next) {
+  const test::CommandResult r =
+      run_ferret("diff " + base + " " + next + " --json --fail-if-slower " + kGatePct);
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  return {r.exit_code, nlohmann::json::parse(r.out)};
+}
+
+// The slower model's extra layers show up where they are: aten::linear is called 24x as often.
+double linear_calls(const nlohmann::json& ops, const char* side) {
+  for (const char* list : {"slower", "faster", "added"})
+    for (const nlohmann::json& op : ops[list])
+      if (op["name"] == "aten::linear") return op[side]["calls"].get<double>();
+  return -1;
+}
+
+TEST(BenchProof, PlantedSlowdownIsFlaggedByTraceDiff) {
+  const std::string fast = save_mlp("diff-fast.pt", 512, 1);
+  const std::string slow = save_mlp("diff-slow.pt", 512, 24);
+  const std::string base = profile(fast, temp_path("diff-fast.json"));
+  const std::string next = profile(slow, temp_path("diff-slow.json"));
+  const Diffed d = diff(base, next);
+  const nlohmann::json& step = d.doc["step_time"];
+  EXPECT_EQ(d.exit_code, 1) << d.doc.dump(2);  // the gate fires
+  EXPECT_EQ(step["verdict"], "slower") << step.dump(2);
+  EXPECT_EQ(step["significant"], true) << step.dump(2);
+  EXPECT_EQ(step["test"]["method"], "exact") << step.dump(2);  // 12 + 12 steps, no ties expected
+  EXPECT_GT(step["relative_change_pct"].get<double>(), 100.0) << step.dump(2);
+  EXPECT_EQ(d.doc["base"]["steps"], 12);
+  EXPECT_EQ(d.doc["new"]["steps"], 12);
+  // save_mlp(hidden, repeats) runs `repeats` hidden x hidden layers between two projections.
+  const double base_calls = linear_calls(d.doc["operators"], "base");
+  const double new_calls = linear_calls(d.doc["operators"], "new");
+  EXPECT_EQ(base_calls, 3.0) << d.doc["operators"].dump(2);
+  EXPECT_EQ(new_calls, 26.0) << d.doc["operators"].dump(2);
+  for (const std::string& f : {fast, slow, base, next}) std::remove(f.c_str());
+}
+
+TEST(BenchProof, IdenticalRecordingsAreNotFlaggedByTraceDiff) {
+  const std::string model = save_mlp("diff-same.pt", 512, 1);
+  bool flagged_every_time = true;
+  for (int attempt = 0; attempt < 3 && flagged_every_time; ++attempt) {
+    const std::string base = profile(model, temp_path("diff-same-a.json"));
+    const std::string next = profile(model, temp_path("diff-same-b.json"));
+    const Diffed d = diff(base, next);
+    EXPECT_LT(d.doc["step_time"]["relative_change_pct"].get<double>(), 100.0) << d.doc["step_time"].dump(2);
+    EXPECT_EQ(d.doc["operators"]["counts"]["added"], 0);
+    EXPECT_EQ(d.doc["operators"]["counts"]["removed"], 0);
+    flagged_every_time = d.exit_code != 0;
+    std::printf("pair %d: %s%s\n", attempt + 1, d.doc["step_time"]["headline"].get<std::string>().c_str(),
+                flagged_every_time ? " (gate fired)" : "");
+    std::remove(base.c_str());
+    std::remove(next.c_str());
+  }
+  EXPECT_FALSE(flagged_every_time);
+  std::remove(model.c_str());
+}
+
+
 }  // namespace
 }  // namespace ferret::bench

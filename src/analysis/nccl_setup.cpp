@@ -1,0 +1,546 @@
+#include "analysis/nccl_setup.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "analysis/analysis.h"
+#include "model/gpu_specs.h"
+
+namespace ferret {
+
+namespace {
+
+using ProcessKey = std::pair<std::uint32_t, std::int32_t>;  // host, pid
+using GpuKey = std::tuple<std::uint32_t, std::int32_t, std::int32_t>;  // host, pid, device
+
+struct ProcessInfo {
+  std::string version;
+  std::string build_cuda;
+  int driver = -1;
+  std::string network;
+  std::map<std::string, std::string> env;
+  std::uint64_t warnings = 0;
+};
+
+struct RankSeen {
+  bool started = false;
+  bool complete = false;
+  std::uint32_t host = kNoHost;
+  int pid = -1;
+  int cuda_dev = -1;
+  std::string bus_id;
+};
+
+struct CommGroup {
+  std::string comm_id;
+  int nranks = -1;
+  int nnodes = -1;
+  std::map<int, RankSeen> ranks;
+};
+
+// "NET/IB/0/GDRDMA" -> "NET/IB/GDRDMA"; "P2P/IPC/read" -> "P2P/IPC"; "SHM/direct/direct" -> "SHM".
+std::string transport_key(const NcclTransport& t) {
+  switch (t.kind) {
+    case NcclTransportKind::kNet: return "NET/" + t.net + (t.gdr ? "/GDRDMA" : "");
+    case NcclTransportKind::kP2P: return t.p2p_mode.empty() ? "P2P" : "P2P/" + t.p2p_mode;
+    case NcclTransportKind::kShm: return "SHM";
+    default: return t.text;
+  }
+}
+
+void add_use(std::vector<NcclTransportUse>& uses, const NcclTransport& t) {
+  const std::string key = transport_key(t);
+  for (NcclTransportUse& u : uses)
+    if (u.transport == key) {
+      ++u.connections;
+      return;
+    }
+  NcclTransportUse u;
+  u.transport = key;
+  u.kind = t.kind;
+  u.net = t.net;
+  u.gdr = t.gdr;
+  u.connections = 1;
+  uses.push_back(std::move(u));
+}
+
+void sort_uses(std::vector<NcclTransportUse>& uses) {
+  std::sort(uses.begin(), uses.end(), [](const NcclTransportUse& a, const NcclTransportUse& b) {
+    return a.connections != b.connections ? a.connections > b.connections : a.transport < b.transport;
+  });
+}
+
+template <typename T>
+void add_distinct(std::vector<T>& values, const T& value) {
+  if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+}
+
+bool is_socket(const std::string& net) { return net == "Socket"; }
+
+}  // namespace
+
+std::string format_rank_list(const std::vector<int>& ranks) {
+  std::vector<int> sorted = ranks;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::string out;
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j > i ? fmt::format("{}-{}", sorted[i], sorted[j]) : fmt::format("{}", sorted[i]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string NcclSetup::process_label(const std::string& host, int pid) const {
+  const std::string key = fmt::format("{}:{}", host, pid);
+  for (const auto& [process, ranks_of] : process_ranks)
+    if (process == key && !ranks_of.empty())
+      return ranks_of.size() == 1 ? fmt::format("rank {}", ranks_of.front())
+                                  : fmt::format("ranks {}", format_rank_list(ranks_of));
+  return key;
+}
+
+NcclSetup analyze_nccl_setup(const NcclLog& log) {
+  NcclSetup s;
+  s.sources = log.sources;
+  s.lines = log.total_lines();
+  s.nccl_lines = log.total_nccl_lines();
+  s.recognised = log.total_recognised();
+  s.not_understood = log.total_not_understood();
+  s.not_understood_samples = log.not_understood_samples;
+
+  // ---- processes ----
+  std::map<ProcessKey, ProcessInfo> processes;
+  auto process_of = [&](const NcclOrigin& o) -> ProcessInfo* {
+    if (o.host == kNoHost) return nullptr;
+    return &processes[{o.host, o.pid}];
+  };
+  for (const NcclVersionRecord& v : log.versions) {
+    ProcessInfo* p = process_of(v.origin);
+    if (p == nullptr) {
+      add_distinct(s.unattributed_versions, v.version + (v.build_cuda.empty() ? "" : "+cuda" + v.build_cuda));
+      continue;
+    }
+    // A prefixed version line beats one inferred for a bare line.
+    if (p->version.empty() || !v.origin.inferred) {
+      p->version = v.version;
+      p->build_cuda = v.build_cuda;
+    }
+  }
+  for (const NcclDriverRecord& d : log.drivers)
+    if (ProcessInfo* p = process_of(d.origin)) p->driver = d.driver_version;
+  for (const NcclEnvRecord& e : log.env)
+    if (ProcessInfo* p = process_of(e.origin)) p->env[e.name] = e.value;
+  for (const NcclWarnRecord& w : log.warnings)
+    if (ProcessInfo* p = process_of(w.origin)) ++p->warnings;
+  for (const NcclNetRecord& n : log.net)
+    if (n.event == NcclNetEvent::kUsingNetwork)
+      if (ProcessInfo* p = process_of(n.origin)) p->network = n.name;
+
+  // ---- communicators ----
+  std::map<std::string, CommGroup> groups;
+  std::map<std::tuple<std::uint32_t, std::int32_t, std::string>, std::string> group_of_comm;  // host, pid, ptr
+  for (const NcclCommRecord& c : log.comms) {
+    if (c.phase != NcclCommPhase::kStart && c.phase != NcclCommPhase::kComplete) continue;
+    const std::string key = !c.comm_id.empty() ? c.comm_id : fmt::format("nranks {}", c.nranks);
+    CommGroup& g = groups[key];
+    g.comm_id = c.comm_id;
+    g.nranks = c.nranks;
+    RankSeen& r = g.ranks[c.rank];
+    if (c.phase == NcclCommPhase::kStart) r.started = true;
+    else r.complete = true;
+    r.host = c.origin.host;
+    r.pid = c.origin.pid;
+    if (c.cuda_dev >= 0) r.cuda_dev = c.cuda_dev;
+    if (!c.bus_id.empty()) r.bus_id = c.bus_id;
+    group_of_comm[{c.origin.host, c.origin.pid, c.comm}] = key;
+  }
+  for (const NcclCommRecord& c : log.comms) {
+    if (c.phase != NcclCommPhase::kInfo || c.nnodes < 0) continue;
+    auto it = group_of_comm.find({c.origin.host, c.origin.pid, c.comm});
+    if (it != group_of_comm.end()) groups[it->second].nnodes = std::max(groups[it->second].nnodes, c.nnodes);
+  }
+  const CommGroup* job = nullptr;
+  for (const auto& [key, g] : groups)
+    if (job == nullptr || g.nranks > job->nranks || (g.nranks == job->nranks && g.ranks.size() > job->ranks.size()))
+      job = &g;
+
+  // Init timings by (host, pid, rank, nranks).
+  auto timing_for = [&](std::uint32_t host, int pid, int rank, int nranks) -> const NcclInitTimingRecord* {
+    const NcclInitTimingRecord* found = nullptr;
+    for (const NcclInitTimingRecord& t : log.init_timings)
+      if (t.origin.host == host && t.origin.pid == pid && t.rank == rank && t.nranks == nranks) found = &t;
+    return found;
+  };
+
+  for (const auto& [key, g] : groups) {
+    NcclCommSummary c;
+    c.comm_id = g.comm_id;
+    c.nranks = g.nranks;
+    c.nnodes = g.nnodes;
+    c.is_job = &g == job;
+    std::set<std::uint32_t> hosts;
+    for (const auto& [rank, seen] : g.ranks) {
+      c.ranks_started += seen.started;
+      c.ranks_complete += seen.complete;
+      if (seen.started && !seen.complete) c.incomplete_ranks.push_back(rank);
+      hosts.insert(seen.host);
+      if (const NcclInitTimingRecord* t = timing_for(seen.host, seen.pid, rank, g.nranks)) {
+        if (t->total_s > c.init_max_s) {
+          c.init_max_s = t->total_s;
+          c.init_slowest_rank = rank;
+          c.init_slowest_phase.clear();
+          c.init_slowest_phase_s = -1;
+          for (const auto& [phase, seconds] : t->phases)
+            if (seconds > c.init_slowest_phase_s) c.init_slowest_phase = phase, c.init_slowest_phase_s = seconds;
+        }
+      }
+    }
+    // A log from a rank that printed only COMPLETE (its START filtered out) is not incomplete.
+    for (int r = 0; r < g.nranks && r < (1 << 20); ++r)
+      if (g.ranks.find(r) == g.ranks.end()) c.missing_ranks.push_back(r);
+    c.hosts = static_cast<int>(hosts.size());
+    if (c.is_job) s.comms.insert(s.comms.begin(), std::move(c));
+    else s.comms.push_back(std::move(c));
+  }
+
+  // ---- connections ----
+  std::map<GpuKey, std::vector<NcclTransportUse>> gpu_uses;
+  std::map<std::uint32_t, std::vector<NcclTransportUse>> host_uses;
+  for (const NcclConnectionRecord& c : log.connections) {
+    const NcclTransport& t = log.transports[c.transport];
+    add_use(gpu_uses[{c.origin.host, c.origin.pid, c.origin.dev}], t);
+    add_use(host_uses[c.origin.host], t);
+    add_use(s.transports, t);
+    switch (t.kind) {
+      case NcclTransportKind::kP2P: ++s.intra_host_p2p; break;
+      case NcclTransportKind::kShm: ++s.intra_host_shm; break;
+      case NcclTransportKind::kNet:
+        ++s.net_connections;
+        if (is_socket(t.net)) {
+          ++s.net_socket_connections;
+        } else {
+          ++s.net_ib_connections;
+          if (!t.gdr) ++s.net_without_gdr;
+        }
+        break;
+      default: break;
+    }
+  }
+  sort_uses(s.transports);
+
+  // ---- ranks of the job ----
+  std::map<std::string, std::vector<int>> ranks_of_process;
+  if (job != nullptr) {
+    s.nranks = job->nranks;
+    for (const auto& [rank, seen] : job->ranks) {
+      NcclRankSummary r;
+      r.rank = rank;
+      r.host = std::string(log.host_name(seen.host));
+      r.pid = seen.pid;
+      r.cuda_dev = seen.cuda_dev;
+      r.bus_id = seen.bus_id;
+      r.init_started = seen.started;
+      r.init_complete = seen.complete;
+      if (auto it = processes.find({seen.host, seen.pid}); it != processes.end()) {
+        r.version = it->second.version;
+        r.build_cuda = it->second.build_cuda;
+        r.driver_version = it->second.driver;
+        r.network = it->second.network;
+        r.warnings = it->second.warnings;
+      }
+      if (const NcclInitTimingRecord* t = timing_for(seen.host, seen.pid, rank, job->nranks)) {
+        r.init_total_s = t->total_s;
+        r.init_phases = t->phases;
+      }
+      if (auto it = gpu_uses.find({seen.host, seen.pid, seen.cuda_dev}); it != gpu_uses.end()) {
+        r.transports = it->second;
+        sort_uses(r.transports);
+      }
+      ranks_of_process[fmt::format("{}:{}", r.host, r.pid)].push_back(rank);
+      s.ranks.push_back(std::move(r));
+    }
+  }
+  for (auto& [process, ranks] : ranks_of_process) s.process_ranks.emplace_back(process, std::move(ranks));
+
+  // ---- hosts ----
+  std::map<std::uint32_t, NcclHostSummary> hosts;
+  std::map<std::uint32_t, std::set<int>> host_pids;
+  auto host_of = [&](const NcclOrigin& o) -> NcclHostSummary* {
+    if (o.host == kNoHost) return nullptr;
+    NcclHostSummary& h = hosts[o.host];
+    if (h.host.empty()) h.host = std::string(log.host_name(o.host));
+    if (o.pid >= 0) host_pids[o.host].insert(o.pid);
+    return &h;
+  };
+  for (const auto& [key, p] : processes) {
+    NcclOrigin o;
+    o.host = key.first;
+    o.pid = key.second;
+    NcclHostSummary* h = host_of(o);
+    if (!p.version.empty()) add_distinct(h->versions, p.version + (p.build_cuda.empty() ? "" : "+cuda" + p.build_cuda));
+    if (p.driver >= 0) add_distinct(h->drivers, p.driver);
+    if (!p.network.empty()) add_distinct(h->networks, p.network);
+    h->warnings += p.warnings;
+  }
+  for (const NcclNetRecord& n : log.net) {
+    NcclHostSummary* h = host_of(n.origin);
+    if (h == nullptr) continue;
+    switch (n.event) {
+      case NcclNetEvent::kIbDevices:
+        if (h->ib_nics.empty()) h->ib_nics = n.nics;
+        for (const NcclNic& nic : n.nics) s.collnet = s.collnet || nic.sharp;  // "mlx5_0:1/IB/SHARP"
+        break;
+      case NcclNetEvent::kIbNoDevice: h->ib_no_device = true; break;
+      case NcclNetEvent::kSocketDevices:
+        if (h->socket_nics.empty()) h->socket_nics = n.nics;
+        break;
+      case NcclNetEvent::kPluginLoaded:
+        if (n.collnet_plugin) h->collnet_plugin = true;
+        else h->plugin = "loaded: " + n.name;
+        break;
+      case NcclNetEvent::kPluginAbsent:
+        if (h->plugin.empty()) h->plugin = "none found";
+        break;
+      case NcclNetEvent::kBootstrap:
+        if (h->bootstrap.empty()) h->bootstrap = n.name;
+        break;
+      case NcclNetEvent::kIbSpeed: h->nic_speed_gbps = std::max(h->nic_speed_gbps, n.speed_gbps); break;
+      case NcclNetEvent::kUsingNetwork: break;
+    }
+  }
+  for (const NcclGdrRecord& g : log.gdr) {
+    NcclHostSummary* h = host_of(g.origin);
+    if (h == nullptr) continue;
+    if (g.enabled) {
+      ++h->gdr_enabled;
+    } else {
+      ++h->gdr_disabled;
+      const std::string name = !g.hca_name.empty() ? g.hca_name : fmt::format("HCA {}", g.hca);
+      add_distinct(h->gdr_disabled_hcas, name);
+    }
+  }
+  for (const NcclP2pDisabledRecord& p : log.p2p_disabled) {
+    ++s.p2p_disabled_lines;
+    if (NcclHostSummary* h = host_of(p.origin)) ++h->p2p_disabled_pairs;
+  }
+  for (const NcclNvlsRecord& n : log.nvls) {
+    if (n.available) s.nvls_available = true;
+    if (NcclHostSummary* h = host_of(n.origin)) h->nvls_available = std::max(h->nvls_available, n.available ? 1 : 0);
+  }
+  for (auto& [host, uses] : host_uses) {
+    NcclOrigin o;
+    o.host = host;
+    if (NcclHostSummary* h = host_of(o)) {
+      h->transports = uses;
+      sort_uses(h->transports);
+    }
+  }
+  for (const NcclRankSummary& r : s.ranks)
+    for (auto& [idx, h] : hosts)
+      if (h.host == r.host) h.ranks.push_back(r.rank);
+  for (auto& [idx, h] : hosts) {
+    h.processes = static_cast<int>(host_pids[idx].size());
+    if (!h.ranks.empty()) {
+      ++s.hosts_in_job;
+      s.max_ranks_per_host = std::max(s.max_ranks_per_host, static_cast<int>(h.ranks.size()));
+    }
+    if (h.collnet_plugin) s.collnet = true;
+    s.hosts.push_back(std::move(h));
+  }
+  if (s.hosts_in_job == 0) s.hosts_in_job = static_cast<int>(s.hosts.size());  // no communicator lines
+  s.multi_host = s.hosts_in_job >= 2 || (!s.comms.empty() && s.comms.front().nnodes > 1);
+
+  // ---- versions ----
+  std::map<std::string, std::vector<std::string>> by_version;
+  for (const auto& [key, p] : processes) {
+    if (p.driver >= 0) add_distinct(s.drivers, p.driver);
+    if (p.version.empty()) continue;
+    const std::string version = p.version + (p.build_cuda.empty() ? "" : "+cuda" + p.build_cuda);
+    by_version[version].push_back(s.process_label(std::string(log.host_name(key.first)), key.second));
+  }
+  for (auto& [version, labels] : by_version) {
+    s.versions.push_back(version);
+    s.version_processes.emplace_back(version, std::move(labels));
+  }
+  std::sort(s.drivers.begin(), s.drivers.end());
+
+  // ---- channels ----
+  if (!log.channel_counts.empty()) s.channels = log.channel_counts.front();
+  {
+    std::set<std::tuple<int, int, int, int, int>> variants;
+    for (const NcclChannelCountRecord& c : log.channel_counts) {
+      // Not a CollNet signal: NCCL 2.2x prints a nonzero collnet count on hosts without SHARP.
+      variants.insert({c.coll, c.collnet, c.nvls, c.p2p, c.p2p_per_peer});
+    }
+    s.channel_count_variants = static_cast<int>(variants.size());
+  }
+  s.rings = static_cast<int>(log.rings.size());
+
+  // ---- environment ----
+  std::vector<ProcessKey> echoing;  // processes that printed at least one NCCL_* setting
+  std::set<std::string> names;
+  for (const auto& [key, p] : processes)
+    if (!p.env.empty()) {
+      echoing.push_back(key);
+      for (const auto& [name, value] : p.env) names.insert(name);
+    }
+  for (const std::string& name : names) {
+    NcclEnvVariable v;
+    v.name = name;
+    std::map<std::string, std::vector<std::string>> by_value;
+    for (const ProcessKey& key : echoing) {
+      const ProcessInfo& p = processes[key];
+      auto it = p.env.find(name);
+      by_value[it == p.env.end() ? std::string("<unset>") : it->second].push_back(
+          s.process_label(std::string(log.host_name(key.first)), key.second));
+    }
+    v.mismatch = by_value.size() > 1;
+    for (auto& [value, labels] : by_value) v.values.emplace_back(value, std::move(labels));
+    s.env.push_back(std::move(v));
+  }
+
+  // ---- warnings ----
+  s.warning_lines = log.warnings.size();
+  for (const NcclWarnRecord& w : log.warnings) {
+    NcclWarning* found = nullptr;
+    for (NcclWarning& x : s.warnings)
+      if (x.message == w.message) found = &x;
+    if (found == nullptr) {
+      if (s.warnings.size() >= 1000) continue;  // a flood of distinct messages: the count still says it
+      s.warnings.push_back({w.message, w.where, 0, {}});
+      found = &s.warnings.back();
+    }
+    ++found->count;
+    const std::string label = w.origin.host == kNoHost
+                                  ? std::string("unknown process")
+                                  : s.process_label(std::string(log.host_name(w.origin.host)), w.origin.pid);
+    if (found->processes.size() < 64) add_distinct(found->processes, label);
+  }
+  std::stable_sort(s.warnings.begin(), s.warnings.end(),
+                   [](const NcclWarning& a, const NcclWarning& b) { return a.count > b.count; });
+  return s;
+}
+
+// ---- bandwidth against the transport ---------------------------------------------------------------
+
+namespace {
+
+struct Ceiling {
+  std::string transport;
+  double gbps = -1;
+  std::string basis;
+};
+
+// The network a job's inter-host connections use, with the per-host NIC count and speed.
+Ceiling network_ceiling(const NcclSetup& s, const std::string& host) {
+  std::uint64_t socket = s.net_socket_connections, rdma = s.net_ib_connections;
+  const NcclHostSummary* h = nullptr;
+  for (const NcclHostSummary& x : s.hosts)
+    if (x.host == host) h = &x;
+  if (h == nullptr && !s.hosts.empty()) h = &s.hosts.front();
+  Ceiling c;
+  if (socket == 0 && rdma == 0) {
+    // No connection lines: trust "Using network".
+    for (const NcclRankSummary& r : s.ranks) {
+      if (r.network == "Socket") ++socket;
+      else if (!r.network.empty()) ++rdma;
+    }
+  }
+  if (socket == 0 && rdma == 0) return c;
+  if (socket >= rdma) {
+    const int nics = h != nullptr && !h->socket_nics.empty() ? static_cast<int>(h->socket_nics.size()) : 1;
+    c.transport = fmt::format("NET/Socket x{}", nics);
+    c.gbps = nics * kAssumedSocketNicGbps;
+    c.basis = fmt::format("{} interface{} x 12.5 GB/s (100 GbE assumed; the log does not print link speed)", nics,
+                          nics == 1 ? "" : "s");
+    return c;
+  }
+  const int nics = h != nullptr && !h->ib_nics.empty() ? static_cast<int>(h->ib_nics.size()) : 1;
+  const bool measured_speed = h != nullptr && h->nic_speed_gbps > 0;
+  const double per_nic = measured_speed ? h->nic_speed_gbps / 8.0 : kAssumedIbNicGbps;
+  c.transport = fmt::format("NET/IB x{}{}", nics, s.net_without_gdr == 0 ? " (GDRDMA)" : "");
+  c.gbps = nics * per_nic;
+  c.basis = measured_speed ? fmt::format("{} NIC{} x {:.0f} Gb/s as NCCL printed", nics, nics == 1 ? "" : "s",
+                                         h->nic_speed_gbps)
+                           : fmt::format("{} NIC{} x 50 GB/s (400 Gb/s InfiniBand assumed, DOMAIN.md)", nics,
+                                         nics == 1 ? "" : "s");
+  return c;
+}
+
+Ceiling host_ceiling(const NcclSetup& s, const TraceModel& model) {
+  Ceiling c;
+  const GpuSpec* spec = nullptr;
+  if (!model.info.devices.empty()) spec = match_gpu(model.info.devices.front()).spec;
+  const bool shm = s.intra_host_shm > 0 && s.intra_host_shm >= s.intra_host_p2p;
+  if (shm) {
+    // Through host memory: bounded by the GPU's host link.
+    c.transport = "SHM";
+    if (spec != nullptr && spec->host_link_gbps) {
+      c.transport += fmt::format(" ({})", spec->host_link);
+      c.gbps = *spec->host_link_gbps;
+      c.basis = fmt::format("{} host link of {} (GPUS.md)", spec->host_link, spec->model);
+    } else {
+      c.basis = "GPU not recognised: host link unknown";
+    }
+    return c;
+  }
+  c.transport = "P2P";
+  if (spec == nullptr) {
+    c.basis = "GPU not recognised: NVLink / PCIe ceiling unknown";
+    return c;
+  }
+  if (spec->scale_up_gbps && spec->scale_up_link != "none") {
+    c.transport += fmt::format(" ({})", spec->scale_up_link);
+    c.gbps = *spec->scale_up_gbps;
+    c.basis = fmt::format("{} per direction of {} (GPUS.md)", spec->scale_up_link, spec->model);
+  } else if (spec->host_link_gbps) {
+    c.transport += fmt::format(" ({})", spec->host_link);
+    c.gbps = *spec->host_link_gbps;
+    c.basis = fmt::format("{} has no NVLink: {} (GPUS.md)", spec->model, spec->host_link);
+  }
+  return c;
+}
+
+}  // namespace
+
+void add_bandwidth_checks(NcclSetup& setup, const TraceModel& model) {
+  const AnalysisContext ctx = make_analysis_context(model, AnalysisOptions{});
+  const CommunicationResult comm = analyze_communication(model, ctx);
+  const int trace_rank = model.info.distributed.present ? model.info.distributed.rank : -1;
+  std::string host;
+  for (const NcclRankSummary& r : setup.ranks)
+    if (r.rank == trace_rank) host = r.host;
+  for (const CollectiveStats& k : comm.by_collective) {
+    if (k.best_large_busbw_gbps < 0) continue;
+    NcclBandwidthCheck b;
+    b.trace = model.info.source;
+    b.trace_rank = trace_rank;
+    b.kind = k.kind;
+    b.group_size = k.group_size;
+    b.bytes = k.best_large_bytes;
+    b.busbw_gbps = k.best_large_busbw_gbps;
+    // A group larger than one host's ranks must cross the network; with no group size known,
+    // assume the job's communicator.
+    const int group = k.group_size > 0 ? k.group_size : setup.nranks;
+    b.crosses_hosts = setup.multi_host && (setup.max_ranks_per_host <= 0 || group > setup.max_ranks_per_host);
+    const Ceiling c = b.crosses_hosts ? network_ceiling(setup, host) : host_ceiling(setup, model);
+    b.transport = c.transport.empty() ? "unknown" : c.transport;
+    b.ceiling_gbps = c.gbps;
+    b.ceiling_basis = c.basis;
+    if (c.gbps > 0) {
+      b.fraction = b.busbw_gbps / c.gbps;
+      b.possible = b.busbw_gbps <= c.gbps * kCeilingTolerance;
+    }
+    setup.bandwidth.push_back(std::move(b));
+  }
+}
+
+}  // namespace ferret

@@ -1,0 +1,101 @@
+// `ferret nccl LOGS... [--trace TRACE...]`: lint NCCL_DEBUG=INFO output from all ranks.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "analysis/nccl_setup.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "diagnosis/rules_nccl.h"
+#include "ingest/nccl_log_parser.h"
+#include "ingest/trace_loader.h"
+#include "report/nccl_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct NcclCliOptions {
+  std::vector<std::string> logs;
+  std::vector<std::string> traces;
+  bool json = false;
+  bool markdown = false;
+  unsigned threads = 0;
+};
+
+void run_nccl(const NcclCliOptions& cli) {
+  if (cli.json && cli.markdown) {
+    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
+    throw ExitCode{2};
+  }
+  int stdin_uses = 0;
+  for (const std::string& p : cli.logs) stdin_uses += p == "-";
+  for (const std::string& p : cli.traces) stdin_uses += p == "-";
+  if (stdin_uses > 1) {
+    std::fprintf(stderr, "ferret: only one input can be read from stdin\n");
+    throw ExitCode{2};
+  }
+
+  NcclLog log;
+  std::vector<NcclInputError> errors;
+  for (const std::string& path : cli.logs) {
+    try {
+      parse_nccl_file(path, log);
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "ferret: %s\n", e.what());
+      errors.push_back({path, e.what()});
+    }
+  }
+  if (log.sources.empty()) {
+    std::fprintf(stderr, "ferret: none of the NCCL logs could be read\n");
+    throw ExitCode{2};
+  }
+
+  NcclSetup setup = analyze_nccl_setup(log);
+  for (const std::string& path : cli.traces) {
+    LoadOptions load;
+    load.threads = cli.threads;
+    try {
+      const TraceModel model = load_trace(path, load);
+      add_bandwidth_checks(setup, model);
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "ferret: --trace %s\n", e.what());
+      errors.push_back({path, e.what()});
+    }
+  }
+  std::vector<Finding> findings;
+  rules_nccl(setup, findings);
+
+  if (cli.json) {
+    std::cout << nccl_json(setup, findings, errors).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+              << '\n';
+  } else if (cli.markdown) {
+    std::cout << nccl_markdown(setup, findings, errors);
+  } else {
+    std::cout << nccl_text(setup, findings, errors, style_for_fd(STDOUT_FILENO));
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+void register_nccl(CLI::App& app) {
+  auto opt = std::make_shared<NcclCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "nccl", "Lint NCCL_DEBUG=INFO logs from all ranks: versions, transports, network, GDR, init time, settings, warnings");
+  cmd->add_option("logs", opt->logs, "NCCL_DEBUG=INFO output of any or all ranks, mixed with other output is fine "
+                                     "(plain/gzip/zstd; - for stdin)")
+      ->required();
+  cmd->add_option("--trace", opt->traces,
+                  "A Kineto trace of the same run (repeatable): compare its NCCL bus bandwidth with the transport's ceiling")
+      ->type_name("TRACE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.nccl/1, see docs/NCCL.md)");
+  cmd->add_flag("--md", opt->markdown, "Print Markdown (log text escaped)");
+  cmd->add_option("--threads", opt->threads, "Trace parser threads (default: one per core)");
+  cmd->callback([opt] { run_nccl(*opt); });
+}
+
+}  // namespace ferret::cli

@@ -1,0 +1,160 @@
+// The simulation behind `ferret gen job`: one data-parallel training job on H100s (DDP, NCCL
+// all-reduce of gradient buckets), as seen by each rank's profiler.
+//
+// Each rank is a RankSimulator: a deterministic function of (job plan, rank, the end times of the
+// job's collectives). A step is built in two halves around the collectives that couple the ranks:
+// begin_step() runs the rank up to the end of backward and says when each bucket's all-reduce
+// could start there; the caller settles every collective across ranks (collective_end below);
+// finish_step() then fills in the NCCL kernels and runs the optimizer, which waits for them.
+// The same simulator with the same inputs gives the same events, so a job can be simulated once
+// for its physics (events not recorded) and replayed rank by rank to write the files.
+//
+// All times here are true time in ns since the job's epoch (kJobEpochNs); each host's clock
+// offset is applied only when events are written (job.cpp).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ferret::jobsim {
+
+enum class StragglerCause { kCompute, kInput, kSync };
+const char* straggler_cause_name(StragglerCause cause);  // "compute", "input", "sync"
+
+// Link bandwidths (nccl-tests bus bandwidth), bytes per ns = GB/s. NVLink 4 on H100 ~450 GB/s per
+// direction; 400 Gb/s InfiniBand ~50 GB/s; a NIC fallen back to TCP sockets ~12 GB/s.
+inline constexpr std::int64_t kNvlinkBusbwGBps = 450;
+inline constexpr std::int64_t kInfinibandBusbwGBps = 50;
+inline constexpr std::int64_t kSlowLinkBusbwGBps = 12;
+
+// The job as the simulation needs it (validated by job.cpp).
+struct JobPlan {
+  int world_size = 2;
+  int ranks_per_host = 8;
+  int hosts = 1;
+  int steps = 10;
+  std::uint64_t seed = 1;
+  int straggler = -1;  // rank, or -1
+  StragglerCause straggler_cause = StragglerCause::kCompute;
+  std::int64_t straggler_delay_ns = 0;
+  int slow_link_host = -1;  // host whose network link is slow, or -1
+  bool seq = true;          // "Seq" in the collective args
+  bool distributed_info = true;  // "Rank" in the collective args (and distributedInfo, job.cpp)
+
+  int host_of(int rank) const { return rank / ranks_per_host; }
+  int local_rank(int rank) const { return rank % ranks_per_host; }
+  // The ring's bottleneck: NVLink inside one host; across hosts the slowest host's network link.
+  std::int64_t link_busbw_gbps() const;
+  const char* link_name() const;  // "nvlink", "infiniband", "socket"
+  // NCCL's fixed cost of one all-reduce: kernel setup plus one hop latency per ring step
+  // (2(n-1) steps), a hop over the network being slower than one over NVLink.
+  std::int64_t alpha_ns() const;
+  // Ring all-reduce: ceil(2(n-1)/n x bytes / busbw) + alpha.
+  std::int64_t transfer_ns(std::int64_t bytes) const;
+};
+
+// DDP's gradient buckets of the simulated model (GPT-2 small, 124M parameters, fp32 gradients):
+// one bucket per transformer layer (filled when that layer's backward is done, last layer
+// first), then the token+position embeddings when backward ends.
+struct GradientBucket {
+  std::int64_t elements = 0;
+  std::int64_t bytes() const { return elements * 4; }
+};
+const std::vector<GradientBucket>& gradient_buckets();
+inline constexpr int kLayers = 12;
+inline constexpr std::int64_t kFirstStepNumber = 5;  // schedule(wait=1, warmup=4)
+inline constexpr std::int32_t kComputeStream = 7;
+inline constexpr std::int32_t kNcclStream = 20;
+inline constexpr std::int64_t kNumSms = 132;
+// True time 0 is kJobEpochNs on the wall clock (2024-05-31T16:00:00Z); the profilers start at
+// kTraceStartNs and the first steps a little later.
+inline constexpr std::int64_t kJobEpochNs = 1717171200000000000;
+inline constexpr std::int64_t kTraceStartNs = 2000000000;
+
+// One trace event, times in true ns; serialized by job.cpp.
+struct TraceEvent {
+  char phase = 'X';  // 'X' span, 's'/'f' flow
+  std::string_view category;  // static text
+  std::string name;
+  std::int32_t pid = 0;
+  std::int32_t tid = 0;
+  std::int64_t ts = 0;
+  std::int64_t dur = 0;
+  std::int64_t flow_id = 0;
+  std::string args;  // members of the args object, already JSON
+};
+
+// What one step did on one rank, for the ground truth.
+struct RankStepRecord {
+  std::int64_t start_ns = 0, end_ns = 0;  // the ProfilerStep span
+  std::vector<std::int64_t> collective_start_ns;  // per bucket: the NCCL kernel's start
+  std::int64_t comm_ns = 0;     // union of NCCL kernels
+  std::int64_t exposed_ns = 0;  // NCCL time no compute kernel overlaps
+  std::int64_t compute_ns = 0;  // union of compute kernels
+};
+
+// Deterministic randomness: std::mt19937_64 is fixed by the standard, its distributions are not,
+// so the one used here is written out.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : engine_(seed) {}
+  std::int64_t between(std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
+    return lo + static_cast<std::int64_t>(engine_() % span);
+  }
+  std::int64_t jitter(std::int64_t value, int percent) {  // within +-percent, in 0.1% steps
+    return value * between(1000 - 10 * percent, 1000 + 10 * percent) / 1000;
+  }
+  std::uint64_t bits() { return engine_(); }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+// Each host's clock offset (ns): uniform in [-skew, +skew], host 0 exactly 0. Host h's offset
+// depends only on (seed, h, skew), so every world size of a scaling study agrees.
+std::vector<std::int64_t> host_clock_offsets(std::uint64_t seed, int hosts, std::int64_t skew_ns);
+
+class RankSimulator {
+ public:
+  // record_events=false runs the same timeline without building event text (the physics pass).
+  RankSimulator(const JobPlan& plan, int rank, bool record_events);
+  ~RankSimulator();
+  RankSimulator(const RankSimulator&) = delete;
+  RankSimulator& operator=(const RankSimulator&) = delete;
+
+  struct CollectiveArrival {
+    std::int64_t ready_ns = 0;      // gradients computed and the kernel launched on this rank
+    std::int64_t queue_gap_ns = 0;  // after the NCCL stream's previous kernel
+  };
+  // Builds step `index` (0-based) up to the end of backward.
+  const std::vector<CollectiveArrival>& begin_step(int index);
+  // Completes the step given each bucket's collective end (true time, same on every rank).
+  // The NCCL kernel of bucket k starts at max(ready, previous collective's end + queue gap).
+  void finish_step(std::span<const std::int64_t> collective_end_ns);
+
+  const RankStepRecord& step_record() const;
+  std::vector<TraceEvent>& step_events();  // the finished step's events (when recording)
+
+  std::int32_t host_pid() const;
+  std::int32_t main_tid() const;
+  std::int32_t autograd_tid() const;
+  std::int32_t device() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Where a bucket's all-reduce starts on a rank, given the previous collective's end.
+inline std::int64_t collective_start(const RankSimulator::CollectiveArrival& a, std::int64_t previous_end_ns) {
+  return std::max(a.ready_ns, previous_end_ns + a.queue_gap_ns);
+}
+
+}  // namespace ferret::jobsim

@@ -1,0 +1,897 @@
+#include "ingest/nccl_log_parser.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <memory>
+
+namespace ferret {
+
+namespace {
+
+// ---- string_view scanning -----------------------------------------------------------------------
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
+
+// Removes `prefix` (after leading blanks) from `s`; false when it is not there.
+bool consume(std::string_view& s, std::string_view prefix) {
+  std::string_view t = s;
+  while (!t.empty() && is_space(t.front())) t.remove_prefix(1);
+  if (!starts_with(t, prefix)) return false;
+  s = t.substr(prefix.size());
+  return true;
+}
+
+void skip_blanks(std::string_view& s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+}
+
+// A signed decimal integer at the front of `s` (after blanks).
+bool take_int(std::string_view& s, int& out) {
+  skip_blanks(s);
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, out);
+  if (ec != std::errc{} || ptr == s.data()) return false;
+  s.remove_prefix(static_cast<std::size_t>(ptr - s.data()));
+  return true;
+}
+
+bool take_double(std::string_view& s, double& out) {
+  skip_blanks(s);
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, out, std::chars_format::general);
+  if (ec != std::errc{} || ptr == s.data()) return false;
+  s.remove_prefix(static_cast<std::size_t>(ptr - s.data()));
+  return true;
+}
+
+// The next blank-separated token.
+std::string_view take_token(std::string_view& s) {
+  skip_blanks(s);
+  std::size_t n = 0;
+  while (n < s.size() && !is_space(s[n])) ++n;
+  std::string_view token = s.substr(0, n);
+  s.remove_prefix(n);
+  return token;
+}
+
+// The last blank-separated token of `s`, removed from it.
+// A launcher prefix without its trailing separators ("[1,0]<stdout>:" -> "[1,0]<stdout>"), so
+// that bare lines ("[1,0]<stdout>:NCCL version ...") and prefixed ones compare equal.
+std::string_view launcher_prefix(std::string_view s) {
+  s = trim(s);
+  while (!s.empty() && (s.back() == ':' || is_space(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string_view pop_last_token(std::string_view& s) {
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  std::size_t n = s.size();
+  while (n > 0 && !is_space(s[n - 1])) --n;
+  std::string_view token = s.substr(n);
+  s = s.substr(0, n);
+  return token;
+}
+
+bool all_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!is_digit(c)) return false;
+  return true;
+}
+
+int to_int(std::string_view s, int fallback = -1) {
+  int v = fallback;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+// "`[3]`" -> 3 (NCCL prints the CUDA device in brackets).
+bool bracketed_int(std::string_view token, int& out) {
+  if (token.size() < 3 || token.front() != '[' || token.back() != ']') return false;
+  std::string_view inner = token.substr(1, token.size() - 2);
+  if (!inner.empty() && inner.front() == '-') inner.remove_prefix(1);
+  if (!all_digits(inner)) return false;
+  out = to_int(token.substr(1, token.size() - 2));
+  return true;
+}
+
+// "host:pid:tid", possibly glued to a launcher prefix ("[1,0]<stdout>:host:12:34"): host is the
+// text between the third-to-last ':' (or the start) and pid; `outer` gets what precedes it.
+bool split_host_pid_tid(std::string_view token, std::string_view& host, int& pid, int& tid, std::string_view& outer) {
+  const std::size_t tid_colon = token.rfind(':');
+  if (tid_colon == std::string_view::npos || tid_colon == 0) return false;
+  const std::string_view tid_text = token.substr(tid_colon + 1);
+  const std::size_t pid_colon = token.rfind(':', tid_colon - 1);
+  if (pid_colon == std::string_view::npos || pid_colon == 0) return false;
+  const std::string_view pid_text = token.substr(pid_colon + 1, tid_colon - pid_colon - 1);
+  if (!all_digits(tid_text) || !all_digits(pid_text)) return false;
+  const std::size_t host_colon = token.rfind(':', pid_colon - 1);
+  const std::size_t host_start = host_colon == std::string_view::npos ? 0 : host_colon + 1;
+  host = token.substr(host_start, pid_colon - host_start);
+  if (host.empty()) return false;
+  outer = host_colon == std::string_view::npos ? std::string_view() : token.substr(0, host_colon);
+  pid = to_int(pid_text);
+  tid = to_int(tid_text);
+  return true;
+}
+
+// Log text for display: control characters and bytes that are not valid UTF-8 become '?', so a
+// binary line cannot garble a terminal or a report.
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out += (c < 0x20 && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    const std::size_t len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    bool valid = len > 0 && i + len <= s.size();
+    for (std::size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (!valid) {
+      out += '?';
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+// ---- transports -----------------------------------------------------------------------------------
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+// Lines NCCL prints at INFO that carry nothing this linter uses; known, so they count as
+// understood rather than "not understood".
+constexpr std::string_view kKnownIgnored[] = {
+    "Setting affinity",      "Connected all rings",  "Connected all trees", "Connected NVLS",
+    "threadThresholds",      "P2P Chunksize",        "NCCL git version",    "Using non-device net plugin",
+    "ENV/Plugin",            "TUNER/Plugin",         "PROFILER/Plugin",     "Ring ",
+    "Tree ",                 "bootstrapSplit",       "DMA-BUF is available", "Launch mode",
+    "Plugin Path",           "P2P plugin",           "NCCL_",               "CC Off",               "MNNVL",               "Comm config",
+    "Allocated ",            "NET/OFI",              "Using internal",      "NVLS comm",
+    "Assigned NET plugin",   "Initialized NET plugin", "Enabled NCCL Func/Proto/Algo",
+};
+
+}  // namespace
+
+const char* nccl_transport_kind_name(NcclTransportKind k) {
+  switch (k) {
+    case NcclTransportKind::kP2P: return "P2P";
+    case NcclTransportKind::kShm: return "SHM";
+    case NcclTransportKind::kNet: return "NET";
+    case NcclTransportKind::kCollNet: return "COLLNET";
+    case NcclTransportKind::kNvls: return "NVLS";
+    case NcclTransportKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+NcclTransport parse_nccl_transport(std::string_view via) {
+  NcclTransport t;
+  via = trim(via);
+  t.text = std::string(via);
+  const std::vector<std::string_view> parts = split(via, '/');
+  const std::string_view head = parts.empty() ? std::string_view() : parts.front();
+  if (head == "P2P") {
+    t.kind = NcclTransportKind::kP2P;
+    if (parts.size() > 1) t.p2p_mode = std::string(parts[1]);
+  } else if (head == "SHM") {
+    t.kind = NcclTransportKind::kShm;
+  } else if (head == "NET") {
+    t.kind = NcclTransportKind::kNet;
+    if (parts.size() > 1) t.net = std::string(parts[1]);
+    if (parts.size() > 2) {
+      // "0", "1(0)" (PXN: NIC 1 through the proxy of GPU 0)
+      std::string_view dev = parts[2];
+      int n = -1;
+      if (take_int(dev, n)) t.net_dev = n;
+    }
+  } else if (starts_with(head, "COLLNET") || starts_with(head, "CollNet")) {
+    t.kind = NcclTransportKind::kCollNet;
+  } else if (starts_with(head, "NVLS")) {
+    t.kind = NcclTransportKind::kNvls;
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    if (starts_with(parts[i], "GDRDMA")) t.gdr = true;
+  return t;
+}
+
+// ---- NcclLog --------------------------------------------------------------------------------------
+
+std::uint64_t NcclLog::total_lines() const {
+  std::uint64_t n = 0;
+  for (const NcclSource& s : sources) n += s.lines;
+  return n;
+}
+std::uint64_t NcclLog::total_nccl_lines() const {
+  std::uint64_t n = 0;
+  for (const NcclSource& s : sources) n += s.nccl_lines;
+  return n;
+}
+std::uint64_t NcclLog::total_recognised() const {
+  std::uint64_t n = 0;
+  for (const NcclSource& s : sources) n += s.recognised;
+  return n;
+}
+std::uint64_t NcclLog::total_not_understood() const {
+  std::uint64_t n = 0;
+  for (const NcclSource& s : sources) n += s.not_understood;
+  return n;
+}
+std::string_view NcclLog::host_name(std::uint32_t host) const {
+  return host < hosts.size() ? std::string_view(hosts[host]) : std::string_view();
+}
+
+// ---- the line parser ------------------------------------------------------------------------------
+
+NcclLogParser::NcclLogParser(NcclLog& log, std::string source_name, std::string compression) : log_(log) {
+  NcclSource s;
+  s.name = std::move(source_name);
+  s.compression = std::move(compression);
+  log_.sources.push_back(std::move(s));
+  source_index_ = static_cast<std::uint32_t>(log_.sources.size() - 1);
+}
+
+NcclSource& NcclLogParser::source() { return log_.sources[source_index_]; }
+
+std::uint32_t NcclLogParser::intern_host(std::string_view host) {
+  // Jobs have a handful to a few thousand hosts and lines of one host come in runs: check the
+  // last one first, then search.
+  if (last_host_ < log_.hosts.size() && log_.hosts[last_host_] == host) return last_host_;
+  for (std::uint32_t i = 0; i < log_.hosts.size(); ++i)
+    if (log_.hosts[i] == host) return last_host_ = i;
+  log_.hosts.emplace_back(host);
+  return last_host_ = static_cast<std::uint32_t>(log_.hosts.size() - 1);
+}
+
+std::uint32_t NcclLogParser::intern_transport(std::string_view via) {
+  via = trim(via);
+  for (std::uint32_t i = 0; i < log_.transports.size(); ++i)
+    if (log_.transports[i].text == via) return i;
+  log_.transports.push_back(parse_nccl_transport(via));
+  return static_cast<std::uint32_t>(log_.transports.size() - 1);
+}
+
+void NcclLogParser::remember_process(std::string_view outer, const NcclOrigin& origin) {
+  last_any_ = origin;
+  for (LastProcess& p : last_process_)
+    if (p.outer == outer) {
+      p.origin = origin;
+      return;
+    }
+  if (last_process_.size() < 4096) last_process_.push_back({std::string(outer), origin});
+}
+
+bool NcclLogParser::attribute_bare(std::string_view outer, NcclOrigin& origin) const {
+  // Same launcher prefix first; prefixes that change every line (timestamps) fall back to the
+  // last process seen at all.
+  const NcclOrigin* from = last_any_.host == kNoHost ? nullptr : &last_any_;
+  for (const LastProcess& p : last_process_)
+    if (p.outer == outer) from = &p.origin;
+  if (from == nullptr) return false;
+  origin.host = from->host;
+  origin.pid = from->pid;
+  origin.tid = from->tid;
+  origin.dev = from->dev;
+  origin.inferred = true;
+  return true;
+}
+
+namespace {
+
+bool parse_version(std::string_view text, NcclVersionRecord& r) {
+  // "2.18.5+cuda12.2", "2.19.3" (torch's error messages), "2.21.5+cuda12.4".
+  std::string_view token = take_token(text);
+  if (token.empty() || !is_digit(token.front())) return false;
+  const std::size_t plus = token.find('+');
+  r.version = std::string(token.substr(0, plus));
+  if (plus != std::string_view::npos) {
+    std::string_view build = token.substr(plus + 1);
+    if (starts_with(build, "cuda")) build.remove_prefix(4);
+    r.build_cuda = std::string(build);
+  }
+  return true;
+}
+
+bool parse_comm(std::string_view text, NcclCommRecord& r) {
+  // Optional function name first ("ncclCommInitRank comm 0x..").
+  std::string_view first = take_token(text);
+  if (first != "comm") {
+    if (!starts_with(first, "nccl")) return false;
+    if (take_token(text) != "comm") return false;
+  }
+  r.comm = std::string(take_token(text));
+  if (!starts_with(r.comm, "0x") && r.comm != "(nil)") return false;
+  const std::size_t dash = text.rfind(" - ");
+  std::string_view tail = dash == std::string_view::npos ? std::string_view() : trim(text.substr(dash + 3));
+  std::string_view fields = dash == std::string_view::npos ? text : text.substr(0, dash);
+  if (tail == "Init START") r.phase = NcclCommPhase::kStart;
+  else if (tail == "Init COMPLETE") r.phase = NcclCommPhase::kComplete;
+  else if (starts_with(tail, "Destroy")) r.phase = NcclCommPhase::kDestroy;
+  else if (starts_with(tail, "Abort")) r.phase = NcclCommPhase::kAbort;
+  else r.phase = NcclCommPhase::kInfo;
+  bool any = false;
+  while (true) {
+    std::string_view key = take_token(fields);
+    if (key.empty()) break;
+    std::string_view value = take_token(fields);
+    if (value.empty()) break;
+    if (key == "rank") r.rank = to_int(value), any = true;
+    else if (key == "nranks" || key == "nRanks") r.nranks = to_int(value);
+    else if (key == "cudaDev") r.cuda_dev = to_int(value);
+    else if (key == "nvmlDev") r.nvml_dev = to_int(value);
+    else if (key == "busId") r.bus_id = std::string(value);
+    else if (key == "commId") r.comm_id = std::string(value);
+    else if (key == "nNodes") r.nnodes = to_int(value);
+    else if (key == "localRanks") r.local_ranks = to_int(value);
+  }
+  return any && r.nranks > 0;
+}
+
+bool parse_init_timings(std::string_view text, NcclInitTimingRecord& r) {
+  // "Init timings: rank 5 nranks 8 total 2.46 (kernels 0.18, ...)" or
+  // "Init timings - ncclCommInitRankConfig: rank 3 nranks 8 total 55.01 (...)".
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return false;
+  text.remove_prefix(colon + 1);
+  if (!consume(text, "rank") || !take_int(text, r.rank)) return false;
+  if (!consume(text, "nranks") || !take_int(text, r.nranks)) return false;
+  if (!consume(text, "total") || !take_double(text, r.total_s)) return false;
+  if (!consume(text, "(")) return true;
+  const std::size_t close = text.find(')');
+  for (std::string_view part : split(text.substr(0, close), ',')) {
+    std::string_view name = take_token(part);
+    double seconds = 0;
+    if (!name.empty() && take_double(part, seconds)) r.phases.emplace_back(std::string(name), seconds);
+  }
+  return true;
+}
+
+bool parse_channel_counts(std::string_view text, NcclChannelCountRecord& r) {
+  bool any = false;
+  for (std::string_view part : split(text, ',')) {
+    int n = -1;
+    if (!take_int(part, n)) return false;
+    part = trim(part);
+    if (part == "coll channels") r.coll = n, any = true;
+    else if (part == "collnet channels") r.collnet = n;
+    else if (part == "nvls channels") r.nvls = n;
+    else if (part == "p2p channels") r.p2p = n;
+    else if (part == "p2p channels per peer") r.p2p_per_peer = n;
+  }
+  return any;
+}
+
+// "[0]mlx5_0:1/IB" / "[1]mlx5_9:1/IB/SHARP" / "[0]eth0:10.1.2.3<0>"
+bool parse_nic(std::string_view token, bool ib, NcclNic& nic) {
+  if (token.size() < 4 || token.front() != '[') return false;
+  const std::size_t close = token.find(']');
+  if (close == std::string_view::npos || !all_digits(token.substr(1, close - 1))) return false;
+  token.remove_prefix(close + 1);
+  if (token.empty()) return false;
+  const std::size_t colon = token.find(':');
+  nic.name = std::string(token.substr(0, colon));
+  if (colon == std::string_view::npos) return true;
+  std::string_view rest = token.substr(colon + 1);
+  if (ib) {
+    std::vector<std::string_view> parts = split(rest, '/');
+    nic.port = to_int(parts[0]);
+    if (parts.size() > 1) nic.link = std::string(parts[1]);
+    for (std::size_t i = 2; i < parts.size(); ++i)
+      if (parts[i] == "SHARP") nic.sharp = true;
+  } else {
+    nic.link = std::string(rest.substr(0, rest.find('<')));
+  }
+  return true;
+}
+
+std::string interface_name(std::string_view text) {
+  // "eth0:10.0.0.1<0>" / "[0]lo:127.0.0.1<0>" -> "eth0" / "lo"
+  text = trim(text);
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close != std::string_view::npos) text.remove_prefix(close + 1);
+  }
+  return std::string(text.substr(0, text.find(':')));
+}
+
+}  // namespace
+
+bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) {
+  m = trim(m);
+  if (m.empty()) return false;
+
+  if (consume(m, "NCCL version ")) {
+    NcclVersionRecord r;
+    r.origin = origin;
+    if (!parse_version(m, r)) return false;
+    log_.versions.push_back(std::move(r));
+    return true;
+  }
+  if (starts_with(m, "cudaDriverVersion ")) {
+    NcclDriverRecord r;
+    r.origin = origin;
+    std::string_view rest = m.substr(18);
+    if (!take_int(rest, r.driver_version)) return false;
+    log_.drivers.push_back(r);
+    return true;
+  }
+  if (starts_with(m, "Channel ")) {
+    std::string_view rest = m.substr(8);
+    int channel = -1, second = -1;
+    if (!take_int(rest, channel)) return false;
+    if (consume(rest, "/")) take_int(rest, second);
+    if (!consume(rest, ":")) return false;
+    if (contains(rest, "->")) {
+      NcclConnectionRecord r;
+      r.origin = origin;
+      r.channel = channel;
+      if (!take_int(rest, r.from_rank) || !consume(rest, "[")) return false;
+      std::size_t close = rest.find(']');
+      if (close == std::string_view::npos) return false;
+      r.from_device = std::string(rest.substr(0, close));
+      rest.remove_prefix(close + 1);
+      if (!consume(rest, "->") || !take_int(rest, r.to_rank) || !consume(rest, "[")) return false;
+      close = rest.find(']');
+      if (close == std::string_view::npos) return false;
+      r.to_device = std::string(rest.substr(0, close));
+      rest.remove_prefix(close + 1);
+      if (consume(rest, "[send]")) r.direction = 's';
+      else if (consume(rest, "[receive]")) r.direction = 'r';
+      if (!consume(rest, "via ")) return false;
+      r.transport = intern_transport(rest);
+      log_.connections.push_back(std::move(r));
+      return true;
+    }
+    // A ring: the ranks in order.
+    NcclRingRecord r;
+    r.origin = origin;
+    r.channel = channel;
+    r.channels = second;
+    int rank = 0;
+    while (take_int(rest, rank)) ++r.ring_length;
+    if (r.ring_length == 0 || !trim(rest).empty()) return false;
+    log_.rings.push_back(r);
+    return true;
+  }
+  if (starts_with(m, "Trees ")) {
+    NcclTreesRecord r;
+    r.origin = origin;
+    for (char c : m) r.trees += c == '[';
+    log_.trees.push_back(r);
+    return r.trees > 0;
+  }
+  if (starts_with(m, "Init timings")) {
+    NcclInitTimingRecord r;
+    r.origin = origin;
+    if (!parse_init_timings(m, r)) return false;
+    log_.init_timings.push_back(std::move(r));
+    return true;
+  }
+  if (starts_with(m, "comm ") || (starts_with(m, "nccl") && contains(m.substr(0, 48), " comm 0x"))) {
+    NcclCommRecord r;
+    r.origin = origin;
+    if (!parse_comm(m, r)) return false;
+    log_.comms.push_back(std::move(r));
+    return true;
+  }
+  if (!m.empty() && is_digit(m.front()) && contains(m, " coll channels")) {
+    NcclChannelCountRecord r;
+    r.origin = origin;
+    if (!parse_channel_counts(m, r)) return false;
+    log_.channel_counts.push_back(r);
+    return true;
+  }
+  if (contains(m, "GPU Direct RDMA")) {
+    NcclGdrRecord r;
+    r.origin = origin;
+    std::string_view rest = m.substr(m.find("GPU Direct RDMA") + 15);
+    const std::size_t for_pos = rest.find(" for ");
+    const std::string_view state = rest.substr(0, for_pos);
+    if (contains(state, "nabled")) r.enabled = true;
+    else if (!contains(state, "isabled")) return false;
+    if (for_pos == std::string_view::npos) return false;
+    rest.remove_prefix(for_pos + 5);
+    if (consume(rest, "GPU ")) {
+      r.gpu = std::string(take_token(rest));
+      if (consume(rest, "/") && consume(rest, "HCA")) take_int(rest, r.hca);
+      if (consume(rest, "(distance")) {
+        take_int(rest, r.distance);
+        take_token(rest);  // "<=", "<" or ">"
+        take_int(rest, r.max_distance);
+      }
+    } else if (consume(rest, "HCA")) {
+      take_int(rest, r.hca);
+      std::string_view name = trim(rest);
+      if (name.size() >= 2 && name.front() == '\'') {
+        name.remove_prefix(1);
+        r.hca_name = std::string(name.substr(0, name.find('\'')));
+      }
+    } else {
+      return false;
+    }
+    log_.gdr.push_back(std::move(r));
+    return true;
+  }
+  if (starts_with(m, "NET/IB")) {
+    std::string_view rest = m.substr(6);
+    if (!consume(rest, ":")) return false;
+    if (consume(rest, "No device found")) {
+      NcclNetRecord r;
+      r.origin = origin;
+      r.event = NcclNetEvent::kIbNoDevice;
+      log_.net.push_back(std::move(r));
+      return true;
+    }
+    if (consume(rest, "Using")) {
+      NcclNetRecord r;
+      r.origin = origin;
+      r.event = NcclNetEvent::kIbDevices;
+      r.name = "IB";
+      const std::size_t semi = rest.find(';');
+      std::string_view devices = rest.substr(0, semi);
+      while (true) {
+        std::string_view token = take_token(devices);
+        if (token.empty()) break;
+        NcclNic nic;
+        if (parse_nic(token, true, nic)) r.nics.push_back(std::move(nic));
+      }
+      if (semi != std::string_view::npos) {
+        std::string_view oob = rest.substr(semi + 1);
+        if (consume(oob, "OOB")) r.oob = interface_name(oob);
+      }
+      if (r.nics.empty()) return false;
+      log_.net.push_back(std::move(r));
+      return true;
+    }
+    if (consume(rest, "Made virtual device")) {
+      const std::size_t speed = rest.find("speed=");
+      if (speed == std::string_view::npos) return true;
+      NcclNetRecord r;
+      r.origin = origin;
+      r.event = NcclNetEvent::kIbSpeed;
+      const std::size_t name = rest.find("name=");
+      if (name != std::string_view::npos) {
+        std::string_view n = rest.substr(name + 5);
+        r.name = std::string(take_token(n));
+      }
+      std::string_view s = rest.substr(speed + 6);
+      int mbps = -1;
+      if (!take_int(s, mbps)) return false;
+      r.speed_gbps = mbps / 1000.0;  // NCCL prints Mb/s
+      log_.net.push_back(std::move(r));
+      return true;
+    }
+    return false;
+  }
+  if (starts_with(m, "NET/Socket")) {
+    std::string_view rest = m.substr(10);
+    if (!consume(rest, ":")) return false;
+    if (!consume(rest, "Using")) return contains(rest, "interfaces found");
+    NcclNetRecord r;
+    r.origin = origin;
+    r.event = NcclNetEvent::kSocketDevices;
+    r.name = "Socket";
+    while (true) {
+      std::string_view token = take_token(rest);
+      if (token.empty()) break;
+      NcclNic nic;
+      if (parse_nic(token, false, nic)) r.nics.push_back(std::move(nic));
+    }
+    if (r.nics.empty()) return false;
+    log_.net.push_back(std::move(r));
+    return true;
+  }
+  if (starts_with(m, "NET/Plugin") || starts_with(m, "Successfully loaded external")) {
+    NcclNetRecord r;
+    r.origin = origin;
+    const std::size_t loaded = m.find("Loaded ");
+    if (loaded != std::string_view::npos) {
+      // "Loaded net plugin NCCL RDMA Plugin v6 (v6)", "Loaded coll plugin SHARP (v6)"
+      std::string_view rest = m.substr(loaded + 7);
+      r.collnet_plugin = starts_with(rest, "coll");
+      const std::size_t plugin = rest.find("plugin ");
+      if (plugin != std::string_view::npos) rest.remove_prefix(plugin + 7);
+      const std::size_t version = rest.rfind(" (v");
+      r.name = std::string(trim(rest.substr(0, version)));
+      r.event = NcclNetEvent::kPluginLoaded;
+    } else if (starts_with(m, "Successfully loaded external")) {
+      r.event = NcclNetEvent::kPluginLoaded;
+      std::string_view rest = m.substr(28);
+      consume(rest, "network");
+      consume(rest, "plugin");
+      r.name = std::string(trim(rest));
+    } else if (contains(m, "No plugin found") || contains(m, "Could not find") || contains(m, "returned") ||
+               contains(m, "dlerror")) {
+      r.event = NcclNetEvent::kPluginAbsent;
+    } else {
+      // "Failed to find ncclNetPlugin_v7 symbol.", "Plugin name set by env to ...": version probing.
+      return contains(m, "Failed to find") || contains(m, "set by env");
+    }
+    // A failed load prints two lines ("Plugin load ... returned 2", "No plugin found"): keep one.
+    if (r.event == NcclNetEvent::kPluginAbsent && !log_.net.empty()) {
+      const NcclNetRecord& prev = log_.net.back();
+      if (prev.event == NcclNetEvent::kPluginAbsent && prev.origin.host == origin.host && prev.origin.pid == origin.pid &&
+          prev.origin.source == origin.source && prev.origin.line + 1 == origin.line)
+        return true;
+    }
+    log_.net.push_back(std::move(r));
+    return true;
+  }
+  if (starts_with(m, "Using network ") || starts_with(m, "Using internal Network ")) {
+    NcclNetRecord r;
+    r.origin = origin;
+    r.event = NcclNetEvent::kUsingNetwork;
+    r.name = std::string(trim(m.substr(m.find("etwork ") + 7)));
+    log_.net.push_back(std::move(r));
+    return true;
+  }
+  if (starts_with(m, "Bootstrap")) {
+    std::string_view rest = m.substr(9);
+    consume(rest, ":");
+    if (!consume(rest, "Using")) return false;
+    NcclNetRecord r;
+    r.origin = origin;
+    r.event = NcclNetEvent::kBootstrap;
+    r.name = interface_name(rest);
+    log_.net.push_back(std::move(r));
+    return true;
+  }
+  if (starts_with(m, "P2P is disabled between")) {
+    NcclP2pDisabledRecord r;
+    r.origin = origin;
+    std::string_view rest = m.substr(23);
+    r.nvlink = consume(rest, "NVLINK");
+    const std::size_t gpus = rest.find("GPUs");
+    if (gpus != std::string_view::npos) {
+      rest.remove_prefix(gpus + 4);
+      take_int(rest, r.gpu_a);
+      if (consume(rest, "and")) take_int(rest, r.gpu_b);
+    }
+    log_.p2p_disabled.push_back(r);
+    return true;
+  }
+  if (starts_with(m, "NVLS multicast support is ")) {
+    NcclNvlsRecord r;
+    r.origin = origin;
+    std::string_view rest = m.substr(26);
+    r.available = !consume(rest, "not");
+    if (consume(rest, "available") && consume(rest, "on dev")) take_int(rest, r.dev);
+    const std::size_t n = rest.find("NVLS_NCHANNELS");
+    if (n != std::string_view::npos) {
+      std::string_view c = rest.substr(n + 14);
+      take_int(c, r.channels);
+    }
+    log_.nvls.push_back(r);
+    return true;
+  }
+  if (starts_with(m, "NCCL_")) {
+    std::size_t name_end = 0;
+    while (name_end < m.size() && ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_digit(m[name_end]) ||
+                                   m[name_end] == '_'))
+      ++name_end;
+    std::string_view rest = m.substr(name_end);
+    if (consume(rest, "set by environment to") || consume(rest, "set to")) {
+      NcclEnvRecord r;
+      r.origin = origin;
+      r.name = std::string(m.substr(0, name_end));
+      std::string_view value = trim(rest);
+      // Older NCCL ends the sentence with a period ("set by environment to 0.").
+      if (!value.empty() && value.back() == '.') value.remove_suffix(1);
+      r.value = std::string(value);
+      log_.env.push_back(std::move(r));
+      return true;
+    }
+  }
+  for (std::string_view known : kKnownIgnored)
+    if (starts_with(m, known)) return true;
+  return false;
+}
+
+void NcclLogParser::feed_line(std::string_view line) {
+  NcclSource& src = source();
+  ++line_number_;
+  ++src.lines;
+  if (line.size() > kMaxLineBytes) {
+    line = line.substr(0, kMaxLineBytes);
+    ++src.long_lines;
+  }
+  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+  if (line.size() < 12) return;
+
+  // Find the marker: " NCCL INFO", " NCCL WARN", or a bare "NCCL version ".
+  const char* data = line.data();
+  std::size_t at = std::string_view::npos;
+  bool warn = false;
+  bool bare_version = false;
+  for (std::size_t from = 0; from + 5 <= line.size();) {
+    const void* hit = ::memmem(data + from, line.size() - from, "NCCL ", 5);
+    if (hit == nullptr) break;
+    const std::size_t pos = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
+    const std::string_view after = line.substr(pos + 5);
+    const bool boundary = pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' ||
+                          line[pos - 1] == ')';
+    if (boundary && starts_with(after, "INFO")) {
+      at = pos;
+      break;
+    }
+    if (boundary && starts_with(after, "WARN")) {
+      at = pos;
+      warn = true;
+      break;
+    }
+    // Bare version (printed without a prefix): only a launcher prefix may precede it, and the
+    // version ends the line. Torch's error messages ("... NCCL version 2.19.3") fail the first test.
+    if (boundary && starts_with(after, "version ") && pos <= 64 && contains(line.substr(pos), "+cuda")) {
+      at = pos;
+      bare_version = true;
+      break;
+    }
+    from = pos + 5;
+  }
+  if (at == std::string_view::npos) return;
+  ++src.nccl_lines;
+
+  NcclOrigin origin;
+  origin.source = source_index_;
+  origin.line = line_number_;
+  std::string_view pre = line.substr(0, at);
+  std::string_view outer;
+
+  if (bare_version) {
+    outer = launcher_prefix(pre);
+    attribute_bare(outer, origin);
+    if (parse_message(line.substr(at), origin)) ++src.recognised;
+    else ++src.not_understood;
+    return;
+  }
+
+  std::string_view where;
+  if (warn) {
+    // "[dev] file.cc:123 (func) NCCL WARN" or "[dev] file.cc:123 NCCL WARN"
+    std::string_view probe = pre;
+    std::string_view token = pop_last_token(probe);
+    if (token.size() > 2 && token.front() == '(' && token.back() == ')') {
+      pre = probe;
+      token = pop_last_token(probe);
+    }
+    if (!token.empty() && token.find(':') != std::string_view::npos && is_digit(token.back()) &&
+        (token.find('.') != std::string_view::npos || token.find('/') != std::string_view::npos)) {
+      where = token;
+      pre = probe;
+    }
+  }
+  {
+    std::string_view probe = pre;
+    std::string_view token = pop_last_token(probe);
+    int dev = -1;
+    if (bracketed_int(token, dev)) {
+      origin.dev = dev;
+      pre = probe;
+    }
+  }
+  {
+    std::string_view probe = pre;
+    std::string_view token = pop_last_token(probe);
+    std::string_view host, glued_outer;
+    int pid = -1, tid = -1;
+    if (split_host_pid_tid(token, host, pid, tid, glued_outer)) {
+      origin.host = intern_host(host);
+      origin.pid = pid;
+      origin.tid = tid;
+      // The launcher prefix: what came before the host (glued to it or separated by a blank).
+      outer = glued_outer.empty()
+                  ? probe
+                  : line.substr(0, static_cast<std::size_t>(glued_outer.data() + glued_outer.size() - line.data()));
+      remember_process(launcher_prefix(outer), origin);
+    }
+  }
+
+  std::string_view message = line.substr(at + 9);  // after "NCCL INFO" / "NCCL WARN"
+  bool understood = false;
+  if (warn) {
+    NcclWarnRecord r;
+    r.origin = origin;
+    r.where = std::string(where);
+    r.message = printable(trim(message));
+    // A P2P check that fails says so as a WARN.
+    if (starts_with(r.message, "P2P is disabled between")) parse_message(r.message, origin);
+    log_.warnings.push_back(std::move(r));
+    understood = true;
+  } else {
+    understood = parse_message(message, origin);
+  }
+  if (understood) {
+    ++src.recognised;
+  } else {
+    ++src.not_understood;
+    if (log_.not_understood_samples.size() < 5) log_.not_understood_samples.push_back(printable(trim(message).substr(0, 160)));
+  }
+}
+
+// ---- sources --------------------------------------------------------------------------------------
+
+void parse_nccl_source(ByteSource& source, const std::string& name, const std::string& compression, NcclLog& log) {
+  NcclLogParser parser(log, name, compression);
+  constexpr std::size_t kChunk = 1 << 20;
+  std::unique_ptr<char[]> buffer(new char[kChunk]);
+  std::string carry;        // a line split across chunks
+  bool carry_cut = false;   // the carried line is over kMaxLineBytes: the rest is dropped
+  std::uint64_t bytes = 0;
+  while (true) {
+    std::size_t n = 0;
+    try {
+      n = source.read(buffer.get(), kChunk);
+    } catch (const InputError& e) {
+      if (bytes == 0) throw;
+      parser.source().damage = e.what();
+      break;
+    }
+    if (n == 0) break;
+    bytes += n;
+    std::string_view chunk(buffer.get(), n);
+    while (!chunk.empty()) {
+      const void* nl = std::memchr(chunk.data(), '\n', chunk.size());
+      const std::size_t len = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data()) : chunk.size();
+      const std::string_view piece = chunk.substr(0, len);
+      if (nl == nullptr) {
+        // Keep at most one byte past the limit, so that feed_line sees the line as too long.
+        if (carry.size() <= kMaxLineBytes) carry.append(piece.substr(0, kMaxLineBytes + 1 - carry.size()));
+        else carry_cut = true;
+        break;
+      }
+      if (carry.empty() && !carry_cut) {
+        parser.feed_line(piece);
+      } else {
+        if (carry.size() <= kMaxLineBytes) carry.append(piece.substr(0, kMaxLineBytes + 1 - carry.size()));
+        parser.feed_line(carry);
+        carry.clear();
+        carry_cut = false;
+      }
+      chunk.remove_prefix(len + 1);
+    }
+  }
+  if (!carry.empty()) parser.feed_line(carry);
+  parser.source().bytes = bytes;
+  if (parser.source().damage.empty()) parser.source().damage = source.damage();
+}
+
+void parse_nccl_file(const std::string& path, NcclLog& log) {
+  OpenedSource opened = open_byte_source(path);
+  parse_nccl_source(*opened.source, path, opened.compression, log);
+}
+
+NcclLog parse_nccl_text(std::string_view text, const std::string& name) {
+  NcclLog log;
+  std::unique_ptr<ByteSource> source = make_memory_source(std::string(text));
+  parse_nccl_source(*source, name, "none", log);
+  return log;
+}
+
+}  // namespace ferret

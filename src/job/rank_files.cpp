@@ -1,0 +1,86 @@
+#include "job/rank_files.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+namespace ferret {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+// Case-insensitive match of `word` at `pos`.
+bool word_at(std::string_view s, std::size_t pos, std::string_view word) {
+  if (pos + word.size() > s.size()) return false;
+  for (std::size_t i = 0; i < word.size(); ++i)
+    if (lower(s[pos + i]) != word[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+bool looks_like_trace_file(std::string_view name) {
+  return ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".json.zst") ||
+         ends_with(name, ".json.zstd");
+}
+
+std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (input == "-" || !fs::is_directory(input, ec)) {
+      files.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    fs::directory_iterator it(input, ec);
+    if (ec) throw std::runtime_error(input + ": cannot list the directory: " + ec.message());
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) throw std::runtime_error(input + ": cannot list the directory: " + ec.message());
+      const std::string name = it->path().filename().string();
+      std::error_code type_ec;
+      if (looks_like_trace_file(name) && it->is_regular_file(type_ec)) found.push_back(it->path().string());
+    }
+    if (found.empty())
+      throw std::runtime_error(input + ": no trace files in the directory (*.json, *.json.gz, *.json.zst)");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+std::optional<int> rank_from_file_name(std::string_view path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  std::optional<int> rank;
+  for (std::string_view word : {"rank", "worker", "proc", "gpu"}) {
+    for (std::size_t pos = 0; pos < name.size(); ++pos) {
+      if (!word_at(name, pos, word)) continue;
+      // The word must start the name or follow a separator ("myrank3" is not a rank).
+      if (pos > 0 && std::isalnum(static_cast<unsigned char>(name[pos - 1]))) continue;
+      std::size_t digits = pos + word.size();
+      if (digits < name.size() && (name[digits] == '-' || name[digits] == '_')) ++digits;
+      int value = 0;
+      const auto [end, ec] = std::from_chars(name.data() + digits, name.data() + name.size(), value);
+      if (ec != std::errc{} || end == name.data() + digits) continue;
+      // "rank3of8" and "rank-3.json" are ranks; "rank3x" is not.
+      if (end != name.data() + name.size() && std::isalpha(static_cast<unsigned char>(*end)) &&
+          !word_at(name, static_cast<std::size_t>(end - name.data()), "of"))
+        continue;
+      rank = value;
+    }
+    if (rank) return rank;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ferret

@@ -1,0 +1,150 @@
+// `ferret nccl` through the built binary: the three formats, several logs at once, stdin, gzip,
+// unreadable and hostile input, and --trace. Numbers come from the corpus counts worked out in
+// tests/ingest/nccl_log_parser_test.cpp and tests/analysis/nccl_setup_test.cpp.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+using nlohmann::json;
+using test::run_ferret;
+
+std::string corpus(const std::string& name) { return std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/" + name; }
+bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+TEST(NcclCli, HelpListsTheOptions) {
+  const auto r = run_ferret("nccl --help");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* option : {"--trace", "--json", "--md"}) EXPECT_TRUE(contains(r.out, option)) << option;
+}
+
+TEST(NcclCli, TextReportFitsEightyColumns) {
+  const auto r = run_ferret("nccl " + corpus("two_host_socket_fallback.log"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "4 ranks on 2 hosts")) << r.out;
+  EXPECT_TRUE(contains(r.out, "HIGH")) << r.out;
+  EXPECT_TRUE(contains(r.out, "TCP sockets")) << r.out;
+  std::size_t start = 0;
+  while (start < r.out.size()) {
+    std::size_t end = r.out.find('\n', start);
+    if (end == std::string::npos) end = r.out.size();
+    EXPECT_LE(end - start, 80u) << r.out.substr(start, end - start);
+    start = end + 1;
+  }
+}
+
+TEST(NcclCli, JsonSchemaAndAllLogsTogether) {
+  const auto r = run_ferret("nccl --json " + corpus("two_host_ib_gdr.log") + " " + corpus("p2p_disabled.log"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["schema"], "ferret.nccl/1");
+  ASSERT_EQ(j["sources"].size(), 2u);
+  EXPECT_EQ(j["lines"]["read"], 119 + 25);
+  EXPECT_EQ(j["lines"]["not_understood"], 0);
+  // The largest communicator is the job: 8 ranks of two_host_ib_gdr.log.
+  EXPECT_EQ(j["job"]["nranks"], 8);
+  EXPECT_EQ(j["job"]["connections"]["net_rdma"], 8);
+  EXPECT_EQ(j["job"]["connections"]["shm"], 8);
+  EXPECT_EQ(j["communicators"].size(), 2u);
+  EXPECT_EQ(j["hosts"].size(), 3u);  // node-a, node-b, pcie-box
+  EXPECT_EQ(j["ranks"][0]["host"], "node-a");
+  EXPECT_EQ(j["ranks"][0]["nccl_version"], "2.18.5");
+  bool p2p = false;
+  for (const json& f : j["findings"]) {
+    p2p = p2p || f["id"] == "nccl-p2p-disabled";
+    EXPECT_EQ(f["dimension"], "distributed");
+    EXPECT_FALSE(f["threshold"].get<std::string>().empty());
+  }
+  EXPECT_TRUE(p2p);
+}
+
+TEST(NcclCli, MarkdownEscapesLogText) {
+  const std::string path = test::temp_path("nccl_md.log");
+  test::write_file(path, "h:1:1 [0] misc/x.cc:1 NCCL WARN <script>|alert*`x`\n");
+  const auto r = run_ferret("nccl --md " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "## NCCL setup")) << r.out;
+  EXPECT_TRUE(contains(r.out, "&lt;script&gt;\\|alert\\*\\`x\\`")) << r.out;
+  EXPECT_FALSE(contains(r.out, "<script>"));
+}
+
+TEST(NcclCli, ReadsStdinAndGzip) {
+  const auto piped = run_ferret("nccl --json -", corpus("mixed_torchrun.log"));
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(json::parse(piped.out)["lines"]["nccl"], 27);
+
+  const std::string gz = test::temp_path("nccl_gz.log.gz");
+  ASSERT_EQ(std::system(("gzip -c " + corpus("nccl_2_7_old.log") + " > " + gz).c_str()), 0);
+  const auto r = run_ferret("nccl --json " + gz);
+  std::remove(gz.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["sources"][0]["compression"], "gzip");
+  EXPECT_EQ(j["lines"]["read"], 36);
+  EXPECT_EQ(j["communicators"][0]["missing_ranks"], json::array({3}));
+}
+
+TEST(NcclCli, UnreadableLogIsNamedAndOnlyFatalWhenNothingRemains) {
+  const std::string missing = "/nonexistent/nccl-rank9.log";
+  const auto some = run_ferret("nccl --json " + corpus("p2p_disabled.log") + " " + missing);
+  EXPECT_EQ(some.exit_code, 0) << some.err;
+  EXPECT_TRUE(contains(some.err, "nccl-rank9.log")) << some.err;
+  const json j = json::parse(some.out);
+  ASSERT_EQ(j["errors"].size(), 1u);
+  EXPECT_EQ(j["errors"][0]["source"], missing);
+
+  const auto none = run_ferret("nccl " + missing);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(contains(none.err, "nccl-rank9.log")) << none.err;
+}
+
+TEST(NcclCli, GarbageNeverCrashes) {
+  const std::string path = test::temp_path("nccl_garbage.log");
+  std::string bytes;
+  for (unsigned i = 0; i < 300000; ++i) bytes += static_cast<char>((i * 7919u) % 256u);
+  bytes += std::string(100000, 'N') + " NCCL INFO Channel 00/0 : 0[0] -> \n";
+  bytes += "x:1:1 [0] NCCL INFO Channel 99/0 : -5[0] -> 2147483647[1] via \n";
+  bytes += "x:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 99999999999 - Init START\n";
+  bytes += "x:1:1 [0] NCCL INFO Init timings: rank\n";
+  test::write_file(path, bytes);
+  const auto r = run_ferret("nccl --json " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_GE(j["sources"][0]["long_lines"].get<int>(), 1);
+  EXPECT_GE(j["lines"]["not_understood"].get<int>(), 2);
+}
+
+TEST(NcclCli, TraceCrossCheck) {
+  // 268,435,456 B AllReduce over 8 ranks in 10 ms: busbw 46.98 GB/s against 2 x 400 Gb/s IB.
+  const std::string trace = test::temp_path("nccl_trace.json");
+  test::write_file(trace, R"J({
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85520809984, "computeMajor": 9, "computeMinor": 0, "numSms": 132}],
+  "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 8},
+  "traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", "pid": 0, "tid": 20, "ts": 1000, "dur": 10000,
+   "args": {"Collective name": "allreduce", "In msg nelems": 67108864, "Out msg nelems": 67108864, "Group size": 8, "dtype": "Float"}}
+]})J");
+  const auto r = run_ferret("nccl --json " + corpus("two_host_ib_gdr.log") + " --trace " + trace);
+  const auto text = run_ferret("nccl " + corpus("two_host_ib_gdr.log") + " --trace " + trace);
+  std::remove(trace.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["bandwidth"].size(), 1u);
+  EXPECT_EQ(j["bandwidth"][0]["collective"], "AllReduce");
+  EXPECT_NEAR(j["bandwidth"][0]["busbw_gbps"].get<double>(), 46.976, 1e-3);
+  EXPECT_EQ(j["bandwidth"][0]["ceiling_gbps"], 100.0);
+  EXPECT_NEAR(j["bandwidth"][0]["fraction_of_ceiling"].get<double>(), 0.47, 1e-3);
+  EXPECT_TRUE(contains(text.out, "47% of 100.0 GB/s")) << text.out;
+}
+
+}  // namespace
+}  // namespace ferret
