@@ -12,9 +12,10 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libtorch-dev \
 	python3 python3-torch \
 	clang libclang-rt-14-dev \
-	libopenmpi-dev openmpi-bin
+	libopenmpi-dev openmpi-bin \
+	time bc
 
-.PHONY: setup build test demo bench test-asan fuzz fuzz-ci reliability clean format
+.PHONY: setup build test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
@@ -43,10 +44,15 @@ bench: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 	bench/run_bench.sh $(BUILD)
 
+# A 64-rank job of 100 MB per rank, analysed on one core, every core, and 1 and 3 MPI processes.
+bench-job: $(BUILD)/build.ninja
+	cmake --build $(BUILD) --target ferret -j $(JOBS)
+	bench/job_bench.sh $(BUILD)
+
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer. Built with clang and
 # libFuzzer's coverage hooks, so the same build also gives the fuzzing harnesses (fuzz, fuzz-ci).
 SANITIZE_CONFIG := CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	-DFERRET_SANITIZE=ON -DFERRET_FUZZ=ON -DFERRET_BUILD_BENCH=OFF -DFERRET_WITH_LIBTORCH=OFF
+	-DFERRET_SANITIZE=ON -DFERRET_FUZZ=ON -DFERRET_BUILD_BENCH=OFF -DFERRET_WITH_LIBTORCH=OFF -DFERRET_WITH_MPI=OFF
 test-asan:
 	$(SANITIZE_CONFIG)
 	cmake --build build-asan -j $(JOBS)

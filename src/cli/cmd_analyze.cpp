@@ -164,7 +164,6 @@ void run_analyze(const AnalyzeCliOptions& cli) {
     throw ExitCode{2};
   }
   const AnalysisOptions options = to_analysis_options(cli);
-  const Style style = (cli.json || cli.markdown) ? Style{} : style_for_fd(STDOUT_FILENO);
   std::vector<std::string> files;
   try {
     files = expand_trace_inputs(cli.traces);
@@ -190,6 +189,8 @@ void run_analyze(const AnalyzeCliOptions& cli) {
     throw ExitCode{2};
   }
   const std::vector<std::size_t> mine = my_share(files, world);
+  // Under MPI the launcher forwards stdout: whether it ends at a terminal is not known here.
+  const Style style = (cli.json || cli.markdown || world.size > 1) ? Style{} : style_for_fd(STDOUT_FILENO);
 
   // Several traces are analysed at once, one parser thread each; a single trace gets every core.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

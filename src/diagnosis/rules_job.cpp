@@ -1,6 +1,7 @@
 // Job rules: what only the ranks together show. Each rule names its threshold and its source.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -238,9 +239,26 @@ void rule_waiting(const JobAnalysis& job, std::vector<Finding>& out) {
 // (one host), or below 50% of 400 Gb/s InfiniBand (25 GB/s) when they span several hosts.
 constexpr double kIntraHostEfficiency = 0.25;
 constexpr double kInterHostGbps = 25.0;
+// Nodes hold at most this many GPUs (DGX/HGX: 8): a larger world spans hosts.
+constexpr int kGpusPerHost = 8;
+
+// Whether the ranks run on more than one host. Traces do not name their host, but ranks on
+// different clocks, two ranks driving the same GPU index, or more ranks than a node has GPUs
+// all say so. Hosts whose clocks agree within 100 us still count as one unless the rest tells.
+bool spans_hosts(const JobAnalysis& job) {
+  if (job.matching.clock_groups > 1 || job.world_size > kGpusPerHost) return true;
+  std::set<std::int32_t> devices;
+  std::size_t ranks = 0;
+  for (const RankResult& r : job.ranks) {
+    if (!r.error.empty() || r.collectives.empty()) continue;
+    ++ranks;
+    if (!devices.insert(r.collectives.front().device).second) return true;
+  }
+  return ranks > static_cast<std::size_t>(kGpusPerHost);
+}
 
 void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
-  const bool multi_host = job.matching.clock_groups > 1;
+  const bool multi_host = spans_hosts(job);
   for (const CollectiveCost& c : job.costs) {
     if (c.bucket < 3 || c.bucket >= kSizeBuckets || c.busbw_gbps <= 0) continue;
     const double expected = multi_host ? kInterHostGbps : (c.link_gbps > 0 ? kIntraHostEfficiency * c.link_gbps : -1);
@@ -267,8 +285,8 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
         "Transfer time is the shortest duration of each call across ranks, so waiting for late ranks is already "
         "taken out: {} calls moved {:.1f} MiB in {:.2f} ms of transfer. {}",
         c.calls, static_cast<double>(c.bytes) / (1 << 20), ms(c.transfer_ns),
-        multi_host ? "The ranks run on several clocks (hosts): the network between them is the likely limit."
-                   : "The ranks share one clock (one host): NVLink/P2P should carry this traffic.");
+        multi_host ? "The ranks span several hosts: the network between them is the likely limit."
+                   : "The ranks look like one host (one clock, distinct GPUs): NVLink/P2P should carry this traffic.");
     f.evidence = {{"busbw_gbps", c.busbw_gbps, "GB/s"},
                   {"algbw_gbps", c.algbw_gbps, "GB/s"},
                   {"expected_gbps", expected, "GB/s"},
@@ -279,7 +297,8 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
                             "network plugin installed, and all-reduce bandwidth with nccl-tests between the hosts."
                           : "Check `nvidia-smi topo -m` for NVLink between the GPUs, and that NCCL_P2P_DISABLE is unset."};
     f.threshold = "large messages (>= 16 MiB) below 25% of the scale-up link on one host, or below 25 GB/s (half of "
-                  "400 Gb/s InfiniBand) across hosts (DOMAIN.md link figures)";
+                  "400 Gb/s InfiniBand) across hosts (DOMAIN.md link figures); hosts: several clocks, a GPU index "
+                  "used twice, or more than 8 ranks";
     out.push_back(std::move(f));
   }
 }

@@ -113,7 +113,7 @@ std::string last_text(const RankRow& row) {
 
 std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style& st) {
   constexpr std::size_t kWidth = 80;
-  std::string out = fmt::format("{}Job{}: {}\n", st.bold(), st.reset(), job_line(job));
+  std::string out = wrap(fmt::format("{}Job{}: {}", st.bold(), st.reset(), job_line(job)), kWidth, "");
   out += wrap(matching_line(job), kWidth, "");
   out += "\n" + wrap(fmt::format("{}Verdict{}: {}", st.bold(), st.reset(), d.verdict.headline), kWidth, "");
 
