@@ -3,25 +3,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
-#include "analysis/trace_analysis.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/progress.h"
+#include "cli/rank_analysis.h"
 #include "cli/world.h"
-#include "diagnosis/diagnose.h"
 #include "diagnosis/job_diagnosis.h"
 #include "ingest/trace_loader.h"
 #include "job/job_analysis.h"
 #include "job/rank_files.h"
-#include "report/analyze_report.h"
 #include "report/job_report.h"
 
 namespace ferret::cli {
@@ -48,43 +43,6 @@ AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
   if (cli.device >= 0) o.device = cli.device;
   parse_step_range(cli.steps, o);
   return o;
-}
-
-// What one input gave: its own report (rendered as asked) and its summary as a rank.
-struct TraceOutcome {
-  std::string path;
-  std::string error;  // non-empty: failed, and nothing else is set
-  std::string report;
-  nlohmann::ordered_json json;
-  RankResult rank;
-};
-
-TraceOutcome analyze_one(const std::string& path, const AnalyzeCliOptions& cli, const AnalysisOptions& options,
-                         const Style& style, unsigned threads, std::uint64_t max_memory, bool progress) {
-  TraceOutcome out;
-  out.path = path;
-  LoadOptions load;
-  load.threads = threads;
-  load.max_memory_bytes = max_memory;
-  if (progress) load.progress = make_progress_bar(path, input_file_size(path));
-  try {
-    TraceModel model = load_trace(path, load);
-    if (progress) finish_progress_bar();
-    if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
-      std::string why = model.info.source + ": " + empty;
-      for (const std::string& note : model.report.notes) why += "; " + note;
-      throw InputError(why);
-    }
-    const TraceAnalysis analysis = analyze_trace(model, options);
-    const Diagnosis diagnosis = diagnose(analysis);
-    if (cli.json) out.json = analyze_json(analysis, diagnosis);
-    else out.report = cli.markdown ? analyze_markdown(analysis, diagnosis) : analyze_text(analysis, diagnosis, style);
-    out.rank = summarize_rank(analysis, diagnosis);
-  } catch (const InputError& e) {
-    if (progress) finish_progress_bar();
-    out.error = e.what();
-  }
-  return out;
 }
 
 // Inputs are the ranks of one job when each says which rank it is (distributedInfo or its file
@@ -164,17 +122,10 @@ void run_analyze(const AnalyzeCliOptions& cli) {
     throw ExitCode{2};
   }
   const AnalysisOptions options = to_analysis_options(cli);
-  std::vector<std::string> files;
-  try {
-    files = expand_trace_inputs(cli.traces);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ferret: %s\n", e.what());
-    throw ExitCode{2};
-  }
-  std::vector<bool> given_by_name(files.size());
-  for (std::size_t i = 0; i < files.size(); ++i)
-    given_by_name[i] = std::find(cli.traces.begin(), cli.traces.end(), files[i]) != cli.traces.end();
-  const bool directory_given = std::count(given_by_name.begin(), given_by_name.end(), false) > 0;
+  const TraceInputs inputs = expand_inputs(cli.traces);
+  const std::vector<std::string>& files = inputs.files;
+  const std::vector<bool>& given_by_name = inputs.given_by_name;
+  const bool directory_given = inputs.directory_given;
 
   if (launched_by_mpi_launcher() && !built_with_mpi()) {
     exec_sibling_binary("ferret-mpi");
@@ -192,28 +143,15 @@ void run_analyze(const AnalyzeCliOptions& cli) {
   // Under MPI the launcher forwards stdout: whether it ends at a terminal is not known here.
   const Style style = (cli.json || cli.markdown || world.size > 1) ? Style{} : style_for_fd(STDOUT_FILENO);
 
-  // Several traces are analysed at once, one parser thread each; a single trace gets every core.
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned workers =
-      static_cast<unsigned>(std::min<std::size_t>(mine.size(), cli.jobs > 0 ? cli.jobs : cores));
-  const unsigned parser_threads = workers > 1 ? (cli.threads > 0 ? cli.threads : 1) : cli.threads;
-  std::uint64_t max_memory = memory_limit(cli.max_memory);
-  if (workers > 1) max_memory = (max_memory > 0 ? max_memory : default_max_memory_bytes()) / workers;
-  const bool progress = world.size == 1 && workers <= 1;
-  std::vector<TraceOutcome> outcomes(mine.size());
-  if (workers <= 1) {
-    for (std::size_t k = 0; k < mine.size(); ++k)
-      outcomes[k] = analyze_one(files[mine[k]], cli, options, style, parser_threads, max_memory, progress);
-  } else {
-    std::atomic<std::size_t> next{0};
-    std::vector<std::thread> pool;
-    for (unsigned w = 0; w < workers; ++w)
-      pool.emplace_back([&] {
-        for (std::size_t k = next++; k < mine.size(); k = next++)
-          outcomes[k] = analyze_one(files[mine[k]], cli, options, style, parser_threads, max_memory, false);
-      });
-    for (std::thread& t : pool) t.join();
-  }
+  TraceRunOptions run;
+  run.analysis = options;
+  run.rendering = cli.json ? TraceRendering::kJson : cli.markdown ? TraceRendering::kMarkdown : TraceRendering::kText;
+  run.style = style;
+  run.jobs = cli.jobs;
+  run.threads = cli.threads;
+  run.max_memory = memory_limit(cli.max_memory);
+  run.progress = world.size == 1;
+  std::vector<TraceOutcome> outcomes = analyze_trace_files(files, mine, run);
   if (world.size > 1) {
     // Process 0 gathers the rank results and writes the one report; the others only analyse.
     const std::vector<std::vector<std::uint8_t>> shares = world_gather(world, encode_share(mine, outcomes));
@@ -237,21 +175,7 @@ void run_analyze(const AnalyzeCliOptions& cli) {
 
   // A directory can hold other JSON beside the rank traces (a config, a ground truth): a file
   // found in one that is not a trace document at all is left out with a note, not a failure.
-  int failures = 0;
-  std::vector<TraceOutcome> kept;
-  for (std::size_t i = 0; i < outcomes.size(); ++i) {
-    TraceOutcome& o = outcomes[i];
-    if (!o.error.empty() && !given_by_name[i] && o.error.find(kNotATraceDocument) != std::string::npos) {
-      std::fprintf(stderr, "ferret: left out %s: not a trace (%s)\n", o.path.c_str(), kNotATraceDocument);
-      continue;
-    }
-    if (!o.error.empty()) {
-      std::fprintf(stderr, "ferret: %s\n", o.error.c_str());
-      ++failures;
-    }
-    kept.push_back(std::move(o));
-  }
-  outcomes = std::move(kept);
+  const int failures = report_trace_errors(outcomes, given_by_name);
 
   const bool job_mode =
       !cli.per_trace && (world.size > 1 || cli.job || directory_given || looks_like_one_job(outcomes));

@@ -18,5 +18,6 @@ void register_history(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_nccl(CLI::App& app);
+void register_scaling(CLI::App& app);
 
 }  // namespace ferret::cli

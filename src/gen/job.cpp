@@ -22,12 +22,11 @@ namespace {
 using jobsim::JobPlan;
 using jobsim::RankSimulator;
 using jobsim::RankStepRecord;
-using jobsim::TraceEvent;
+using kineto::rounded;
 
 constexpr int kMaxRanks = 4096;
 constexpr int kMaxSteps = 100000;
 constexpr std::int64_t kNsPerMs = 1000000;
-constexpr std::int64_t kDeviceMemory = 85018279936;  // "NVIDIA H100 80GB HBM3" as CUDA reports it
 constexpr std::int64_t kTokensPerRankStep = 16 * 1024;
 constexpr int kSamplesPerRankStep = 16;
 
@@ -38,11 +37,6 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
-}
-
-double rounded(double value, int decimals = 6) {
-  const double scale = std::pow(10.0, decimals);
-  return std::round(value * scale) / scale;
 }
 
 std::int64_t ms_to_ns(double ms) { return static_cast<std::int64_t>(std::llround(ms * static_cast<double>(kNsPerMs))); }
@@ -360,43 +354,6 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
 
 // ---------------------------------------------------------------------------------------------
 // Writing one rank's file: a replay of the rank with its events recorded.
-void append_event(std::string& out, const TraceEvent& e, std::int64_t shift) {
-  out += "{\"ph\": \"";
-  out.push_back(e.phase);
-  out += "\", ";
-  const bool flow = e.phase == 's' || e.phase == 'f';
-  if (flow) {
-    out += "\"id\": ";
-    append_int(out, e.flow_id);
-    out += ", ";
-  } else {
-    out += "\"cat\": ";
-    append_json_string(out, e.category);
-    out += ", \"name\": ";
-    append_json_string(out, e.name);
-    out += ", ";
-  }
-  out += "\"pid\": ";
-  append_int(out, e.pid);
-  out += ", \"tid\": ";
-  append_int(out, e.tid);
-  out += ", \"ts\": ";
-  append_micros(out, e.ts + shift);
-  if (e.phase == 'X') {
-    out += ", \"dur\": ";
-    append_micros(out, e.dur);
-  }
-  if (flow) {
-    out += ", \"cat\": \"ac2g\", \"name\": \"ac2g\"";
-    if (e.phase == 'f') out += ", \"bp\": \"e\"";
-  }
-  if (!e.args.empty()) {
-    out += ", \"args\": {";
-    out += e.args;
-    out += "}";
-  }
-  out += "}";
-}
 
 // One top-level key per line, each value on one line: readable, and diffable, without the one
 // number per line of a pretty-printed array.
@@ -428,82 +385,23 @@ std::int64_t base_time_ns(const JobSetup& setup, int rank) {
 
 void write_header(TraceWriter& writer, const JobSetup& setup, int rank) {
   const JobPlan& plan = setup.plan;
-  writer.header("schemaVersion", "1");
-  std::string properties = "[";
-  for (int id = 0; id < plan.ranks_per_host; ++id) {
-    properties += fmt::format(
-        "{}\n    {{\n      \"id\": {}, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": {},\n"
-        "      \"computeMajor\": 9, \"computeMinor\": 0,\n"
-        "      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n"
-        "      \"regsPerBlock\": 65536, \"regsPerMultiprocessor\": 65536, \"warpSize\": 32,\n"
-        "      \"sharedMemPerBlock\": 49152, \"sharedMemPerMultiprocessor\": 233472,\n"
-        "      \"numSms\": {}, \"sharedMemPerBlockOptin\": 232448\n    }}",
-        id ? "," : "", id, kDeviceMemory, jobsim::kNumSms);
-  }
-  properties += "\n  ]";
-  writer.header("deviceProperties", properties);
-  if (plan.distributed_info) {
-    std::string ranks;
-    for (int r = 0; r < plan.world_size; ++r) ranks += fmt::format("{}{}", r ? ", " : "", r);
-    writer.header("distributedInfo",
-                  fmt::format("{{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, \"pg_config\": "
-                              "[{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
-                              "\"pg_size\": {}, \"ranks\": [{}]}}], \"nccl_version\": \"2.18.6\"}}",
-                              rank, plan.world_size, plan.world_size, ranks));
-  }
-  writer.header("cuda_runtime_version", "12010");
-  writer.header("cupti_version", "20");
-  writer.header("cuda_driver_version", "12020");
-  writer.header("record_shapes", "1");
-  writer.header("profile_memory", "0");
-  writer.header("with_stack", "0");
-  writer.header("trace_id", fmt::format("\"{:016X}{:016X}\"", mix(plan.seed, static_cast<std::uint64_t>(rank) * 2 + 1),
-                                        mix(plan.seed, static_cast<std::uint64_t>(rank) * 2 + 2)));
+  kineto::TraceHeader h;
+  h.devices = plan.ranks_per_host;
+  if (plan.distributed_info) h.distributed = kineto::DistributedInfo{rank, plan.world_size, "2.18.6"};
+  h.cuda_runtime_version = "12010";
+  h.cupti_version = "20";
+  h.cuda_driver_version = "12020";
+  // Per-rank constants that must not consume the rank's random stream.
+  h.trace_id_high = mix(plan.seed, static_cast<std::uint64_t>(rank) * 2 + 1);
+  h.trace_id_low = mix(plan.seed, static_cast<std::uint64_t>(rank) * 2 + 2);
+  kineto::write_header(writer, h);
 }
 
 void write_metadata(TraceWriter& writer, const RankSimulator& sim, std::int64_t shift) {
-  std::string text;
-  auto meta = [&](std::string_view kind, std::int32_t pid, std::int32_t tid, std::string_view key, std::string_view value) {
-    text = "{\"name\": ";
-    append_json_string(text, kind);
-    text += ", \"ph\": \"M\", \"ts\": ";
-    append_micros(text, jobsim::kTraceStartNs + shift);
-    text += fmt::format(", \"pid\": {}, \"tid\": {}, \"args\": {{", pid, tid);
-    append_json_string(text, key);
-    text += ": ";
-    append_json_string(text, value);
-    text += "}}";
-    writer.event(text);
-  };
-  const std::string gpu = fmt::format("GPU {}", sim.device());
-  meta("process_name", sim.host_pid(), 0, "name", "python");
-  meta("process_labels", sim.host_pid(), 0, "labels", "CPU");
-  meta("thread_name", sim.host_pid(), sim.main_tid(), "name", fmt::format("thread {} (python)", sim.main_tid()));
-  meta("thread_name", sim.host_pid(), sim.autograd_tid(), "name", fmt::format("thread {} (pt_autograd_{})", sim.autograd_tid(), sim.device()));
-  meta("process_name", sim.device(), 0, "name", gpu);
-  meta("process_labels", sim.device(), 0, "labels", gpu);
-  meta("thread_name", sim.device(), jobsim::kComputeStream, "name", fmt::format("stream {} ", jobsim::kComputeStream));
-  meta("thread_name", sim.device(), jobsim::kNcclStream, "name", fmt::format("stream {} ", jobsim::kNcclStream));
-}
-
-// Kineto's closing records: the profiler's own span and the iteration/window markers.
-void write_profiler_markers(TraceWriter& writer, std::int64_t start, std::int64_t end) {
-  std::string text = "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler (0)\", \"pid\": \"Spans\", "
-                     "\"tid\": \"PyTorch Profiler\", \"ts\": ";
-  append_micros(text, start);
-  text += ", \"dur\": ";
-  append_micros(text, end - start);
-  text += ", \"args\": {\"Op count\": 0}}";
-  writer.event(text);
-  text = "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", "
-         "\"tid\": \"Trace PyTorch Profiler\", \"ts\": ";
-  append_micros(text, start);
-  text += "}";
-  writer.event(text);
-  text = "{\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"\", \"tid\": \"\", \"ts\": ";
-  append_micros(text, end + 35000);
-  text += "}";
-  writer.event(text);
+  kineto::write_metadata(writer,
+                         {sim.host_pid(), sim.main_tid(), sim.autograd_tid(), sim.device(),
+                          {jobsim::kComputeStream, jobsim::kNcclStream}},
+                         jobsim::kTraceStartNs + shift);
 }
 
 RankFile write_rank(const JobSetup& setup, const JobPhysics& physics, int rank, const std::string& truth_json,
@@ -518,7 +416,6 @@ RankFile write_rank(const JobSetup& setup, const JobPhysics& physics, int rank, 
   write_header(writer, setup, rank);
   RankSimulator sim(plan, rank, true);
   write_metadata(writer, sim, shift);
-  std::string text;
   std::int64_t last_end = jobsim::kTraceStartNs;
   for (int step = 0; step < plan.steps; ++step) {
     sim.begin_step(step);
@@ -527,14 +424,10 @@ RankFile write_rank(const JobSetup& setup, const JobPhysics& physics, int rank, 
     const RankStepRecord& simulated = physics.records[static_cast<std::size_t>(rank)][static_cast<std::size_t>(step)];
     if (replayed.end_ns != simulated.end_ns || replayed.collective_start_ns != simulated.collective_start_ns)
       throw std::logic_error(fmt::format("job simulation: rank {} step {} replays differently", rank, step));
-    for (const TraceEvent& e : sim.step_events()) {
-      text.clear();
-      append_event(text, e, shift);
-      writer.event(text);
-    }
+    kineto::write_events(writer, sim.step_events(), shift);
     last_end = replayed.end_ns;
   }
-  write_profiler_markers(writer, jobsim::kTraceStartNs + shift, last_end + 20000 + shift);
+  kineto::write_profiler_markers(writer, jobsim::kTraceStartNs + shift, last_end + 20000 + shift);
 
   // The job's truth plus which rank this file is.
   std::string truth = truth_json;
@@ -542,11 +435,10 @@ RankFile write_rank(const JobSetup& setup, const JobPhysics& physics, int rank, 
   truth += fmt::format(",\"this_rank\":{{\"rank\":{},\"host\":{},\"local_rank\":{},\"clock_offset_ns\":{}}}}}", rank,
                        plan.host_of(rank), plan.local_rank(rank),
                        setup.host_offsets_ns[static_cast<std::size_t>(plan.host_of(rank))]);
-  writer.header("ferret_ground_truth", truth);
-  writer.header("traceName", fmt::format("\"/tmp/ferret-gen/job-seed{}/node{}_{}.pt.trace.json\"", plan.seed,
-                                         plan.host_of(rank), sim.host_pid()));
-  writer.header("displayTimeUnit", "\"ms\"");
-  writer.header("baseTimeNanoseconds", std::to_string(base));
+  kineto::write_trailer(
+      writer, truth,
+      fmt::format("/tmp/ferret-gen/job-seed{}/node{}_{}.pt.trace.json", plan.seed, plan.host_of(rank), sim.host_pid()),
+      base);
   writer.finish();
   out.close();
   return {writer.events(), out.bytes_in(), out.bytes_out()};

@@ -1,11 +1,11 @@
 #include "gen/job_simulation.h"
 
-#include <array>
 #include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "gen/h100_kernels.h"
 #include "gen/trace_writer.h"
 
 namespace ferret::jobsim {
@@ -63,34 +63,25 @@ std::vector<std::int64_t> host_clock_offsets(std::uint64_t seed, int hosts, std:
 
 namespace {
 
-constexpr std::int64_t us(std::int64_t n) { return n * 1000; }
-
-struct Range {
-  std::int64_t lo, hi;
-};
+using kineto::Args;
+using kineto::GpuKind;
+using kineto::KernelShape;
+using kineto::Range;
+using kineto::shapes;
+using kineto::us;
 
 // ---------------------------------------------------------------------------------------------
 // Kernels as cuBLAS, FlashAttention (torch's copy), ATen and NCCL 2.18 name them on an H100 with
 // CUDA 12, with the launch configuration CUPTI reports.
-struct KernelShape {
-  std::string_view name;
-  std::array<std::int64_t, 3> grid;
-  std::array<std::int64_t, 3> block;
-  std::int64_t registers;
-  std::int64_t shared_memory;
-  std::int64_t occupancy_pct;
-};
 
 namespace kernels {
-constexpr std::string_view kGemmTN =
-    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_"
-    "cublas";
-constexpr std::string_view kGemmNN =
-    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_"
-    "cublas";
-constexpr std::string_view kGemmNT =
-    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_"
-    "cublas";
+using kineto::kernels::kAdamForeach;
+using kineto::kernels::kLayerNormBwdInput;
+using kineto::kernels::kLayerNormFwd;
+using kineto::kernels::kNllLossFwd;
+constexpr std::string_view kGemmTN = kineto::kernels::kBf16GemmTN;
+constexpr std::string_view kGemmNN = kineto::kernels::kBf16GemmNN;
+constexpr std::string_view kGemmNT = kineto::kernels::kBf16GemmNT;
 // 16384 tokens x (output features / 128) tiles.
 const KernelShape kQkvFwd{kGemmTN, {18, 128, 1}, {384, 1, 1}, 168, 213248, 19};
 const KernelShape kQkvDgrad{kGemmNN, {6, 128, 1}, {384, 1, 1}, 168, 213248, 19};
@@ -129,14 +120,6 @@ const KernelShape kFlashBwdConvertDq{
     ">(pytorch_flash::Flash_bwd_params, int)",
     {8, 16, 12}, {256, 1, 1}, 40, 16384, 60};
 
-const KernelShape kLayerNormFwd{
-    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, "
-    "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
-    {16384, 1, 1}, {256, 1, 1}, 32, 0, 80};
-const KernelShape kLayerNormBwdInput{
-    "void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>(c10::"
-    "BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)",
-    {16384, 1, 1}, {256, 1, 1}, 40, 0, 76};
 const KernelShape kLayerNormBwdGammaBeta{
     "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<c10::BFloat16, float>(long, long, "
     "c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16*, c10::BFloat16*)",
@@ -179,45 +162,25 @@ const KernelShape kEmbeddingSumScatter{
     "void at::native::(anonymous namespace)::sum_and_scatter<float, float, long>(long const*, float*, long, long const*, "
     "long const*, at::acc_type<float, true> const*, long const*, long const*, long)",
     {4096, 1, 1}, {128, 1, 1}, 40, 0, 68};
-const KernelShape kLogSoftmaxFwd{
-    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous "
-    "namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)",
-    {16384, 1, 1}, {1024, 1, 1}, 38, 0, 48};
+const KernelShape kLogSoftmaxFwd{kineto::kernels::kLogSoftmaxFwdName, {16384, 1, 1}, {1024, 1, 1}, 38, 0, 48};
 const KernelShape kLogSoftmaxBwd{
     "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, at::native::(anonymous "
     "namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float const*, long)",
     {16384, 1, 1}, {1024, 1, 1}, 40, 0, 46};
-const KernelShape kNllLossFwd{
-    "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, "
-    "float*, float const*, long const*, float const*, bool, long, long, long, long)",
-    {1, 1, 1}, {32, 1, 1}, 24, 0, 1};
 const KernelShape kNllLossBwd{
     "void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(float*, float const*, "
     "long const*, float const*, float const*, bool, int, int, long, long)",
     {1, 1, 1}, {32, 1, 1}, 24, 0, 1};
-const KernelShape kAdamWForeach{
-    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
-    "TensorListMetadata<4>, at::native::(anonymous namespace)::PointwiseOpScalarListFunctor<float, 4, 3, 0>, std::"
-    "multiplies<float>>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::"
-    "PointwiseOpScalarListFunctor<float, 4, 3, 0>, std::multiplies<float>)",
-    {1920, 1, 1}, {512, 1, 1}, 40, 0, 82};
 const KernelShape kNcclAllReduce{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
                                  {24, 1, 1}, {640, 1, 1}, 96, 87568, 0};
 }  // namespace kernels
-
-std::string triplet(const std::array<std::int64_t, 3>& v) { return fmt::format("[{}, {}, {}]", v[0], v[1], v[2]); }
-
-// "Input Dims" / "Input type" members as record_shapes=True writes them.
-std::string shapes(std::string_view dims, std::string_view types) {
-  return fmt::format("\"Input Dims\": {}, \"Input type\": {}", dims, types);
-}
 
 // ---------------------------------------------------------------------------------------------
 // The model, as tables: forward ops (op chain > one kernel), backward nodes (autograd node > ops >
 // kernels). Batch 16 x 1024 tokens, hidden 768, 12 heads, vocabulary 50257, bf16 autocast.
 struct ForwardOp {
   std::vector<std::string_view> ops;  // outermost first
-  std::string shapes;
+  Args shapes;
   const KernelShape* kernel;
   Range ns;
 };
@@ -365,7 +328,7 @@ const OuterBackward& outer_backward() {
   return kNodes;
 }
 
-constexpr std::string_view kDataLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+constexpr std::string_view kDataLoader = kineto::kernels::kSingleProcessLoader;
 constexpr int kSyncPointsPerStep = 4;  // sync straggler: after layers 2, 5, 8, 11
 constexpr std::int64_t kNoneIndex = -1;
 
@@ -377,390 +340,124 @@ struct RankSimulator::Impl {
   int rank;
   bool record;
   Random rng;
-  std::int32_t pid = 0, main_tid = 0, autograd_tid = 0, device = 0;
-  bool straggler = false;
-
-  // Ids that run across the whole trace, as the profiler assigns them.
-  std::int64_t correlation = 0, external = 1, event_index = 0, sequence = 0, collective_seq = 1;
-
-  std::int64_t now = 0;
-  std::int32_t tid = 0;
-  struct Open {
-    TraceEvent event;
-    std::int64_t external_id = 0;
-  };
-  std::vector<Open> open;
-  std::vector<TraceEvent> events;
-  struct GpuSpan {
-    std::int64_t start, end;
-    bool nccl;
-  };
-  std::vector<GpuSpan> gpu;
-  std::int64_t compute_free = 0, nccl_free = 0;
+  std::int32_t pid, main_tid, autograd_tid, device;
+  bool straggler;
+  kineto::ProfilerIds ids;  // as the profiler assigns them, across the whole trace
+  // The rank's host process and GPU; the compute stream's free time carries across steps.
+  kineto::HostTimeline t;
 
   struct Pending {
     std::int64_t kernel_event = kNoneIndex, flow_event = kNoneIndex;
   };
   std::vector<Pending> pending;
   std::vector<CollectiveArrival> arrivals;
+  std::int64_t nccl_free = 0;  // settled across ranks, so kept apart from the timeline's streams
   RankStepRecord step;
   std::int64_t next_step_start = 0;
   std::vector<std::int64_t> forward_ns;       // this step's forward kernel durations
   std::vector<std::int64_t> forward_sequence;  // autograd Sequence number of each forward op
   std::size_t forward_cursor = 0;
-  std::vector<std::string> bucket_args;  // collective args up to "Process Group Ranks"
+  std::vector<Args> bucket_args;  // collective args up to "Process Group Ranks"
 
+  // Members initialize in declaration order: the pid, then the autograd thread, are drawn first.
   Impl(const JobPlan& p, int r, bool rec)
-      : plan(p), rank(r), record(rec), rng(p.seed * 0x9E3779B97F4A7C15ULL + 0x5EED0000ULL + static_cast<std::uint64_t>(r)) {
-    pid = static_cast<std::int32_t>(rng.between(10000, 99999));
-    main_tid = pid;
-    autograd_tid = pid + static_cast<std::int32_t>(rng.between(50, 120));
-    device = plan.local_rank(rank);
-    straggler = plan.straggler == rank;
-    correlation = rng.between(20000, 40000);
+      : plan(p),
+        rank(r),
+        record(rec),
+        rng(p.seed * 0x9E3779B97F4A7C15ULL + 0x5EED0000ULL + static_cast<std::uint64_t>(r)),
+        pid(static_cast<std::int32_t>(rng.between(10000, 99999))),
+        main_tid(pid),
+        autograd_tid(pid + static_cast<std::int32_t>(rng.between(50, 120))),
+        device(plan.local_rank(rank)),
+        straggler(plan.straggler == rank),
+        t(ids, rng, {pid, main_tid, device, kNcclStream}, record, kineto::CopyCallDraws::kBoth) {
+    ids.correlation = rng.between(20000, 40000);
+    ids.collective_seq = 1;
     next_step_start = kTraceStartNs + us(400) + rng.between(0, us(300));  // profilers start within ~0.3 ms
     if (record) {
-      std::string ranks = "[";
-      for (int i = 0; i < plan.world_size; ++i) ranks += fmt::format("{}{}", i ? ", " : "", i);
-      ranks += "]";
-      for (const GradientBucket& b : gradient_buckets()) {
-        std::string a = "\"Collective name\": \"allreduce\", \"dtype\": \"Float\", \"In msg nelems\": ";
-        append_int(a, b.elements);
-        a += ", \"Out msg nelems\": ";
-        append_int(a, b.elements);
-        a += ", \"Group size\": ";
-        append_int(a, plan.world_size);
-        a += ", \"In split size\": \"[]\", \"Out split size\": \"[]\", \"Process Group Name\": \"0\", "
-             "\"Process Group Description\": \"default_pg\", \"Process Group Ranks\": ";
-        append_json_string(a, ranks);
-        bucket_args.push_back(std::move(a));
-      }
+      const std::string ranks = fmt::format("[{}]", kineto::rank_list(plan.world_size));
+      for (const GradientBucket& b : gradient_buckets())
+        bucket_args.push_back(Args()
+                                  .string("Collective name", "allreduce")
+                                  .string("dtype", "Float")
+                                  .integer("In msg nelems", b.elements)
+                                  .integer("Out msg nelems", b.elements)
+                                  .integer("Group size", plan.world_size)
+                                  .string("In split size", "[]")
+                                  .string("Out split size", "[]")
+                                  .string("Process Group Name", "0")
+                                  .string("Process Group Description", "default_pg")
+                                  .string("Process Group Ranks", ranks));
     }
-  }
-
-  void advance(std::int64_t ns) { now += ns; }
-
-  std::int64_t innermost_external_id() const { return open.empty() ? 0 : open.back().external_id; }
-
-  // Opens a host span with Kineto's External id, the given args members, and Ev Idx.
-  void open_span(std::string_view category, std::string_view name, std::string_view extra = {},
-                 std::int64_t sequence_number = -1, bool backward_node = false) {
-    Open o;
-    o.external_id = external++;
-    const std::int64_t ev_idx = event_index++;
-    o.event.ts = now;
-    if (record) {
-      o.event.category = category;
-      o.event.name = std::string(name);
-      o.event.pid = pid;
-      o.event.tid = tid;
-      std::string& a = o.event.args;
-      a = "\"External id\": ";
-      append_int(a, o.external_id);
-      if (!extra.empty()) {
-        a += ", ";
-        a += extra;
-      }
-      if (sequence_number >= 0) {
-        a += ", \"Sequence number\": ";
-        append_int(a, sequence_number);
-      }
-      if (backward_node) a += ", \"Fwd thread id\": 1";
-      a += ", \"Ev Idx\": ";
-      append_int(a, ev_idx);
-    }
-    open.push_back(std::move(o));
-  }
-
-  void close() {
-    if (open.empty()) throw std::logic_error("job simulation: close without open");
-    TraceEvent e = std::move(open.back().event);
-    open.pop_back();
-    e.dur = now - e.ts;
-    if (e.dur <= 0) throw std::logic_error("job simulation: host span of zero length: " + e.name);
-    if (record) events.push_back(std::move(e));
-  }
-
-  std::int64_t push(TraceEvent&& e) {
-    events.push_back(std::move(e));
-    return static_cast<std::int64_t>(events.size()) - 1;
-  }
-
-  void runtime_event(std::string_view api, std::int64_t dur, std::int64_t corr, std::int64_t ext, std::int64_t cbid) {
-    if (!record) return;
-    TraceEvent e;
-    e.category = "cuda_runtime";
-    e.name = std::string(api);
-    e.pid = pid;
-    e.tid = tid;
-    e.ts = now;
-    e.dur = dur;
-    e.args = "\"External id\": ";
-    append_int(e.args, ext);
-    e.args += ", \"cbid\": ";
-    append_int(e.args, cbid);
-    e.args += ", \"correlation\": ";
-    append_int(e.args, corr);
-    push(std::move(e));
-  }
-
-  std::int64_t flow(char phase, std::int64_t id, std::int32_t flow_pid, std::int32_t flow_tid, std::int64_t ts) {
-    if (!record) return kNoneIndex;
-    TraceEvent e;
-    e.phase = phase;
-    e.flow_id = id;
-    e.pid = flow_pid;
-    e.tid = flow_tid;
-    e.ts = ts;
-    return push(std::move(e));
-  }
-
-  std::string kernel_args(const KernelShape& k, std::int64_t ext, std::int32_t stream, std::int64_t corr) const {
-    const std::int64_t blocks = k.grid[0] * k.grid[1] * k.grid[2];
-    const std::int64_t warps_per_block = (k.block[0] * k.block[1] * k.block[2] + 31) / 32;
-    std::string a = "\"External id\": ";
-    append_int(a, ext);
-    a += ", \"queued\": 0, \"device\": ";
-    append_int(a, device);
-    a += ", \"context\": 1, \"stream\": ";
-    append_int(a, stream);
-    a += ", \"correlation\": ";
-    append_int(a, corr);
-    a += ", \"registers per thread\": ";
-    append_int(a, k.registers);
-    a += ", \"shared memory\": ";
-    append_int(a, k.shared_memory);
-    a += ", \"blocks per SM\": ";
-    append_ratio(a, static_cast<std::uint64_t>(blocks), kNumSms, 6);
-    a += ", \"warps per SM\": ";
-    append_ratio(a, static_cast<std::uint64_t>(blocks * warps_per_block), kNumSms, 6);
-    a += ", \"grid\": " + triplet(k.grid) + ", \"block\": " + triplet(k.block) + ", \"est. achieved occupancy %\": ";
-    append_int(a, k.occupancy_pct);
-    return a;
-  }
-
-  TraceEvent kernel_event(const KernelShape& k, std::int32_t stream, std::int64_t corr, std::int64_t ext,
-                          std::int64_t start, std::int64_t dur) const {
-    TraceEvent e;
-    e.category = "kernel";
-    e.name = std::string(k.name);
-    e.pid = device;
-    e.tid = stream;
-    e.ts = start;
-    e.dur = dur;
-    e.args = kernel_args(k, ext, stream, corr);
-    return e;
-  }
-
-  // cudaLaunchKernel from the innermost open op: the runtime span, the kernel on the compute
-  // stream when the stream is free (and not before `not_before`), and the ac2g flow.
-  void launch(const KernelShape& k, std::int64_t kernel_ns, std::int64_t launch_ns, std::int64_t not_before = 0) {
-    const std::int64_t corr = correlation++;
-    const std::int64_t ext = innermost_external_id();
-    runtime_event("cudaLaunchKernel", launch_ns, corr, ext, 211);
-    flow('s', corr, pid, tid, now);
-    const std::int64_t queue_gap = rng.between(800, 2000);
-    const std::int64_t launch_latency = rng.between(1500, 4000);
-    const std::int64_t start = std::max({compute_free + queue_gap, now + launch_ns + launch_latency, not_before});
-    if (record) {
-      push(kernel_event(k, kComputeStream, corr, ext, start, kernel_ns));
-      flow('f', corr, device, kComputeStream, start);
-    }
-    compute_free = start + kernel_ns;
-    now += launch_ns;
-    gpu.push_back({start, start + kernel_ns, false});
   }
 
   // One op chain launching one kernel, with eager PyTorch's host overheads around the launch.
   void op_kernel(const ForwardOp& op, std::int64_t kernel_ns, std::int64_t sequence_number) {
     const std::int64_t overhead_ns = rng.between(us(12), us(25));
     const std::int64_t launch_ns = rng.between(5000, 8000);
-    bool outer = true;
-    for (std::string_view name : op.ops) {
-      open_span("cpu_op", name, outer ? std::string_view(op.shapes) : std::string_view(), outer ? sequence_number : -1);
-      outer = false;
-      advance(overhead_ns / static_cast<std::int64_t>(op.ops.size()) + rng.between(200, 800));
-    }
-    launch(*op.kernel, kernel_ns, launch_ns);
-    for (std::size_t i = 0; i < op.ops.size(); ++i) {
-      advance(rng.between(500, 1500));
-      close();
-    }
+    const Args outer = record ? Args(op.shapes).integer("Sequence number", sequence_number) : Args();
+    kineto::op_kernel(t, op.ops, outer, *op.kernel, kernel_ns, launch_ns, overhead_ns, kComputeStream);
   }
 
   // evaluate_function: Node > Node > ops, each op launching its kernels.
   void backward_node(const BackwardNode& node, std::int64_t sequence_number) {
     const std::int64_t overhead_ns = rng.between(us(10), us(20));
-    std::string evaluate;
-    if (record) evaluate = fmt::format("autograd::engine::evaluate_function: {}", node.node);
-    open_span("cpu_op", evaluate, {}, sequence_number, true);
-    advance(overhead_ns / 3 + rng.between(200, 600));
-    open_span("cpu_op", node.node, {}, sequence_number, true);
-    advance(overhead_ns / 3 + rng.between(200, 600));
+    kineto::open_autograd_node(t, node.node, sequence_number, overhead_ns);
     for (const BackwardOp& op : node.ops) {
-      open_span("cpu_op", op.op);
-      advance(overhead_ns / 3 + rng.between(200, 600));
+      t.open("cpu_op", op.op);
+      t.advance(overhead_ns / 3 + rng.between(200, 600));
       for (const auto& [kernel, range] : op.kernels) {
         // Two draws, sequenced (argument evaluation order is unspecified).
-        const std::int64_t kernel_ns = rng.between(range.lo, range.hi);
+        const std::int64_t kernel_ns = rng.draw(range);
         const std::int64_t launch_ns = rng.between(5000, 8000);
-        launch(*kernel, kernel_ns, launch_ns);
-        advance(rng.between(500, 1500));
+        t.launch(*kernel, kernel_ns, launch_ns, kComputeStream);
+        t.advance(rng.between(500, 1500));
       }
-      advance(rng.between(500, 1500));
-      close();
+      t.advance(rng.between(500, 1500));
+      t.close();
     }
     for (int i = 0; i < 2; ++i) {
-      advance(rng.between(500, 1500));
-      close();
+      t.advance(rng.between(500, 1500));
+      t.close();
     }
-  }
-
-  // cudaMemcpyAsync and its copy on the compute stream; `host_waits`: pageable memory makes the
-  // call return only after the copy.
-  void memcpy(std::string_view name, std::int64_t bytes, std::int64_t copy_ns, bool host_waits) {
-    const std::int64_t corr = correlation++;
-    const std::int64_t ext = innermost_external_id();
-    const std::int64_t queue_gap = rng.between(800, 2000), issue_latency = rng.between(2000, 4000);
-    const std::int64_t start = std::max(compute_free + queue_gap, now + issue_latency);
-    const std::int64_t tail = rng.between(2000, 5000), async_call = rng.between(6000, 10000);
-    const std::int64_t call_ns = host_waits ? start + copy_ns + tail - now : async_call;
-    runtime_event("cudaMemcpyAsync", call_ns, corr, ext, 51);
-    flow('s', corr, pid, tid, now);
-    if (record) {
-      TraceEvent copy;
-      copy.category = "gpu_memcpy";
-      copy.name = std::string(name);
-      copy.pid = device;
-      copy.tid = kComputeStream;
-      copy.ts = start;
-      copy.dur = copy_ns;
-      std::string& a = copy.args;
-      a = "\"External id\": ";
-      append_int(a, ext);
-      a += ", \"device\": ";
-      append_int(a, device);
-      a += ", \"context\": 1, \"stream\": ";
-      append_int(a, kComputeStream);
-      a += ", \"correlation\": ";
-      append_int(a, corr);
-      a += ", \"bytes\": ";
-      append_int(a, bytes);
-      a += ", \"memory bandwidth (GB/s)\": ";
-      append_ratio(a, static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(copy_ns), 6);
-      push(std::move(copy));
-      flow('f', corr, device, kComputeStream, start);
-    }
-    compute_free = start + copy_ns;
-    now += call_ns;
-  }
-
-  void runtime(std::string_view api, std::int64_t dur, std::int64_t cbid) {
-    runtime_event(api, dur, correlation++, innermost_external_id(), cbid);
-    now += dur;
-  }
-
-  // cudaStreamSynchronize on the compute stream: the host waits until it drains. CUPTI's
-  // cuda_sync activity ("Stream Sync") shows the wait on the GPU side.
-  void stream_synchronize() {
-    const std::int64_t corr = correlation++;
-    const std::int64_t least = rng.between(2000, 4000), after_drain = rng.between(2000, 5000);
-    const std::int64_t dur = std::max(least, compute_free + after_drain - now);
-    runtime_event("cudaStreamSynchronize", dur, corr, innermost_external_id(), 131);
-    if (record) {
-      TraceEvent e;
-      e.category = "cuda_sync";
-      e.name = "Stream Sync";
-      e.pid = device;
-      e.tid = kComputeStream;
-      e.ts = now + 1000;
-      e.dur = dur - 1500;
-      e.args = "\"External id\": ";
-      append_int(e.args, innermost_external_id());
-      e.args += ", \"cuda_sync_kind\": \"Stream Sync\", \"stream\": ";
-      append_int(e.args, kComputeStream);
-      e.args += ", \"correlation\": ";
-      append_int(e.args, corr);
-      e.args += ", \"device\": ";
-      append_int(e.args, device);
-      e.args += ", \"context\": 1";
-      push(std::move(e));
-    }
-    now += dur;
-  }
-
-  // tensor.item(): a 4-byte copy to pageable memory, which waits for everything queued.
-  void item() {
-    const std::string_view scalar = "\"Input Dims\": [[]], \"Input type\": [\"float\"]";
-    open_span("cpu_op", "aten::item", scalar);
-    advance(rng.between(2000, 4000));
-    open_span("cpu_op", "aten::_local_scalar_dense", scalar);
-    advance(rng.between(3000, 6000));
-    memcpy("Memcpy DtoH (Device -> Pageable)", 4, rng.between(1200, 1800), true);
-    advance(rng.between(1000, 3000));
-    close();
-    advance(rng.between(1000, 2000));
-    close();
   }
 
   // The straggler's host syncs (cause "sync"): a metrics read-out that synchronizes the stream,
   // reads a scalar, then works on the host for `host_work_ns` while the GPU has nothing queued.
   void sync_point(std::int64_t host_work_ns) {
-    stream_synchronize();
-    advance(rng.between(2000, 4000));
-    item();
-    advance(host_work_ns);
+    t.synchronize(kComputeStream, /*sync_event=*/true);
+    t.advance(rng.between(2000, 4000));
+    t.item(kComputeStream);
+    t.advance(host_work_ns);
   }
 
   // DDP's reducer launching one bucket's all-reduce from the autograd thread:
   // record_param_comms > nccl:all_reduce > event record, stream wait, cudaLaunchKernelExC of the
   // NCCL kernel on the NCCL stream. The kernel's start is settled across ranks (finish_step).
   void all_reduce(std::size_t bucket) {
-    const std::int64_t seq = collective_seq++;
-    std::string args;
+    const std::int64_t seq = ids.collective_seq++;
+    Args args;
     if (record) {
       args = bucket_args[bucket];
-      if (plan.distributed_info) {
-        args += ", \"Rank\": ";
-        append_int(args, rank);
-      }
-      if (plan.seq) {
-        args += ", \"Seq\": ";
-        append_int(args, seq);
-      }
+      if (plan.distributed_info) args.integer("Rank", rank);
+      if (plan.seq) args.integer("Seq", seq);
     }
-    open_span("cpu_op", "record_param_comms", args);
-    advance(rng.between(us(3), us(6)));
-    open_span("user_annotation", "nccl:all_reduce");
-    advance(rng.between(us(2), us(4)));
-    runtime("cudaEventRecord", rng.between(1500, 3000), 135);
-    runtime("cudaStreamWaitEvent", rng.between(1200, 2500), 147);
+    kineto::open_all_reduce(t, args);
     // The NCCL stream waits for the gradients computed so far on the compute stream.
-    const std::int64_t gradients_ready = compute_free;
+    const std::int64_t gradients_ready = t.stream_free(kComputeStream);
     const std::int64_t launch_ns = rng.between(9000, 14000);
-    const std::int64_t corr = correlation++;
-    const std::int64_t ext = innermost_external_id();
-    runtime_event("cudaLaunchKernelExC", launch_ns, corr, ext, 430);
-    flow('s', corr, pid, tid, now);
+    const std::int64_t corr = ids.correlation++;
+    const std::int64_t ext = t.innermost_external_id();
     const std::int64_t launch_latency = rng.between(1500, 4000);
     CollectiveArrival arrival;
-    arrival.ready_ns = std::max(now + launch_ns + launch_latency, gradients_ready);
+    arrival.ready_ns = std::max(t.now() + launch_ns + launch_latency, gradients_ready);
     arrival.queue_gap_ns = rng.between(800, 2000);
-    Pending p;
-    if (record) {
-      TraceEvent kernel = kernel_event(kernels::kNcclAllReduce, kNcclStream, corr, ext, 0, 0);
-      kernel.args += ", ";
-      kernel.args += args;
-      p.kernel_event = push(std::move(kernel));
-      p.flow_event = flow('f', corr, device, kNcclStream, 0);
-    }
-    pending.push_back(p);
+    // Written with no time yet: finish_step places the kernel and its flow.
+    const auto launched =
+        t.launch_at(kernels::kNcclAllReduce, 0, launch_ns, kNcclStream, 0, args, "cudaLaunchKernelExC", 430, corr, ext);
+    pending.push_back({launched.kernel_event, launched.flow_event});
     arrivals.push_back(arrival);
-    now += launch_ns;
-    advance(rng.between(us(2), us(4)));
-    close();
-    advance(rng.between(us(2), us(5)));
-    close();
+    kineto::close_all_reduce(t);
   }
 
   void forward(std::int64_t sync_work_ns_total) {
@@ -772,7 +469,7 @@ struct RankSimulator::Impl {
     // over them exactly.
     forward_ns.clear();
     const auto draw = [&](const std::vector<ForwardOp>& ops) {
-      for (const ForwardOp& op : ops) forward_ns.push_back(rng.between(op.ns.lo, op.ns.hi));
+      for (const ForwardOp& op : ops) forward_ns.push_back(rng.draw(op.ns));
     };
     draw(prologue);
     for (int l = 0; l < kLayers; ++l) draw(layer);
@@ -793,13 +490,13 @@ struct RankSimulator::Impl {
     forward_sequence.assign(forward_ns.size(), -1);
     forward_cursor = 0;
     const auto run = [&](const ForwardOp& op) {
-      forward_sequence[forward_cursor] = sequence++;
+      forward_sequence[forward_cursor] = ids.sequence++;
       op_kernel(op, forward_ns[forward_cursor], forward_sequence[forward_cursor]);
       ++forward_cursor;
     };
 
-    open_span("user_annotation", "DistributedDataParallel.forward");
-    advance(rng.between(us(30), us(60)));
+    t.open("user_annotation", "DistributedDataParallel.forward");
+    t.advance(rng.between(us(30), us(60)));
     for (const ForwardOp& op : prologue) run(op);
     int sync_points_left = kSyncPointsPerStep;
     for (int l = 0; l < kLayers; ++l) {
@@ -811,14 +508,14 @@ struct RankSimulator::Impl {
       }
     }
     for (const ForwardOp& op : epilogue) run(op);
-    advance(rng.between(us(10), us(20)));
-    close();
-    open_span("cpu_op", "aten::cross_entropy_loss",
-              shapes("[[16384, 50257], [16384], [], [], [], []]", "[\"float\", \"long int\", \"\", \"\", \"\", \"\"]"));
-    advance(rng.between(us(3), us(6)));
+    t.advance(rng.between(us(10), us(20)));
+    t.close();
+    t.open("cpu_op", "aten::cross_entropy_loss",
+           shapes("[[16384, 50257], [16384], [], [], [], []]", "[\"float\", \"long int\", \"\", \"\", \"\", \"\"]"));
+    t.advance(rng.between(us(3), us(6)));
     for (const ForwardOp& op : loss) run(op);
-    advance(rng.between(us(2), us(4)));
-    close();
+    t.advance(rng.between(us(2), us(4)));
+    t.close();
   }
 
   // Index of a forward op in forward_sequence.
@@ -829,8 +526,8 @@ struct RankSimulator::Impl {
   void backward() {
     const std::size_t epilogue_at = kPrologueOps + static_cast<std::size_t>(kLayers) * kLayerSlots;
     const std::size_t loss_at = epilogue_at + kEpilogueOps;
-    advance(rng.between(us(20), us(40)));
-    tid = autograd_tid;
+    t.advance(rng.between(us(20), us(40)));
+    t.on_thread(autograd_tid);
     const OuterBackward& outer = outer_backward();
     backward_node(outer.nll, forward_sequence[loss_at + kNllLoss]);
     backward_node(outer.log_softmax, forward_sequence[loss_at + kLogSoftmax]);
@@ -845,46 +542,45 @@ struct RankSimulator::Impl {
     backward_node(outer.wpe, forward_sequence[kWpe]);
     backward_node(outer.wte, forward_sequence[kWte]);
     all_reduce(bucket);
-    advance(rng.between(us(10), us(20)));
-    tid = main_tid;
+    t.advance(rng.between(us(10), us(20)));
+    t.on_thread(main_tid);
   }
 
   const std::vector<CollectiveArrival>& begin_step(int index) {
-    events.clear();
-    gpu.clear();
+    t.restart(next_step_start);
     pending.clear();
     arrivals.clear();
     step = RankStepRecord{};
-    now = next_step_start;
-    tid = main_tid;
-    step.start_ns = now;
-    open_span("user_annotation", record ? fmt::format("ProfilerStep#{}", kFirstStepNumber + index) : std::string());
-    advance(rng.between(us(10), us(25)));
+    t.on_thread(main_tid);
+    step.start_ns = t.now();
+    t.open("user_annotation", record ? fmt::format("ProfilerStep#{}", kFirstStepNumber + index) : std::string());
+    t.advance(rng.between(us(10), us(25)));
 
     // The next batch, loaded in the main process (num_workers=0) while the GPU has nothing queued.
-    open_span("user_annotation", kDataLoader);
+    t.open("user_annotation", kDataLoader);
     std::int64_t load_ns = rng.between(us(200), us(350));
     if (straggler && plan.straggler_cause == StragglerCause::kInput) load_ns += plan.straggler_delay_ns;
-    advance(load_ns);
-    open_span("cpu_op", "aten::stack", "\"Input Dims\": [[], []], \"Input type\": [\"TensorList\", \"\"]");
-    advance(rng.between(us(40), us(70)));
-    close();
-    advance(rng.between(us(8), us(15)));
-    close();
-    advance(rng.between(us(5), us(10)));
+    t.advance(load_ns);
+    t.open("cpu_op", "aten::stack", shapes("[[], []]", "[\"TensorList\", \"\"]"));
+    t.advance(rng.between(us(40), us(70)));
+    t.close();
+    t.advance(rng.between(us(8), us(15)));
+    t.close();
+    t.advance(rng.between(us(5), us(10)));
 
     // Token ids and targets to the GPU from pinned memory.
     for (int i = 0; i < 2; ++i) {
-      open_span("cpu_op", "aten::to", "\"Input Dims\": [[16, 1024], [], [], [], [], []], \"Input type\": [\"long int\", \"\", \"\", \"\", \"\", \"\"]");
-      advance(rng.between(2000, 5000));
-      open_span("cpu_op", "aten::_to_copy");
-      advance(rng.between(3000, 6000));
-      open_span("cpu_op", "aten::copy_");
-      advance(rng.between(3000, 6000));
-      memcpy("Memcpy HtoD (Pinned -> Device)", 16 * 1024 * 8, rng.between(5000, 7000), false);
+      t.open("cpu_op", "aten::to",
+             shapes("[[16, 1024], [], [], [], [], []]", "[\"long int\", \"\", \"\", \"\", \"\", \"\"]"));
+      t.advance(rng.between(2000, 5000));
+      t.open("cpu_op", "aten::_to_copy");
+      t.advance(rng.between(3000, 6000));
+      t.open("cpu_op", "aten::copy_");
+      t.advance(rng.between(3000, 6000));
+      t.memcpy("Memcpy HtoD (Pinned -> Device)", 16 * 1024 * 8, rng.between(5000, 7000), false, kComputeStream);
       for (int j = 0; j < 3; ++j) {
-        advance(rng.between(1000, 3000));
-        close();
+        t.advance(rng.between(1000, 3000));
+        t.close();
       }
     }
     const bool sync_straggler = straggler && plan.straggler_cause == StragglerCause::kSync;
@@ -902,81 +598,64 @@ struct RankSimulator::Impl {
       const std::int64_t end = collective_end_ns[k];
       if (end <= start) throw std::logic_error("job simulation: a collective ends before it starts");
       if (record) {
-        TraceEvent& kernel = events[static_cast<std::size_t>(pending[k].kernel_event)];
+        TraceEvent& kernel = t.events()[static_cast<std::size_t>(pending[k].kernel_event)];
         kernel.ts = start;
         kernel.dur = end - start;
-        events[static_cast<std::size_t>(pending[k].flow_event)].ts = start;
+        t.events()[static_cast<std::size_t>(pending[k].flow_event)].ts = start;
       }
-      gpu.push_back({start, end, true});
+      t.gpu().push_back({start, end, GpuKind::kCommunication});
       step.collective_start_ns.push_back(start);
       previous_end = end;
     }
     nccl_free = previous_end;
 
     // DDP's finalize makes the compute stream wait for the NCCL stream; AdamW (foreach) follows.
-    advance(rng.between(us(8), us(15)));
-    runtime("cudaStreamWaitEvent", rng.between(1500, 3000), 147);
+    t.advance(rng.between(us(8), us(15)));
+    t.runtime("cudaStreamWaitEvent", rng.between(1500, 3000), 147);
     const std::int64_t after_nccl = nccl_free + rng.between(1000, 2000);
-    open_span("user_annotation", "Optimizer.step#AdamW.step");
-    advance(rng.between(us(20), us(40)));
+    t.open("user_annotation", "Optimizer.step#AdamW.step");
+    t.advance(rng.between(us(20), us(40)));
     for (std::string_view op : {"aten::_foreach_mul_", "aten::_foreach_lerp_", "aten::_foreach_mul_",
                                 "aten::_foreach_addcmul_", "aten::_foreach_sqrt", "aten::_foreach_div_",
                                 "aten::_foreach_add_", "aten::_foreach_addcdiv_"}) {
-      open_span("cpu_op", op);
-      advance(rng.between(us(8), us(16)));
+      t.open("cpu_op", op);
+      t.advance(rng.between(us(8), us(16)));
       const std::int64_t kernel_ns = rng.between(us(250), us(400));
-      launch(kernels::kAdamWForeach, kernel_ns, rng.between(6000, 9000), after_nccl);
-      advance(rng.between(1000, 3000));
-      close();
+      t.launch(kernels::kAdamForeach, kernel_ns, rng.between(6000, 9000), kComputeStream, after_nccl);
+      t.advance(rng.between(1000, 3000));
+      t.close();
     }
-    advance(rng.between(us(5), us(10)));
-    close();
-    open_span("user_annotation", "Optimizer.zero_grad#AdamW.zero_grad");
-    advance(rng.between(us(15), us(30)));
-    close();
-    item();  // loss.item() for logging: the host waits for the step's GPU work
-    advance(rng.between(us(10), us(30)));
-    close();  // ProfilerStep
-    if (!open.empty()) throw std::logic_error("job simulation: spans left open at the end of a step");
-    step.end_ns = now;
-    for (const GpuSpan& g : gpu)
+    t.advance(rng.between(us(5), us(10)));
+    t.close();
+    t.open("user_annotation", "Optimizer.zero_grad#AdamW.zero_grad");
+    t.advance(rng.between(us(15), us(30)));
+    t.close();
+    t.item(kComputeStream);  // loss.item() for logging: the host waits for the step's GPU work
+    t.advance(rng.between(us(10), us(30)));
+    t.close();  // ProfilerStep
+    if (t.open_spans() != 0) throw std::logic_error("job simulation: spans left open at the end of a step");
+    step.end_ns = t.now();
+    for (const kineto::GpuSpan& g : t.gpu())
       if (g.end > step.end_ns) throw std::logic_error("job simulation: GPU work outlives its step");
-    next_step_start = now + rng.between(us(5), us(15));
+    next_step_start = t.now() + rng.between(us(5), us(15));
     measure_communication();
-    if (record) {
-      // Written in time order, enclosing spans before the spans they contain.
-      std::stable_sort(events.begin(), events.end(), [](const TraceEvent& a, const TraceEvent& b) {
-        return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;
-      });
-    }
+    if (record) kineto::sort_for_writing(t.events());
   }
 
   // Union of NCCL kernels, union of compute kernels, and the NCCL time no compute overlaps.
   void measure_communication() {
-    std::vector<std::pair<std::int64_t, std::int64_t>> nccl, compute;
-    for (const GpuSpan& g : gpu) (g.nccl ? nccl : compute).emplace_back(g.start, g.end);
-    const auto merged = [](std::vector<std::pair<std::int64_t, std::int64_t>>& v) {
-      std::sort(v.begin(), v.end());
-      std::vector<std::pair<std::int64_t, std::int64_t>> out;
-      for (const auto& iv : v) {
-        if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-        else out.push_back(iv);
-      }
-      return out;
-    };
-    const auto a = merged(nccl), b = merged(compute);
-    std::int64_t comm = 0, busy = 0, overlap = 0;
+    std::vector<kineto::Interval> nccl, compute;
+    for (const kineto::GpuSpan& g : t.gpu()) {
+      if (g.kind == GpuKind::kCommunication) nccl.emplace_back(g.start, g.end);
+      else if (g.kind == GpuKind::kKernel) compute.emplace_back(g.start, g.end);
+    }
+    const auto a = kineto::merged_intervals(std::move(nccl)), b = kineto::merged_intervals(std::move(compute));
+    std::int64_t comm = 0, busy = 0;
     for (const auto& [s, e] : a) comm += e - s;
     for (const auto& [s, e] : b) busy += e - s;
-    for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-      const std::int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
-      if (hi > lo) overlap += hi - lo;
-      if (a[i].second < b[j].second) ++i;
-      else ++j;
-    }
     step.comm_ns = comm;
     step.compute_ns = busy;
-    step.exposed_ns = comm - overlap;
+    step.exposed_ns = comm - kineto::overlap_length(a, b);
   }
 };
 
@@ -989,7 +668,7 @@ const std::vector<RankSimulator::CollectiveArrival>& RankSimulator::begin_step(i
 }
 void RankSimulator::finish_step(std::span<const std::int64_t> collective_end_ns) { impl_->finish_step(collective_end_ns); }
 const RankStepRecord& RankSimulator::step_record() const { return impl_->step; }
-std::vector<TraceEvent>& RankSimulator::step_events() { return impl_->events; }
+std::vector<TraceEvent>& RankSimulator::step_events() { return impl_->t.events(); }
 std::int32_t RankSimulator::host_pid() const { return impl_->pid; }
 std::int32_t RankSimulator::main_tid() const { return impl_->main_tid; }
 std::int32_t RankSimulator::autograd_tid() const { return impl_->autograd_tid; }

@@ -16,11 +16,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
+
+#include "gen/kineto_emitter.h"
 
 namespace ferret::jobsim {
 
@@ -71,24 +71,13 @@ inline constexpr int kLayers = 12;
 inline constexpr std::int64_t kFirstStepNumber = 5;  // schedule(wait=1, warmup=4)
 inline constexpr std::int32_t kComputeStream = 7;
 inline constexpr std::int32_t kNcclStream = 20;
-inline constexpr std::int64_t kNumSms = 132;
 // True time 0 is kJobEpochNs on the wall clock (2024-05-31T16:00:00Z); the profilers start at
 // kTraceStartNs and the first steps a little later.
 inline constexpr std::int64_t kJobEpochNs = 1717171200000000000;
 inline constexpr std::int64_t kTraceStartNs = 2000000000;
 
 // One trace event, times in true ns; serialized by job.cpp.
-struct TraceEvent {
-  char phase = 'X';  // 'X' span, 's'/'f' flow
-  std::string_view category;  // static text
-  std::string name;
-  std::int32_t pid = 0;
-  std::int32_t tid = 0;
-  std::int64_t ts = 0;
-  std::int64_t dur = 0;
-  std::int64_t flow_id = 0;
-  std::string args;  // members of the args object, already JSON
-};
+using TraceEvent = kineto::TraceEvent;
 
 // What one step did on one rank, for the ground truth.
 struct RankStepRecord {
@@ -99,23 +88,8 @@ struct RankStepRecord {
   std::int64_t compute_ns = 0;  // union of compute kernels
 };
 
-// Deterministic randomness: std::mt19937_64 is fixed by the standard, its distributions are not,
-// so the one used here is written out.
-class Random {
- public:
-  explicit Random(std::uint64_t seed) : engine_(seed) {}
-  std::int64_t between(std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
-    const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
-    return lo + static_cast<std::int64_t>(engine_() % span);
-  }
-  std::int64_t jitter(std::int64_t value, int percent) {  // within +-percent, in 0.1% steps
-    return value * between(1000 - 10 * percent, 1000 + 10 * percent) / 1000;
-  }
-  std::uint64_t bits() { return engine_(); }
-
- private:
-  std::mt19937_64 engine_;
-};
+// Deterministic randomness, as the scenarios draw it.
+using Random = kineto::Random;
 
 // Each host's clock offset (ns): uniform in [-skew, +skew], host 0 exactly 0. Host h's offset
 // depends only on (seed, h, skew), so every world size of a scaling study agrees.

@@ -5,12 +5,14 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <random>
 #include <stdexcept>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "gen/h100_kernels.h"
+#include "gen/kineto_emitter.h"
 
 namespace ferret {
 
@@ -33,38 +35,16 @@ std::vector<std::string> scenario_names() {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// A duration to draw uniformly from [lo, hi] ns; {v, v} is the fixed value v. Helpers take
-// ranges and draw in a fixed order themselves, because C++ leaves the evaluation order of
-// function arguments unspecified: two draws in one argument list would make the output depend
-// on the compiler.
-struct Range {
-  std::int64_t lo, hi;
-};
-
-// Deterministic randomness. std::mt19937_64's output is fixed by the standard; the standard
-// distributions are not (libstdc++ and libc++ differ), so the few used here are written out.
-class Random {
- public:
-  explicit Random(std::uint64_t seed) : engine_(seed) {}
-
-  // Uniform in [lo, hi]. The modulo bias (< 2^-40 for these ranges) does not matter here.
-  std::int64_t between(std::int64_t lo, std::int64_t hi) {
-    const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
-    return lo + static_cast<std::int64_t>(engine_() % span);
-  }
-  // `value` scaled by a random factor within +-`percent` percent (in steps of 0.1%).
-  std::int64_t draw(Range r) { return between(r.lo, r.hi); }
-  std::int64_t jitter(std::int64_t value, int percent) {
-    return value * between(1000 - 10 * percent, 1000 + 10 * percent) / 1000;
-  }
-  std::uint64_t bits() { return engine_(); }
-
- private:
-  std::mt19937_64 engine_;
-};
-
-
+using kineto::Args;
+using kineto::GpuKind;
+using kineto::GpuSpan;
+using kineto::KernelShape;
+using kineto::Random;
+using kineto::Range;
+using kineto::rounded;
+using kineto::shapes;
+using kineto::TraceEvent;
+using kineto::us;
 
 // ---------------------------------------------------------------------------------------------
 // The simulated machine: one Python process driving GPU 0 of an H100 node.
@@ -74,144 +54,19 @@ constexpr std::int32_t kAutogradTid = 2985;  // torch's autograd engine thread f
 constexpr std::int32_t kDevice = 0;
 constexpr std::int32_t kComputeStream = 7;
 constexpr std::int32_t kNcclStream = 20;
-constexpr std::int64_t kNumSms = 132;
-constexpr std::int64_t kDeviceMemory = 85018279936;  // "NVIDIA H100 80GB HBM3" as CUDA reports it
 constexpr std::int64_t kBaseTimeNs = 1717171200000000000;  // baseTimeNanoseconds: 2024-05-31T16:00:00Z
 constexpr std::int64_t kTraceStartNs = 2417385114000;   // first ts, relative to baseTimeNanoseconds
 constexpr std::int64_t kFirstStepNumber = 5;             // schedule(wait=1, warmup=4): ProfilerStep#5 first
+constexpr std::int64_t kDeviceMemory = kineto::kH100Memory;
 
-constexpr std::int64_t us(std::int64_t n) { return n * 1000; }
-
-// ---------------------------------------------------------------------------------------------
-// Trace events, built per step and serialized in Kineto's field order.
-struct Event {
-  char phase = 'X';             // 'X' span, 'i' instant, 's'/'f' flow
-  std::string_view category;    // static text
-  std::string name;
-  std::int32_t pid = kHostPid;
-  std::int32_t tid = kMainTid;
-  std::int64_t ts = 0;          // ns, relative to the step until written
-  std::int64_t dur = 0;
-  std::int64_t flow_id = 0;
-  std::string args;             // members of the args object, already JSON
-};
-
-// Builds the members of an args object in insertion order.
-class Args {
- public:
-  Args& integer(std::string_view key, std::int64_t value) {
-    key_(key);
-    append_int(text_, value);
-    return *this;
-  }
-  Args& string(std::string_view key, std::string_view value) {
-    key_(key);
-    append_json_string(text_, value);
-    return *this;
-  }
-  Args& raw(std::string_view key, std::string_view json) {
-    key_(key);
-    text_ += json;
-    return *this;
-  }
-  // numerator / denominator printed with `decimals` places, by integer arithmetic.
-  Args& ratio(std::string_view key, std::uint64_t numerator, std::uint64_t denominator, int decimals) {
-    key_(key);
-    append_ratio(text_, numerator, denominator, decimals);
-    return *this;
-  }
-  Args& merge(const Args& other) {
-    if (!other.text_.empty()) {
-      if (!text_.empty()) text_ += ", ";
-      text_ += other.text_;
-    }
-    return *this;
-  }
-  const std::string& text() const { return text_; }
-
- private:
-  void key_(std::string_view key) {
-    if (!text_.empty()) text_ += ", ";
-    append_json_string(text_, key);
-    text_ += ": ";
-  }
-  std::string text_;
-};
-
-void append_event(std::string& out, const Event& e, std::int64_t offset) {
-  out += "{\"ph\": \"";
-  out.push_back(e.phase);
-  out += "\", ";
-  const bool flow = e.phase == 's' || e.phase == 'f';
-  if (flow) {
-    out += "\"id\": ";
-    append_int(out, e.flow_id);
-    out += ", ";
-  } else {
-    out += "\"cat\": ";
-    append_json_string(out, e.category);
-    if (e.phase == 'i') out += ", \"s\": \"t\"";
-    out += ", \"name\": ";
-    append_json_string(out, e.name);
-    out += ", ";
-  }
-  out += "\"pid\": ";
-  append_int(out, e.pid);
-  out += ", \"tid\": ";
-  append_int(out, e.tid);
-  out += ", \"ts\": ";
-  append_micros(out, e.ts + offset);
-  if (e.phase == 'X') {
-    out += ", \"dur\": ";
-    append_micros(out, e.dur);
-  }
-  if (flow) {
-    out += ", \"cat\": \"ac2g\", \"name\": \"ac2g\"";
-    if (e.phase == 'f') out += ", \"bp\": \"e\"";
-  }
-  if (!e.args.empty()) {
-    out += ", \"args\": {";
-    out += e.args;
-    out += "}";
-  }
-  out += "}";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Kernels: the launch configuration CUPTI reports with each one.
-struct KernelShape {
-  std::string_view name;
-  std::array<std::int64_t, 3> grid;
-  std::array<std::int64_t, 3> block;
-  std::int64_t registers;
-  std::int64_t shared_memory;
-  std::int64_t occupancy_pct;
-};
-
-std::string triplet(const std::array<std::int64_t, 3>& v) { return fmt::format("[{}, {}, {}]", v[0], v[1], v[2]); }
-
-Args kernel_args(const KernelShape& k, std::int64_t external_id, std::int32_t stream, std::int64_t correlation) {
-  const std::int64_t blocks = k.grid[0] * k.grid[1] * k.grid[2];
-  const std::int64_t warps_per_block = (k.block[0] * k.block[1] * k.block[2] + 31) / 32;
-  Args a;
-  a.integer("External id", external_id)
-      .integer("queued", 0)
-      .integer("device", kDevice)
-      .integer("context", 1)
-      .integer("stream", stream)
-      .integer("correlation", correlation)
-      .integer("registers per thread", k.registers)
-      .integer("shared memory", k.shared_memory)
-      .ratio("blocks per SM", static_cast<std::uint64_t>(blocks), kNumSms, 6)
-      .ratio("warps per SM", static_cast<std::uint64_t>(blocks * warps_per_block), kNumSms, 6)
-      .raw("grid", triplet(k.grid))
-      .raw("block", triplet(k.block))
-      .integer("est. achieved occupancy %", k.occupancy_pct);
-  return a;
-}
 
 // Kernel names as cuDNN, cuBLAS, ATen and NCCL print them on an H100 with CUDA 12.
 namespace kernels {
+// Shared with the job generator; references keep one address per kernel (backward_kernel_of).
+constexpr const KernelShape& kLayerNorm = kineto::kernels::kLayerNormFwd;
+constexpr const KernelShape& kLayerNormBwd = kineto::kernels::kLayerNormBwdInput;
+constexpr const KernelShape& kNllLoss = kineto::kernels::kNllLossFwd;
+using kineto::kernels::kAdamForeach;
 const KernelShape kConvFprop{
     "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_"
     "execute_segment_k_off_kernel__5x_cudnn",
@@ -248,26 +103,13 @@ const KernelShape kReluBwd{
     "TensorIteratorBase&, c10::BFloat16, c10::BFloat16)::{lambda(c10::BFloat16, c10::BFloat16)#1}, std::array<char*, "
     "3ul>)",
     {98304, 1, 1}, {128, 1, 1}, 28, 0, 87};
-const KernelShape kLogSoftmax{
-    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous "
-    "namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)",
-    {64, 1, 1}, {1024, 1, 1}, 38, 0, 48};
-const KernelShape kNllLoss{
-    "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, "
-    "float*, float const*, long const*, float const*, bool, long, long, long, long)",
-    {1, 1, 1}, {32, 1, 1}, 24, 0, 1};
+const KernelShape kLogSoftmax{kineto::kernels::kLogSoftmaxFwdName, {64, 1, 1}, {1024, 1, 1}, 38, 0, 48};
 const KernelShape kSgdForeach{
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
     "TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<"
     "float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::"
     "BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)",
     {2688, 1, 1}, {512, 1, 1}, 30, 0, 85};
-const KernelShape kAdamForeach{
-    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
-    "TensorListMetadata<4>, at::native::(anonymous namespace)::PointwiseOpScalarListFunctor<float, 4, 3, 0>, std::"
-    "multiplies<float>>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::"
-    "PointwiseOpScalarListFunctor<float, 4, 3, 0>, std::multiplies<float>)",
-    {1920, 1, 1}, {512, 1, 1}, 40, 0, 82};
 
 // Tiny kernels of an unfused small model (launch-bound).
 const KernelShape kSmallGemm{"sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize64x64x32_warpgroupsize1x1x1_execute_"
@@ -325,12 +167,8 @@ const KernelShape kMseLoss{"void at::native::vectorized_elementwise_kernel<4, at
                            {2048, 1, 1}, {128, 1, 1}, 24, 0, 70};
 
 // bf16 Tensor Core GEMMs (communication-heavy and fragmented-memory models use AMP).
-const KernelShape kBf16Gemm{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
-                            "segment_k_off_kernel__5x_cublas",
-                            {128, 8, 1}, {384, 1, 1}, 168, 213248, 19};
-const KernelShape kBf16GemmNN{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
-                              "segment_k_off_kernel__5x_cublas",
-                              {128, 8, 1}, {384, 1, 1}, 168, 213248, 19};
+const KernelShape kBf16Gemm{kineto::kernels::kBf16GemmTN, {128, 8, 1}, {384, 1, 1}, 168, 213248, 19};
+const KernelShape kBf16GemmNN{kineto::kernels::kBf16GemmNN, {128, 8, 1}, {384, 1, 1}, 168, 213248, 19};
 const KernelShape kSoftmax{"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::"
                            "BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::"
                            "BFloat16 const*, int)",
@@ -339,179 +177,38 @@ const KernelShape kSoftmaxBwd{"void at::native::(anonymous namespace)::cunn_Soft
                               "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>(c10::BFloat16*, "
                               "c10::BFloat16 const*, c10::BFloat16 const*, int)",
                               {65536, 1, 1}, {1024, 1, 1}, 40, 0, 58};
-const KernelShape kLayerNorm{"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, "
-                             "float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, "
-                             "float*, float*, c10::BFloat16*)",
-                             {16384, 1, 1}, {256, 1, 1}, 32, 0, 80};
-const KernelShape kLayerNormBwd{"void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::"
-                                "BFloat16, float>(c10::BFloat16 const*, c10::BFloat16 const*, float const*, float "
-                                "const*, c10::BFloat16 const*, c10::BFloat16*, int)",
-                                {16384, 1, 1}, {256, 1, 1}, 40, 0, 76};
 const KernelShape kNcclAllReduce{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
                                  {32, 1, 1}, {640, 1, 1}, 96, 87568, 0};
 }  // namespace kernels
 
+
 // ---------------------------------------------------------------------------------------------
-// Ids that run across the whole trace, as the profiler assigns them.
-struct Ids {
-  std::int64_t correlation = 41207;  // CUPTI correlation ids of runtime calls
-  std::int64_t external = 1;         // External id of CPU ops and annotations
-  std::int64_t event_index = 0;      // "Ev Idx" of CPU ops and instants
-  std::int64_t sequence = 3174;      // autograd "Sequence number"
-  std::int64_t collective_seq = 0;   // NCCL "Seq"
-};
-
-enum class GpuKind { kKernel, kCommunication, kCopy };
-
-struct GpuSpan {
-  std::int64_t start = 0, end = 0;
-  GpuKind kind = GpuKind::kKernel;
-};
-
 // One step's events on a timeline that starts at 0 (the step's start); the step is placed in
 // the trace when it is written. Each step ends with the host waiting for the GPU (loss.item()),
 // so no GPU work crosses from one step to the next, as in most training loops.
-class StepTimeline {
+class StepTimeline : public kineto::HostTimeline {
  public:
-  StepTimeline(Ids& ids, Random& rng) : ids_(ids), rng_(rng) {}
+  StepTimeline(kineto::ProfilerIds& ids, Random& rng) : HostTimeline(ids, rng, {kHostPid, kMainTid, kDevice, kNcclStream}) {}
 
-  std::int64_t now() const { return now_; }
-  void advance(std::int64_t ns) { now_ += ns; }
-  // Host work continues on another thread (the main thread blocks while autograd runs).
-  void on_thread(std::int32_t tid) { tid_ = tid; }
-
-  // Opens a host span (cpu_op or user_annotation) with Kineto's External id and Ev Idx.
-  void open(std::string_view category, std::string name, const Args& extra = {}) {
-    Open o;
-    o.external_id = ids_.external++;
-    o.event.category = category;
-    o.event.name = std::move(name);
-    o.event.tid = tid_;
-    o.event.ts = now_;
-    Args a;
-    a.integer("External id", o.external_id).merge(extra).integer("Ev Idx", ids_.event_index++);
-    o.event.args = a.text();
-    open_.push_back(std::move(o));
+  // Most work goes to the compute stream.
+  using HostTimeline::launch;
+  GpuSpan launch(const KernelShape& k, std::int64_t kernel_ns, std::int64_t launch_ns) {
+    return launch(k, kernel_ns, launch_ns, kComputeStream);
   }
-
-  void close() {
-    if (open_.empty()) throw std::logic_error("StepTimeline::close without open");
-    Event e = std::move(open_.back().event);
-    open_.pop_back();
-    e.dur = now_ - e.ts;
-    if (e.dur <= 0) throw std::logic_error("host span of zero length: " + e.name);
-    events_.push_back(std::move(e));
+  using HostTimeline::memcpy;
+  void memcpy(std::string_view name, std::int64_t bytes, std::int64_t copy_ns, bool host_waits) {
+    memcpy(name, bytes, copy_ns, host_waits, kComputeStream);
   }
-
-  // A closed host span at explicit times (e.g. work inside a span placed afterwards).
-  void span(std::string_view category, std::string name, std::int64_t start, std::int64_t dur, const Args& extra = {}) {
-    Event e;
-    e.category = category;
-    e.name = std::move(name);
-    e.tid = tid_;
-    e.ts = start;
-    e.dur = dur;
-    Args a;
-    a.integer("External id", ids_.external++).merge(extra).integer("Ev Idx", ids_.event_index++);
-    e.args = a.text();
-    events_.push_back(std::move(e));
-  }
-
-  // cudaLaunchKernel from the innermost open op: the runtime span, the kernel on `stream`, and
-  // the ac2g flow between them. The kernel starts when the stream is free, a little after the
-  // launch call returns, and not before `not_before` (a cudaStreamWaitEvent dependency).
-  GpuSpan launch(const KernelShape& k, std::int64_t kernel_ns, std::int64_t launch_ns,
-                 std::int32_t stream = kComputeStream, std::int64_t not_before = 0, const Args& kernel_extra = {},
-                 std::string_view api = "cudaLaunchKernel", std::int64_t cbid = 211) {
-    const std::int64_t correlation = ids_.correlation++;
-    const std::int64_t external = innermost_external_id();
-    runtime_event(api, launch_ns, correlation, external, cbid);
-    flow('s', correlation, kHostPid, tid_, now_);
-    const std::int64_t start = std::max({stream_free(stream) + rng_.between(800, 2000),
-                                         now_ + launch_ns + rng_.between(1500, 4000), not_before});
-    Event kernel;
-    kernel.category = "kernel";
-    kernel.name = std::string(k.name);
-    kernel.pid = kDevice;
-    kernel.tid = stream;
-    kernel.ts = start;
-    kernel.dur = kernel_ns;
-    kernel.args = kernel_args(k, external, stream, correlation).merge(kernel_extra).text();
-    events_.push_back(std::move(kernel));
-    flow('f', correlation, kDevice, stream, start);
-    stream_free_[stream] = start + kernel_ns;
-    now_ += launch_ns;
-    const GpuSpan span{start, start + kernel_ns, stream == kNcclStream ? GpuKind::kCommunication : GpuKind::kKernel};
-    gpu_.push_back(span);
-    return span;
-  }
-
-  // cudaMemcpyAsync and its copy. `host_waits`: pageable memory makes the call synchronous.
-  void memcpy(std::string_view name, std::int64_t bytes, std::int64_t copy_ns, bool host_waits,
-              std::int32_t stream = kComputeStream) {
-    const std::int64_t correlation = ids_.correlation++;
-    const std::int64_t external = innermost_external_id();
-    const std::int64_t queue_gap = rng_.between(800, 2000), issue_latency = rng_.between(2000, 4000);
-    const std::int64_t start = std::max(stream_free(stream) + queue_gap, now_ + issue_latency);
-    const std::int64_t call_ns = host_waits ? start + copy_ns + rng_.between(2000, 5000) - now_ : rng_.between(6000, 10000);
-    runtime_event("cudaMemcpyAsync", call_ns, correlation, external, 51);
-    flow('s', correlation, kHostPid, tid_, now_);
-    Event copy;
-    copy.category = "gpu_memcpy";
-    copy.name = std::string(name);
-    copy.pid = kDevice;
-    copy.tid = stream;
-    copy.ts = start;
-    copy.dur = copy_ns;
-    Args a;
-    a.integer("External id", external)
-        .integer("device", kDevice)
-        .integer("context", 1)
-        .integer("stream", stream)
-        .integer("correlation", correlation)
-        .integer("bytes", bytes)
-        .ratio("memory bandwidth (GB/s)", static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(copy_ns), 6);
-    copy.args = a.text();
-    events_.push_back(std::move(copy));
-    flow('f', correlation, kDevice, stream, start);
-    stream_free_[stream] = start + copy_ns;
-    now_ += call_ns;
-    gpu_.push_back({start, start + copy_ns, GpuKind::kCopy});
-  }
-
-  // A runtime call without GPU work (cudaStreamWaitEvent, cudaMalloc, ...).
-  void runtime(std::string_view api, std::int64_t dur, std::int64_t cbid) {
-    runtime_event(api, dur, ids_.correlation++, innermost_external_id(), cbid);
-    now_ += dur;
-  }
-
-  // cudaStreamSynchronize: the host waits until `stream` drains.
-  void synchronize(std::int32_t stream) {
-    const std::int64_t least = rng_.between(2000, 4000), after_drain = rng_.between(2000, 5000);
-    const std::int64_t dur = std::max(least, stream_free(stream) + after_drain - now_);
-    runtime("cudaStreamSynchronize", dur, 131);
-  }
-
-  // loss.item(): a 4-byte copy to pageable host memory, which waits for everything queued.
-  void item() {
-    open("cpu_op", "aten::item", Args().raw("Input Dims", "[[]]").raw("Input type", "[\"float\"]"));
-    advance(rng_.between(2000, 4000));
-    open("cpu_op", "aten::_local_scalar_dense", Args().raw("Input Dims", "[[]]").raw("Input type", "[\"float\"]"));
-    advance(rng_.between(3000, 6000));
-    memcpy("Memcpy DtoH (Device -> Pageable)", 4, rng_.between(1200, 1800), true);
-    advance(rng_.between(1000, 3000));
-    close();
-    advance(rng_.between(1000, 2000));
-    close();
-  }
+  void item() { HostTimeline::item(kComputeStream); }
 
   // A [memory] record of the caching allocator (profile_memory=True).
   void memory_record(std::int64_t bytes, std::uint64_t addr, std::int64_t total_allocated, std::int64_t total_reserved) {
-    Event e;
+    TraceEvent e;
     e.phase = 'i';
     e.category = "cpu_instant_event";
     e.name = "[memory]";
-    e.tid = tid_;
+    e.pid = kHostPid;
+    e.tid = process().tid;
     e.ts = now_;
     Args a;
     a.integer("Total Reserved", total_reserved)
@@ -523,11 +220,6 @@ class StepTimeline {
         .integer("Ev Idx", ids_.event_index++);
     e.args = a.text();
     events_.push_back(std::move(e));
-  }
-
-  std::int64_t stream_free(std::int32_t stream) const {
-    auto it = stream_free_.find(stream);
-    return it == stream_free_.end() ? 0 : it->second;
   }
 
   // Everything recorded from `mark` on moves later by `delta`: used to insert a wait of a length
@@ -545,98 +237,19 @@ class StepTimeline {
       if (free_at >= m.time) free_at += delta;
     now_ += delta;
   }
-
-  std::vector<Event>& events() { return events_; }
-  const std::vector<GpuSpan>& gpu() const { return gpu_; }
-  Random& rng() { return rng_; }
-  Ids& ids() { return ids_; }
-
- private:
-  struct Open {
-    Event event;
-    std::int64_t external_id = 0;
-  };
-
-  std::int64_t innermost_external_id() const { return open_.empty() ? 0 : open_.back().external_id; }
-
-  void runtime_event(std::string_view api, std::int64_t dur, std::int64_t correlation, std::int64_t external, std::int64_t cbid) {
-    Event e;
-    e.category = "cuda_runtime";
-    e.name = std::string(api);
-    e.tid = tid_;
-    e.ts = now_;
-    e.dur = dur;
-    Args a;
-    a.integer("External id", external).integer("cbid", cbid).integer("correlation", correlation);
-    e.args = a.text();
-    events_.push_back(std::move(e));
-  }
-
-  void flow(char phase, std::int64_t id, std::int32_t pid, std::int32_t tid, std::int64_t ts) {
-    Event e;
-    e.phase = phase;
-    e.flow_id = id;
-    e.pid = pid;
-    e.tid = tid;
-    e.ts = ts;
-    events_.push_back(std::move(e));
-  }
-
-  Ids& ids_;
-  Random& rng_;
-  std::int64_t now_ = 0;
-  std::int32_t tid_ = kMainTid;
-  std::vector<Open> open_;
-  std::vector<Event> events_;
-  std::vector<GpuSpan> gpu_;
-  std::map<std::int32_t, std::int64_t> stream_free_;
 };
 
-// An op chain ("aten::linear" > "aten::addmm") launching one kernel, with host overheads
-// around the launch as eager PyTorch spends them (dispatch, shape checks, allocation).
+// An op chain launching one kernel on the compute stream; draws kernel, launch, then overhead.
 GpuSpan op_kernel(StepTimeline& t, std::initializer_list<std::string_view> ops, const Args& outer_args,
                   const KernelShape& k, Range kernel, Range launch, Range overhead) {
   Random& rng = t.rng();
   const std::int64_t kernel_ns = rng.draw(kernel);
   const std::int64_t launch_ns = rng.draw(launch);
   const std::int64_t overhead_ns = rng.draw(overhead);
-  bool outer = true;
-  for (std::string_view op : ops) {
-    t.open("cpu_op", std::string(op), outer ? outer_args : Args());
-    outer = false;
-    t.advance(overhead_ns / static_cast<std::int64_t>(ops.size()) + rng.between(200, 800));
-  }
-  const GpuSpan span = t.launch(k, kernel_ns, launch_ns);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    t.advance(rng.between(500, 1500));
-    t.close();
-  }
-  return span;
+  return kineto::op_kernel(t, std::span<const std::string_view>(ops.begin(), ops.size()), outer_args, k, kernel_ns,
+                           launch_ns, overhead_ns, kComputeStream);
 }
 
-Args shapes(std::string_view dims, std::string_view types) { return Args().raw("Input Dims", dims).raw("Input type", types); }
-
-// Total length of the union of intervals (sorted in place).
-std::int64_t union_length(std::vector<std::pair<std::int64_t, std::int64_t>>& v) {
-  std::sort(v.begin(), v.end());
-  std::int64_t total = 0, cur_start = 0, cur_end = INT64_MIN;
-  for (const auto& [s, e] : v) {
-    if (s > cur_end) {
-      if (cur_end > cur_start) total += cur_end - cur_start;
-      cur_start = s;
-      cur_end = e;
-    } else {
-      cur_end = std::max(cur_end, e);
-    }
-  }
-  if (cur_end > cur_start) total += cur_end - cur_start;
-  return total;
-}
-
-double rounded(double value, int decimals = 6) {
-  const double scale = std::pow(10.0, decimals);
-  return std::round(value * scale) / scale;
-}
 
 // ---------------------------------------------------------------------------------------------
 // A scenario: a training step builder plus what it knows about itself.
@@ -657,7 +270,7 @@ class Scenario {
 };
 
 // The DataLoader's __next__ span: a worker queue wait, or the whole load in the main process.
-constexpr std::string_view kSingleProcessLoader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+using kineto::kernels::kSingleProcessLoader;
 constexpr std::string_view kMultiProcessLoader = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__";
 
 // With worker processes the main process only dequeues a ready batch.
@@ -698,12 +311,8 @@ void backward_op(StepTimeline& t, std::string_view node, std::int64_t sequence, 
                  std::initializer_list<KernelWork> work, Range launch, Range overhead) {
   Random& rng = t.rng();
   const std::int64_t overhead_ns = rng.draw(overhead);
-  const Args node_args = Args().integer("Sequence number", sequence).integer("Fwd thread id", 1);
-  t.open("cpu_op", fmt::format("autograd::engine::evaluate_function: {}", node), node_args);
-  t.advance(overhead_ns / 3 + rng.between(200, 600));
-  t.open("cpu_op", std::string(node), node_args);
-  t.advance(overhead_ns / 3 + rng.between(200, 600));
-  t.open("cpu_op", std::string(op));
+  kineto::open_autograd_node(t, node, sequence, overhead_ns);
+  t.open("cpu_op", op);
   t.advance(overhead_ns / 3 + rng.between(200, 600));
   for (const KernelWork& w : work) {
     t.launch(*w.kernel, w.ns, rng.draw(launch));
@@ -901,7 +510,7 @@ class LaunchBound final : public Scenario {
 
     for (const GpuSpan& g : t.gpu())
       if (g.kind == GpuKind::kKernel) kernel_ns_.push_back(g.end - g.start);
-    for (const Event& e : t.events())
+    for (const TraceEvent& e : t.events())
       if (e.category == "cuda_runtime" && e.name == "cudaLaunchKernel") launch_ns_.push_back(e.dur);
   }
 
@@ -980,7 +589,7 @@ class ComputeBound final : public Scenario {
       if (g.kind != GpuKind::kKernel) continue;
       kernel_total_ns_ += g.end - g.start;
     }
-    for (const Event& e : t.events())
+    for (const TraceEvent& e : t.events())
       if (e.category == "kernel" && e.name.find("sgemm") != std::string::npos) sgemm_ns_ += e.dur;
   }
 
@@ -997,20 +606,6 @@ class ComputeBound final : public Scenario {
   std::int64_t kernel_total_ns_ = 0;
   std::int64_t sgemm_ns_ = 0;
 };
-
-// Length of the intersection of two sets of disjoint intervals, each sorted by start.
-std::int64_t overlap_length(const std::vector<std::pair<std::int64_t, std::int64_t>>& a,
-                            const std::vector<std::pair<std::int64_t, std::int64_t>>& b) {
-  std::int64_t total = 0;
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const std::int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
-    if (hi > lo) total += hi - lo;
-    if (a[i].second < b[j].second) ++i;
-    else ++j;
-  }
-  return total;
-}
 
 // ------------------------------------------------------------------ communication-heavy
 // Rank 0 of 16 (two nodes of 8 H100s joined by 100 GbE, so NCCL rings run at ~12 GB/s bus
@@ -1094,7 +689,7 @@ class CommunicationHeavy final : public Scenario {
     std::sort(comm.begin(), comm.end());
     std::sort(compute.begin(), compute.end());
     for (const auto& [s, e] : comm) comm_ns_ += e - s;
-    overlap_ns_ += overlap_length(comm, compute);
+    overlap_ns_ += kineto::overlap_length(comm, compute);
     step_ns_ += t.now();
   }
 
@@ -1124,9 +719,7 @@ class CommunicationHeavy final : public Scenario {
     Random& rng = t.rng();
     const std::int64_t elements = kBucketElements[bucket];
     const std::int64_t seq = t.ids().collective_seq++;
-    std::string ranks = "[";
-    for (int r = 0; r < kWorldSize; ++r) ranks += fmt::format("{}{}", r ? ", " : "", r);
-    ranks += "]";
+    const std::string ranks = fmt::format("[{}]", kineto::rank_list(kWorldSize));
     Args collective;
     collective.string("Collective name", "allreduce")
         .integer("In msg nelems", elements)
@@ -1140,12 +733,7 @@ class CommunicationHeavy final : public Scenario {
         .string("Process Group Ranks", ranks)
         .integer("Rank", 0)
         .integer("Seq", seq);
-    t.open("cpu_op", "record_param_comms", collective);
-    t.advance(rng.between(us(3), us(6)));
-    t.open("user_annotation", "nccl:all_reduce");
-    t.advance(rng.between(us(2), us(4)));
-    t.runtime("cudaEventRecord", rng.between(1500, 3000), 135);
-    t.runtime("cudaStreamWaitEvent", rng.between(1200, 2500), 147);
+    kineto::open_all_reduce(t, collective);
     // The NCCL stream waits for the gradients computed so far on the compute stream.
     const std::int64_t gradients_ready = t.stream_free(kComputeStream);
     const std::int64_t bytes = elements * 4;
@@ -1154,10 +742,7 @@ class CommunicationHeavy final : public Scenario {
     t.launch(kernels::kNcclAllReduce, ns, rng.between(10000, 15000), kNcclStream, gradients_ready, collective,
              "cudaLaunchKernelExC", 430);
     bus_bytes_ += bus_bytes;
-    t.advance(rng.between(us(2), us(4)));
-    t.close();
-    t.advance(rng.between(us(2), us(5)));
-    t.close();
+    kineto::close_all_reduce(t);
   }
 
   std::int64_t comm_ns_ = 0, overlap_ns_ = 0, step_ns_ = 0, bus_bytes_ = 0;
@@ -1533,81 +1118,22 @@ std::unique_ptr<Scenario> make_scenario(std::string_view name, Random& rng) {
 
 // The root keys Kineto writes before traceEvents, for an H100 node running torch 2.3.
 void write_leading_header(TraceWriter& writer, const Scenario& scenario, Random& rng) {
-  writer.header("schemaVersion", "1");
-  const int devices = scenario.world_size() > 1 ? 8 : 1;  // every GPU of the node is visible
-  std::string properties = "[";
-  for (int id = 0; id < devices; ++id) {
-    properties += fmt::format(
-        "{}\n    {{\n      \"id\": {}, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": {},\n"
-        "      \"computeMajor\": 9, \"computeMinor\": 0,\n"
-        "      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n"
-        "      \"regsPerBlock\": 65536, \"regsPerMultiprocessor\": 65536, \"warpSize\": 32,\n"
-        "      \"sharedMemPerBlock\": 49152, \"sharedMemPerMultiprocessor\": 233472,\n"
-        "      \"numSms\": {}, \"sharedMemPerBlockOptin\": 232448\n    }}",
-        id ? "," : "", id, kDeviceMemory, kNumSms);
-  }
-  properties += "\n  ]";
-  writer.header("deviceProperties", properties);
-  const int world = scenario.world_size();
-  std::string ranks;
-  for (int r = 0; r < world; ++r) ranks += fmt::format("{}{}", r ? ", " : "", r);
-  writer.header("distributedInfo",
-                fmt::format("{{\"backend\": \"nccl\", \"rank\": 0, \"world_size\": {}, \"pg_count\": 1, \"pg_config\": "
-                            "[{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
-                            "\"pg_size\": {}, \"ranks\": [{}]}}], \"nccl_version\": \"2.20.5\"}}",
-                            world, world, ranks));
-  writer.header("cuda_runtime_version", "12040");
-  writer.header("cupti_version", "22");
-  writer.header("cuda_driver_version", "12040");
-  writer.header("record_shapes", "1");
-  writer.header("profile_memory", scenario.profiles_memory() ? "1" : "0");
-  writer.header("with_stack", "0");
-  const std::uint64_t id_high = rng.bits(), id_low = rng.bits();  // declarations are sequenced
-  writer.header("trace_id", fmt::format("\"{:016X}{:016X}\"", id_high, id_low));
+  kineto::TraceHeader h;
+  h.devices = scenario.world_size() > 1 ? 8 : 1;  // every GPU of the node is visible
+  h.distributed = kineto::DistributedInfo{0, scenario.world_size(), "2.20.5"};
+  h.cuda_runtime_version = "12040";
+  h.cupti_version = "22";
+  h.cuda_driver_version = "12040";
+  h.profile_memory = scenario.profiles_memory();
+  h.trace_id_high = rng.bits();  // separate statements: the draws are sequenced
+  h.trace_id_low = rng.bits();
+  kineto::write_header(writer, h);
 }
 
 void write_metadata(TraceWriter& writer, bool nccl_stream) {
-  std::string text;
-  auto meta = [&](std::string_view kind, std::int32_t pid, std::int32_t tid, std::string_view key, std::string_view value) {
-    text = "{\"name\": ";
-    append_json_string(text, kind);
-    text += ", \"ph\": \"M\", \"ts\": ";
-    append_micros(text, kTraceStartNs);
-    text += fmt::format(", \"pid\": {}, \"tid\": {}, \"args\": {{", pid, tid);
-    append_json_string(text, key);
-    text += ": ";
-    append_json_string(text, value);
-    text += "}}";
-    writer.event(text);
-  };
-  meta("process_name", kHostPid, 0, "name", "python");
-  meta("process_labels", kHostPid, 0, "labels", "CPU");
-  meta("thread_name", kHostPid, kMainTid, "name", fmt::format("thread {} (python)", kMainTid));
-  meta("thread_name", kHostPid, kAutogradTid, "name", fmt::format("thread {} (pt_autograd_0)", kAutogradTid));
-  meta("process_name", kDevice, 0, "name", "GPU 0");
-  meta("process_labels", kDevice, 0, "labels", "GPU 0");
-  meta("thread_name", kDevice, kComputeStream, "name", fmt::format("stream {} ", kComputeStream));
-  if (nccl_stream) meta("thread_name", kDevice, kNcclStream, "name", fmt::format("stream {} ", kNcclStream));
-}
-
-// Kineto's closing records: the profiler's own span and the iteration/window markers.
-void write_profiler_markers(TraceWriter& writer, std::int64_t start, std::int64_t end) {
-  std::string text = "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler (0)\", \"pid\": \"Spans\", "
-                     "\"tid\": \"PyTorch Profiler\", \"ts\": ";
-  append_micros(text, start);
-  text += ", \"dur\": ";
-  append_micros(text, end - start);
-  text += ", \"args\": {\"Op count\": 0}}";
-  writer.event(text);
-  text = "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", "
-         "\"tid\": \"Trace PyTorch Profiler\", \"ts\": ";
-  append_micros(text, start);
-  text += "}";
-  writer.event(text);
-  text = "{\"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"\", \"tid\": \"\", \"ts\": ";
-  append_micros(text, end + us(35));
-  text += "}";
-  writer.event(text);
+  kineto::ProcessNames names{kHostPid, kMainTid, kAutogradTid, kDevice, {kComputeStream}};
+  if (nccl_stream) names.streams.push_back(kNcclStream);
+  kineto::write_metadata(writer, names, kTraceStartNs);
 }
 
 }  // namespace
@@ -1626,10 +1152,11 @@ ScenarioResult write_scenario(const ScenarioOptions& options) {
   write_leading_header(writer, *scenario, rng);
   write_metadata(writer, scenario->world_size() > 1);
 
-  Ids ids;
+  kineto::ProfilerIds ids;
+  ids.correlation = 41207;
+  ids.sequence = 3174;
   std::int64_t step_start = kTraceStartNs + us(412);  // the profiler starts shortly before step 1
   std::int64_t total_step_ns = 0, busy_ns = 0, kernels = 0;
-  std::string text;
   for (int i = 0; i < options.steps; ++i) {
     StepTimeline t(ids, rng);
     t.open("user_annotation", fmt::format("ProfilerStep#{}", kFirstStepNumber + i));
@@ -1643,22 +1170,14 @@ ScenarioResult write_scenario(const ScenarioOptions& options) {
       kernel_spans.emplace_back(g.start, g.end);
     }
     kernels += static_cast<std::int64_t>(kernel_spans.size());
-    busy_ns += union_length(kernel_spans);
+    busy_ns += kineto::union_length(std::move(kernel_spans));
     total_step_ns += step_ns;
 
-    // Written in time order, enclosing spans before the spans they contain.
-    std::vector<Event>& events = t.events();
-    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-      return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;
-    });
-    for (const Event& e : events) {
-      text.clear();
-      append_event(text, e, step_start);
-      writer.event(text);
-    }
+    kineto::sort_for_writing(t.events());
+    kineto::write_events(writer, t.events(), step_start);
     step_start += step_ns;
   }
-  write_profiler_markers(writer, kTraceStartNs, step_start + us(20));
+  kineto::write_profiler_markers(writer, kTraceStartNs, step_start + us(20));
 
   nlohmann::ordered_json truth;
   truth["generator"] = "ferret gen scenario";
@@ -1674,10 +1193,8 @@ ScenarioResult write_scenario(const ScenarioOptions& options) {
 
   ScenarioResult result;
   result.ground_truth_json = truth.dump();
-  writer.header("ferret_ground_truth", result.ground_truth_json);
-  writer.header("traceName", fmt::format("\"/tmp/ferret-gen/{}-seed{}.pt.trace.json\"", options.name, options.seed));
-  writer.header("displayTimeUnit", "\"ms\"");
-  writer.header("baseTimeNanoseconds", std::to_string(kBaseTimeNs));
+  kineto::write_trailer(writer, result.ground_truth_json,
+                        fmt::format("/tmp/ferret-gen/{}-seed{}.pt.trace.json", options.name, options.seed), kBaseTimeNs);
   writer.finish();
   out.close();
   result.events = writer.events();

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "job/job_analysis.h"
+#include "job/median.h"
 
 namespace ferret {
 
@@ -25,22 +26,12 @@ struct Ref {
   std::int32_t collective;  // index into the rank's collectives
 };
 
-std::int64_t median_of(std::vector<std::int64_t> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const std::int64_t upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  const std::int64_t lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lower + (upper - lower) / 2;
-}
-
 std::int64_t mad_of(const std::vector<std::int64_t>& v) {
-  const std::int64_t m = median_of(v);
+  const std::int64_t m = median_ns(v);
   std::vector<std::int64_t> dev;
   dev.reserve(v.size());
   for (std::int64_t x : v) dev.push_back(x > m ? x - m : m - x);
-  return median_of(std::move(dev));
+  return median_ns(std::move(dev));
 }
 
 const RankCollective& at(const std::vector<RankResult>& ranks, const Ref& r) {
@@ -125,7 +116,7 @@ void candidate_offsets(const std::vector<RankResult>& ranks, const Stream& ref, 
       if (j < 0 || j >= static_cast<std::int64_t>(other.size())) continue;
       d.push_back(end_of(at(ranks, ref[i])) - end_of(at(ranks, other[static_cast<std::size_t>(j)])));
     }
-    if (d.size() >= needed) out.push_back(median_of(std::move(d)));
+    if (d.size() >= needed) out.push_back(median_ns(std::move(d)));
   }
 }
 
@@ -215,7 +206,7 @@ void align_clocks(const std::vector<RankResult>& ranks, const std::vector<std::v
   };
   std::vector<std::vector<Edge>> edges(ranks.size());
   for (auto& [key, d] : pairs) {
-    const std::int64_t m = median_of(d);
+    const std::int64_t m = median_ns(d);
     const std::int64_t spread = mad_of(d);
     edges[static_cast<std::size_t>(key.first)].push_back({key.second, m, d.size(), spread});
     edges[static_cast<std::size_t>(key.second)].push_back({key.first, -m, d.size(), spread});
@@ -290,7 +281,7 @@ CollectiveMatching match_collectives(const std::vector<RankResult>& ranks) {
     // Drop participants whose end is not this call's end.
     std::vector<std::int64_t> ends;
     for (const Participant& p : call.participants) ends.push_back(p.end_ns());
-    const std::int64_t median_end = median_of(ends);
+    const std::int64_t median_end = median_ns(ends);
     const std::size_t before = call.participants.size();
     std::erase_if(call.participants, [&](const Participant& p) {
       const std::int64_t d = p.end_ns() - median_end;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "job/median.h"
 #include "job/rank_files.h"
 
 namespace ferret {
@@ -86,11 +87,7 @@ JobAnalysis analyze_job(std::vector<RankResult> ranks) {
       job.slowest_rank_index = static_cast<std::int32_t>(i);
     }
   }
-  if (!steps.empty()) {
-    std::sort(steps.begin(), steps.end());
-    const std::size_t mid = steps.size() / 2;
-    job.median_step_ns = steps.size() % 2 == 1 ? steps[mid] : steps[mid - 1] + (steps[mid] - steps[mid - 1]) / 2;
-  }
+  job.median_step_ns = median_ns(std::move(steps));
 
   job.matching = match_collectives(job.ranks);
   job.costs = collective_costs(job.ranks, job.matching);

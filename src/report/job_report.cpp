@@ -115,7 +115,8 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
   constexpr std::size_t kWidth = 80;
   std::string out = wrap(fmt::format("{}Job{}: {}", st.bold(), st.reset(), job_line(job)), kWidth, "");
   out += wrap(matching_line(job), kWidth, "");
-  out += "\n" + wrap(fmt::format("{}Verdict{}: {}", st.bold(), st.reset(), d.verdict.headline), kWidth, "");
+  out += '\n';
+  out += wrap(fmt::format("{}Verdict{}: {}", st.bold(), st.reset(), d.verdict.headline), kWidth, "");
 
   std::size_t hidden = 0;
   const std::vector<std::size_t> shown = shown_ranks(job, hidden);
@@ -311,8 +312,9 @@ std::string job_markdown(const JobAnalysis& job, const JobDiagnosis& d) {
                          c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
     }
   }
-  out += "\n" + findings_markdown(d.findings);
-  for (const std::string& w : job.warnings) out += "\n> " + escape_markdown(w) + "\n";
+  out += '\n';
+  out += findings_markdown(d.findings);
+  for (const std::string& w : job.warnings) out += fmt::format("\n> {}\n", escape_markdown(w));
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ingest/trace_loader.h"
+#include "interval_checks.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -453,24 +454,9 @@ std::int64_t exposed_comm_ns(const TraceModel& m) {
   for (EventIndex e = 0; e < m.size(); ++e)
     if (m.kind[e] == EventKind::kKernel)
       (m.name_of(e).rfind("nccl", 0) == 0 ? nccl : compute).emplace_back(m.ts_ns[e], m.end_ns(e));
-  const auto union_length = [](std::vector<std::pair<std::int64_t, std::int64_t>> v) {
-    std::sort(v.begin(), v.end());
-    std::int64_t total = 0, start = 0, end = INT64_MIN;
-    for (const auto& [s, e] : v) {
-      if (s > end) {
-        if (end > start) total += end - start;
-        start = s;
-        end = e;
-      } else {
-        end = std::max(end, e);
-      }
-    }
-    if (end > start) total += end - start;
-    return total;
-  };
   std::vector<std::pair<std::int64_t, std::int64_t>> both = nccl;
   both.insert(both.end(), compute.begin(), compute.end());
-  return union_length(both) - union_length(compute);  // |nccl \ compute|
+  return test::union_length(both) - test::union_length(compute);  // |nccl \ compute|
 }
 
 TEST(GenScaling, StepTimeAndExposedCommunicationGrowWithTheWorldSize) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ingest/trace_loader.h"
+#include "interval_checks.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -36,30 +37,9 @@ Generated generate(const std::string& name, int steps = 5, std::uint64_t seed = 
   return g;
 }
 
-using Interval = std::pair<std::int64_t, std::int64_t>;
-
-// Total length of the union of intervals.
-std::int64_t union_length(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::int64_t total = 0, start = 0, end = INT64_MIN;
-  for (const auto& [s, e] : v) {
-    if (s > end) {
-      if (end > start) total += end - start;
-      start = s;
-      end = e;
-    } else {
-      end = std::max(end, e);
-    }
-  }
-  if (end > start) total += end - start;
-  return total;
-}
-
-std::int64_t overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::vector<Interval> both = a;
-  both.insert(both.end(), b.begin(), b.end());
-  return union_length(a) + union_length(b) - union_length(both);
-}
+using test::Interval;
+using test::overlap;
+using test::union_length;
 
 std::vector<Interval> kernel_intervals(const TraceModel& m, bool nccl) {
   std::vector<Interval> v;

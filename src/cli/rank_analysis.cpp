@@ -1,0 +1,115 @@
+#include "cli/rank_analysis.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "analysis/trace_analysis.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/progress.h"
+#include "diagnosis/diagnose.h"
+#include "ingest/trace_loader.h"
+#include "job/rank_files.h"
+#include "report/analyze_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+TraceOutcome analyze_one(const std::string& path, const TraceRunOptions& o, unsigned threads, std::uint64_t max_memory,
+                         bool progress) {
+  TraceOutcome out;
+  out.path = path;
+  LoadOptions load;
+  load.threads = threads;
+  load.max_memory_bytes = max_memory;
+  if (progress) load.progress = make_progress_bar(path, input_file_size(path));
+  try {
+    TraceModel model = load_trace(path, load);
+    if (progress) finish_progress_bar();
+    if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
+      std::string why = model.info.source + ": " + empty;
+      for (const std::string& note : model.report.notes) why += "; " + note;
+      throw InputError(why);
+    }
+    const TraceAnalysis analysis = analyze_trace(model, o.analysis);
+    const Diagnosis diagnosis = diagnose(analysis);
+    switch (o.rendering) {
+      case TraceRendering::kJson: out.json = analyze_json(analysis, diagnosis); break;
+      case TraceRendering::kMarkdown: out.report = analyze_markdown(analysis, diagnosis); break;
+      case TraceRendering::kText: out.report = analyze_text(analysis, diagnosis, o.style); break;
+      case TraceRendering::kNone: break;
+    }
+    out.rank = summarize_rank(analysis, diagnosis);
+  } catch (const InputError& e) {
+    if (progress) finish_progress_bar();
+    out.error = e.what();
+  }
+  return out;
+}
+
+}  // namespace
+
+TraceInputs expand_inputs(const std::vector<std::string>& args) {
+  TraceInputs in;
+  try {
+    in.files = expand_trace_inputs(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ferret: %s\n", e.what());
+    throw ExitCode{2};
+  }
+  for (const std::string& f : in.files) {
+    const bool named = std::find(args.begin(), args.end(), f) != args.end();
+    in.given_by_name.push_back(named);
+    in.directory_given = in.directory_given || !named;
+  }
+  return in;
+}
+
+std::vector<TraceOutcome> analyze_trace_files(const std::vector<std::string>& files,
+                                              const std::vector<std::size_t>& indices, const TraceRunOptions& o) {
+  // Several traces are analysed at once, one parser thread each; a single trace gets every core.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto workers = static_cast<unsigned>(std::min<std::size_t>(indices.size(), o.jobs > 0 ? o.jobs : cores));
+  const unsigned threads = workers > 1 ? (o.threads > 0 ? o.threads : 1) : o.threads;
+  std::uint64_t max_memory = o.max_memory;
+  if (workers > 1) max_memory = (max_memory > 0 ? max_memory : default_max_memory_bytes()) / workers;
+  std::vector<TraceOutcome> outcomes(indices.size());
+  if (workers <= 1) {
+    for (std::size_t k = 0; k < indices.size(); ++k)
+      outcomes[k] = analyze_one(files[indices[k]], o, threads, max_memory, o.progress);
+    return outcomes;
+  }
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (std::size_t k = next++; k < indices.size(); k = next++)
+        outcomes[k] = analyze_one(files[indices[k]], o, threads, max_memory, false);
+    });
+  for (std::thread& t : pool) t.join();
+  return outcomes;
+}
+
+int report_trace_errors(std::vector<TraceOutcome>& outcomes, const std::vector<bool>& given_by_name) {
+  int failures = 0;
+  std::vector<TraceOutcome> kept;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    TraceOutcome& o = outcomes[i];
+    if (!o.error.empty() && !given_by_name[i] && o.error.find(kNotATraceDocument) != std::string::npos) {
+      std::fprintf(stderr, "ferret: left out %s: not a trace (%s)\n", o.path.c_str(), kNotATraceDocument);
+      continue;
+    }
+    if (!o.error.empty()) {
+      std::fprintf(stderr, "ferret: %s\n", o.error.c_str());
+      ++failures;
+    }
+    kept.push_back(std::move(o));
+  }
+  outcomes = std::move(kept);
+  return failures;
+}
+
+}  // namespace ferret::cli

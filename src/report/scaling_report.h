@@ -1,0 +1,17 @@
+// Renders `ferret scaling`: text (80 columns), JSON (schema ferret.scaling/1, docs/DISTRIBUTED.md)
+// and Markdown.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "job/scaling.h"
+
+namespace ferret {
+
+std::string scaling_text(const ScalingResult& result);
+nlohmann::ordered_json scaling_json(const ScalingResult& result);
+std::string scaling_markdown(const ScalingResult& result);
+
+}  // namespace ferret
