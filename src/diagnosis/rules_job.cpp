@@ -45,16 +45,28 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
     f.severity = by_share(s.step_share);
     f.time_share = s.step_share;
     f.max_speedup = amdahl_speedup(s.step_share);
-    const ActivityExcess* cause = activity(s, s.cause);
-    const std::string why =
-        s.cause == StragglerCause::kUnexplained
-            ? "the trace does not show why"
-            : fmt::format("{} {:.1f} ms more per step than the median rank",
-                          s.cause == StragglerCause::kCompute    ? "its GPU computes"
-                          : s.cause == StragglerCause::kInput    ? "it waits for input"
-                          : s.cause == StragglerCause::kHostSync ? "it blocks in host syncs"
-                                                                 : "its host runs operators and launches",
+    // Extra host syncs make the host work after them cost GPU time: that excess is the evidence.
+    const ActivityExcess* cause =
+        activity(s, s.cause == StragglerCause::kHostSync ? StragglerCause::kHostWork : s.cause);
+    std::string why;
+    switch (s.cause) {
+      case StragglerCause::kUnexplained: why = "the trace does not show why"; break;
+      case StragglerCause::kCompute:
+        why = fmt::format("its GPU computes {:.1f} ms more per step than the median rank", ms(cause->excess_ns()));
+        break;
+      case StragglerCause::kInput:
+        why = fmt::format("it waits for input {:.1f} ms more per step than the median rank", ms(cause->excess_ns()));
+        break;
+      case StragglerCause::kHostSync:
+        why = fmt::format("it syncs with the GPU {:.0f} more times per step than the median rank, and its host then "
+                          "works {:.1f} ms more with the GPU idle",
+                          s.host_syncs_per_step - s.others_host_syncs_per_step, ms(cause->excess_ns()));
+        break;
+      case StragglerCause::kHostWork:
+        why = fmt::format("its host runs operators and launches {:.1f} ms more per step than the median rank",
                           ms(cause->excess_ns()));
+        break;
+    }
     f.title = fmt::format("Straggler: rank {} is the last to arrive in {} of {} {}, costing the others {:.1f} ms per "
                           "step ({:.0f}%); {}",
                           rank, s.steps_last, s.steps, s.steps == s.calls ? "collectives" : "steps",
@@ -71,6 +83,7 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
         ms(s.activities[0].others_median_ns), ms(s.activities[1].rank_ns), ms(s.activities[1].others_median_ns),
         ms(s.activities[2].rank_ns), ms(s.activities[2].others_median_ns), ms(s.activities[3].rank_ns),
         ms(s.activities[3].others_median_ns));
+    f.detail += fmt::format(" Host syncs per step: {:.1f} vs {:.1f}.", s.host_syncs_per_step, s.others_host_syncs_per_step);
     f.evidence = {{"straggler_rank", static_cast<double>(rank), ""},
                   {"last_share_pct", 100 * s.last_share, "%"},
                   {"lateness_per_step_ms", ms(s.lateness_per_step_ns), "ms"},
@@ -78,6 +91,7 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
                   {"mean_lateness_ms", ms(s.mean_lateness_ns), "ms"},
                   {"step_share_pct", 100 * s.step_share, "%"}};
     if (cause != nullptr) f.evidence.push_back({"cause_excess_per_step_ms", ms(cause->excess_ns()), "ms"});
+    f.evidence.push_back({"host_syncs_per_step", s.host_syncs_per_step, "count"});
     switch (s.cause) {
       case StragglerCause::kCompute:
         f.fixes = {fmt::format("Check rank {}'s GPU for lower clocks or throttling: `nvidia-smi -q -d PERFORMANCE,CLOCK` "

@@ -23,7 +23,9 @@
 //   names that step's last rank (later calls of a step queue behind the first on NCCL's stream,
 //   so a late rank is often last only once per step); a straggler is that rank in most steps.
 //   Its cause is the per-step activity that exceeds the other ranks' median the most: GPU
-//   compute, input wait (DataLoader), host syncs, or host-side work.
+//   compute, input wait (DataLoader), host syncs, or host-side work. Host work that follows
+//   extra host syncs is put down to the syncs: a sync drains the GPU's queue, so the host work
+//   after it no longer overlaps GPU work.
 #pragma once
 
 #include <cstdint>
@@ -155,6 +157,8 @@ struct Straggler {
   double step_share = 0;                // cost_per_step / median step
   StragglerCause cause = StragglerCause::kUnexplained;
   std::vector<ActivityExcess> activities;  // compute, input, host sync, host work
+  double host_syncs_per_step = 0;          // the straggler's
+  double others_host_syncs_per_step = 0;   // the other ranks' median
 };
 
 // A straggler is the last rank in more than this share of the steps (a random rank of N is last

@@ -89,9 +89,13 @@ RankResult summarize_rank(const TraceAnalysis& a, const Diagnosis& d) {
   if (r.has_steps) {
     for (std::size_t i = 0; i < a.host_blockers.syncs.per_step.size(); ++i)
       if (same_step(i, a.host_blockers.syncs.per_step[i].step))
+      {
         r.steps[i].host_sync_ns = a.host_blockers.syncs.per_step[i].total_ns;
+        r.steps[i].host_syncs = static_cast<std::int64_t>(a.host_blockers.syncs.per_step[i].count);
+      }
   } else if (!r.steps.empty()) {
     r.steps.front().host_sync_ns = a.host_blockers.syncs.total_ns;
+    r.steps.front().host_syncs = static_cast<std::int64_t>(a.host_blockers.syncs.count);
   }
   const CommunicationResult& comm = a.communication;
   if (r.has_steps) {
@@ -172,7 +176,7 @@ std::vector<std::uint8_t> encode_rank_result(const RankResult& r) {
   json steps = json::array();
   for (const RankStep& s : r.steps) {
     json row = {s.number, s.start_ns, s.duration_ns, s.compute_kernel_ns, s.dataloader_ns,
-                s.host_sync_ns, s.comm_ns, s.exposed_comm_ns};
+                s.host_sync_ns, s.comm_ns, s.exposed_comm_ns, s.host_syncs};
     for (std::int64_t v : s.category_ns) row.push_back(v);
     steps.push_back(std::move(row));
   }
@@ -240,8 +244,9 @@ RankResult decode_rank_result(const std::vector<std::uint8_t>& bytes) {
       s.host_sync_ns = get_at<std::int64_t>(row, 5);
       s.comm_ns = get_at<std::int64_t>(row, 6);
       s.exposed_comm_ns = get_at<std::int64_t>(row, 7);
+      s.host_syncs = get_at<std::int64_t>(row, 8);
       for (int c = 0; c < kStepCategoryCount; ++c)
-        s.category_ns[static_cast<std::size_t>(c)] = get_at<std::int64_t>(row, 8 + static_cast<std::size_t>(c));
+        s.category_ns[static_cast<std::size_t>(c)] = get_at<std::int64_t>(row, 9 + static_cast<std::size_t>(c));
       r.steps.push_back(s);
     }
     r.mean_step_ns = doc.at("mean_step_ns").get<std::int64_t>();

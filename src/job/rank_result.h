@@ -51,6 +51,7 @@ struct RankStep {
   std::int64_t compute_kernel_ns = 0;  // sum of non-communication kernel durations (all devices)
   std::int64_t dataloader_ns = 0;      // union of DataLoader spans
   std::int64_t host_sync_ns = 0;       // host time blocked in syncs (aten::item, *Synchronize)
+  std::int64_t host_syncs = 0;         // how many
   std::int64_t comm_ns = 0;            // union of communication kernels
   std::int64_t exposed_comm_ns = 0;    // of that, what no compute kernel overlaps
 };

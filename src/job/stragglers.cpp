@@ -42,6 +42,13 @@ std::int64_t per_step(const RankResult& r, StragglerCause what) {
   return sum / static_cast<std::int64_t>(r.steps.size());
 }
 
+double syncs_per_step(const RankResult& r) {
+  if (r.steps.empty()) return 0;
+  std::int64_t n = 0;
+  for (const RankStep& s : r.steps) n += s.host_syncs;
+  return static_cast<double>(n) / static_cast<double>(r.steps.size());
+}
+
 }  // namespace
 
 StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const CollectiveMatching& m) {
@@ -122,6 +129,15 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
     if (most->excess_ns() > 0 &&
         static_cast<double>(most->excess_ns()) >= kCauseExplainsShare * static_cast<double>(s.cost_per_step_ns))
       s.cause = most->cause;
+    std::vector<double> others_syncs;
+    for (std::size_t o = 0; o < ranks.size(); ++o)
+      if (static_cast<std::int32_t>(o) != l.rank_index && ranks[o].error.empty() && !ranks[o].steps.empty())
+        others_syncs.push_back(syncs_per_step(ranks[o]));
+    std::sort(others_syncs.begin(), others_syncs.end());
+    s.host_syncs_per_step = syncs_per_step(rank);
+    s.others_host_syncs_per_step = others_syncs.empty() ? 0 : others_syncs[others_syncs.size() / 2];
+    if (s.cause == StragglerCause::kHostWork && s.host_syncs_per_step >= s.others_host_syncs_per_step + 1)
+      s.cause = StragglerCause::kHostSync;
     result.stragglers.push_back(std::move(s));
   }
   std::stable_sort(result.stragglers.begin(), result.stragglers.end(), [](const Straggler& a, const Straggler& b) {

@@ -258,6 +258,8 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
                           {"cost_us_per_step", us(s.cost_per_step_ns)},
                           {"step_share_pct", round3(100 * s.step_share)},
                           {"cause", straggler_cause_name(s.cause)},
+                          {"host_syncs_per_step", std::round(s.host_syncs_per_step * 1000) / 1000},
+                          {"others_host_syncs_per_step", std::round(s.others_host_syncs_per_step * 1000) / 1000},
                           {"activities", activities}});
   }
   json findings = json::array();

@@ -74,8 +74,14 @@ TEST(JobCli, ComputeAndSyncStragglersAreTold) {
     ASSERT_EQ(doc["stragglers"].size(), 1u) << cause;
     EXPECT_EQ(doc["stragglers"][0]["rank"], 2) << cause;
     // A planted sync drains the GPU queue and the host work after it runs with the GPU idle: the
-    // excess shows as host work, with the syncs themselves short.
-    EXPECT_EQ(doc["stragglers"][0]["cause"], std::string(cause) == "compute" ? "compute" : "host-work") << cause;
+    // excess time is host work, and the extra syncs name the cause: 4 planted points per step,
+    // each a cudaStreamSynchronize and then an aten::item, 8 host syncs.
+    EXPECT_EQ(doc["stragglers"][0]["cause"], std::string(cause) == "compute" ? "compute" : "host-sync") << cause;
+    if (std::string(cause) == "sync") {
+      EXPECT_DOUBLE_EQ(doc["stragglers"][0]["host_syncs_per_step"].get<double>() -
+                           doc["stragglers"][0]["others_host_syncs_per_step"].get<double>(),
+                       8.0);
+    }
   }
 }
 
