@@ -110,8 +110,16 @@ RankResult summarize_rank(const TraceAnalysis& a, const Diagnosis& d) {
   }
   add_compute_kernels(model, a.context, r.steps);
   // Ranks are compared on absolute time: torch 2.x writes ts relative to baseTimeNanoseconds, and
-  // every rank has its own base.
-  const std::int64_t base = model.info.base_time_ns.value_or(0);
+  // every rank has its own base. A base that would overflow a time (a damaged header) is not used.
+  std::int64_t base = model.info.base_time_ns.value_or(0);
+  auto fits = [&](std::int64_t t) {
+    std::int64_t out = 0;
+    return !__builtin_add_overflow(t, base, &out);
+  };
+  for (const RankStep& s : r.steps)
+    if (!fits(s.start_ns) || !fits(s.start_ns + s.duration_ns)) base = 0;
+  for (const CollectiveCall& c : comm.calls)
+    if (!fits(c.start_ns) || !fits(c.start_ns + c.dur_ns)) base = 0;
   for (RankStep& s : r.steps) s.start_ns += base;
 
   r.mean_step_ns = static_cast<std::int64_t>(a.breakdown.average_duration_ns + 0.5);
