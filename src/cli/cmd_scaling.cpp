@@ -54,7 +54,7 @@ void run_scaling(const ScalingCliOptions& cli) {
     runs.push_back(summarize_scaling_run(analyze_job(std::move(ranks)), dir));
   }
   if (runs.empty()) throw ExitCode{2};
-  const ScalingResult result = analyze_scaling(std::move(runs), cli.project);
+  const ScalingAnalysis result = analyze_scaling(std::move(runs), cli.project);
   if (cli.json)
     std::cout << scaling_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   else

@@ -75,8 +75,8 @@ ScalingRun summarize_scaling_run(const JobAnalysis& job, const std::string& sour
   return run;
 }
 
-ScalingResult analyze_scaling(std::vector<ScalingRun> runs, std::vector<int> project_to) {
-  ScalingResult result;
+ScalingAnalysis analyze_scaling(std::vector<ScalingRun> runs, std::vector<int> project_to) {
+  ScalingAnalysis result;
   std::stable_sort(runs.begin(), runs.end(), [](const ScalingRun& a, const ScalingRun& b) { return a.world_size < b.world_size; });
   for (std::size_t i = 1; i < runs.size(); ++i)
     if (runs[i].world_size == runs[i - 1].world_size)

@@ -51,7 +51,7 @@ struct ScalingProjection {
   double efficiency = 0;  // step of the smallest run / projected step
 };
 
-struct ScalingResult {
+struct ScalingAnalysis {
   std::vector<ScalingRun> runs;  // by world size
   ScalingFit fit;
   std::vector<ScalingProjection> projections;
@@ -59,6 +59,6 @@ struct ScalingResult {
 };
 
 // `project_to`: world sizes to project; empty = 2x, 4x and 8x the largest run.
-ScalingResult analyze_scaling(std::vector<ScalingRun> runs, std::vector<int> project_to = {});
+ScalingAnalysis analyze_scaling(std::vector<ScalingRun> runs, std::vector<int> project_to = {});
 
 }  // namespace ferret

@@ -30,7 +30,7 @@ std::string fit_line(const ScalingFit& f) {
 
 }  // namespace
 
-std::string scaling_text(const ScalingResult& r) {
+std::string scaling_text(const ScalingAnalysis& r) {
   constexpr std::size_t kWidth = 80;
   std::string out = fmt::format("Scaling: {} run{}\n\n", r.runs.size(), r.runs.size() == 1 ? "" : "s");
   out += " ranks   step ms  compute ms  comm ms  exposed ms  transfer ms  efficiency  hosts\n";
@@ -51,7 +51,7 @@ std::string scaling_text(const ScalingResult& r) {
   return out;
 }
 
-json scaling_json(const ScalingResult& r) {
+json scaling_json(const ScalingAnalysis& r) {
   json runs = json::array();
   for (const ScalingRun& run : r.runs)
     runs.push_back({{"source", run.source},
@@ -83,7 +83,7 @@ json scaling_json(const ScalingResult& r) {
           {"fit", fit},                   {"projections", projections}, {"warnings", r.warnings}};
 }
 
-std::string scaling_markdown(const ScalingResult& r) {
+std::string scaling_markdown(const ScalingAnalysis& r) {
   std::string out = "### ferret scaling\n\n| ranks | step ms | compute ms | comm ms | exposed ms | transfer ms | efficiency |\n"
                     "|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const ScalingRun& run : r.runs)

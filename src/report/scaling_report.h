@@ -10,8 +10,8 @@
 
 namespace ferret {
 
-std::string scaling_text(const ScalingResult& result);
-nlohmann::ordered_json scaling_json(const ScalingResult& result);
-std::string scaling_markdown(const ScalingResult& result);
+std::string scaling_text(const ScalingAnalysis& result);
+nlohmann::ordered_json scaling_json(const ScalingAnalysis& result);
+std::string scaling_markdown(const ScalingAnalysis& result);
 
 }  // namespace ferret

@@ -28,7 +28,7 @@ TEST(Scaling, RingModelIsRecoveredAndProjected) {
   std::vector<ScalingRun> runs;
   for (int n : {16, 32, 64}) runs.push_back(run_of(n, 100e3, 10e6, 20e3, 40'000'000, true));
   runs.push_back(run_of(4, 0, 1e6, 1e3, 40'000'000, false));  // one host: another link, not fitted
-  const ScalingResult r = analyze_scaling(runs, {128});
+  const ScalingAnalysis r = analyze_scaling(runs, {128});
   ASSERT_TRUE(r.fit.fitted) << r.fit.why_not;
   EXPECT_EQ(r.fit.runs_used, 3);
   EXPECT_NEAR(r.fit.beta_ns, 10e6, 1);
@@ -48,13 +48,13 @@ TEST(Scaling, RingModelIsRecoveredAndProjected) {
 
 TEST(Scaling, TwoRunsFitWithoutAConstantAndOneRunDoesNotFit) {
   std::vector<ScalingRun> runs = {run_of(8, 0, 5e6, 10e3, 1'000'000, false), run_of(4, 0, 5e6, 10e3, 1'000'000, false)};
-  const ScalingResult two = analyze_scaling(runs);
+  const ScalingAnalysis two = analyze_scaling(runs);
   ASSERT_TRUE(two.fit.fitted);
   EXPECT_NEAR(two.fit.beta_ns, 5e6, 1);
   EXPECT_NEAR(two.fit.alpha_ns, 10e3, 0.01);
   EXPECT_EQ(two.projections.size(), 3u);  // 16, 32, 64
   EXPECT_EQ(two.projections[0].world_size, 16);
-  const ScalingResult one = analyze_scaling({runs[0]});
+  const ScalingAnalysis one = analyze_scaling({runs[0]});
   EXPECT_FALSE(one.fit.fitted);
   EXPECT_FALSE(one.fit.why_not.empty());
   EXPECT_TRUE(one.projections.empty());
