@@ -266,7 +266,8 @@ bool spans_hosts(const JobAnalysis& job) {
   for (const RankResult& r : job.ranks) {
     if (!r.error.empty() || r.collectives.empty()) continue;
     ++ranks;
-    if (!devices.insert(r.collectives.front().device).second) return true;
+    const std::int32_t device = r.collectives.front().device;
+    if (device >= 0 && !devices.insert(device).second) return true;  // -1: unknown, not a repeat
   }
   return ranks > static_cast<std::size_t>(kGpusPerHost);
 }
@@ -344,7 +345,7 @@ JobDiagnosis diagnose_job(const JobAnalysis& job) {
     if (!r.error.empty()) continue;
     const std::string id = r.findings.empty() ? "" : r.findings.front().id;
     auto [it, added] = slot.try_emplace(id, d.rank_verdicts.size());
-    if (added) d.rank_verdicts.push_back({id, r.findings.empty() ? r.verdict : r.verdict, {}});
+    if (added) d.rank_verdicts.push_back({id, r.verdict, {}});
     d.rank_verdicts[it->second].ranks.push_back(r.rank);
   }
   std::stable_sort(d.rank_verdicts.begin(), d.rank_verdicts.end(),

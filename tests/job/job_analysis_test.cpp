@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "job/hand_made_rank.h"
 #include "job/rank_files.h"
 
 namespace ferret {
@@ -18,14 +19,7 @@ std::vector<RankResult> make_job(int ranks, int steps, int late, const std::vect
                                  bool with_seq) {
   std::vector<RankResult> out;
   for (int r = 0; r < ranks; ++r) {
-    RankResult rr;
-    rr.source = "rank-" + std::to_string(r) + ".json";
-    rr.rank = r;
-    rr.rank_source = RankSource::kDistributedInfo;
-    rr.world_size = ranks;
-    rr.backend = "nccl";
-    rr.has_steps = true;
-    rr.process_groups = {"0"};
+    RankResult rr = test::hand_made_rank(r, ranks);
     const std::int64_t shift = -offsets[static_cast<std::size_t>(r)];
     for (int s = 0; s < steps; ++s) {
       RankStep step;

@@ -3,6 +3,7 @@
 // 128-rank sample, and the same report from MPI processes.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -110,6 +111,52 @@ TEST(JobCli, TwoHostsWithSkewedClocksASlowLinkAndNoSequenceNumbers) {
   EXPECT_EQ(doc["stragglers"][0]["rank"], 11);
   EXPECT_EQ(doc["stragglers"][0]["cause"], "compute");
   EXPECT_NE(finding(doc, "rank-straggler"), nullptr);
+}
+
+// Two hosts, host 1's link fallen back to sockets, no straggler: the all-reduces cannot hide
+// behind backward. The job's exposed communication is the generated ranks' own (the truth sums
+// the NCCL time no compute kernel overlaps, per rank and step), the fixes are DDP's, and the
+// transport that causes it leads.
+TEST(JobCli, ExposedAllReduceOfADdpJob) {
+  const Job job = generate("job-exposed", "--ranks 16 --ranks-per-host 8 --steps 4 --slow-link 1");
+  const json doc = analyze(job.dir);
+  EXPECT_TRUE(doc["stragglers"].empty());
+  const json* f = finding(doc, "job-exposed-communication");
+  ASSERT_NE(f, nullptr) << doc["findings"].dump(2);
+  std::vector<double> shares;
+  for (const json& ns : job.truth["exposed_comm_ns_per_step_by_rank"])
+    shares.push_back(ns.get<double>() / job.truth["mean_step_ns"].get<double>());
+  std::sort(shares.begin(), shares.end());
+  const double median = shares[shares.size() / 2];
+  EXPECT_GT(median, 0.5);  // the plant: a 12 GB/s ring cannot hide 500 MB per step
+  EXPECT_NEAR((*f)["time_share"].get<double>(), median, 0.01);
+  const std::string fixes = (*f)["fixes"].dump();
+  EXPECT_NE(fixes.find("bucket_cap_mb"), std::string::npos) << fixes;
+  EXPECT_EQ(fixes.find("HYBRID_SHARD"), std::string::npos) << fixes;
+  EXPECT_NE((*f)["fixes"][0].get<std::string>().find("slow-collective-transport"), std::string::npos);
+  EXPECT_EQ(doc["findings"][0]["id"], "slow-collective-transport");
+  EXPECT_EQ(finding(doc, "collective-skew"), nullptr);  // ranks arrive together: transfer, not waiting
+}
+
+// The per-rank table is each rank's own analysis: the breakdown, step count and mean step of a
+// rank in ferret.job/1 are those `ferret analyze` gives for its file alone.
+TEST(JobCli, PerRankBreakdownIsTheRanksOwnAnalysis) {
+  const Job job = generate("job-breakdown", "--ranks 4 --steps 3 --straggler 3 --straggler-cause input");
+  const json doc = analyze(job.dir);
+  ASSERT_EQ(doc["ranks"].size(), 4u);
+  for (int r = 0; r < 4; ++r) {
+    const json& in_job = doc["ranks"][r];
+    const json alone = analyze(job.dir + "/rank-" + std::to_string(r) + ".json")["traces"][0];
+    EXPECT_EQ(in_job["steps"], alone["steps"]["count"]) << r;
+    EXPECT_NEAR(in_job["mean_step_us"].get<double>(), alone["steps"]["avg_us"].get<double>(), 0.01) << r;
+    ASSERT_EQ(in_job["breakdown_pct"].size(), alone["breakdown_pct"].size()) << r;
+    for (const auto& [category, pct] : alone["breakdown_pct"].items())
+      EXPECT_NEAR(in_job["breakdown_pct"][category].get<double>(), pct.get<double>(), 0.006) << r << " " << category;
+    EXPECT_EQ(in_job["findings"][0]["id"], alone["findings"][0]["id"]) << r;
+  }
+  // The straggler's input wait shows in its own breakdown, and only there.
+  EXPECT_GT(doc["ranks"][3]["breakdown_pct"]["dataloader"].get<double>(),
+            4 * doc["ranks"][0]["breakdown_pct"]["dataloader"].get<double>());
 }
 
 TEST(JobCli, RanksWithoutDistributedInfoAreNumberedByFileName) {
