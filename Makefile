@@ -11,11 +11,11 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libisal-dev zlib1g-dev libzstd-dev zstd gzip \
 	libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libtorch-dev \
 	python3 python3-torch \
-	clang libclang-rt-14-dev \
+	clang libclang-rt-14-dev clang-format \
 	libopenmpi-dev openmpi-bin \
 	time bc
 
-.PHONY: setup build test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format
+.PHONY: setup build test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format format-check
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
@@ -90,6 +90,10 @@ reliability: $(BUILD)/build.ninja
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+# Fails, naming the lines, when a source file is not as .clang-format writes it (CI runs it).
+format-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.cpp' '*.h')
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -9,12 +9,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -117,17 +117,20 @@ int main(int argc, char** argv) {
   std::vector<std::string> traces;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--python" && i + 1 < argc) python = argv[++i];
-    else if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
-    else if (a == "--analyze" && i + 1 < argc) analyze_binary = argv[++i];
-    else traces.push_back(a);
+    if (a == "--python" && i + 1 < argc)
+      python = argv[++i];
+    else if (a == "--runs" && i + 1 < argc)
+      runs = std::atoi(argv[++i]);
+    else if (a == "--analyze" && i + 1 < argc)
+      analyze_binary = argv[++i];
+    else
+      traces.push_back(a);
   }
   if (traces.empty()) {
     std::fprintf(stderr, "usage: ingest_bench [--python PY] [--runs N] [--analyze FERRET] TRACE...\n");
     return 2;
   }
-  fmt::print("{:<34} {:>10} {:>14} {:>10} {:>12} {:>7}\n", "run", "time", "JSON MB/s", "events", "peak RSS",
-             "RSS/in");
+  fmt::print("{:<34} {:>10} {:>14} {:>10} {:>12} {:>7}\n", "run", "time", "JSON MB/s", "events", "peak RSS", "RSS/in");
   std::uint64_t plain_bytes = 0;
   std::string plain_path;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -143,7 +146,8 @@ int main(int argc, char** argv) {
       });
       print_row(fmt::format("ferret analyze {} (end to end)", name), analyze, all.json_bytes);
       if (all.ok && analyze.ok)
-        fmt::print("{:<34} {:>8.2f}x the load alone (target <= 1.5x)\n", "  analyze / load", analyze.seconds / all.seconds);
+        fmt::print("{:<34} {:>8.2f}x the load alone (target <= 1.5x)\n", "  analyze / load",
+                   analyze.seconds / all.seconds);
     }
     if (path.size() < 3 || path.compare(path.size() - 3, 3, ".gz") != 0) {
       plain_bytes = all.json_bytes;
@@ -152,7 +156,8 @@ int main(int argc, char** argv) {
   }
   if (!python.empty() && !plain_path.empty()) {
     // Baseline: what HTA and most Python tools do first. One run: it is slow and memory-hungry.
-    const std::string cmd = fmt::format("'{}' -c 'import json,sys; json.load(open(sys.argv[1]))' '{}'", python, plain_path);
+    const std::string cmd =
+        fmt::format("'{}' -c 'import json,sys; json.load(open(sys.argv[1]))' '{}'", python, plain_path);
     const RunResult py = command_run(cmd, plain_bytes);
     print_row("python json.load (baseline)", py, plain_bytes);
   }

@@ -22,16 +22,19 @@ std::string make_trace(int events) {
     const long long ts = 1712195495505582000LL + i * 1000LL;
     switch (i % 3) {
       case 0:
-        out += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 11, "tid": 11, "ts": {}.{:03}, "dur": 12.345, "args": {{"External id": {}, "Input Dims": [[64, 128], [128, 256]], "Input type": ["float", "float"], "Sequence number": {}}}}})",
-                           ts / 1000, ts % 1000, i, i);
+        out += fmt::format(
+            R"({{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 11, "tid": 11, "ts": {}.{:03}, "dur": 12.345, "args": {{"External id": {}, "Input Dims": [[64, 128], [128, 256]], "Input type": ["float", "float"], "Sequence number": {}}}}})",
+            ts / 1000, ts % 1000, i, i);
         break;
       case 1:
-        out += fmt::format(R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11, "tid": 11, "ts": {}.{:03}, "dur": 4.5, "args": {{"External id": {}, "cbid": 211, "correlation": {}}}}})",
-                           ts / 1000, ts % 1000, i, i);
+        out += fmt::format(
+            R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11, "tid": 11, "ts": {}.{:03}, "dur": 4.5, "args": {{"External id": {}, "cbid": 211, "correlation": {}}}}})",
+            ts / 1000, ts % 1000, i, i);
         break;
       default:
-        out += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": {}.{:03}, "dur": 30.1, "args": {{"External id": {}, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": {}, "registers per thread": 128, "shared memory": 16384, "blocks per SM": 1.5, "warps per SM": 6.0, "grid": [128, 2, 1], "block": [256, 1, 1], "est. achieved occupancy %": 25}}}})",
-                           ts / 1000, ts % 1000, i, i - 1);
+        out += fmt::format(
+            R"({{"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": {}.{:03}, "dur": 30.1, "args": {{"External id": {}, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": {}, "registers per thread": 128, "shared memory": 16384, "blocks per SM": 1.5, "warps per SM": 6.0, "grid": [128, 2, 1], "block": [256, 1, 1], "est. achieved occupancy %": 25}}}})",
+            ts / 1000, ts % 1000, i, i - 1);
     }
   }
   out += "\n]}\n";

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const ferret::TraceAnalysis analysis = ferret::analyze_trace(model, {});
     const ferret::Diagnosis diagnosis = ferret::diagnose(analysis);
     (void)ferret::analyze_text(analysis, diagnosis, ferret::Style{});
-    (void)ferret::analyze_json(analysis, diagnosis).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    (void)ferret::analyze_json(analysis, diagnosis)
+        .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     (void)ferret::analyze_markdown(analysis, diagnosis);
   } catch (const ferret::InputError&) {
   }

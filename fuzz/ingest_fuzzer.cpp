@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       auto source = ferret::make_memory_source(bytes);
       const std::string_view head(bytes.data(), std::min<std::size_t>(bytes.size(), 4));
       std::unique_ptr<ferret::ByteSource> decoded;
-      if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b)
+      if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
+          static_cast<unsigned char>(head[1]) == 0x8b)
         decoded = ferret::make_gzip_source(std::move(source), "fuzz");
       else
         decoded = std::move(source);

@@ -11,8 +11,8 @@ namespace ferret::test {
 std::string corpus_path(const std::string& name);
 
 // Skips the current test loudly when the corpus is not present (e.g. on a user's machine).
-#define FERRET_REQUIRE_CORPUS(path_var, name)                                          \
-  const std::string path_var = ::ferret::test::corpus_path(name);                      \
+#define FERRET_REQUIRE_CORPUS(path_var, name)                     \
+  const std::string path_var = ::ferret::test::corpus_path(name); \
   if (path_var.empty()) GTEST_SKIP() << "SKIPPED: ../shared/corpus not present (" << name << ")"
 
 std::string read_file(const std::string& path);

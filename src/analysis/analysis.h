@@ -13,17 +13,17 @@
 namespace ferret {
 
 struct AnalysisOptions {
-  int top_k = 10;                           // rows in "top N" tables
-  std::optional<std::int64_t> first_step;   // --steps A-B (ProfilerStep numbers, inclusive)
+  int top_k = 10;                          // rows in "top N" tables
+  std::optional<std::int64_t> first_step;  // --steps A-B (ProfilerStep numbers, inclusive)
   std::optional<std::int64_t> last_step;
-  std::optional<int> device;                // --device N: GPU device (pid of GPU events)
+  std::optional<int> device;  // --device N: GPU device (pid of GPU events)
 };
 
 // The window an analysis covers: the selected complete steps, or (for a trace without steps)
 // the span of all its events. Built once per trace.
 struct AnalysisContext {
   AnalysisOptions options;
-  std::vector<Step> steps;      // selected steps, in time order (empty when the trace has none)
+  std::vector<Step> steps;  // selected steps, in time order (empty when the trace has none)
   std::int64_t window_start_ns = 0;
   std::int64_t window_end_ns = 0;
   bool has_steps = false;

@@ -30,8 +30,10 @@ std::string squash(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    if (c >= 'A' && c <= 'Z') out.push_back(static_cast<char>(c - 'A' + 'a'));
-    else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) out.push_back(c);
+    if (c >= 'A' && c <= 'Z')
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+      out.push_back(c);
   }
   return out;
 }
@@ -323,8 +325,10 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
   for (const CollectiveCall& c : result.calls) {
     const auto k = static_cast<std::size_t>(c.kind);
     CollectiveStats& s = stats[k];
-    if (s.calls == 0) s.group_size = c.group_size;
-    else if (s.group_size != c.group_size) mixed_groups[k] = true;
+    if (s.calls == 0)
+      s.group_size = c.group_size;
+    else if (s.group_size != c.group_size)
+      mixed_groups[k] = true;
     ++s.calls;
     s.time_ns += c.dur_ns;
     if (c.bytes >= 0) {

@@ -69,7 +69,7 @@ struct CollectiveCall {
 struct CollectiveStats {
   Collective kind = Collective::kUnknown;
   std::uint64_t calls = 0;
-  std::int64_t time_ns = 0;  // sum of kernel durations
+  std::int64_t time_ns = 0;       // sum of kernel durations
   std::uint64_t sized_calls = 0;  // calls whose bytes are known
   std::int64_t bytes = 0;         // over sized calls
   std::int64_t sized_time_ns = 0;
@@ -100,16 +100,16 @@ struct CommunicationResult {
   std::string backend;   // distributedInfo
   int rank = -1;
   int world_size = -1;
-  std::vector<CollectiveCall> calls;  // in the window, by start time
+  std::vector<CollectiveCall> calls;           // in the window, by start time
   std::vector<CollectiveStats> by_collective;  // by total time, descending
   std::int64_t window_ns = 0;
-  std::int64_t comm_ns = 0;        // union over devices of communication kernel time
-  std::int64_t exposed_ns = 0;     // union over devices of exposed communication
-  std::int64_t overlapped_ns = 0;  // per-device communication overlapped by compute, summed
+  std::int64_t comm_ns = 0;         // union over devices of communication kernel time
+  std::int64_t exposed_ns = 0;      // union over devices of exposed communication
+  std::int64_t overlapped_ns = 0;   // per-device communication overlapped by compute, summed
   std::int64_t comm_device_ns = 0;  // per-device communication time, summed (overlap's denominator)
-  double comm_share = 0;     // comm_ns / window
-  double exposed_share = 0;  // exposed_ns / window
-  double overlap_share = 0;  // overlapped_ns / comm_device_ns (HTA's comm/comp overlap)
+  double comm_share = 0;            // comm_ns / window
+  double exposed_share = 0;         // exposed_ns / window
+  double overlap_share = 0;         // overlapped_ns / comm_device_ns (HTA's comm/comp overlap)
   std::vector<CommunicationStep> steps;
   std::uint64_t sized_calls = 0;
   std::uint64_t calls_with_group = 0;

@@ -44,7 +44,8 @@ DataPipelineResult analyze_data_pipeline(const TraceModel& model, const Analysis
   }
   if (result.steps.empty()) return result;
   const std::int64_t lo = std::min(result.steps.front().start_ns, cpu_spans.front().start);
-  const std::int64_t hi = std::max(result.steps.back().start_ns + result.steps.back().duration_ns, cpu_spans.back().end);
+  const std::int64_t hi =
+      std::max(result.steps.back().start_ns + result.steps.back().duration_ns, cpu_spans.back().end);
 
   // One pass: DataLoader spans and GPU activity near the window; calls counted per step.
   std::vector<Interval> loader_spans;

@@ -163,7 +163,8 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     const std::int64_t ns = clipped_ns(start, end);
     if (ns <= 0) continue;
     while (args_row < args_rows && model.kernel_args[args_row].event < e) ++args_row;
-    const KernelArgs* args = (args_row < args_rows && model.kernel_args[args_row].event == e) ? &model.kernel_args[args_row] : nullptr;
+    const KernelArgs* args =
+        (args_row < args_rows && model.kernel_args[args_row].event == e) ? &model.kernel_args[args_row] : nullptr;
 
     if (model.pid[e] != current_id || current == nullptr) {
       current_id = model.pid[e];

@@ -21,34 +21,34 @@
 namespace ferret {
 
 struct DeviceMetrics {
-  int device = -1;           // GPU index (the pid of its events)
-  std::string name;          // from deviceProperties, "" when the trace does not say
-  int compute_major = -1;    // -1 when unknown
+  int device = -1;         // GPU index (the pid of its events)
+  std::string name;        // from deviceProperties, "" when the trace does not say
+  int compute_major = -1;  // -1 when unknown
   int compute_minor = -1;
   int num_sms = -1;
 
-  std::int64_t window_ns = 0;       // the analysed window
-  std::int64_t kernel_busy_ns = 0;  // union of kernels within the window
-  std::int64_t kernel_ns = 0;       // sum of kernel durations within the window
+  std::int64_t window_ns = 0;          // the analysed window
+  std::int64_t kernel_busy_ns = 0;     // union of kernels within the window
+  std::int64_t kernel_ns = 0;          // sum of kernel durations within the window
   std::int64_t compute_kernel_ns = 0;  // the same without NCCL/RCCL kernels
   std::uint64_t kernels = 0;           // kernels that ran (partly) in the window
 
   double utilization_pct = 0;
-  double sm_efficiency_pct = -1;        // -1: no kernel said its blocks per SM or grid (and no SM count)
-  double achieved_occupancy_pct = -1;   // -1: no kernel carried an occupancy estimate
+  double sm_efficiency_pct = -1;       // -1: no kernel said its blocks per SM or grid (and no SM count)
+  double achieved_occupancy_pct = -1;  // -1: no kernel carried an occupancy estimate
   // The same over kernels that are neither GEMM/convolution/attention nor communication: the
   // element-wise, reduction and copy kernels whose speed depends on hiding memory latency with
   // many resident warps. GEMM kernels run at low occupancy by design (large register tiles).
   double non_matmul_occupancy_pct = -1;
   std::int64_t non_matmul_occupancy_ns = 0;  // their kernel time (with an occupancy estimate)
   std::int64_t tensor_core_ns = 0;
-  double tensor_core_pct = 0;           // of kernel_ns
-  std::int64_t tc_eligible_ns = 0;      // launched by Tensor-Core-eligible operators
-  double tc_eligible_pct = 0;           // of kernel_ns
+  double tensor_core_pct = 0;                  // of kernel_ns
+  std::int64_t tc_eligible_ns = 0;             // launched by Tensor-Core-eligible operators
+  double tc_eligible_pct = 0;                  // of kernel_ns
   std::int64_t tc_eligible_without_tc_ns = 0;  // ... in kernels that show no Tensor Core use
   double tc_eligible_without_tc_pct = 0;       // of kernel_ns
-  std::int64_t matmul_conv_ns = 0;  // GEMM / convolution / attention kernels (by name or launching op)
-  double matmul_conv_pct = 0;       // of compute_kernel_ns
+  std::int64_t matmul_conv_ns = 0;             // GEMM / convolution / attention kernels (by name or launching op)
+  double matmul_conv_pct = 0;                  // of compute_kernel_ns
 };
 
 struct GpuMetricsResult {

@@ -85,7 +85,8 @@ class NameClasses {
 
   LaunchClass launch_of(EventIndex launcher) {
     const StrId id = model_.name[launcher];
-    if (launch_[id] == 0xFF) launch_[id] = static_cast<std::uint8_t>(classify_launch(model_.strings.view(id), definition_));
+    if (launch_[id] == 0xFF)
+      launch_[id] = static_cast<std::uint8_t>(classify_launch(model_.strings.view(id), definition_));
     return static_cast<LaunchClass>(launch_[id]);
   }
 
@@ -209,9 +210,9 @@ void sweep_types(const std::array<std::vector<Interval>, 3>& merged, KernelTypeB
     if (i > 0 && mask != 0) by_mask[mask] += edges[i].t - edges[i - 1].t;
     const int bit = edges[i].bit > 0 ? edges[i].bit : -edges[i].bit;
     open[bit] += edges[i].bit > 0 ? 1 : -1;
-    mask = static_cast<std::uint8_t>((open[kComputation] > 0 ? kComputation : 0) |
-                                     (open[kCommunication] > 0 ? kCommunication : 0) |
-                                     (open[kMemory] > 0 ? kMemory : 0));
+    mask =
+        static_cast<std::uint8_t>((open[kComputation] > 0 ? kComputation : 0) |
+                                  (open[kCommunication] > 0 ? kCommunication : 0) | (open[kMemory] > 0 ? kMemory : 0));
   }
   kt.computation_ns = by_mask[kComputation];
   kt.communication_ns = by_mask[kCommunication];
@@ -267,9 +268,12 @@ StreamTimeline analyze_stream(std::span<const Activity> acts, TimelineDefinition
     const std::int64_t prev_end = definition == TimelineDefinition::kHta ? acts[i - 1].end : max_end;
     const std::int64_t gap = a.start - prev_end;
     if (gap > 0 || (definition == TimelineDefinition::kHta && gap != 0)) {
-      if (a.launcher != kNoEvent && a.launch_start > prev_end) st.host_wait_ns += gap;
-      else if (gap < kKernelWaitMaxGapNs) st.kernel_wait_ns += gap;
-      else st.other_wait_ns += gap;
+      if (a.launcher != kNoEvent && a.launch_start > prev_end)
+        st.host_wait_ns += gap;
+      else if (gap < kKernelWaitMaxGapNs)
+        st.kernel_wait_ns += gap;
+      else
+        st.other_wait_ns += gap;
     }
     if (a.start > busy_end) {
       st.busy_ns += busy_end - busy_start;
@@ -353,8 +357,8 @@ DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition
   dt.communication_ns = total_length(by_type[1]);
   dt.communication_overlap_ns = dt.kernel_types.computation_communication_ns + dt.kernel_types.all_three_ns;
   if (dt.communication_ns > 0)
-    dt.comm_comp_overlap_pct = 100.0 * static_cast<double>(dt.communication_overlap_ns) /
-                               static_cast<double>(dt.communication_ns);
+    dt.comm_comp_overlap_pct =
+        100.0 * static_cast<double>(dt.communication_overlap_ns) / static_cast<double>(dt.communication_ns);
 
   // Launch statistics.
   std::vector<std::int64_t> delays;
@@ -434,8 +438,8 @@ GpuTimelineResult analyze_gpu_timeline(const TraceModel& model, const AnalysisCo
       if (acts[i].in_window && acts[i].launch_class != LaunchClass::kNone) launchers.push_back(acts[i].launcher);
     dt.launch.launch_call_ns = launch_call_time(model, launchers);
     std::sort(device_graphs.begin(), device_graphs.end());
-    dt.launch.graph_launches = static_cast<std::uint64_t>(
-        std::unique(device_graphs.begin(), device_graphs.end()) - device_graphs.begin());
+    dt.launch.graph_launches =
+        static_cast<std::uint64_t>(std::unique(device_graphs.begin(), device_graphs.end()) - device_graphs.begin());
     graph_launchers.insert(graph_launchers.end(), device_graphs.begin(), device_graphs.end());
     r.devices.push_back(std::move(dt));
     begin = end;
@@ -460,8 +464,8 @@ GpuTimelineResult analyze_gpu_timeline(const TraceModel& model, const AnalysisCo
     r.comm_comp_overlap_pct =
         100.0 * static_cast<double>(r.communication_overlap_ns) / static_cast<double>(r.communication_ns);
   std::sort(graph_launchers.begin(), graph_launchers.end());
-  r.launch.graph_launches = static_cast<std::uint64_t>(
-      std::unique(graph_launchers.begin(), graph_launchers.end()) - graph_launchers.begin());
+  r.launch.graph_launches =
+      static_cast<std::uint64_t>(std::unique(graph_launchers.begin(), graph_launchers.end()) - graph_launchers.begin());
   finish_launch(r.launch, all_delays);
   return r;
 }

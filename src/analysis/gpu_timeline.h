@@ -35,9 +35,9 @@
 namespace ferret {
 
 // HTA's thresholds (its get_idle_time_breakdown and get_cuda_kernel_launch_stats defaults).
-inline constexpr std::int64_t kKernelWaitMaxGapNs = 30'000;       // gap < 30 us: launch overhead
-inline constexpr std::int64_t kShortKernelMaxCallNs = 50'000;     // launch call <= 50 us
-inline constexpr std::int64_t kLaunchDelayOutlierNs = 100'000;    // launch delay > 100 us
+inline constexpr std::int64_t kKernelWaitMaxGapNs = 30'000;     // gap < 30 us: launch overhead
+inline constexpr std::int64_t kShortKernelMaxCallNs = 50'000;   // launch call <= 50 us
+inline constexpr std::int64_t kLaunchDelayOutlierNs = 100'000;  // launch delay > 100 us
 
 enum class TimelineDefinition { kFerret, kHta };
 
@@ -78,8 +78,8 @@ struct LaunchStats {
   std::uint64_t delay_outliers = 0;  // launch delay > 100 us
   std::int64_t median_delay_ns = 0;  // 0 when there are no launches
   std::int64_t p90_delay_ns = 0;
-  std::int64_t launch_call_ns = 0;   // host time inside those launch calls
-  std::uint64_t graph_launches = 0;  // cudaGraphLaunch / hipGraphLaunch calls (not in the counts above)
+  std::int64_t launch_call_ns = 0;     // host time inside those launch calls
+  std::uint64_t graph_launches = 0;    // cudaGraphLaunch / hipGraphLaunch calls (not in the counts above)
   std::uint64_t graph_activities = 0;  // GPU activities those graph launches ran
 };
 
@@ -107,11 +107,11 @@ struct DeviceTimeline {
   std::int64_t span_end_ns = 0;
   TemporalBreakdown breakdown;
   KernelTypeBreakdown kernel_types;
-  std::int64_t communication_ns = 0;           // |union of communication kernels|
-  std::int64_t communication_overlap_ns = 0;   // |communication ∩ computation|
-  double comm_comp_overlap_pct = -1;           // -1 when there is no communication
+  std::int64_t communication_ns = 0;          // |union of communication kernels|
+  std::int64_t communication_overlap_ns = 0;  // |communication ∩ computation|
+  double comm_comp_overlap_pct = -1;          // -1 when there is no communication
   LaunchStats launch;
-  std::vector<StreamTimeline> streams;         // by stream id
+  std::vector<StreamTimeline> streams;  // by stream id
 };
 
 struct GpuTimelineResult {

@@ -53,11 +53,16 @@ CopyKind parse_copy_name(std::string_view name) {
   if (name.substr(0, kPrefix.size()) != kPrefix) return k;
   name.remove_prefix(kPrefix.size());
   const std::string_view dir = name.substr(0, 4);
-  if (dir == "HtoD") k.direction = CopyDirection::kHtoD;
-  else if (dir == "DtoH") k.direction = CopyDirection::kDtoH;
-  else if (dir == "DtoD") k.direction = CopyDirection::kDtoD;
-  else if (dir == "PtoP") k.direction = CopyDirection::kPtoP;
-  else if (dir == "HtoH") k.direction = CopyDirection::kHtoH;
+  if (dir == "HtoD")
+    k.direction = CopyDirection::kHtoD;
+  else if (dir == "DtoH")
+    k.direction = CopyDirection::kDtoH;
+  else if (dir == "DtoD")
+    k.direction = CopyDirection::kDtoD;
+  else if (dir == "PtoP")
+    k.direction = CopyDirection::kPtoP;
+  else if (dir == "HtoH")
+    k.direction = CopyDirection::kHtoH;
   if (k.direction == CopyDirection::kDtoD || k.direction == CopyDirection::kPtoP) {
     k.host_memory = HostMemory::kNotHost;
     return k;
@@ -69,8 +74,10 @@ CopyKind parse_copy_name(std::string_view name) {
     return k;
   const std::string_view src = trim(name.substr(open + 1, arrow - open - 1));
   const std::string_view dst = trim(name.substr(arrow + 2, close - arrow - 2));
-  if (k.direction == CopyDirection::kHtoD) k.host_memory = host_memory_of(src);
-  else if (k.direction == CopyDirection::kDtoH) k.host_memory = host_memory_of(dst);
+  if (k.direction == CopyDirection::kHtoD)
+    k.host_memory = host_memory_of(src);
+  else if (k.direction == CopyDirection::kDtoH)
+    k.host_memory = host_memory_of(dst);
   else if (k.direction == CopyDirection::kHtoH) {
     // Host to host: pageable if either side is.
     const HostMemory a = host_memory_of(src), b = host_memory_of(dst);
@@ -168,7 +175,8 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
     if (k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
     const auto e = static_cast<EventIndex>(i);
     while (copy_row < copy_rows && model.copy_args[copy_row].event < e) ++copy_row;
-    const CopyArgs* args = (copy_row < copy_rows && model.copy_args[copy_row].event == e) ? &model.copy_args[copy_row] : nullptr;
+    const CopyArgs* args =
+        (copy_row < copy_rows && model.copy_args[copy_row].event == e) ? &model.copy_args[copy_row] : nullptr;
     const std::int32_t device = model.pid[e];
     if (!ctx.device_selected(device)) continue;
     const std::int64_t ts = model.ts_ns[e];
@@ -233,7 +241,8 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
   for (const CollectiveCall& call : collect_collectives(model, ctx)) {
     if (call.busbw_gbps < 0) continue;
     std::size_t row = 0;
-    while (row < result.nccl.size() && !(result.nccl[row].device == call.device && result.nccl[row].kind == call.kind)) ++row;
+    while (row < result.nccl.size() && !(result.nccl[row].device == call.device && result.nccl[row].kind == call.kind))
+      ++row;
     if (row == result.nccl.size()) {
       NcclLinkUse u;
       u.device = call.device;
@@ -260,7 +269,8 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
   for (std::size_t row = 0; row < result.nccl.size(); ++row) {
     NcclLinkUse& u = result.nccl[row];
     if (time[row] > 0) u.busbw_gbps = weighted[row] / time[row];
-    if (u.link_gbps > 0 && u.best_large_busbw_gbps >= 0) u.best_large_efficiency = u.best_large_busbw_gbps / u.link_gbps;
+    if (u.link_gbps > 0 && u.best_large_busbw_gbps >= 0)
+      u.best_large_efficiency = u.best_large_busbw_gbps / u.link_gbps;
   }
   std::sort(result.devices.begin(), result.devices.end(),
             [](const DeviceLinks& a, const DeviceLinks& b) { return a.device < b.device; });

@@ -20,11 +20,11 @@ namespace ferret {
 
 enum class CopyDirection : std::uint8_t { kHtoD, kDtoH, kDtoD, kPtoP, kHtoH, kUnknown };
 enum class HostMemory : std::uint8_t {
-  kNotHost,   // device-to-device, peer-to-peer
+  kNotHost,  // device-to-device, peer-to-peer
   kPageable,
   kPinned,
   kManaged,
-  kUnknown,   // old names ("Memcpy HtoD") and ROCm's "(Host -> Device)" do not say
+  kUnknown,  // old names ("Memcpy HtoD") and ROCm's "(Host -> Device)" do not say
 };
 const char* copy_direction_name(CopyDirection d);  // "HtoD", ...
 const char* host_memory_name(HostMemory m);        // "pageable", "pinned", ...
@@ -55,8 +55,8 @@ struct CopyStats {
   std::int64_t large_bytes = 0;
   std::int64_t large_time_ns = 0;
   double large_gbps = -1;
-  std::string link;         // "PCIe4 x16", "HBM", "NVLink3"; empty when unknown
-  double peak_gbps = -1;    // per direction; -1 unknown
+  std::string link;              // "PCIe4 x16", "HBM", "NVLink3"; empty when unknown
+  double peak_gbps = -1;         // per direction; -1 unknown
   double large_efficiency = -1;  // large_gbps / peak
 };
 
@@ -84,8 +84,8 @@ struct NcclLinkUse {
   std::int32_t device = -1;
   Collective kind = Collective::kUnknown;
   std::int32_t group_size = -1;
-  std::uint64_t calls = 0;       // calls with a known bus bandwidth
-  double busbw_gbps = -1;        // time-weighted over those calls
+  std::uint64_t calls = 0;            // calls with a known bus bandwidth
+  double busbw_gbps = -1;             // time-weighted over those calls
   double best_large_busbw_gbps = -1;  // fastest call of >= kLargeMessageBytes
   std::int64_t best_large_bytes = -1;
   std::string best_large_protocol;  // NCCL protocol of that call ("LL", "LL128", "SIMPLE", "")
@@ -96,11 +96,11 @@ struct NcclLinkUse {
 
 struct HardwareResult {
   std::int64_t window_ns = 0;
-  std::vector<DeviceLinks> devices;   // every device with copies, memsets or collectives
-  std::vector<CopyStats> copies;      // by device, direction, host memory
+  std::vector<DeviceLinks> devices;  // every device with copies, memsets or collectives
+  std::vector<CopyStats> copies;     // by device, direction, host memory
   std::vector<MemsetStats> memsets;
-  std::int64_t host_copy_bytes = 0;        // HtoD + DtoH
-  std::int64_t pageable_bytes = 0;         // HtoD + DtoH from/to pageable memory
+  std::int64_t host_copy_bytes = 0;  // HtoD + DtoH
+  std::int64_t pageable_bytes = 0;   // HtoD + DtoH from/to pageable memory
   std::int64_t pinned_bytes = 0;
   std::int64_t pageable_time_ns = 0;
   std::uint64_t pageable_count = 0;

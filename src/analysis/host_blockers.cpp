@@ -93,13 +93,16 @@ std::vector<NamedTime> aggregate(const TraceModel& m, std::vector<std::pair<StrI
 
 // Index of the selected step containing t, or -1.
 int step_of(const std::vector<Step>& steps, std::int64_t t) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
+  auto it =
+      std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
   if (it == steps.begin()) return -1;
   --it;
   return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
 }
 
-std::int64_t clipped_end(const TraceModel& m, EventIndex e) { return m.ts_ns[e] + std::max<std::int64_t>(0, m.dur_ns[e]); }
+std::int64_t clipped_end(const TraceModel& m, EventIndex e) {
+  return m.ts_ns[e] + std::max<std::int64_t>(0, m.dur_ns[e]);
+}
 
 }  // namespace
 
@@ -128,8 +131,8 @@ bool is_allocator_call(std::string_view name) {
   // The stream-ordered allocator (cudaMallocAsync / cudaFreeAsync) is cheap and never syncs.
   if (contains(name, "Async")) return false;
   static constexpr std::string_view kPrefixes[] = {
-      "cudaMalloc", "cudaFree",  "cudaHostAlloc", "hipMalloc",  "hipFree",  "hipHostMalloc", "hipHostFree",
-      "hipExtMalloc", "cuMemAlloc", "cuMemFree", "cuMemCreate", "cuMemRelease", "cuMemHostAlloc"};
+      "cudaMalloc",   "cudaFree",   "cudaHostAlloc", "hipMalloc",   "hipFree",      "hipHostMalloc", "hipHostFree",
+      "hipExtMalloc", "cuMemAlloc", "cuMemFree",     "cuMemCreate", "cuMemRelease", "cuMemHostAlloc"};
   for (std::string_view p : kPrefixes)
     if (starts_with(name, p)) return true;
   return false;
@@ -190,7 +193,8 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
       }
       // Copy args are in event order, as GPU events are: walk them forward.
       while (copy_row < model.copy_args.size() && model.copy_args[copy_row].event < e) ++copy_row;
-      if (copy_row < model.copy_args.size() && model.copy_args[copy_row].event == e && model.copy_args[copy_row].bytes > 0)
+      if (copy_row < model.copy_args.size() && model.copy_args[copy_row].event == e &&
+          model.copy_args[copy_row].bytes > 0)
         r.copies.pageable_bytes += model.copy_args[copy_row].bytes;
     }
   }
@@ -215,7 +219,8 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
   // --- Host side: one pass over the events. ---
   std::vector<EventIndex> sync_candidates;
   std::vector<std::pair<StrId, std::int64_t>> allocs, sync_copies;
-  std::map<std::pair<std::int32_t, std::int32_t>, std::pair<std::uint64_t, std::int64_t>> per_thread;  // launches, op time
+  std::map<std::pair<std::int32_t, std::int32_t>, std::pair<std::uint64_t, std::int64_t>>
+      per_thread;  // launches, op time
   const std::int64_t first_trace_step = rel.steps.empty() ? -1 : rel.steps.front().number;
   AllocatorCalls& al = r.allocator;
   for (const Step& s : ctx.steps)
@@ -264,7 +269,8 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
   }
   al.by_name = aggregate(model, al.steady_state_known ? std::move(steady_allocs) : std::move(allocs), top);
   r.copies.sync_copy_by_name = aggregate(model, std::move(sync_copies), top);
-  if (r.window_ns > 0) lr.launch_overhead_share = static_cast<double>(lr.launch_call_ns) / static_cast<double>(r.window_ns);
+  if (r.window_ns > 0)
+    lr.launch_overhead_share = static_cast<double>(lr.launch_call_ns) / static_cast<double>(r.window_ns);
 
   // --- Syncs: the outermost ones, their callers, steps, and the GPU bubble after each. ---
   HostSyncs& sy = r.syncs;
@@ -282,10 +288,13 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
     const std::int64_t t = clipped_end(model, e);
     const int s = step_of(ctx.steps, model.ts_ns[e]);
     const std::int64_t cap = s >= 0 ? ctx.steps[static_cast<std::size_t>(s)].end_ns : window.end;
-    auto it = std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& i, std::int64_t x) { return i.end <= x; });
+    auto it =
+        std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& i, std::int64_t x) { return i.end <= x; });
     std::int64_t bubble = 0;
-    if (it != busy.end() && it->start > t) bubble = std::min(it->start, cap) - t;
-    else if (it == busy.end() && !busy.empty()) bubble = cap - t;
+    if (it != busy.end() && it->start > t)
+      bubble = std::min(it->start, cap) - t;
+    else if (it == busy.end() && !busy.empty())
+      bubble = cap - t;
     return std::clamp<std::int64_t>(bubble, 0, std::max<std::int64_t>(0, model.dur_ns[e]));
   };
 
@@ -348,7 +357,8 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[launcher]);
     r.copies.pageable_host_ns += dur;
     bool in_sync = false;
-    for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[launcher]; p != kNoEvent && !in_sync; p = rel.parent[p])
+    for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[launcher]; p != kNoEvent && !in_sync;
+         p = rel.parent[p])
       in_sync = is_sync_span(model, flags, p);
     if (in_sync) {
       ++r.copies.pageable_in_syncs;
@@ -441,13 +451,18 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
   const IdleAttribution& at = lr.idle;
   const bool host_issuing = at.gpu_idle_ns > 0 && static_cast<double>(at.issuing_ns()) >=
                                                       kHostIssueIdleShare * static_cast<double>(at.gpu_idle_ns);
-  if (!r.has_gpu) lr.regime = HostRegime::kNoGpu;
-  else if (lr.kernels < kRegimeMinKernels) lr.regime = HostRegime::kTooFew;
-  else if (lr.gpu_busy_share >= kGpuStarvedBusyShare) lr.regime = HostRegime::kGpuBound;
-  else if (!host_issuing) lr.regime = HostRegime::kOther;
+  if (!r.has_gpu)
+    lr.regime = HostRegime::kNoGpu;
+  else if (lr.kernels < kRegimeMinKernels)
+    lr.regime = HostRegime::kTooFew;
+  else if (lr.gpu_busy_share >= kGpuStarvedBusyShare)
+    lr.regime = HostRegime::kGpuBound;
+  else if (!host_issuing)
+    lr.regime = HostRegime::kOther;
   else if (lr.median_kernel_ns < kLaunchBoundMedianKernelNs && lr.launch_overhead_share >= kLaunchOverheadModerate)
     lr.regime = HostRegime::kLaunchBound;
-  else lr.regime = HostRegime::kCpuBound;
+  else
+    lr.regime = HostRegime::kCpuBound;
   return r;
 }
 

@@ -53,15 +53,15 @@ struct StepCount {
 };
 
 struct HostSyncs {
-  std::uint64_t count = 0;       // outermost sync spans starting in the window
-  std::int64_t total_ns = 0;     // host time blocked in them
+  std::uint64_t count = 0;    // outermost sync spans starting in the window
+  std::int64_t total_ns = 0;  // host time blocked in them
   // What the syncs cost the GPU. When a sync returns, the host has nothing queued ahead, so the GPU
   // idles until the next launch arrives (the bubble: to the next GPU activity, not past the step's
   // end). Removing a sync saves at most that bubble and at most the time the host was blocked
   // (which it could have spent running ahead), so each sync counts min(bubble, its duration).
   std::int64_t gpu_stall_ns = 0;
-  std::vector<NamedTime> by_name;  // aten::item, cudaStreamSynchronize, ... (time descending)
-  std::vector<NamedTime> callers;  // the op / annotation / Python frame around each sync (top-K)
+  std::vector<NamedTime> by_name;   // aten::item, cudaStreamSynchronize, ... (time descending)
+  std::vector<NamedTime> callers;   // the op / annotation / Python frame around each sync (top-K)
   std::vector<StepCount> per_step;  // every selected step, in order (empty without steps)
   std::uint64_t steps_with_syncs = 0;
   std::uint64_t gpu_side_waits = 0;  // cuda_sync events: GPU streams waiting on events
@@ -89,10 +89,10 @@ struct CopyBlockers {
   std::int64_t pageable_cost_ns = 0;
   std::uint64_t pageable_in_syncs = 0;
   std::vector<NamedTime> pageable_by_name;  // "Memcpy HtoD (Pageable -> Device)", ...
-  std::uint64_t sync_copy_calls = 0;  // synchronous memcpy / memset API calls
-  std::int64_t sync_copy_ns = 0;      // host time in them
+  std::uint64_t sync_copy_calls = 0;        // synchronous memcpy / memset API calls
+  std::int64_t sync_copy_ns = 0;            // host time in them
   std::vector<NamedTime> sync_copy_by_name;
-  std::uint64_t memsets = 0;          // GPU memset activities
+  std::uint64_t memsets = 0;  // GPU memset activities
   std::int64_t memset_ns = 0;
 };
 
@@ -121,14 +121,14 @@ struct IdleAttribution {
 };
 
 struct LaunchRegime {
-  std::uint64_t kernels = 0;          // kernels starting in the window
+  std::uint64_t kernels = 0;  // kernels starting in the window
   std::int64_t median_kernel_ns = 0;
-  std::int64_t gpu_busy_ns = 0;       // |union of kernels, memcpys, memsets| in the window
-  double gpu_busy_share = 0;          // of the window
-  std::uint64_t launch_calls = 0;     // kernel launches, graph launches, async copies and fills
-  std::int64_t launch_call_ns = 0;    // host time in them (every thread)
-  double launch_overhead_share = 0;   // launch_call_ns / window (XProf's kernel launch overhead)
-  std::uint64_t short_kernels = 0;    // kernels shorter than their launch call
+  std::int64_t gpu_busy_ns = 0;      // |union of kernels, memcpys, memsets| in the window
+  double gpu_busy_share = 0;         // of the window
+  std::uint64_t launch_calls = 0;    // kernel launches, graph launches, async copies and fills
+  std::int64_t launch_call_ns = 0;   // host time in them (every thread)
+  double launch_overhead_share = 0;  // launch_call_ns / window (XProf's kernel launch overhead)
+  std::uint64_t short_kernels = 0;   // kernels shorter than their launch call
   // The thread issuing most launches (with no GPU: most op time); its busy share of the window in
   // ops and API calls outside data loading, syncs and blocking calls, and the part of that time in
   // launch calls.
@@ -152,10 +152,10 @@ struct HostBlockersResult {
 HostBlockersResult analyze_host_blockers(const TraceModel& model, const AnalysisContext& ctx);
 
 // Name tests, exposed for the rules and tests.
-bool is_host_sync_call(std::string_view name);      // *Synchronize runtime/driver calls
-bool is_host_sync_op(std::string_view name);        // aten::item, aten::_local_scalar_dense
-bool is_allocator_call(std::string_view name);      // cudaMalloc, cudaFree, hipMalloc, cuMemAlloc, ...
-bool is_sync_copy_call(std::string_view name);      // cudaMemcpy, cudaMemset, hipMemcpyWithStream, ...
-bool is_launch_call(std::string_view name);         // kernel / graph launches, async copies and fills
+bool is_host_sync_call(std::string_view name);  // *Synchronize runtime/driver calls
+bool is_host_sync_op(std::string_view name);    // aten::item, aten::_local_scalar_dense
+bool is_allocator_call(std::string_view name);  // cudaMalloc, cudaFree, hipMalloc, cuMemAlloc, ...
+bool is_sync_copy_call(std::string_view name);  // cudaMemcpy, cudaMemset, hipMemcpyWithStream, ...
+bool is_launch_call(std::string_view name);     // kernel / graph launches, async copies and fills
 
 }  // namespace ferret

@@ -54,9 +54,12 @@ std::string compact_json(std::string_view raw) {
   for (char c : raw) {
     if (in_string) {
       out.push_back(c);
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') in_string = true;
@@ -208,7 +211,8 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
     }
   }
   for (const OpCall& c : calls)
-    groups[c.group].host_self_ns += std::max<std::int64_t>(0, std::max<std::int64_t>(0, model.dur_ns[c.event]) - c.child_ns);
+    groups[c.group].host_self_ns +=
+        std::max<std::int64_t>(0, std::max<std::int64_t>(0, model.dur_ns[c.event]) - c.child_ns);
 
   // 3. Device time: the GPU work of each launch is device self time of the launch's innermost op
   //    (relations.launch_op) and device total time of that op and of each op enclosing it. Walking
@@ -273,7 +277,8 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
       if (!is_gpu_work(kind) || !ctx.device_selected(model.pid[e]) || !window.contains(model.ts_ns[e])) continue;
       KernelRecord k{model.name[e], kEmptyStr, kEmptyStr, kind, -1.0f, std::max<std::int64_t>(0, model.dur_ns[e])};
       while (ka < model.kernel_args.size() && model.kernel_args[ka].event < e) ++ka;
-      if (ka < model.kernel_args.size() && model.kernel_args[ka].event == e) k.occupancy = model.kernel_args[ka].est_occupancy_pct;
+      if (ka < model.kernel_args.size() && model.kernel_args[ka].event == e)
+        k.occupancy = model.kernel_args[ka].est_occupancy_pct;
       const EventIndex launcher = rel.gpu_launcher[g];
       if (launcher != kNoEvent) {
         k.runtime = model.name[launcher];

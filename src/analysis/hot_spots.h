@@ -55,19 +55,19 @@ struct KernelStat {
 
 struct HotSpotsResult {
   std::int64_t window_ns = 0;
-  std::uint64_t op_calls = 0;           // cpu ops starting in the window
-  std::int64_t host_op_ns = 0;          // host self time summed over all ops (= time inside ops)
-  std::uint64_t gpu_activities = 0;     // kernels, memcpys, memsets starting in the window
-  std::int64_t device_ns = 0;           // their summed durations
+  std::uint64_t op_calls = 0;             // cpu ops starting in the window
+  std::int64_t host_op_ns = 0;            // host self time summed over all ops (= time inside ops)
+  std::uint64_t gpu_activities = 0;       // kernels, memcpys, memsets starting in the window
+  std::int64_t device_ns = 0;             // their summed durations
   std::int64_t attributed_device_ns = 0;  // the part launched from an op in the window
-  std::int64_t tensor_core_ns = 0;      // kernel time in Tensor Core kernels
-  bool has_shapes = false;              // the trace recorded input shapes (record_shapes=True)
+  std::int64_t tensor_core_ns = 0;        // kernel time in Tensor Core kernels
+  bool has_shapes = false;                // the trace recorded input shapes (record_shapes=True)
 
   // Top-K (ctx.options.top_k) rows each.
-  std::vector<OpStat> ops_by_device;    // by name, device self time descending
-  std::vector<OpStat> ops_by_host;      // by name, host self time descending
+  std::vector<OpStat> ops_by_device;     // by name, device self time descending
+  std::vector<OpStat> ops_by_host;       // by name, host self time descending
   std::vector<OpStat> shapes_by_device;  // by name + input shapes, device self (host self without GPU)
-  std::vector<KernelStat> kernels;      // by name, total time descending
+  std::vector<KernelStat> kernels;       // by name, total time descending
 };
 
 HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext& ctx);

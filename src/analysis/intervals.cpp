@@ -45,8 +45,10 @@ std::vector<Interval> intersect(const std::vector<Interval>& a, const std::vecto
     const std::int64_t s = std::max(a[i].start, b[j].start);
     const std::int64_t e = std::min(a[i].end, b[j].end);
     if (s < e) out.push_back({s, e});
-    if (a[i].end < b[j].end) ++i;
-    else ++j;
+    if (a[i].end < b[j].end)
+      ++i;
+    else
+      ++j;
   }
   return out;
 }

@@ -28,7 +28,8 @@ bool is_device_memory(int device_type) { return device_type > kDeviceTypeCpu; }
 
 // Steps are sorted and disjoint: the step containing t, or -1.
 int step_of(const std::vector<Step>& steps, std::int64_t t) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
+  auto it =
+      std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
   if (it == steps.begin()) return -1;
   --it;
   return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
@@ -101,7 +102,8 @@ void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::siz
     if (i > begin && rows[i - 1].total_reserved >= 0 && r.total_reserved != rows[i - 1].total_reserved) {
       const bool grow = r.total_reserved > rows[i - 1].total_reserved;
       ++(grow ? d.reserved_grows : d.reserved_shrinks);
-      if (churn != nullptr && is_device_memory(d.device_type)) ++(grow ? churn->reserved_grows : churn->reserved_shrinks);
+      if (churn != nullptr && is_device_memory(d.device_type))
+        ++(grow ? churn->reserved_grows : churn->reserved_shrinks);
     }
     if (r.total_reserved > 0) {
       const double frag = static_cast<double>(std::max<std::int64_t>(0, r.total_reserved - r.total_allocated)) /
@@ -117,14 +119,19 @@ void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::siz
       }
     }
   }
-  if (frag_weight > 0) d.fragmentation_mean = weighted_frag / frag_weight;
-  else if (frag_count > 0) d.fragmentation_mean = frag_sum / static_cast<double>(frag_count);
+  if (frag_weight > 0)
+    d.fragmentation_mean = weighted_frag / frag_weight;
+  else if (frag_count > 0)
+    d.fragmentation_mean = frag_sum / static_cast<double>(frag_count);
   if (d.peak_reserved > 0)
-    d.fragmentation_at_peak = static_cast<double>(std::max<std::int64_t>(0, d.peak_reserved - d.allocated_at_peak_reserved)) /
-                              static_cast<double>(d.peak_reserved);
+    d.fragmentation_at_peak =
+        static_cast<double>(std::max<std::int64_t>(0, d.peak_reserved - d.allocated_at_peak_reserved)) /
+        static_cast<double>(d.peak_reserved);
   if (d.capacity_bytes > 0) {
-    if (d.peak_allocated >= 0) d.peak_allocated_share = static_cast<double>(d.peak_allocated) / static_cast<double>(d.capacity_bytes);
-    if (d.peak_reserved >= 0) d.peak_reserved_share = static_cast<double>(d.peak_reserved) / static_cast<double>(d.capacity_bytes);
+    if (d.peak_allocated >= 0)
+      d.peak_allocated_share = static_cast<double>(d.peak_allocated) / static_cast<double>(d.capacity_bytes);
+    if (d.peak_reserved >= 0)
+      d.peak_reserved_share = static_cast<double>(d.peak_reserved) / static_cast<double>(d.capacity_bytes);
   }
   result.devices.push_back(std::move(d));
 }
@@ -192,7 +199,9 @@ void attribute_to_ops(const TraceModel& model, const std::vector<MemRow>& rows, 
     if (pass == 0) ops.reserve(wanted_ops);
   }
   // Longer first on equal start: the enclosing op is pushed before its child.
-  auto op_less = [](const Op& a, const Op& b) { return std::tie(a.thread, a.ts, b.end) < std::tie(b.thread, b.ts, a.end); };
+  auto op_less = [](const Op& a, const Op& b) {
+    return std::tie(a.thread, a.ts, b.end) < std::tie(b.thread, b.ts, a.end);
+  };
   if (!std::is_sorted(ops.begin(), ops.end(), op_less)) std::sort(ops.begin(), ops.end(), op_less);
 
   std::vector<std::pair<StrId, std::int64_t>> owned;  // (op name, bytes) per attributed allocation
@@ -256,7 +265,8 @@ void measure_allocator_calls(const TraceModel& model, const AnalysisContext& ctx
     const EventKind k = model.kind[e];
     if (k != EventKind::kCudaRuntime && k != EventKind::kCudaDriver) continue;
     const StrId name = model.name[e];
-    if (kind_of_name[name] < 0) kind_of_name[name] = static_cast<std::int8_t>(allocator_call_kind(model.strings.view(name)));
+    if (kind_of_name[name] < 0)
+      kind_of_name[name] = static_cast<std::int8_t>(allocator_call_kind(model.strings.view(name)));
     if (kind_of_name[name] == 0) continue;
     const std::int64_t ts = model.ts_ns[e];
     if (ts < ctx.window_start_ns || ts >= ctx.window_end_ns) continue;
@@ -310,7 +320,8 @@ MemoryResult analyze_memory(const TraceModel& model, const AnalysisContext& ctx)
     std::vector<std::size_t> begin(keys.size() + 1, 0);
     std::vector<std::uint32_t> bucket(rows.size());
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      bucket[i] = static_cast<std::uint32_t>(std::lower_bound(keys.begin(), keys.end(), key_of(rows[i])) - keys.begin());
+      bucket[i] =
+          static_cast<std::uint32_t>(std::lower_bound(keys.begin(), keys.end(), key_of(rows[i])) - keys.begin());
       ++begin[bucket[i] + 1];
     }
     for (std::size_t k = 0; k < keys.size(); ++k) begin[k + 1] += begin[k];
@@ -322,8 +333,10 @@ MemoryResult analyze_memory(const TraceModel& model, const AnalysisContext& ctx)
   for (std::size_t i = 0; i < rows.size();) {
     std::size_t j = i;
     while (j < rows.size() && rows[j].device_type == rows[i].device_type && rows[j].device_id == rows[i].device_id) ++j;
-    if (!std::is_sorted(rows.begin() + static_cast<std::ptrdiff_t>(i), rows.begin() + static_cast<std::ptrdiff_t>(j), time_less))
-      std::sort(rows.begin() + static_cast<std::ptrdiff_t>(i), rows.begin() + static_cast<std::ptrdiff_t>(j), time_less);
+    if (!std::is_sorted(rows.begin() + static_cast<std::ptrdiff_t>(i), rows.begin() + static_cast<std::ptrdiff_t>(j),
+                        time_less))
+      std::sort(rows.begin() + static_cast<std::ptrdiff_t>(i), rows.begin() + static_cast<std::ptrdiff_t>(j),
+                time_less);
     measure_device(rows, i, j, model, ctx, result);
     i = j;
   }

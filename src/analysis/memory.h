@@ -19,12 +19,12 @@ namespace ferret {
 struct MemoryDevice {
   int device_type = -1;  // c10::DeviceType: 0 CPU, 1 CUDA (most ROCm builds too), 6 HIP
   int device_id = -1;
-  std::string device_name;      // from deviceProperties, when known
+  std::string device_name;           // from deviceProperties, when known
   std::int64_t capacity_bytes = -1;  // deviceProperties totalGlobalMem, -1 unknown (always for CPU)
 
   std::uint64_t events = 0;
-  std::uint64_t allocations = 0;  // Bytes > 0
-  std::uint64_t frees = 0;        // Bytes < 0
+  std::uint64_t allocations = 0;     // Bytes > 0
+  std::uint64_t frees = 0;           // Bytes < 0
   std::int64_t allocated_bytes = 0;  // sum of allocation sizes
   std::int64_t freed_bytes = 0;      // sum of free sizes (positive)
   // Highest running sum of Bytes from the first event: a lower bound on growth that needs no
@@ -47,8 +47,8 @@ struct MemoryDevice {
   // the cache already at its peak (reserved before profiling began), and frees during the plateau
   // lower `allocated` without saying anything about fragmentation.
   double fragmentation_at_peak = -1;
-  double fragmentation_mean = -1;  // time-weighted over the device's memory timeline
-  double fragmentation_max = -1;   // highest value at any event with reserved > 0
+  double fragmentation_mean = -1;      // time-weighted over the device's memory timeline
+  double fragmentation_max = -1;       // highest value at any event with reserved > 0
   std::uint64_t reserved_grows = 0;    // events where Total Reserved rose (a new segment: cudaMalloc)
   std::uint64_t reserved_shrinks = 0;  // events where it fell (segments released: cudaFree)
 };
@@ -74,8 +74,8 @@ struct MemoryOp {
 };
 
 struct MemoryResult {
-  bool present = false;     // any [memory] events in scope
-  bool whole_trace = true;  // peaks cover the whole trace (false: only the --steps window)
+  bool present = false;               // any [memory] events in scope
+  bool whole_trace = true;            // peaks cover the whole trace (false: only the --steps window)
   std::vector<MemoryDevice> devices;  // CUDA devices by id, then CPU
   std::vector<MemoryStepChurn> steps;
   // Steady-state churn: means over steps after the first (the first step after the profiler's

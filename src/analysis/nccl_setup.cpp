@@ -14,7 +14,7 @@ namespace ferret {
 
 namespace {
 
-using ProcessKey = std::pair<std::uint32_t, std::int32_t>;  // host, pid
+using ProcessKey = std::pair<std::uint32_t, std::int32_t>;             // host, pid
 using GpuKey = std::tuple<std::uint32_t, std::int32_t, std::int32_t>;  // host, pid, device
 
 struct ProcessInfo {
@@ -154,8 +154,10 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
     g.comm_id = c.comm_id;
     g.nranks = c.nranks;
     RankSeen& r = g.ranks[c.rank];
-    if (c.phase == NcclCommPhase::kStart) r.started = true;
-    else r.complete = true;
+    if (c.phase == NcclCommPhase::kStart)
+      r.started = true;
+    else
+      r.complete = true;
     r.host = c.origin.host;
     r.pid = c.origin.pid;
     if (c.cuda_dev >= 0) r.cuda_dev = c.cuda_dev;
@@ -207,8 +209,10 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
     for (int r = 0; r < g.nranks && r < (1 << 20); ++r)
       if (g.ranks.find(r) == g.ranks.end()) c.missing_ranks.push_back(r);
     c.hosts = static_cast<int>(hosts.size());
-    if (c.is_job) s.comms.insert(s.comms.begin(), std::move(c));
-    else s.comms.push_back(std::move(c));
+    if (c.is_job)
+      s.comms.insert(s.comms.begin(), std::move(c));
+    else
+      s.comms.push_back(std::move(c));
   }
 
   // ---- connections ----
@@ -303,8 +307,10 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
         if (h->socket_nics.empty()) h->socket_nics = n.nics;
         break;
       case NcclNetEvent::kPluginLoaded:
-        if (n.collnet_plugin) h->collnet_plugin = true;
-        else h->plugin = "loaded: " + n.name;
+        if (n.collnet_plugin)
+          h->collnet_plugin = true;
+        else
+          h->plugin = "loaded: " + n.name;
         break;
       case NcclNetEvent::kPluginAbsent:
         if (h->plugin.empty()) h->plugin = "none found";
@@ -450,8 +456,10 @@ Ceiling network_ceiling(const NcclSetup& s, const std::string& host) {
   if (socket == 0 && rdma == 0) {
     // No connection lines: trust "Using network".
     for (const NcclRankSummary& r : s.ranks) {
-      if (r.network == "Socket") ++socket;
-      else if (!r.network.empty()) ++rdma;
+      if (r.network == "Socket")
+        ++socket;
+      else if (!r.network.empty())
+        ++rdma;
     }
   }
   if (socket == 0 && rdma == 0) return c;
@@ -468,10 +476,10 @@ Ceiling network_ceiling(const NcclSetup& s, const std::string& host) {
   const double per_nic = measured_speed ? h->nic_speed_gbps / 8.0 : kAssumedIbNicGbps;
   c.transport = fmt::format("NET/IB x{}{}", nics, s.net_without_gdr == 0 ? " (GDRDMA)" : "");
   c.gbps = nics * per_nic;
-  c.basis = measured_speed ? fmt::format("{} NIC{} x {:.0f} Gb/s as NCCL printed", nics, nics == 1 ? "" : "s",
-                                         h->nic_speed_gbps)
-                           : fmt::format("{} NIC{} x 50 GB/s (400 Gb/s InfiniBand assumed, DOMAIN.md)", nics,
-                                         nics == 1 ? "" : "s");
+  c.basis =
+      measured_speed
+          ? fmt::format("{} NIC{} x {:.0f} Gb/s as NCCL printed", nics, nics == 1 ? "" : "s", h->nic_speed_gbps)
+          : fmt::format("{} NIC{} x 50 GB/s (400 Gb/s InfiniBand assumed, DOMAIN.md)", nics, nics == 1 ? "" : "s");
   return c;
 }
 

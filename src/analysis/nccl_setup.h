@@ -24,7 +24,7 @@ namespace ferret {
 struct NcclTransportUse {
   std::string transport;  // the clause without the NIC index: "NET/IB/GDRDMA", "P2P/IPC", "SHM"
   NcclTransportKind kind = NcclTransportKind::kUnknown;
-  std::string net;        // "IB", "Socket", ... for NET
+  std::string net;  // "IB", "Socket", ... for NET
   bool gdr = false;
   std::uint64_t connections = 0;
 };
@@ -37,35 +37,35 @@ struct NcclRankSummary {
   std::string bus_id;
   bool init_started = false;
   bool init_complete = false;
-  std::string version;      // "2.18.5"; "" when this rank's process printed none
-  std::string build_cuda;   // "12.2"
-  int driver_version = -1;  // cudaDriverVersion as printed (12020)
+  std::string version;       // "2.18.5"; "" when this rank's process printed none
+  std::string build_cuda;    // "12.2"
+  int driver_version = -1;   // cudaDriverVersion as printed (12020)
   double init_total_s = -1;  // Init timings
   std::vector<std::pair<std::string, double>> init_phases;
-  std::string network;  // "Using network X" of its process
+  std::string network;                       // "Using network X" of its process
   std::vector<NcclTransportUse> transports;  // connections its process printed for this GPU
-  std::uint64_t warnings = 0;  // WARN lines of its process
+  std::uint64_t warnings = 0;                // WARN lines of its process
 };
 
 struct NcclHostSummary {
   std::string host;
-  std::vector<int> ranks;  // job ranks on this host
-  int processes = 0;       // distinct pids that printed NCCL lines
-  std::vector<std::string> versions;  // distinct NCCL versions
-  std::vector<int> drivers;           // distinct cudaDriverVersion values
-  std::vector<std::string> networks;  // distinct "Using network" names
-  std::vector<NcclNic> ib_nics;       // NET/IB : Using ... (first process that printed it)
-  bool ib_no_device = false;          // NET/IB : No device found.
-  std::vector<NcclNic> socket_nics;   // NET/Socket : Using ...
-  std::string bootstrap;              // bootstrap interface
-  std::string plugin;                 // "loaded: NAME", "none found", "" (not printed)
-  bool collnet_plugin = false;        // a SHARP / coll plugin was loaded
-  double nic_speed_gbps = -1;         // NET/IB : Made virtual device ... speed= (Gb/s)
-  int gdr_enabled = 0;                // GPU Direct RDMA Enabled lines
-  int gdr_disabled = 0;               // GPU Direct RDMA Disabled lines
+  std::vector<int> ranks;                      // job ranks on this host
+  int processes = 0;                           // distinct pids that printed NCCL lines
+  std::vector<std::string> versions;           // distinct NCCL versions
+  std::vector<int> drivers;                    // distinct cudaDriverVersion values
+  std::vector<std::string> networks;           // distinct "Using network" names
+  std::vector<NcclNic> ib_nics;                // NET/IB : Using ... (first process that printed it)
+  bool ib_no_device = false;                   // NET/IB : No device found.
+  std::vector<NcclNic> socket_nics;            // NET/Socket : Using ...
+  std::string bootstrap;                       // bootstrap interface
+  std::string plugin;                          // "loaded: NAME", "none found", "" (not printed)
+  bool collnet_plugin = false;                 // a SHARP / coll plugin was loaded
+  double nic_speed_gbps = -1;                  // NET/IB : Made virtual device ... speed= (Gb/s)
+  int gdr_enabled = 0;                         // GPU Direct RDMA Enabled lines
+  int gdr_disabled = 0;                        // GPU Direct RDMA Disabled lines
   std::vector<std::string> gdr_disabled_hcas;  // 'mlx5_0', ...
-  int p2p_disabled_pairs = 0;         // P2P is disabled between ... lines
-  int nvls_available = -1;            // 1 available, 0 not, -1 not printed
+  int p2p_disabled_pairs = 0;                  // P2P is disabled between ... lines
+  int nvls_available = -1;                     // 1 available, 0 not, -1 not printed
   std::vector<NcclTransportUse> transports;
   std::uint64_t warnings = 0;
 };
@@ -73,12 +73,12 @@ struct NcclHostSummary {
 struct NcclCommSummary {
   std::string comm_id;  // "" for NCCL without commId (grouped by size then)
   int nranks = -1;
-  int ranks_started = 0;   // distinct ranks with Init START
-  int ranks_complete = 0;  // distinct ranks with Init COMPLETE
+  int ranks_started = 0;              // distinct ranks with Init START
+  int ranks_complete = 0;             // distinct ranks with Init COMPLETE
   std::vector<int> missing_ranks;     // never logged (neither START nor COMPLETE)
   std::vector<int> incomplete_ranks;  // START without COMPLETE
   int hosts = 0;
-  int nnodes = -1;  // `nNodes` of the graph line, when printed
+  int nnodes = -1;         // `nNodes` of the graph line, when printed
   double init_max_s = -1;  // slowest rank's Init timings total
   int init_slowest_rank = -1;
   std::string init_slowest_phase;  // the largest phase of that rank
@@ -106,14 +106,14 @@ struct NcclBandwidthCheck {
   int trace_rank = -1;
   Collective kind = Collective::kUnknown;
   int group_size = -1;
-  std::int64_t bytes = -1;  // size of the fastest large call
-  double busbw_gbps = -1;   // fastest call >= kLargeMessageBytes
+  std::int64_t bytes = -1;     // size of the fastest large call
+  double busbw_gbps = -1;      // fastest call >= kLargeMessageBytes
   bool crosses_hosts = false;  // group larger than the ranks of one host
-  std::string transport;    // "NET/IB x4 (GDRDMA)", "P2P (NVLink4)", "SHM (PCIe5 x16)"
-  double ceiling_gbps = -1;  // -1 unknown
-  std::string ceiling_basis;  // where the figure comes from
-  double fraction = -1;      // busbw / ceiling
-  bool possible = true;      // busbw <= ceiling x kCeilingTolerance
+  std::string transport;       // "NET/IB x4 (GDRDMA)", "P2P (NVLink4)", "SHM (PCIe5 x16)"
+  double ceiling_gbps = -1;    // -1 unknown
+  std::string ceiling_basis;   // where the figure comes from
+  double fraction = -1;        // busbw / ceiling
+  bool possible = true;        // busbw <= ceiling x kCeilingTolerance
 };
 
 // Bus bandwidth beyond the ceiling by more than this is called impossible on that transport:
@@ -144,14 +144,14 @@ struct NcclSetup {
   std::vector<NcclCommSummary> comms;  // job's first
   std::vector<std::string> versions;   // distinct NCCL versions across processes
   std::vector<std::pair<std::string, std::vector<std::string>>> version_processes;  // version -> processes
-  std::vector<int> drivers;            // distinct cudaDriverVersion values
+  std::vector<int> drivers;                                                         // distinct cudaDriverVersion values
   std::vector<std::string> unattributed_versions;  // bare version lines with no process to pin them on
-  NcclChannelCountRecord channels;     // the first channel-count line (job level)
-  int channel_count_variants = 0;      // distinct channel-count lines
-  int rings = 0;                       // ring lines (one per channel per rank)
-  std::vector<NcclTransportUse> transports;  // job-wide
-  std::uint64_t intra_host_p2p = 0;    // P2P connections
-  std::uint64_t intra_host_shm = 0;    // SHM connections (GPU <-> GPU through host memory)
+  NcclChannelCountRecord channels;                 // the first channel-count line (job level)
+  int channel_count_variants = 0;                  // distinct channel-count lines
+  int rings = 0;                                   // ring lines (one per channel per rank)
+  std::vector<NcclTransportUse> transports;        // job-wide
+  std::uint64_t intra_host_p2p = 0;                // P2P connections
+  std::uint64_t intra_host_shm = 0;                // SHM connections (GPU <-> GPU through host memory)
   std::uint64_t net_connections = 0;
   std::uint64_t net_socket_connections = 0;
   std::uint64_t net_ib_connections = 0;  // NET over IB, IBext, or a plugin RDMA network
@@ -162,7 +162,7 @@ struct NcclSetup {
   std::vector<NcclEnvVariable> env;
   std::vector<NcclWarning> warnings;
   std::uint64_t warning_lines = 0;
-  std::vector<NcclBandwidthCheck> bandwidth;  // filled by add_bandwidth_checks
+  std::vector<NcclBandwidthCheck> bandwidth;                            // filled by add_bandwidth_checks
   std::vector<std::pair<std::string, std::vector<int>>> process_ranks;  // "host:pid" -> job ranks
 
   // The label of a process in reports: "rank 3" (or "ranks 0-7") when known, else "host:pid".

@@ -64,8 +64,10 @@ void merge_sorted_or_not(std::vector<Interval>& spans) {
   if (!std::is_sorted(spans.begin(), spans.end(), by_start)) std::sort(spans.begin(), spans.end(), by_start);
   std::size_t out = 0;
   for (const Interval& span : spans) {
-    if (out > 0 && span.start <= spans[out - 1].end) spans[out - 1].end = std::max(spans[out - 1].end, span.end);
-    else spans[out++] = span;
+    if (out > 0 && span.start <= spans[out - 1].end)
+      spans[out - 1].end = std::max(spans[out - 1].end, span.end);
+    else
+      spans[out++] = span;
   }
   spans.resize(out);
 }

@@ -55,7 +55,7 @@ struct StepCost {
 };
 
 struct StepBreakdownResult {
-  bool has_steps = false;      // false: one pseudo-step spans the whole trace
+  bool has_steps = false;       // false: one pseudo-step spans the whole trace
   std::vector<StepCost> steps;  // selected steps, in time order
   // Mean over the steps (a mean of integer nanoseconds is kept as a double).
   double average_duration_ns = 0;

@@ -107,13 +107,38 @@ bool is_tensor_core_eligible_op(std::string_view op_name) {
     return true;
   // Matrix products (the plugin's TC_OP_Allowlist plus the ops PyTorch added since: _scaled_mm,
   // einsum, _addmm_activation, the fused attention ops).
-  static constexpr std::string_view kMatmulOps[] = {
-      "mm", "bmm", "addmm", "addmm_", "_addmm_activation", "addbmm", "baddbmm", "matmul", "linear", "mv", "addmv",
-      "addr", "chain_matmul", "linalg_multi_dot", "einsum", "_scaled_mm", "_int_mm",
-      "scaled_dot_product_attention", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-      "_scaled_dot_product_cudnn_attention", "_flash_attention_forward", "_efficient_attention_forward",
-      "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-      "_cudnn_rnn", "lstm", "gru"};
+  static constexpr std::string_view kMatmulOps[] = {"mm",
+                                                    "bmm",
+                                                    "addmm",
+                                                    "addmm_",
+                                                    "_addmm_activation",
+                                                    "addbmm",
+                                                    "baddbmm",
+                                                    "matmul",
+                                                    "linear",
+                                                    "mv",
+                                                    "addmv",
+                                                    "addr",
+                                                    "chain_matmul",
+                                                    "linalg_multi_dot",
+                                                    "einsum",
+                                                    "_scaled_mm",
+                                                    "_int_mm",
+                                                    "scaled_dot_product_attention",
+                                                    "_scaled_dot_product_flash_attention",
+                                                    "_scaled_dot_product_efficient_attention",
+                                                    "_scaled_dot_product_cudnn_attention",
+                                                    "_flash_attention_forward",
+                                                    "_efficient_attention_forward",
+                                                    "_thnn_fused_lstm_cell",
+                                                    "_thnn_fused_gru_cell",
+                                                    "lstm_cell",
+                                                    "gru_cell",
+                                                    "rnn_tanh_cell",
+                                                    "rnn_relu_cell",
+                                                    "_cudnn_rnn",
+                                                    "lstm",
+                                                    "gru"};
   for (std::string_view op : kMatmulOps)
     if (s == op) return true;
   // Autograd node names drop underscores and the aten spelling: "ScaledDotProductFlashAttentionBackward0".

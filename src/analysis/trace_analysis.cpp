@@ -25,9 +25,12 @@ std::string nothing_to_analyse(const TraceModel& model) {
   std::size_t metadata = 0, flows = 0;
   for (std::size_t e = 0; e < model.size(); ++e) {
     const EventKind k = model.kind[e];
-    if (k == EventKind::kMetadata) ++metadata;
-    else if (k == EventKind::kFlowStart || k == EventKind::kFlowEnd) ++flows;
-    else return "";
+    if (k == EventKind::kMetadata)
+      ++metadata;
+    else if (k == EventKind::kFlowStart || k == EventKind::kFlowEnd)
+      ++flows;
+    else
+      return "";
   }
   if (model.size() == 0) return "nothing to analyse: the trace holds no events";
   return fmt::format("nothing to analyse: the trace holds only {} metadata and {} flow events, no timed events",

@@ -23,10 +23,14 @@ TraceSummary summarize_trace(const TraceModel& model) {
       StreamSummary& st = streams[key];
       st.device = key.first;
       st.stream = key.second;
-      if (k == EventKind::kKernel) ++st.kernels;
-      else if (k == EventKind::kMemcpy) ++st.memcpys;
-      else if (k == EventKind::kMemset) ++st.memsets;
-      else ++st.other;
+      if (k == EventKind::kKernel)
+        ++st.kernels;
+      else if (k == EventKind::kMemcpy)
+        ++st.memcpys;
+      else if (k == EventKind::kMemset)
+        ++st.memsets;
+      else
+        ++st.other;
       st.busy_ns += model.dur_ns[e];
     } else if (is_host_span(k) || k == EventKind::kMemoryInstant || k == EventKind::kInstant) {
       ThreadSummary& th = threads[key];
@@ -41,10 +45,14 @@ TraceSummary summarize_trace(const TraceModel& model) {
   }
   for (auto& [key, st] : streams) s.streams.push_back(st);
   for (auto& [key, th] : threads) {
-    if (auto it = model.thread_names.find(key); it != model.thread_names.end()) th.name = it->second;
-    else if (auto lt = model.id_labels.find(key.second); lt != model.id_labels.end()) th.name = lt->second;
-    if (auto it = model.process_names.find(key.first); it != model.process_names.end()) th.process = it->second;
-    else if (auto lp = model.id_labels.find(key.first); lp != model.id_labels.end()) th.process = lp->second;
+    if (auto it = model.thread_names.find(key); it != model.thread_names.end())
+      th.name = it->second;
+    else if (auto lt = model.id_labels.find(key.second); lt != model.id_labels.end())
+      th.name = lt->second;
+    if (auto it = model.process_names.find(key.first); it != model.process_names.end())
+      th.process = it->second;
+    else if (auto lp = model.id_labels.find(key.first); lp != model.id_labels.end())
+      th.process = lp->second;
     s.threads.push_back(th);
   }
   return s;

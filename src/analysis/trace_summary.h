@@ -21,7 +21,7 @@ struct StreamSummary {
 struct ThreadSummary {
   std::int32_t pid = 0;
   std::int32_t tid = 0;
-  std::string name;  // from thread_name metadata, or the id's label
+  std::string name;     // from thread_name metadata, or the id's label
   std::string process;  // from process_name metadata, or the id's label
   std::uint64_t events = 0;
 };

@@ -53,10 +53,14 @@ std::string_view dtype_name(DType dtype) {
 
 std::size_t dtype_bytes(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: case DType::kInt32: return 4;
-    case DType::kFloat16: case DType::kBFloat16: return 2;
-    case DType::kFloat64: case DType::kInt64: return 8;
-    case DType::kUInt8: case DType::kBool: return 1;
+    case DType::kFloat32:
+    case DType::kInt32: return 4;
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+    case DType::kFloat64:
+    case DType::kInt64: return 8;
+    case DType::kUInt8:
+    case DType::kBool: return 1;
   }
   return 1;
 }
@@ -90,8 +94,7 @@ std::string input_specs_text(const std::vector<InputSpec>& specs) {
 InputSpec parse_input_spec(std::string_view raw) {
   const std::string_view text = trim(raw);
   const std::string quoted = fmt::format("--input \"{}\"", raw);
-  if (text.empty())
-    throw BenchError(quoted + ": expected SHAPE[:DTYPE], e.g. 8x3x224x224:float32");
+  if (text.empty()) throw BenchError(quoted + ": expected SHAPE[:DTYPE], e.g. 8x3x224x224:float32");
   InputSpec spec;
   std::string_view shape_text = text;
   if (const std::size_t colon = text.find(':'); colon != std::string_view::npos) {
@@ -103,8 +106,7 @@ InputSpec parse_input_spec(std::string_view raw) {
       throw BenchError(fmt::format("{}: unknown dtype \"{}\" (one of {})", quoted, dtype_text, kDTypeList));
     spec.dtype = found->dtype;
   }
-  if (shape_text.empty())
-    throw BenchError(quoted + ": no shape before the dtype; expected e.g. 8x3x224x224:float32");
+  if (shape_text.empty()) throw BenchError(quoted + ": no shape before the dtype; expected e.g. 8x3x224x224:float32");
   std::uint64_t bytes = dtype_bytes(spec.dtype);
   std::size_t start = 0;
   for (;;) {
@@ -153,8 +155,8 @@ void parse_warmup(std::string_view raw, BenchOptions& options) {
   }
   std::uint64_t count = 0;
   if (!parse_count(text, count) || count > kAutoWarmupMaxCalls * 100)
-    throw BenchError(fmt::format("--warmup \"{}\": expected auto or a number of calls (0 to {})", raw,
-                                 kAutoWarmupMaxCalls * 100));
+    throw BenchError(
+        fmt::format("--warmup \"{}\": expected auto or a number of calls (0 to {})", raw, kAutoWarmupMaxCalls * 100));
   options.warmup_auto = false;
   options.warmup_calls = static_cast<std::size_t>(count);
 }
@@ -169,8 +171,7 @@ void finalize_options(BenchOptions& o) {
   if (o.runs == 0 && o.time_seconds == 0) o.time_seconds = kDefaultTimeSeconds;
   if (!std::isfinite(o.batch_size) || o.batch_size < 0)
     throw BenchError(fmt::format("--batch-size {}: expected a positive number of items per call", o.batch_size));
-  if (o.batch_size == 0)
-    o.batch_size = o.inputs.empty() ? 1.0 : static_cast<double>(o.inputs.front().shape.front());
+  if (o.batch_size == 0) o.batch_size = o.inputs.empty() ? 1.0 : static_cast<double>(o.inputs.front().shape.front());
   if (o.profile_calls == 0 || o.profile_calls > kMaxProfileCalls)
     throw BenchError(fmt::format("--profile-calls {}: expected 1 to {}", o.profile_calls, kMaxProfileCalls));
 }

@@ -32,13 +32,26 @@ namespace {
 // and blocking launches, which GPUs are visible, and the allocator (LD_PRELOAD of jemalloc or
 // tcmalloc, their options, glibc malloc tunables).
 constexpr const char* kVariables[] = {
-    "OMP_NUM_THREADS",     "MKL_NUM_THREADS",         "OPENBLAS_NUM_THREADS",
-    "TORCH_NUM_THREADS",   "OMP_PROC_BIND",           "OMP_PLACES",
-    "KMP_AFFINITY",        "KMP_BLOCKTIME",           "ATEN_CPU_CAPABILITY",
-    "ONEDNN_MAX_CPU_ISA",  "DNNL_MAX_CPU_ISA",        "PYTORCH_CUDA_ALLOC_CONF",
-    "PYTORCH_NO_CUDA_MEMORY_CACHING",                 "CUDA_VISIBLE_DEVICES",
-    "CUDA_LAUNCH_BLOCKING", "NVIDIA_TF32_OVERRIDE",   "CUBLAS_WORKSPACE_CONFIG",
-    "LD_PRELOAD",          "MALLOC_CONF",             "TCMALLOC_RELEASE_RATE",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TORCH_NUM_THREADS",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "KMP_AFFINITY",
+    "KMP_BLOCKTIME",
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_LAUNCH_BLOCKING",
+    "NVIDIA_TF32_OVERRIDE",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "LD_PRELOAD",
+    "MALLOC_CONF",
+    "TCMALLOC_RELEASE_RATE",
     "GLIBC_TUNABLES",
 };
 
@@ -88,7 +101,7 @@ std::string cpu_model() {
     if (colon == std::string::npos) continue;
     const std::string key = trim(std::string_view(line).substr(0, colon));
     const std::string value = trim(std::string_view(line).substr(colon + 1));
-    if (key == "model name" && !value.empty()) return value;  // x86
+    if (key == "model name" && !value.empty()) return value;                                                // x86
     if ((key == "Hardware" || key == "Model" || key == "cpu model") && fallback.empty()) fallback = value;  // ARM, MIPS
   }
   return fallback;
@@ -186,10 +199,14 @@ class Sha1 {
     std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4];
     for (int i = 0; i < 80; ++i) {
       std::uint32_t f, k;
-      if (i < 20) f = (b & c) | (~b & d), k = 0x5A827999;
-      else if (i < 40) f = b ^ c ^ d, k = 0x6ED9EBA1;
-      else if (i < 60) f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDC;
-      else f = b ^ c ^ d, k = 0xCA62C1D6;
+      if (i < 20)
+        f = (b & c) | (~b & d), k = 0x5A827999;
+      else if (i < 40)
+        f = b ^ c ^ d, k = 0x6ED9EBA1;
+      else if (i < 60)
+        f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDC;
+      else
+        f = b ^ c ^ d, k = 0xCA62C1D6;
       const std::uint32_t t = rotl(a, 5) + f + e + k + w[i];
       e = d, d = c, c = rotl(b, 30), b = a, a = t;
     }
@@ -223,9 +240,9 @@ std::string absolute(const std::string& dir) {
 }
 
 struct GitDirs {
-  std::string git_dir;    // HEAD, the index and per-worktree refs
-  std::string common_dir; // shared refs, packed-refs, config
-  std::string work_tree;  // where the tracked files are
+  std::string git_dir;     // HEAD, the index and per-worktree refs
+  std::string common_dir;  // shared refs, packed-refs, config
+  std::string work_tree;   // where the tracked files are
 };
 
 // Walks up from `dir` to the first ".git" (a directory, or a file "gitdir: PATH" as worktrees and
@@ -248,8 +265,10 @@ bool find_git_dirs(const std::string& dir, GitDirs& out) {
     if (!out.git_dir.empty()) {
       out.work_tree = cur;
       std::string common = read_trimmed(out.git_dir + "/commondir");
-      if (common.empty()) common = out.git_dir;
-      else if (common[0] != '/') common = out.git_dir + "/" + common;
+      if (common.empty())
+        common = out.git_dir;
+      else if (common[0] != '/')
+        common = out.git_dir + "/" + common;
       out.common_dir = common;
       return true;
     }
@@ -320,9 +339,11 @@ std::string worktree_dirty(const GitDirs& dirs) {
   ::stat((dirs.git_dir + "/index").c_str(), &index_stat);
   std::string config;
   read_whole_file(dirs.common_dir + "/config", config);
-  config.erase(std::remove_if(config.begin(), config.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
-               config.end());
-  std::transform(config.begin(), config.end(), config.begin(), [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  config.erase(
+      std::remove_if(config.begin(), config.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
+      config.end());
+  std::transform(config.begin(), config.end(), config.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
   const std::size_t hash_size = config.find("objectformat=sha256") != std::string::npos ? 32 : 20;
 
   const auto* data = reinterpret_cast<const unsigned char*>(index.data());
@@ -458,7 +479,9 @@ std::vector<std::string> environment_differences(const Environment& a, const Env
     const std::string* vb = lookup(b, key);
     if (va && vb && *va == *vb) continue;
     if (!va && !vb) continue;
-    auto shown = [](const std::string* v) { return !v ? std::string("(unset)") : v->empty() ? std::string("\"\"") : *v; };
+    auto shown = [](const std::string* v) {
+      return !v ? std::string("(unset)") : v->empty() ? std::string("\"\"") : *v;
+    };
     out.push_back(fmt::format("{}: {} -> {}", key, shown(va), shown(vb)));
   }
   return out;

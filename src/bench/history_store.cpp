@@ -69,8 +69,7 @@ const char* const kRunColumns =
 std::string describe(sqlite3* db, int rc, const std::string& path, const std::string& doing) {
   const char* detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   switch (rc & 0xff) {
-    case SQLITE_NOTADB:
-      return fmt::format("{} is not a ferret history database (not an SQLite file)", path);
+    case SQLITE_NOTADB: return fmt::format("{} is not a ferret history database (not an SQLite file)", path);
     case SQLITE_CORRUPT:
       return fmt::format("the history database {} is corrupt ({}): move it aside to start a new one", path, detail);
     case SQLITE_READONLY:
@@ -79,12 +78,9 @@ std::string describe(sqlite3* db, int rc, const std::string& path, const std::st
     case SQLITE_LOCKED:
       return fmt::format("the history database {} stayed locked by another process for {} s while {}", path,
                          kBusyTimeoutMs / 1000, doing);
-    case SQLITE_FULL:
-      return fmt::format("the disk is full: cannot write the history database {}", path);
-    case SQLITE_CANTOPEN:
-      return fmt::format("cannot open the history database {} ({})", path, detail);
-    default:
-      return fmt::format("history database {}: {} failed: {}", path, doing, detail);
+    case SQLITE_FULL: return fmt::format("the disk is full: cannot write the history database {}", path);
+    case SQLITE_CANTOPEN: return fmt::format("cannot open the history database {} ({})", path, detail);
+    default: return fmt::format("history database {}: {} failed: {}", path, doing, detail);
   }
 }
 
@@ -102,9 +98,7 @@ class Statement {
     check(sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
   }
   void bind(int i, std::int64_t v) { check(sqlite3_bind_int64(stmt_, i, v)); }
-  void bind(int i, double v) {
-    check(std::isnan(v) ? sqlite3_bind_null(stmt_, i) : sqlite3_bind_double(stmt_, i, v));
-  }
+  void bind(int i, double v) { check(std::isnan(v) ? sqlite3_bind_null(stmt_, i) : sqlite3_bind_double(stmt_, i, v)); }
 
   // True while there is a row.
   bool step(const char* doing) {
@@ -191,13 +185,15 @@ void check_header(const Header& h, const std::string& path) {
     throw StoreError(fmt::format("{} is another program's SQLite database (application_id {:#x}), not a ferret history",
                                  path, h.application_id));
   if (h.version > kSchemaVersion)
-    throw StoreError(fmt::format("the history database {} has schema version {}, newer than this ferret ({}) reads "
-                                 "({}): upgrade ferret",
-                                 path, h.version, FERRET_VERSION, kSchemaVersion));
+    throw StoreError(
+        fmt::format("the history database {} has schema version {}, newer than this ferret ({}) reads "
+                    "({}): upgrade ferret",
+                    path, h.version, FERRET_VERSION, kSchemaVersion));
   if (h.application_id == 0 && h.objects > 0)
-    throw StoreError(fmt::format("{} is an SQLite database without ferret's history schema; give another path "
-                                 "with --db",
-                                 path));
+    throw StoreError(
+        fmt::format("{} is an SQLite database without ferret's history schema; give another path "
+                    "with --db",
+                    path));
 }
 
 std::string now_utc() {
@@ -315,9 +311,10 @@ HistoryStore& HistoryStore::operator=(HistoryStore&& other) noexcept {
 HistoryStore HistoryStore::open_existing(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw StoreError(fmt::format("no history database at {}: record runs with `ferret bench MODEL --record --label NAME`, "
-                                 "or name the database with --db",
-                                 path));
+    throw StoreError(
+        fmt::format("no history database at {}: record runs with `ferret bench MODEL --record --label NAME`, "
+                    "or name the database with --db",
+                    path));
   return open(path);
 }
 
@@ -325,15 +322,14 @@ HistoryStore HistoryStore::open(const std::string& path) {
   if (path.empty()) throw StoreError("no history database path given");
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode))
-    throw StoreError(fmt::format("{} is a directory, not a history database", path));
+  if (exists && S_ISDIR(st.st_mode)) throw StoreError(fmt::format("{} is a directory, not a history database", path));
   const std::string dir = directory_of(path);
   if (!exists) {
     make_directories(dir, path);
     const std::string dir_or_cwd = dir.empty() ? "." : dir;
     if (::access(dir_or_cwd.c_str(), W_OK) != 0)
-      throw StoreError(fmt::format("cannot create the history database {}: the directory {} is not writable", path,
-                                   dir_or_cwd));
+      throw StoreError(
+          fmt::format("cannot create the history database {}: the directory {} is not writable", path, dir_or_cwd));
   }
 
   sqlite3* raw = nullptr;
@@ -364,8 +360,7 @@ HistoryStore HistoryStore::open(const std::string& path) {
   exec(raw, "PRAGMA foreign_keys=ON", path, "configuring");
 
   if (header.version == 0) {
-    if (read_only)
-      throw StoreError(fmt::format("the history database {} is read-only and holds no history yet", path));
+    if (read_only) throw StoreError(fmt::format("the history database {} is read-only and holds no history yet", path));
     // Two processes may create the schema at once: the second finds it made, under the lock.
     Transaction create(raw, path, "creating the schema", "BEGIN IMMEDIATE");
     header = read_header(raw, path);
@@ -431,7 +426,8 @@ std::vector<RunRecord> HistoryStore::list(const std::string& label, std::size_t 
 
 std::optional<RunRecord> HistoryStore::find(const std::string& ref) const {
   auto by_label = [this](const std::string& label, std::int64_t back) -> std::optional<RunRecord> {
-    Statement s(db_, fmt::format("SELECT {} FROM runs WHERE label = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2", kRunColumns),
+    Statement s(db_,
+                fmt::format("SELECT {} FROM runs WHERE label = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2", kRunColumns),
                 path_);
     s.bind(1, label);
     s.bind(2, back);

@@ -195,7 +195,7 @@ struct BenchResult {
   std::vector<InputSpec> inputs;  // as given
   std::string run_rule;           // run_rule_text() of the options, e.g. "50 calls"
   WarmupReport warmup;
-  double timed_seconds = 0;  // wall time of the timed phase
+  double timed_seconds = 0;          // wall time of the timed phase
   std::uint64_t peak_rss_bytes = 0;  // VmHWM after the timed phase; 0 when unknown
   AllocatorPeak allocator;           // CUDA (see BenchOptions::allocator_pass_on_cpu)
   std::string profile_path;          // empty: no profile

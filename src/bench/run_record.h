@@ -23,16 +23,16 @@ struct Environment {
 };
 
 struct RunRecord {
-  std::int64_t id = 0;            // assigned by the store
-  std::string label;              // --label
-  std::string created_at;         // ISO 8601 UTC, e.g. 2026-12-02T15:40:00Z
-  std::string kind = "bench";     // what produced it
-  std::string subject;            // the model file (or trace) measured
-  std::string unit = "s";         // unit of the samples: seconds per timed call
-  std::vector<double> samples;    // one per timed call, after warm-up, in order
-  std::size_t warmup = 0;         // calls discarded as warm-up
-  double batch_size = 1;          // items per call, for throughput
-  Fields settings;                // device, threads, inputs, ...
+  std::int64_t id = 0;                                  // assigned by the store
+  std::string label;                                    // --label
+  std::string created_at;                               // ISO 8601 UTC, e.g. 2026-12-02T15:40:00Z
+  std::string kind = "bench";                           // what produced it
+  std::string subject;                                  // the model file (or trace) measured
+  std::string unit = "s";                               // unit of the samples: seconds per timed call
+  std::vector<double> samples;                          // one per timed call, after warm-up, in order
+  std::size_t warmup = 0;                               // calls discarded as warm-up
+  double batch_size = 1;                                // items per call, for throughput
+  Fields settings;                                      // device, threads, inputs, ...
   std::vector<std::pair<std::string, double>> metrics;  // peak_rss_bytes, cuda_peak_allocated_bytes, ...
   Environment environment;
 };
@@ -44,10 +44,10 @@ struct RunRecord {
 double seconds_per_unit(const std::string& unit);
 
 struct RunStats {
-  stats::Summary summary;            // of run.samples
+  stats::Summary summary;             // of run.samples
   double relative_iqr = stats::kNaN;  // IQR / |median|
-  bool noisy = false;                // stats::is_noisy: IQR/median > 10%
-  double throughput = stats::kNaN;   // batch_size / median in items per second; NaN unless unit is a time
+  bool noisy = false;                 // stats::is_noisy: IQR/median > 10%
+  double throughput = stats::kNaN;    // batch_size / median in items per second; NaN unless unit is a time
 };
 RunStats summarize_run(const RunRecord& run);
 
@@ -59,7 +59,7 @@ struct RunComparison {
   RunStats a, b;
   stats::Comparison change;  // stats::compare_samples(a.samples, b.samples, alpha): a is the baseline
   std::vector<std::string> environment_differences;  // environment_differences(a, b)
-  std::vector<std::string> setup_differences;  // kind, subject, unit, batch size, settings: "key: A -> B"
+  std::vector<std::string> setup_differences;        // kind, subject, unit, batch size, settings: "key: A -> B"
 };
 RunComparison compare_runs(const RunRecord& a, const RunRecord& b, double alpha = stats::kDefaultAlpha);
 

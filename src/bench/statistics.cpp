@@ -42,8 +42,7 @@ double median_in_place(std::span<double> values) {
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
   const double upper = values[mid];
   if (values.size() % 2 == 1) return upper;
-  const double lower =
-      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
   return interpolate(lower, upper, 0.5);
 }
 
@@ -117,8 +116,7 @@ double from_order_key(std::uint64_t key) {
 // Number of pairs with b_j - a_i <= t (both sorted ascending). The computed difference is
 // monotone in each argument (IEEE rounding is monotone), so for growing b_j the qualifying a_i
 // are a suffix whose start only moves right.
-std::uint64_t count_differences_at_most(std::span<const double> a, std::span<const double> b,
-                                        double t) {
+std::uint64_t count_differences_at_most(std::span<const double> a, std::span<const double> b, double t) {
   std::uint64_t count = 0;
   std::size_t first = 0;  // first a_i with b_j - a_i <= t
   for (double bj : b) {
@@ -184,18 +182,13 @@ Summary summarize(std::span<const double> samples) {
 
 // ---- Noise -----------------------------------------------------------------------------------
 
-double relative_iqr(const Summary& s) {
-  return s.iqr / std::fabs(s.median);
-}
+double relative_iqr(const Summary& s) { return s.iqr / std::fabs(s.median); }
 
-bool is_noisy(const Summary& s) {
-  return relative_iqr(s) > kNoisyRelativeIqr;
-}
+bool is_noisy(const Summary& s) { return relative_iqr(s) > kNoisyRelativeIqr; }
 
 // ---- Bootstrap ---------------------------------------------------------------------------------
 
-Interval bootstrap_median_ci(std::span<const double> samples, double confidence, int resamples,
-                             std::uint64_t seed) {
+Interval bootstrap_median_ci(std::span<const double> samples, double confidence, int resamples, std::uint64_t seed) {
   Interval interval;
   interval.confidence = confidence;
   interval.resamples = resamples;
@@ -301,8 +294,7 @@ MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b,
   // Normal approximation: mean n_a n_b / 2, variance with the tie correction, and the
   // continuity correction of 1/2 toward the mean.
   const double mean_u = n_a * n_b / 2.0;
-  const double variance =
-      n_a * n_b / 12.0 * ((pooled + 1.0) - tie_term / (pooled * (pooled - 1.0)));
+  const double variance = n_a * n_b / 12.0 * ((pooled + 1.0) - tie_term / (pooled * (pooled - 1.0)));
   const double distance = std::max(std::fabs(r.u_a - mean_u) - 0.5, 0.0);
   double normal_p = 1.0;
   r.z = 0.0;
@@ -337,8 +329,8 @@ double hodges_lehmann_shift(std::span<const double> a, std::span<const double> b
 
 // ---- Comparison --------------------------------------------------------------------------------
 
-Comparison compare_samples(std::span<const double> a, std::span<const double> b, double alpha,
-                           double confidence, int resamples, std::uint64_t seed) {
+Comparison compare_samples(std::span<const double> a, std::span<const double> b, double alpha, double confidence,
+                           int resamples, std::uint64_t seed) {
   Comparison c;
   c.n_a = a.size();
   c.n_b = b.size();

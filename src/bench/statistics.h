@@ -31,8 +31,8 @@ struct Summary {
   std::size_t n = 0;
   double min = kNaN, max = kNaN;
   double mean = kNaN;
-  double median = kNaN;  // = p50
-  double stddev = kNaN;  // sample standard deviation (divides by n - 1); NaN when n < 2
+  double median = kNaN;                     // = p50
+  double stddev = kNaN;                     // sample standard deviation (divides by n - 1); NaN when n < 2
   double q1 = kNaN, q3 = kNaN, iqr = kNaN;  // 25th and 75th percentiles, iqr = q3 - q1
   double p50 = kNaN, p90 = kNaN, p95 = kNaN, p99 = kNaN, p999 = kNaN;  // p999 is the 99.9th
 };
@@ -90,10 +90,8 @@ std::uint64_t uniform_index(Engine& rng, std::uint64_t n) {
 // median of each (type 7, by nth_element), and the type-7 percentiles (1 - c)/2 and (1 + c)/2 of
 // those medians. Empty input, confidence outside (0, 1) or resamples < 1: NaN bounds. n = 1: the
 // interval is [x, x].
-Interval bootstrap_median_ci(std::span<const double> samples,
-                             double confidence = kDefaultConfidence,
-                             int resamples = kDefaultBootstrapResamples,
-                             std::uint64_t seed = kDefaultBootstrapSeed);
+Interval bootstrap_median_ci(std::span<const double> samples, double confidence = kDefaultConfidence,
+                             int resamples = kDefaultBootstrapResamples, std::uint64_t seed = kDefaultBootstrapSeed);
 
 // ---- Outliers ----------------------------------------------------------------------------------
 
@@ -155,8 +153,7 @@ struct MannWhitney {
 // normal approximation with the tie-corrected variance and a continuity correction (as
 // scipy.stats.mannwhitneyu's asymptotic method and NAG g08amc). When every pooled value is equal
 // (sigma = 0) the p-value is 1. An empty or non-finite sample: method kNone, NaN U and p.
-MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b,
-                           bool allow_exact = true);
+MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b, bool allow_exact = true);
 
 // ---- Hodges–Lehmann --------------------------------------------------------------------------
 
@@ -187,9 +184,8 @@ struct Comparison {
 };
 
 // a is the baseline, b the contender.
-Comparison compare_samples(std::span<const double> a, std::span<const double> b,
-                           double alpha = kDefaultAlpha, double confidence = kDefaultConfidence,
-                           int resamples = kDefaultBootstrapResamples,
+Comparison compare_samples(std::span<const double> a, std::span<const double> b, double alpha = kDefaultAlpha,
+                           double confidence = kDefaultConfidence, int resamples = kDefaultBootstrapResamples,
                            std::uint64_t seed = kDefaultBootstrapSeed);
 
 }  // namespace ferret::stats

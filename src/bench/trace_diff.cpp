@@ -40,7 +40,8 @@ double min_attainable_p(std::size_t n_a, std::size_t n_b) {
   // large ones the result is far below any alpha anyway).
   const std::size_t k = std::min(n_a, n_b), n = n_a + n_b;
   double combinations = 1;
-  for (std::size_t i = 1; i <= k; ++i) combinations = combinations * static_cast<double>(n - k + i) / static_cast<double>(i);
+  for (std::size_t i = 1; i <= k; ++i)
+    combinations = combinations * static_cast<double>(n - k + i) / static_cast<double>(i);
   return std::min(1.0, 2.0 / combinations);
 }
 
@@ -61,8 +62,10 @@ StepTimeDiff diff_step_time(const std::vector<double>& base_ns, const std::vecto
     // The direction of a significant change: the medians, or the Hodges–Lehmann shift when the
     // medians happen to be equal.
     const double direction = c.median_b != c.median_a ? c.median_b - c.median_a : c.hl_shift;
-    if (!c.significant || !(direction != 0)) d.verdict = StepVerdict::kNoSignificantChange;
-    else d.verdict = direction > 0 ? StepVerdict::kSlower : StepVerdict::kFaster;
+    if (!c.significant || !(direction != 0))
+      d.verdict = StepVerdict::kNoSignificantChange;
+    else
+      d.verdict = direction > 0 ? StepVerdict::kSlower : StepVerdict::kFaster;
     return d;
   }
   // Too few steps: describe (medians, relative change), test nothing.
@@ -90,15 +93,14 @@ GateResult evaluate_gate(const StepTimeDiff& st, std::optional<double> fail_if_s
                              c.n_a, c.n_b, kMinStepsForTest);
       return g;
     case StepVerdict::kNoSignificantChange:
-      g.reason = fmt::format("passed: no significant change in step time (p = {:.3g} >= alpha {:g})", c.mann_whitney.p_value,
-                             c.alpha);
+      g.reason = fmt::format("passed: no significant change in step time (p = {:.3g} >= alpha {:g})",
+                             c.mann_whitney.p_value, c.alpha);
       return g;
     case StepVerdict::kFaster:
       g.reason = fmt::format("passed: step time is significantly faster ({:+.1f}%, p = {:.3g})", change_pct,
                              c.mann_whitney.p_value);
       return g;
-    case StepVerdict::kSlower:
-      break;
+    case StepVerdict::kSlower: break;
   }
   if (!std::isfinite(change_pct)) {
     g.reason = "passed: the base median step time is 0, so no relative slowdown can be measured";
@@ -106,11 +108,13 @@ GateResult evaluate_gate(const StepTimeDiff& st, std::optional<double> fail_if_s
   }
   if (change_pct > g.threshold_pct) {
     g.failed = true;
-    g.reason = fmt::format("FAILED: step time is significantly slower by {:.1f}% (p = {:.3g}), beyond the {:g}% allowed",
-                           change_pct, c.mann_whitney.p_value, g.threshold_pct);
+    g.reason =
+        fmt::format("FAILED: step time is significantly slower by {:.1f}% (p = {:.3g}), beyond the {:g}% allowed",
+                    change_pct, c.mann_whitney.p_value, g.threshold_pct);
   } else {
-    g.reason = fmt::format("passed: step time is significantly slower by {:.1f}% (p = {:.3g}), within the {:g}% allowed",
-                           change_pct, c.mann_whitney.p_value, g.threshold_pct);
+    g.reason =
+        fmt::format("passed: step time is significantly slower by {:.1f}% (p = {:.3g}), within the {:g}% allowed",
+                    change_pct, c.mann_whitney.p_value, g.threshold_pct);
   }
   return g;
 }
@@ -124,8 +128,10 @@ FindingsDiff diff_findings(const std::vector<Finding>& base, const std::vector<F
   };
   FindingsDiff d;
   for (const Finding& f : next) {
-    if (const Finding* b = find(base, key(f))) d.persisting.push_back({key(f), *b, f});
-    else d.appeared.push_back(f);
+    if (const Finding* b = find(base, key(f)))
+      d.persisting.push_back({key(f), *b, f});
+    else
+      d.appeared.push_back(f);
   }
   for (const Finding& f : base)
     if (!find(next, key(f))) d.resolved.push_back(f);
@@ -274,7 +280,9 @@ DiffSide make_side(const TraceModel& model, const TraceAnalysis& analysis, const
   return s;
 }
 
-std::string device_name(const TraceModel& m) { return m.info.devices.empty() ? std::string() : m.info.devices.front().name; }
+std::string device_name(const TraceModel& m) {
+  return m.info.devices.empty() ? std::string() : m.info.devices.front().name;
+}
 
 }  // namespace
 
@@ -313,7 +321,8 @@ TraceDiff diff_traces(const TraceModel& base, const TraceModel& next, const Diff
   d.ops = diff_ops(base_hot.ops_by_host, base_steps, new_hot.ops_by_host, new_steps, false, options.top);
   d.shapes_compared = base_hot.has_shapes && new_hot.has_shapes;
   if (d.shapes_compared)
-    d.op_shapes = diff_ops(base_hot.shapes_by_device, base_steps, new_hot.shapes_by_device, new_steps, true, options.top);
+    d.op_shapes =
+        diff_ops(base_hot.shapes_by_device, base_steps, new_hot.shapes_by_device, new_steps, true, options.top);
   d.kernels = diff_kernels(base_hot.kernels, base_steps, new_hot.kernels, new_steps, options.top);
 
   d.findings = diff_findings(base_diagnosis.findings, new_diagnosis.findings);
@@ -325,8 +334,9 @@ TraceDiff diff_traces(const TraceModel& base, const TraceModel& next, const Diff
       d.warnings.push_back(fmt::format("{} has no ProfilerStep spans{}: it is compared as one window", label,
                                        options.analysis.first_step || options.analysis.last_step ? " in --steps" : ""));
   if (d.base.has_steps && d.next.has_steps && d.base.step_ns.size() != d.next.step_ns.size())
-    d.warnings.push_back(fmt::format("the windows hold different numbers of steps (BASE {}, NEW {}): every figure is per step",
-                                     d.base.step_ns.size(), d.next.step_ns.size()));
+    d.warnings.push_back(
+        fmt::format("the windows hold different numbers of steps (BASE {}, NEW {}): every figure is per step",
+                    d.base.step_ns.size(), d.next.step_ns.size()));
   if (device_name(base) != device_name(next) && !device_name(base).empty() && !device_name(next).empty())
     d.warnings.push_back(fmt::format("different GPUs: BASE {}, NEW {}", device_name(base), device_name(next)));
   if (base.info.distributed.world_size > 0 && next.info.distributed.world_size > 0 &&

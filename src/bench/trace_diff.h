@@ -41,12 +41,12 @@ struct DiffOptions {
 // One trace's side of the comparison.
 struct DiffSide {
   std::string source;
-  bool has_steps = false;                   // false: one pseudo-step spans the whole trace
+  bool has_steps = false;                        // false: one pseudo-step spans the whole trace
   std::int64_t first_step = -1, last_step = -1;  // ProfilerStep numbers of the window
-  std::vector<double> step_ns;              // per-step wall times, in time order (the samples)
+  std::vector<double> step_ns;                   // per-step wall times, in time order (the samples)
   double mean_step_ns = 0;
   std::array<double, kStepCategoryCount> category_ns{};  // mean per step
-  std::vector<std::string> notes;           // ingest notes (e.g. an incomplete last step dropped)
+  std::vector<std::string> notes;                        // ingest notes (e.g. an incomplete last step dropped)
   std::uint64_t repairs = 0, skips = 0;
   std::size_t findings = 0;
 };
@@ -103,8 +103,8 @@ struct KernelDiff {
   std::string name;
   EventKind kind = EventKind::kKernel;
   ChangeKind change = ChangeKind::kUnchanged;
-  double base_calls = 0, new_calls = 0;  // per step
-  double base_ns = 0, new_ns = 0;        // total time per step
+  double base_calls = 0, new_calls = 0;      // per step
+  double base_ns = 0, new_ns = 0;            // total time per step
   double base_mean_ns = 0, new_mean_ns = 0;  // per call; 0 when absent
   double delta_ns = 0;
   double relative = stats::kNaN;
@@ -119,13 +119,13 @@ struct ChangeLists {
 };
 
 struct FindingChange {
-  std::string cause;  // the match key: Finding::cause, or its id
+  std::string cause;   // the match key: Finding::cause, or its id
   Finding base, next;  // empty (id "") on the side where it is absent
 };
 
 struct FindingsDiff {
-  std::vector<Finding> appeared;   // in NEW only, in NEW's rank order
-  std::vector<Finding> resolved;   // in BASE only, in BASE's rank order
+  std::vector<Finding> appeared;          // in NEW only, in NEW's rank order
+  std::vector<Finding> resolved;          // in BASE only, in BASE's rank order
   std::vector<FindingChange> persisting;  // in both, in NEW's rank order
 };
 
@@ -148,7 +148,7 @@ struct TraceDiff {
   ChangeLists<KernelDiff> kernels;
   FindingsDiff findings;
   GateResult gate;
-  std::vector<std::string> warnings;     // comparability: different step counts, devices, ...
+  std::vector<std::string> warnings;  // comparability: different step counts, devices, ...
 
   int exit_code() const { return gate.failed ? 1 : 0; }
 };

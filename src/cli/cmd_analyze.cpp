@@ -31,7 +31,7 @@ struct AnalyzeCliOptions {
   std::string steps;
   int device = -1;
   unsigned threads = 0;
-  unsigned jobs = 0;  // traces analysed at once; 0 = one per core
+  unsigned jobs = 0;       // traces analysed at once; 0 = one per core
   std::string max_memory;  // "8GiB"; empty = default
   bool job = false;        // force the cross-rank report
   bool per_trace = false;  // force one report per trace
@@ -83,12 +83,14 @@ std::vector<std::size_t> my_share(const std::vector<std::string>& files, const W
 }
 
 // What a process sends to process 0: per analysed file, its index and its rank result or error.
-std::vector<std::uint8_t> encode_share(const std::vector<std::size_t>& indices, const std::vector<TraceOutcome>& outcomes) {
+std::vector<std::uint8_t> encode_share(const std::vector<std::size_t>& indices,
+                                       const std::vector<TraceOutcome>& outcomes) {
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const TraceOutcome& o = outcomes[k];
-    rows.push_back({indices[k], o.error,
-                    nlohmann::json::binary(o.error.empty() ? encode_rank_result(o.rank) : std::vector<std::uint8_t>{})});
+    rows.push_back(
+        {indices[k], o.error,
+         nlohmann::json::binary(o.error.empty() ? encode_rank_result(o.rank) : std::vector<std::uint8_t>{})});
   }
   return nlohmann::json::to_msgpack(rows);
 }
@@ -129,8 +131,9 @@ void run_analyze(const AnalyzeCliOptions& cli) {
 
   if (launched_by_mpi_launcher() && !built_with_mpi()) {
     exec_sibling_binary("ferret-mpi");
-    std::fprintf(stderr, "ferret: started by an MPI launcher, but there is no ferret-mpi beside this ferret: "
-                         "install libopenmpi-dev and rebuild ferret, or run without mpirun\n");
+    std::fprintf(stderr,
+                 "ferret: started by an MPI launcher, but there is no ferret-mpi beside this ferret: "
+                 "install libopenmpi-dev and rebuild ferret, or run without mpirun\n");
     throw ExitCode{2};
   }
   WorldGuard guard{world_start()};
@@ -194,13 +197,15 @@ void run_analyze(const AnalyzeCliOptions& cli) {
     const JobAnalysis job = analyze_job(std::move(ranks));
     const JobDiagnosis diagnosis = diagnose_job(job);
     if (cli.json)
-      std::cout << job_json(job, diagnosis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+      std::cout << job_json(job, diagnosis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                << '\n';
     else
       std::cout << (cli.markdown ? job_markdown(job, diagnosis) : job_text(job, diagnosis, style));
   } else if (cli.json) {
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (TraceOutcome& o : outcomes)
-      all.push_back(o.error.empty() ? std::move(o.json) : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
+      all.push_back(o.error.empty() ? std::move(o.json)
+                                    : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
     nlohmann::ordered_json doc = {{"schema", "ferret.analysis/1"}, {"traces", all}};
     std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else {
@@ -221,9 +226,10 @@ void run_analyze(const AnalyzeCliOptions& cli) {
 
 void register_analyze(CLI::App& app) {
   auto opt = std::make_shared<AnalyzeCliOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "analyze", "Diagnose traces: where the time goes, the bottleneck, what to change, the most it can gain; "
-                 "the ranks of a distributed job together");
+  CLI::App* cmd =
+      app.add_subcommand("analyze",
+                         "Diagnose traces: where the time goes, the bottleneck, what to change, the most it can gain; "
+                         "the ranks of a distributed job together");
   cmd->add_option("traces", opt->traces,
                   "Trace files (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin), or directories of a "
                   "job's rank traces")
@@ -232,14 +238,16 @@ void register_analyze(CLI::App& app) {
                 "Print a JSON document (schema ferret.analysis/1, or ferret.job/1 for a job; see docs/ANALYSIS_JSON.md "
                 "and docs/DISTRIBUTED.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
-  cmd->add_flag("--job", opt->job, "Treat the traces as the ranks of one job (the default for a directory, or for "
-                                   "traces that name distinct ranks)");
+  cmd->add_flag("--job", opt->job,
+                "Treat the traces as the ranks of one job (the default for a directory, or for "
+                "traces that name distinct ranks)");
   cmd->add_flag("--per-trace", opt->per_trace, "One report per trace, even for the ranks of one job");
   cmd->add_option("--top", opt->top, "Rows in top-N tables (default 10)")->check(CLI::Range(1, 1000));
   cmd->add_option("--steps", opt->steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
   cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--threads", opt->threads, "Parser threads per trace (default: one per core for a single trace, "
-                                             "one per trace when several are analysed at once)");
+  cmd->add_option("--threads", opt->threads,
+                  "Parser threads per trace (default: one per core for a single trace, "
+                  "one per trace when several are analysed at once)");
   cmd->add_option("--jobs", opt->jobs, "Traces analysed at once (default: one per core)")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-memory", opt->max_memory,
                   "Stop loading (keeping what was read) when the models reach this size together, e.g. 8GiB "

@@ -4,11 +4,11 @@
 
 #include <cstdio>
 #include <fstream>
-#include <string>
-#include <vector>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -183,8 +183,7 @@ void register_bench(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--profile", opt->profile,
                   "Also record extra calls (after the timed ones) as a chrome trace for `ferret analyze`");
-  cmd->add_option("--profile-calls", opt->profile_calls, "Calls to profile (default 10)")
-      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--profile-calls", opt->profile_calls, "Calls to profile (default 10)")->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.bench/1, see docs/BENCH.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->add_flag("--record", opt->record, "Store the run with all its samples in the history database");

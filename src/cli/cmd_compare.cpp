@@ -47,8 +47,7 @@ std::string reference_hint(const HistoryStore& store) {
 
 RunRecord find_run(const HistoryStore& store, const std::string& ref) {
   std::optional<RunRecord> run = store.find(ref);
-  if (!run)
-    throw StoreError(fmt::format("no run \"{}\" in {}: {}", ref, store.path(), reference_hint(store)));
+  if (!run) throw StoreError(fmt::format("no run \"{}\" in {}: {}", ref, store.path(), reference_hint(store)));
   return std::move(*run);
 }
 

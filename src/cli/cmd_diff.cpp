@@ -87,8 +87,10 @@ void run_diff(const DiffCliOptions& cli) {
 void register_diff(CLI::App& app) {
   auto opt = std::make_shared<DiffCliOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "diff", "Compare two traces of the same job: step time with a significance test, breakdown, ops, kernels, findings");
-  cmd->add_option("base", opt->base, "The trace before the change (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
+      "diff",
+      "Compare two traces of the same job: step time with a significance test, breakdown, ops, kernels, findings");
+  cmd->add_option("base", opt->base,
+                  "The trace before the change (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
       ->required();
   cmd->add_option("new", opt->next, "The trace after the change")->required();
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.diff/1, see docs/DIFF.md)");

@@ -243,17 +243,26 @@ void run_scaling_command(const JobArgs& args) {
 void add_job_options(CLI::App* cmd, JobArgs& args) {
   cmd->add_option("-o,--output", args.output, "Output directory (created): rank-<r>.json[.gz] and the ground truth")
       ->required();
-  cmd->add_option("--steps", args.steps, "ProfilerStep spans per rank")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--steps", args.steps, "ProfilerStep spans per rank")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--seed", args.seed, "Random seed; the same options give the same bytes")->capture_default_str();
-  cmd->add_option("--ranks-per-host", args.ranks_per_host, "GPUs (ranks) per host")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--straggler", args.straggler, "Rank that arrives late at the collectives, by --straggler-delay-ms per step");
-  cmd->add_option("--straggler-cause", args.straggler_cause, "Why it is late: compute (slower forward kernels), input "
+  cmd->add_option("--ranks-per-host", args.ranks_per_host, "GPUs (ranks) per host")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--straggler", args.straggler,
+                  "Rank that arrives late at the collectives, by --straggler-delay-ms per step");
+  cmd->add_option("--straggler-cause", args.straggler_cause,
+                  "Why it is late: compute (slower forward kernels), input "
                   "(longer DataLoader wait), sync (host syncs that stall its launches)")
       ->capture_default_str()
       ->check(CLI::IsMember({"compute", "input", "sync"}));
-  cmd->add_option("--straggler-delay-ms", args.straggler_delay_ms, "How late the straggler is per step (ms)")->capture_default_str();
-  cmd->add_option("--slow-link", args.slow_link, "Host whose network link is slow (12 GB/s socket fallback instead of 50 GB/s IB)");
-  cmd->add_option("--clock-skew-ms", args.clock_skew_ms, "Host clock offsets drawn uniformly in +-this (host 0 is exact)")
+  cmd->add_option("--straggler-delay-ms", args.straggler_delay_ms, "How late the straggler is per step (ms)")
+      ->capture_default_str();
+  cmd->add_option("--slow-link", args.slow_link,
+                  "Host whose network link is slow (12 GB/s socket fallback instead of 50 GB/s IB)");
+  cmd->add_option("--clock-skew-ms", args.clock_skew_ms,
+                  "Host clock offsets drawn uniformly in +-this (host 0 is exact)")
       ->capture_default_str();
   cmd->add_flag("--no-seq", args.no_seq, "Leave the Seq arg out of the collectives (older torch)");
   cmd->add_flag("--no-distributed-info", args.no_distributed_info,
@@ -267,19 +276,21 @@ void add_job_options(CLI::App* cmd, JobArgs& args) {
 }  // namespace
 
 void register_gen(CLI::App& app) {
-  CLI::App* gen = app.add_subcommand("gen", "Generate traces: inflate a real trace, synthesize a scenario or a multi-rank job");
+  CLI::App* gen =
+      app.add_subcommand("gen", "Generate traces: inflate a real trace, synthesize a scenario or a multi-rank job");
   gen->require_subcommand(1);
   gen->footer("See docs/GEN.md for what each scenario contains and its ground truth.");
 
   auto inflate = std::make_shared<InflateArgs>();
   CLI::App* inf = gen->add_subcommand(
-      "inflate",
-      "Repeat a real trace's events copy after copy (times shifted, ids renumbered) up to a target size");
-  inf->add_option("--from", inflate->input, "Trace to inflate (Kineto JSON, gzip/zstd/plain; a file, read once per copy)")
+      "inflate", "Repeat a real trace's events copy after copy (times shifted, ids renumbered) up to a target size");
+  inf->add_option("--from", inflate->input,
+                  "Trace to inflate (Kineto JSON, gzip/zstd/plain; a file, read once per copy)")
       ->required();
-  inf->add_option("--size", inflate->size,
-                  "Target uncompressed size; stops after the copy that reaches it. Suffixes: K M G T or KiB MiB GiB TiB "
-                  "(binary), KB MB GB TB (decimal)");
+  inf->add_option(
+      "--size", inflate->size,
+      "Target uncompressed size; stops after the copy that reaches it. Suffixes: K M G T or KiB MiB GiB TiB "
+      "(binary), KB MB GB TB (decimal)");
   inf->add_option("--copies", inflate->copies, "Write exactly this many copies instead of a size");
   inf->add_option("-o,--output", inflate->output, "Output file (- for stdout); gzip when it ends in .gz")->required();
   inf->add_flag("--gzip", inflate->gzip, "Compress with gzip whatever the output name");
@@ -294,7 +305,9 @@ void register_gen(CLI::App& app) {
   CLI::App* sc = gen->add_subcommand("scenario", "Synthesize an H100 training trace with a known bottleneck" + names);
   sc->add_option("name", scenario->name, "Scenario name (see --list)");
   sc->add_option("-o,--output", scenario->output, "Output file (- for stdout); gzip when it ends in .gz");
-  sc->add_option("--steps", scenario->steps, "Number of ProfilerStep spans")->capture_default_str()->check(CLI::Range(1, 100000));
+  sc->add_option("--steps", scenario->steps, "Number of ProfilerStep spans")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   sc->add_option("--seed", scenario->seed, "Random seed; the same seed gives the same bytes")->capture_default_str();
   sc->add_flag("--gzip", scenario->gzip, "Compress with gzip whatever the output name");
   sc->add_flag("--no-gzip", scenario->no_gzip, "Write plain JSON even to a .gz name");
@@ -303,7 +316,8 @@ void register_gen(CLI::App& app) {
 
   auto job = std::make_shared<JobArgs>();
   CLI::App* jb = gen->add_subcommand(
-      "job", "Synthesize a multi-rank DDP job on H100 hosts: one trace per rank, with a straggler, a slow link, clock skew");
+      "job",
+      "Synthesize a multi-rank DDP job on H100 hosts: one trace per rank, with a straggler, a slow link, clock skew");
   jb->add_option("--ranks", job->ranks, "World size (2 .. 4096)")->required()->check(CLI::Range(2, 4096));
   add_job_options(jb, *job);
   jb->callback([job] { run_job_command(*job); });

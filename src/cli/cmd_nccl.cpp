@@ -68,8 +68,9 @@ void run_nccl(const NcclCliOptions& cli) {
   rules_nccl(setup, findings);
 
   if (cli.json) {
-    std::cout << nccl_json(setup, findings, errors).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-              << '\n';
+    std::cout
+        << nccl_json(setup, findings, errors).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+        << '\n';
   } else if (cli.markdown) {
     std::cout << nccl_markdown(setup, findings, errors);
   } else {
@@ -83,12 +84,15 @@ void run_nccl(const NcclCliOptions& cli) {
 void register_nccl(CLI::App& app) {
   auto opt = std::make_shared<NcclCliOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "nccl", "Lint NCCL_DEBUG=INFO logs from all ranks: versions, transports, network, GDR, init time, settings, warnings");
-  cmd->add_option("logs", opt->logs, "NCCL_DEBUG=INFO output of any or all ranks, mixed with other output is fine "
-                                     "(plain/gzip/zstd; - for stdin)")
+      "nccl",
+      "Lint NCCL_DEBUG=INFO logs from all ranks: versions, transports, network, GDR, init time, settings, warnings");
+  cmd->add_option("logs", opt->logs,
+                  "NCCL_DEBUG=INFO output of any or all ranks, mixed with other output is fine "
+                  "(plain/gzip/zstd; - for stdin)")
       ->required();
-  cmd->add_option("--trace", opt->traces,
-                  "A Kineto trace of the same run (repeatable): compare its NCCL bus bandwidth with the transport's ceiling")
+  cmd->add_option(
+         "--trace", opt->traces,
+         "A Kineto trace of the same run (repeatable): compare its NCCL bus bandwidth with the transport's ceiling")
       ->type_name("TRACE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);

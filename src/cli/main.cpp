@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <string>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "model/huge_pages.h"

@@ -21,18 +21,18 @@ struct TraceRunOptions {
   AnalysisOptions analysis;
   TraceRendering rendering = TraceRendering::kNone;
   Style style;
-  unsigned jobs = 0;     // files at once; 0 = one per core
-  unsigned threads = 0;  // parser threads per file; 0 = every core for one file, else 1
+  unsigned jobs = 0;             // files at once; 0 = one per core
+  unsigned threads = 0;          // parser threads per file; 0 = every core for one file, else 1
   std::uint64_t max_memory = 0;  // for all files at once; 0 = the loader's default
-  bool progress = true;  // a progress bar when one file is analysed at a time
+  bool progress = true;          // a progress bar when one file is analysed at a time
 };
 
 // What one file gave.
 struct TraceOutcome {
   std::string path;
-  std::string error;  // non-empty: failed, and nothing else is set
-  std::string report;            // text or Markdown rendering
-  nlohmann::ordered_json json;   // JSON rendering
+  std::string error;            // non-empty: failed, and nothing else is set
+  std::string report;           // text or Markdown rendering
+  nlohmann::ordered_json json;  // JSON rendering
   RankResult rank;
 };
 

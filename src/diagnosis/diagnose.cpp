@@ -24,15 +24,15 @@ void merge_same_cause(std::vector<Finding>& findings) {
   std::vector<Finding> kept;
   for (Finding& f : findings) {
     const std::string& cause = f.cause.empty() ? f.id : f.cause;
-    auto same = std::find_if(kept.begin(), kept.end(), [&](const Finding& k) {
-      return (k.cause.empty() ? k.id : k.cause) == cause;
-    });
+    auto same = std::find_if(kept.begin(), kept.end(),
+                             [&](const Finding& k) { return (k.cause.empty() ? k.id : k.cause) == cause; });
     if (same == kept.end()) {
       kept.push_back(std::move(f));
       continue;
     }
     for (const Evidence& e : f.evidence)
-      if (std::none_of(same->evidence.begin(), same->evidence.end(), [&](const Evidence& x) { return x.name == e.name; }))
+      if (std::none_of(same->evidence.begin(), same->evidence.end(),
+                       [&](const Evidence& x) { return x.name == e.name; }))
         same->evidence.push_back(e);
     for (const std::string& fix : f.fixes)
       if (std::find(same->fixes.begin(), same->fixes.end(), fix) == same->fixes.end()) same->fixes.push_back(fix);
@@ -76,8 +76,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   if (top == d.findings.end()) {
     d.verdict.bottleneck_found = false;
     d.verdict.headline = fmt::format("No bottleneck found over {}: no rule crossed its threshold{}.",
-                                     describe_window(analysis),
-                                     d.findings.empty() ? "" : " (minor findings below)");
+                                     describe_window(analysis), d.findings.empty() ? "" : " (minor findings below)");
     return d;
   }
   d.verdict.bottleneck_found = true;

@@ -16,14 +16,14 @@ const char* layer_name(Layer l);          // "macro", "framework", "operator", "
 const char* severity_name(Severity s);    // "info", "low", "medium", "high"
 
 struct Evidence {
-  std::string name;   // e.g. "dataloader_share_pct"
+  std::string name;  // e.g. "dataloader_share_pct"
   double value = 0;
-  std::string unit;   // "%", "us", "ms", "count", "GB/s", "bytes", ""
+  std::string unit;  // "%", "us", "ms", "count", "GB/s", "bytes", ""
 };
 
 struct Finding {
-  std::string id;      // stable, kebab-case: "input-bound", "launch-bound", ...
-  std::string title;   // one line with the key number: "Input-bound: 33% of each step waits for data"
+  std::string id;     // stable, kebab-case: "input-bound", "launch-bound", ...
+  std::string title;  // one line with the key number: "Input-bound: 33% of each step waits for data"
   Dimension dimension = Dimension::kCompute;
   Layer layer = Layer::kMacro;
   Severity severity = Severity::kInfo;

@@ -9,8 +9,8 @@
 
 namespace ferret {
 
-void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out);     // GPU idle / utilization, CPU-bound
-void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out); // input-bound
+void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out);       // GPU idle / utilization, CPU-bound
+void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out);   // input-bound
 void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out);  // Tensor Cores, occupancy, precision
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-bound, syncs, allocator calls, hot ops
 void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out);

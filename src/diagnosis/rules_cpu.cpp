@@ -28,8 +28,8 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
   if (share <= kCpuMatmulDominates) return;
   Finding f;
   f.id = "matmul-dominated";
-  f.title = fmt::format("Compute-bound on the CPU: matmul/conv ops take {:.0f}% of the time ({} leads)", share * 100,
-                        top_op);
+  f.title =
+      fmt::format("Compute-bound on the CPU: matmul/conv ops take {:.0f}% of the time ({} leads)", share * 100, top_op);
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = share > 0.7 ? Severity::kHigh : Severity::kMedium;

@@ -14,9 +14,7 @@ namespace {
 double pct(double share) { return share * 100.0; }
 double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-std::string window_phrase(const TraceAnalysis& a) {
-  return a.context.has_steps ? "of step time" : "of the trace";
-}
+std::string window_phrase(const TraceAnalysis& a) { return a.context.has_steps ? "of step time" : "of the trace"; }
 
 // Per-step figure when the window is made of steps, else the total.
 double per_step_ms(const TraceAnalysis& a, std::int64_t ns) {
@@ -29,7 +27,8 @@ std::string top_collectives(const CommunicationResult& c) {
   for (std::size_t i = 0; i < c.by_collective.size() && i < 3; ++i) {
     const CollectiveStats& k = c.by_collective[i];
     if (!s.empty()) s += ", ";
-    s += fmt::format("{} {} call{} {:.1f} ms", collective_name(k.kind), k.calls, k.calls == 1 ? "" : "s", ms(k.time_ns));
+    s +=
+        fmt::format("{} {} call{} {:.1f} ms", collective_name(k.kind), k.calls, k.calls == 1 ? "" : "s", ms(k.time_ns));
   }
   return s;
 }
@@ -64,8 +63,8 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
   f.detail = fmt::format(
       "Communication kernels were active {:.1f} ms {} ({:.1f} ms per step): {}. {:.0f}% of that time overlapped "
       "compute kernels. The volume is the lever here: fewer or smaller collectives per sample.",
-      ms(c.comm_ns), a.context.has_steps ? "over the steps" : "in the trace", per_step_ms(a, c.comm_ns), top_collectives(c),
-      pct(c.overlap_share));
+      ms(c.comm_ns), a.context.has_steps ? "over the steps" : "in the trace", per_step_ms(a, c.comm_ns),
+      top_collectives(c), pct(c.overlap_share));
   f.evidence = {{"communication_pct", pct(c.comm_share), "%"},
                 {"exposed_communication_pct", pct(c.exposed_share), "%"},
                 {"overlap_pct", pct(c.overlap_share), "%"},
@@ -146,9 +145,9 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   const double share = std::max(0.0, c.exposed_share * (1.0 - u.best_large_efficiency));
   Finding f;
   f.id = "low-busbw";
-  f.title = fmt::format("Low NCCL bandwidth: {} reaches {:.1f} GB/s bus bandwidth, {:.0f}% of {} ({:.0f} GB/s)",
-                        collective_name(u.kind), u.best_large_busbw_gbps, pct(u.best_large_efficiency), u.link,
-                        u.link_gbps);
+  f.title =
+      fmt::format("Low NCCL bandwidth: {} reaches {:.1f} GB/s bus bandwidth, {:.0f}% of {} ({:.0f} GB/s)",
+                  collective_name(u.kind), u.best_large_busbw_gbps, pct(u.best_large_efficiency), u.link, u.link_gbps);
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = share >= kExposedModerate ? Severity::kMedium : Severity::kLow;
@@ -187,8 +186,9 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "fastest >= 16 MiB call < 25% of scale-up link peak, groups of <= 8 ranks (ferret, from nccl-tests' "
-                "~80% of peak on large messages)";
+  f.threshold =
+      "fastest >= 16 MiB call < 25% of scale-up link peak, groups of <= 8 ranks (ferret, from nccl-tests' "
+      "~80% of peak on large messages)";
   out.push_back(std::move(f));
 }
 

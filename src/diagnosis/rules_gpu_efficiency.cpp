@@ -61,7 +61,8 @@ std::vector<std::string> precision_fixes(const DeviceMetrics& d) {
   const bool nvidia = !is_amd(d);
   if (nvidia && d.compute_major == 7) {
     fixes.push_back(
-        "fp16 autocast with loss scaling (CC 7.x has fp16 Tensor Cores, not bf16): `scaler = torch.cuda.amp.GradScaler()`; "
+        "fp16 autocast with loss scaling (CC 7.x has fp16 Tensor Cores, not bf16): `scaler = "
+        "torch.cuda.amp.GradScaler()`; "
         "`with torch.autocast(\"cuda\", dtype=torch.float16): loss = loss_fn(model(x), y)`; "
         "`scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()`");
   } else {
@@ -110,11 +111,13 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
   Finding f;
   f.id = "no-tensor-cores";
   f.title = fmt::format(
-      "Mixed precision: {:.0f}% of GPU kernel time is convolution/matmul work running without Tensor Cores on {}", 100 * without,
-      device_label(d));
+      "Mixed precision: {:.0f}% of GPU kernel time is convolution/matmul work running without Tensor Cores on {}",
+      100 * without, device_label(d));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
-  f.severity = without >= kNoTensorCoresHigh ? Severity::kHigh : without >= kNoTensorCoresMedium ? Severity::kMedium : Severity::kLow;
+  f.severity = without >= kNoTensorCoresHigh     ? Severity::kHigh
+               : without >= kNoTensorCoresMedium ? Severity::kMedium
+                                                 : Severity::kLow;
   f.detail = fmt::format(
       "Tensor-Core-eligible operators (convolutions, matmuls, linear layers and their backwards) launched {:.0f}% of "
       "the kernel time, and {:.0f}% of the kernel time ran in kernels whose names show no Tensor Core use "
@@ -157,9 +160,10 @@ void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
 
   Finding f;
   f.id = "low-occupancy";
-  f.title = fmt::format("Low occupancy: element-wise and reduction kernels on {} keep {:.0f}% of their warp slots busy ({:.0f}% of "
-                        "kernel time)",
-                        device_label(d), d.non_matmul_occupancy_pct, 100 * kernel_share);
+  f.title = fmt::format(
+      "Low occupancy: element-wise and reduction kernels on {} keep {:.0f}% of their warp slots busy ({:.0f}% of "
+      "kernel time)",
+      device_label(d), d.non_matmul_occupancy_pct, 100 * kernel_share);
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = d.non_matmul_occupancy_pct < kVeryLowOccupancyPct ? Severity::kMedium : Severity::kLow;
@@ -178,14 +182,17 @@ void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.fixes = {
       "Fuse the small element-wise kernels into fewer, larger ones: `model = torch.compile(model)`",
       "More work per launch: raise the batch size (or sequence length) while memory allows",
-      "Own Triton kernels: autotune warps and block sizes - `@triton.autotune(configs=[triton.Config({\"BLOCK_SIZE\": 1024}, "
+      "Own Triton kernels: autotune warps and block sizes - `@triton.autotune(configs=[triton.Config({\"BLOCK_SIZE\": "
+      "1024}, "
       "num_warps=8), triton.Config({\"BLOCK_SIZE\": 512}, num_warps=4)], key=[\"n_elements\"])`",
       "Own CUDA kernels: check the limiter with `ncu --section Occupancy --section LaunchStats python train.py`; cap "
       "registers with `__launch_bounds__(256, 4)` or use less shared memory per block",
   };
   f.time_share = wall_share(d, d.non_matmul_occupancy_ns);
   f.max_speedup = amdahl_speedup(f.time_share);
-  f.threshold = "est. achieved occupancy of non-GEMM kernels < 25% (< 10% medium) and those kernels >= 20% of kernel time (ferret)";
+  f.threshold =
+      "est. achieved occupancy of non-GEMM kernels < 25% (< 10% medium) and those kernels >= 20% of kernel time "
+      "(ferret)";
   out.push_back(std::move(f));
 }
 
@@ -201,12 +208,16 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
   if (d.compute_kernel_ns <= 0 || d.matmul_conv_pct / 100.0 <= kMatmulDominated) return;
   if (!enough_evidence(d, d.matmul_conv_ns)) return;
   const double on_tensor_cores =
-      d.matmul_conv_ns > 0 ? std::min(1.0, static_cast<double>(d.tensor_core_ns) / static_cast<double>(d.matmul_conv_ns)) : 0.0;
+      d.matmul_conv_ns > 0
+          ? std::min(1.0, static_cast<double>(d.tensor_core_ns) / static_cast<double>(d.matmul_conv_ns))
+          : 0.0;
 
   Finding f;
   f.id = "matmul-dominated";
-  f.title = fmt::format("Matmul-dominated: GEMM/convolution kernels take {:.0f}% of GPU compute time on {} ({:.0f}% of it on Tensor Cores)",
-                        d.matmul_conv_pct, device_label(d), 100 * on_tensor_cores);
+  f.title = fmt::format(
+      "Matmul-dominated: GEMM/convolution kernels take {:.0f}% of GPU compute time on {} ({:.0f}% of it on Tensor "
+      "Cores)",
+      d.matmul_conv_pct, device_label(d), 100 * on_tensor_cores);
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = on_tensor_cores < kMatmulOnTensorCoresEnough ? Severity::kMedium : Severity::kLow;
@@ -231,10 +242,12 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
       "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", inputs=[example], "
       "enabled_precisions={torch.half})`");
   f.fixes.push_back(
-      "Attention: one fused kernel instead of matmul-softmax-matmul - `torch.nn.functional.scaled_dot_product_attention(q, "
+      "Attention: one fused kernel instead of matmul-softmax-matmul - "
+      "`torch.nn.functional.scaled_dot_product_attention(q, "
       "k, v, is_causal=True)`");
   f.fixes.push_back(
-      "Tensor-Core-friendly shapes: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 for "
+      "Tensor-Core-friendly shapes: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 "
+      "for "
       "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64");
   // Precision and better kernels make matmuls faster, not free. Off Tensor Cores the bound is the
   // device's Tensor/FP32 peak ratio; on them, the next precision step (FP8 doubles BF16's dense

@@ -51,7 +51,8 @@ void rule_slow_host_copies(const HardwareResult& h, std::vector<Finding>& out) {
   f.severity = share >= 0.05 ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
       "{} copies of >= 1 MiB on GPU {} moved {:.1f} MiB in {:.2f} ms ({:.1f} GB/s) against a {} peak of {:.0f} GB/s "
-      "per direction. At peak, the slow large host copies in the window would take {:.2f} ms less. Pinned copies normally reach "
+      "per direction. At peak, the slow large host copies in the window would take {:.2f} ms less. Pinned copies "
+      "normally reach "
       "80-90% of the link.",
       w.large_count, w.device, static_cast<double>(w.large_bytes) / kMiB, ms(w.large_time_ns), w.large_gbps, w.link,
       w.peak_gbps, lost_ns / 1e6);
@@ -63,18 +64,23 @@ void rule_slow_host_copies(const HardwareResult& h, std::vector<Finding>& out) {
                 {"time_lost_pct", pct(share), "%"}};
   f.fixes = {};
   if (w.host_memory == HostMemory::kPageable)
-    f.fixes.push_back("Copy from pinned memory: `DataLoader(..., pin_memory=True)` or `x = x.pin_memory()`, then "
-                      "`x.to(\"cuda\", non_blocking=True)`");
-  f.fixes.push_back("Check the link trained at full width and generation: `nvidia-smi -q | grep -A2 -E \"Link (Gen|Width)\"` "
-                    "(Current should equal Max under load)");
-  f.fixes.push_back("Keep host buffers on the GPU's NUMA node: find it with `nvidia-smi topo -m`, then "
-                    "`numactl --cpunodebind=<node> --membind=<node> python train.py`");
-  f.fixes.push_back("Measure the link alone: `nvbandwidth -t host_to_device_memcpy_ce` (or CUDA samples' `bandwidthTest "
-                    "--memory=pinned`)");
+    f.fixes.push_back(
+        "Copy from pinned memory: `DataLoader(..., pin_memory=True)` or `x = x.pin_memory()`, then "
+        "`x.to(\"cuda\", non_blocking=True)`");
+  f.fixes.push_back(
+      "Check the link trained at full width and generation: `nvidia-smi -q | grep -A2 -E \"Link (Gen|Width)\"` "
+      "(Current should equal Max under load)");
+  f.fixes.push_back(
+      "Keep host buffers on the GPU's NUMA node: find it with `nvidia-smi topo -m`, then "
+      "`numactl --cpunodebind=<node> --membind=<node> python train.py`");
+  f.fixes.push_back(
+      "Measure the link alone: `nvbandwidth -t host_to_device_memcpy_ce` (or CUDA samples' `bandwidthTest "
+      "--memory=pinned`)");
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "copies >= 1 MiB below 50% of host link peak and >= 1% of the window (ferret, from bandwidthTest's "
-                "80-90% of peak for pinned copies)";
+  f.threshold =
+      "copies >= 1 MiB below 50% of host link peak and >= 1% of the window (ferret, from bandwidthTest's "
+      "80-90% of peak for pinned copies)";
   out.push_back(std::move(f));
 }
 
@@ -106,12 +112,14 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
                         h.pageable_count, pct(share));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
-  f.severity = share >= kPageableHigh ? Severity::kHigh : (share >= kPageableMedium ? Severity::kMedium : Severity::kLow);
+  f.severity =
+      share >= kPageableHigh ? Severity::kHigh : (share >= kPageableMedium ? Severity::kMedium : Severity::kLow);
   f.detail = fmt::format(
       "{:.1f} MiB host-to-device and {:.1f} MiB device-to-host went through pageable memory ({:.0f}% of host copy "
       "bytes), {:.2f} ms of copy time. The driver stages pageable memory through a pinned bounce buffer, which roughly "
       "halves bandwidth and makes the copy synchronous for the host, so it cannot overlap the next step's work.",
-      static_cast<double>(htod) / kMiB, static_cast<double>(dtoh) / kMiB, pct(pageable_of_host), ms(h.pageable_time_ns));
+      static_cast<double>(htod) / kMiB, static_cast<double>(dtoh) / kMiB, pct(pageable_of_host),
+      ms(h.pageable_time_ns));
   f.evidence = {{"pageable_copies", static_cast<double>(h.pageable_count), "count"},
                 {"pageable_bytes", static_cast<double>(h.pageable_bytes), "bytes"},
                 {"pageable_ms", ms(h.pageable_time_ns), "ms"},
@@ -122,13 +130,15 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
       "Other host tensors: `x = x.pin_memory()` once (not every step), then `x.to(\"cuda\", non_blocking=True)`",
   };
   if (dtoh > 0)
-    f.fixes.push_back("Device-to-host: copy into a preallocated pinned buffer - `buf = torch.empty(shape, dtype=t.dtype, "
-                      "pin_memory=True)` once, then `buf.copy_(t, non_blocking=True)` and synchronize only when you read it");
+    f.fixes.push_back(
+        "Device-to-host: copy into a preallocated pinned buffer - `buf = torch.empty(shape, dtype=t.dtype, "
+        "pin_memory=True)` once, then `buf.copy_(t, non_blocking=True)` and synchronize only when you read it");
   // Upper bound: pinned, non_blocking copies can leave the critical path entirely.
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "pageable HtoD/DtoH copies >= 1% of the window and >= 1 MiB (ferret; nsys flags any); >= 5% medium, "
-                ">= 20% high";
+  f.threshold =
+      "pageable HtoD/DtoH copies >= 1% of the window and >= 1 MiB (ferret; nsys flags any); >= 5% medium, "
+      ">= 20% high";
   out.push_back(std::move(f));
 }
 

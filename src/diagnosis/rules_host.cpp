@@ -53,14 +53,16 @@ void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
   const double share = share_of(l.idle.issuing_ns(), h.window_ns);
   Finding f;
   f.id = "launch-bound";
-  f.title = fmt::format("Launch-bound: {:.0f}% of the time the GPU waits while the host launches {} kernels of median {:.1f} us",
-                        pct(share), l.kernels, us(l.median_kernel_ns));
+  f.title = fmt::format(
+      "Launch-bound: {:.0f}% of the time the GPU waits while the host launches {} kernels of median {:.1f} us",
+      pct(share), l.kernels, us(l.median_kernel_ns));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = l.launch_overhead_share >= kHostHigh ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
       "The GPU is busy {:.0f}% of the window. Kernels are short (median {:.1f} us; {} of {} are shorter than the call "
-      "that launched them), and {} launch calls take {:.1f}% of the window on the host ({:.2f} ms). Of the GPU's {:.2f} ms "
+      "that launched them), and {} launch calls take {:.1f}% of the window on the host ({:.2f} ms). Of the GPU's "
+      "{:.2f} ms "
       "of idle time, {:.2f} ms fall while the launching thread is inside ops or launch calls: the host cannot issue "
       "kernels as fast as the GPU finishes them.",
       pct(l.gpu_busy_share), us(l.median_kernel_ns), l.short_kernels, l.kernels, l.launch_calls,
@@ -82,8 +84,9 @@ void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "GPU busy < 70% (SageMaker), >= 50% of GPU idle while the host issues work (ferret), median kernel "
-                "< 10 us (HTA short kernels), launch calls >= 3% of the window (XProf moderate; >= 15% high)";
+  f.threshold =
+      "GPU busy < 70% (SageMaker), >= 50% of GPU idle while the host issues work (ferret), median kernel "
+      "< 10 us (HTA short kernels), launch calls >= 3% of the window (XProf moderate; >= 15% high)";
   out.push_back(std::move(f));
 }
 
@@ -97,8 +100,8 @@ constexpr double kSyncRecurringSteps = 0.5;
 void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std::vector<Finding>& out) {
   const HostSyncs& s = h.syncs;
   if (s.count == 0 || h.window_ns <= 0) return;
-  const bool recurring = !s.per_step.empty() &&
-                         static_cast<double>(s.steps_with_syncs) >= kSyncRecurringSteps * static_cast<double>(s.per_step.size());
+  const bool recurring = !s.per_step.empty() && static_cast<double>(s.steps_with_syncs) >=
+                                                    kSyncRecurringSteps * static_cast<double>(s.per_step.size());
   double share = 0;
   Severity severity = Severity::kInfo;
   if (h.has_gpu) {
@@ -114,8 +117,9 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
   if (h.has_gpu)
     f.title = fmt::format("Host syncs: {} device syncs leave the GPU idle {:.1f}% of the time", s.count, pct(share));
   else
-    f.title = fmt::format("Host syncs: {} tensor reads on the host ({} of {} steps); each stalls the GPU once this runs on CUDA",
-                          s.count, s.steps_with_syncs, s.per_step.size());
+    f.title = fmt::format(
+        "Host syncs: {} tensor reads on the host ({} of {} steps); each stalls the GPU once this runs on CUDA", s.count,
+        s.steps_with_syncs, s.per_step.size());
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = severity;
@@ -124,7 +128,8 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
     per_step = fmt::format(" They occur in {} of {} steps ({:.1f} per step).", s.steps_with_syncs, s.per_step.size(),
                            static_cast<double>(s.count) / static_cast<double>(s.per_step.size()));
   f.detail = fmt::format(
-      "{} syncs block the host for {:.2f} ms in total: {}. Called from: {}.{} A sync drains the GPU's queue, so when it "
+      "{} syncs block the host for {:.2f} ms in total: {}. Called from: {}.{} A sync drains the GPU's queue, so when "
+      "it "
       "returns the GPU idles until the host launches again{}.",
       s.count, ms(s.total_ns), list_names(s.by_name, 4), list_names(s.callers, 4), per_step,
       h.has_gpu ? fmt::format(" ({:.2f} ms of GPU idle in this window)", ms(s.gpu_stall_ns)) : "");
@@ -145,8 +150,9 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "GPU stall after syncs >= 1% of the window (ferret); >= 3% medium, >= 15% high (XProf's host-overhead "
-                "levels); CPU-only traces: host reads in >= half of the steps (info)";
+  f.threshold =
+      "GPU stall after syncs >= 1% of the window (ferret); >= 3% medium, >= 15% high (XProf's host-overhead "
+      "levels); CPU-only traces: host reads in >= half of the steps (info)";
   out.push_back(std::move(f));
 }
 
@@ -179,18 +185,23 @@ void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
   Finding f;
   f.id = "allocator-in-steady-state";
   f.title = a.steady_state_known
-                ? fmt::format("Allocator calls in steady state: {} cudaMalloc/cudaFree-type calls after the first step take {:.1f}% of those steps",
-                              calls, pct(share))
-                : fmt::format("Allocator calls: {} cudaMalloc/cudaFree-type calls take {:.1f}% of the trace", calls, pct(share));
+                ? fmt::format(
+                      "Allocator calls in steady state: {} cudaMalloc/cudaFree-type calls after the first step take "
+                      "{:.1f}% of those steps",
+                      calls, pct(share))
+                : fmt::format("Allocator calls: {} cudaMalloc/cudaFree-type calls take {:.1f}% of the trace", calls,
+                              pct(share));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = severity;
   f.detail = fmt::format(
-      "{} device allocator calls take {:.2f} ms{}: {}. PyTorch's caching allocator should serve every allocation from its "
+      "{} device allocator calls take {:.2f} ms{}: {}. PyTorch's caching allocator should serve every allocation from "
+      "its "
       "cache once the first step has run; a cudaMalloc later means the cache missed (new tensor shapes, fragmentation, "
       "torch.cuda.empty_cache()), and cudaFree synchronizes the whole device.",
-      calls, ms(call_ns), a.steady_state_known ? fmt::format(" in {} steps after the first", a.steady_steps)
-                                               : std::string(" (the trace has no steps, so warm-up is included)"),
+      calls, ms(call_ns),
+      a.steady_state_known ? fmt::format(" in {} steps after the first", a.steady_steps)
+                           : std::string(" (the trace has no steps, so warm-up is included)"),
       list_names(a.by_name, 4));
   f.evidence = {{"allocator_calls", static_cast<double>(calls), "count"},
                 {"allocator_ms", ms(call_ns), "ms"},
@@ -199,15 +210,17 @@ void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
   f.fixes = {
       "Let segments grow in place: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py`",
       "Keep shapes stable: pad variable-length batches to a few bucket sizes and use `DataLoader(..., drop_last=True)`",
-      "Preallocate buffers once outside the loop and reuse them (`out=` arguments); never call `torch.cuda.empty_cache()` "
+      "Preallocate buffers once outside the loop and reuse them (`out=` arguments); never call "
+      "`torch.cuda.empty_cache()` "
       "inside the loop",
       "Check for allocator retries under memory pressure: `torch.cuda.memory_stats()[\"num_alloc_retries\"]` > 0 means "
       "lower the batch size or enable expandable segments",
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "allocator calls in steps after the first, >= 1 per step or >= 1% of those steps (ferret); without "
-                "steps >= 3% of the trace; >= 3% medium, >= 15% high (XProf's host-overhead levels)";
+  f.threshold =
+      "allocator calls in steps after the first, >= 1 per step or >= 1% of those steps (ferret); without "
+      "steps >= 3% of the trace; >= 3% medium, >= 15% high (XProf's host-overhead levels)";
   out.push_back(std::move(f));
 }
 
@@ -225,29 +238,34 @@ void rule_pageable_copy(const HostBlockersResult& h, std::vector<Finding>& out) 
   Finding f;
   f.id = "pageable-copy";
   f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
-  f.title = fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies, pct(share));
+  f.title =
+      fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies, pct(share));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kHardware;
   f.severity = host_severity(share);
   f.detail = fmt::format(
-      "{} copies to or from pageable host memory ({:.1f} MB, {:.2f} ms on the GPU: {}) kept their host threads in the copy "
-      "call for {:.2f} ms; staging host-to-device data and the GPU idle after device-to-host reads cost {:.2f} ms. Pinned "
+      "{} copies to or from pageable host memory ({:.1f} MB, {:.2f} ms on the GPU: {}) kept their host threads in the "
+      "copy "
+      "call for {:.2f} ms; staging host-to-device data and the GPU idle after device-to-host reads cost {:.2f} ms. "
+      "Pinned "
       "memory lets the copy run asynchronously while the host prepares the next step.",
-      c.pageable_copies, static_cast<double>(c.pageable_bytes) / 1e6, ms(c.pageable_ns), list_names(c.pageable_by_name, 3),
-      ms(c.pageable_host_ns), ms(c.pageable_cost_ns));
+      c.pageable_copies, static_cast<double>(c.pageable_bytes) / 1e6, ms(c.pageable_ns),
+      list_names(c.pageable_by_name, 3), ms(c.pageable_host_ns), ms(c.pageable_cost_ns));
   f.evidence = {{"pageable_copies", static_cast<double>(c.pageable_copies), "count"},
                 {"pageable_bytes", static_cast<double>(c.pageable_bytes), "bytes"},
                 {"pageable_gpu_ms", ms(c.pageable_ns), "ms"},
                 {"pageable_host_ms", ms(c.pageable_host_ns), "ms"},
                 {"pageable_cost_pct", pct(share), "%"}};
   f.fixes = {
-      "Pin input batches: `DataLoader(dataset, ..., pin_memory=True)`, then `batch = batch.to(\"cuda\", non_blocking=True)`",
+      "Pin input batches: `DataLoader(dataset, ..., pin_memory=True)`, then `batch = batch.to(\"cuda\", "
+      "non_blocking=True)`",
       "Other host tensors: `x = x.pin_memory()` once (not every step), then `x.to(\"cuda\", non_blocking=True)`",
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "pageable copy cost (host staging, GPU bubble after reads) >= 1% of the window (ferret; nsys flags "
-                "any); >= 3% medium, >= 15% high";
+  f.threshold =
+      "pageable copy cost (host staging, GPU bubble after reads) >= 1% of the window (ferret; nsys flags "
+      "any); >= 3% medium, >= 15% high";
   out.push_back(std::move(f));
 }
 
@@ -261,13 +279,14 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
   if (share < kHostFloor) return;
   Finding f;
   f.id = "sync-copy";
-  f.title = fmt::format("Synchronous copies: {} blocking memcpy/memset calls take {:.1f}% of the time", c.sync_copy_calls,
-                        pct(share));
+  f.title = fmt::format("Synchronous copies: {} blocking memcpy/memset calls take {:.1f}% of the time",
+                        c.sync_copy_calls, pct(share));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = host_severity(share);
   f.detail = fmt::format(
-      "{} synchronous copy or fill calls hold the host for {:.2f} ms: {}. Each waits for the GPU to drain its queue, like a "
+      "{} synchronous copy or fill calls hold the host for {:.2f} ms: {}. Each waits for the GPU to drain its queue, "
+      "like a "
       "device sync, and then for the copy itself.",
       c.sync_copy_calls, ms(c.sync_copy_ns), list_names(c.sync_copy_by_name, 4));
   f.evidence = {{"sync_copy_calls", static_cast<double>(c.sync_copy_calls), "count"},
@@ -282,8 +301,9 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "host time in synchronous memcpy/memset calls >= 1% of the window (ferret; nsys flags any); >= 3% "
-                "medium, >= 15% high";
+  f.threshold =
+      "host time in synchronous memcpy/memset calls >= 1% of the window (ferret; nsys flags any); >= 3% "
+      "medium, >= 15% high";
   out.push_back(std::move(f));
 }
 
@@ -293,7 +313,6 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
 // low, medium at >= 50%: it names where time goes, not waste by itself.
 constexpr double kHotOperatorShare = 0.25;
 constexpr double kHotOperatorMedium = 0.50;
-
 
 // Collectives are the distributed rules' subject; their GPU time is mostly waiting for peers.
 bool is_communication_op(std::string_view op) {
@@ -314,8 +333,8 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
   if (of_gpu < kHotOperatorShare || share < kHostFloor) return;
   Finding f;
   f.id = "hot-operator";
-  f.title = fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name, pct(of_gpu), op.calls,
-                        ms(op.device_self_ns));
+  f.title = fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name, pct(of_gpu),
+                        op.calls, ms(op.device_self_ns));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = of_gpu >= kHotOperatorMedium ? Severity::kMedium : Severity::kLow;
@@ -326,9 +345,10 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
   f.detail = fmt::format(
       "{} launched {} GPU activities for {:.2f} ms of the {:.2f} ms launched from operators ({:.1f}% of the window){}.",
       op.name, op.kernels, ms(op.device_self_ns), ms(hs.attributed_device_ns), pct(share),
-      top_kernel ? fmt::format("; its largest kernel is {} ({} calls, mean {:.1f} us{})", top_kernel->name, top_kernel->calls,
-                               top_kernel->mean_ns / 1e3, top_kernel->tensor_core ? ", Tensor Cores" : ", no Tensor Cores")
-                 : std::string());
+      top_kernel
+          ? fmt::format("; its largest kernel is {} ({} calls, mean {:.1f} us{})", top_kernel->name, top_kernel->calls,
+                        top_kernel->mean_ns / 1e3, top_kernel->tensor_core ? ", Tensor Cores" : ", no Tensor Cores")
+          : std::string());
   f.evidence = {{"op_gpu_ms", ms(op.device_self_ns), "ms"},
                 {"op_share_of_gpu_pct", pct(of_gpu), "%"},
                 {"op_share_of_window_pct", pct(share), "%"},
@@ -341,8 +361,9 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
         "Compile to fuse its prologue/epilogue: `model = torch.compile(model, mode=\"max-autotune\")`",
     };
     if (op.name.find("conv") != std::string::npos)
-      f.fixes.push_back("Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`; use "
-                        "`model = model.to(memory_format=torch.channels_last)`");
+      f.fixes.push_back(
+          "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`; use "
+          "`model = model.to(memory_format=torch.channels_last)`");
   } else {
     f.fixes = {
         "Fuse it with its neighbours: `model = torch.compile(model)` (Inductor merges elementwise and reduction chains "
@@ -353,8 +374,9 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
   }
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  f.threshold = "one operator (not a collective) >= 25% of the GPU time launched from operators and >= 1% of the "
-                "window (ferret); >= 50% medium";
+  f.threshold =
+      "one operator (not a collective) >= 25% of the GPU time launched from operators and >= 1% of the "
+      "window (ferret); >= 50% medium";
   out.push_back(std::move(f));
 }
 

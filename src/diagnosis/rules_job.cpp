@@ -58,19 +58,21 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
         why = fmt::format("it waits for input {:.1f} ms more per step than the median rank", ms(cause->excess_ns()));
         break;
       case StragglerCause::kHostSync:
-        why = fmt::format("it syncs with the GPU {:.0f} more times per step than the median rank, and its host then "
-                          "works {:.1f} ms more with the GPU idle",
-                          s.host_syncs_per_step - s.others_host_syncs_per_step, ms(cause->excess_ns()));
+        why = fmt::format(
+            "it syncs with the GPU {:.0f} more times per step than the median rank, and its host then "
+            "works {:.1f} ms more with the GPU idle",
+            s.host_syncs_per_step - s.others_host_syncs_per_step, ms(cause->excess_ns()));
         break;
       case StragglerCause::kHostWork:
         why = fmt::format("its host runs operators and launches {:.1f} ms more per step than the median rank",
                           ms(cause->excess_ns()));
         break;
     }
-    f.title = fmt::format("Straggler: rank {} is the last to arrive in {} of {} {}, costing the others {:.1f} ms per "
-                          "step ({:.0f}%); {}",
-                          rank, s.steps_last, s.steps, s.steps == s.calls ? "collectives" : "steps",
-                          ms(s.cost_per_step_ns), 100 * s.step_share, why);
+    f.title = fmt::format(
+        "Straggler: rank {} is the last to arrive in {} of {} {}, costing the others {:.1f} ms per "
+        "step ({:.0f}%); {}",
+        rank, s.steps_last, s.steps, s.steps == s.calls ? "collectives" : "steps", ms(s.cost_per_step_ns),
+        100 * s.step_share, why);
     f.detail = fmt::format(
         "Every collective ends on all ranks together, so all other ranks wait for the last one to arrive. Rank {} "
         "holds up the most delayed collective in {:.0f}% of the steps; it starts last at {} of its {} matched calls, "
@@ -79,28 +81,27 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
         "Per step, against the median of the other ranks: GPU compute {:.1f} vs {:.1f} ms, input wait {:.1f} vs {:.1f} "
         "ms, host syncs {:.1f} vs {:.1f} ms, host operators and launches {:.1f} vs {:.1f} ms.",
         rank, 100 * s.last_share, s.times_last, s.calls, ms(s.mean_lateness_ns), ms(s.cost_per_step_ns),
-        ms(s.activities[0].rank_ns),
-        ms(s.activities[0].others_median_ns), ms(s.activities[1].rank_ns), ms(s.activities[1].others_median_ns),
-        ms(s.activities[2].rank_ns), ms(s.activities[2].others_median_ns), ms(s.activities[3].rank_ns),
-        ms(s.activities[3].others_median_ns));
-    f.detail += fmt::format(" Host syncs per step: {:.1f} vs {:.1f}.", s.host_syncs_per_step, s.others_host_syncs_per_step);
-    f.evidence = {{"straggler_rank", static_cast<double>(rank), ""},
-                  {"last_share_pct", 100 * s.last_share, "%"},
-                  {"lateness_per_step_ms", ms(s.lateness_per_step_ns), "ms"},
-                  {"cost_per_step_ms", ms(s.cost_per_step_ns), "ms"},
-                  {"mean_lateness_ms", ms(s.mean_lateness_ns), "ms"},
-                  {"step_share_pct", 100 * s.step_share, "%"}};
+        ms(s.activities[0].rank_ns), ms(s.activities[0].others_median_ns), ms(s.activities[1].rank_ns),
+        ms(s.activities[1].others_median_ns), ms(s.activities[2].rank_ns), ms(s.activities[2].others_median_ns),
+        ms(s.activities[3].rank_ns), ms(s.activities[3].others_median_ns));
+    f.detail +=
+        fmt::format(" Host syncs per step: {:.1f} vs {:.1f}.", s.host_syncs_per_step, s.others_host_syncs_per_step);
+    f.evidence = {
+        {"straggler_rank", static_cast<double>(rank), ""},          {"last_share_pct", 100 * s.last_share, "%"},
+        {"lateness_per_step_ms", ms(s.lateness_per_step_ns), "ms"}, {"cost_per_step_ms", ms(s.cost_per_step_ns), "ms"},
+        {"mean_lateness_ms", ms(s.mean_lateness_ns), "ms"},         {"step_share_pct", 100 * s.step_share, "%"}};
     if (cause != nullptr) f.evidence.push_back({"cause_excess_per_step_ms", ms(cause->excess_ns()), "ms"});
     f.evidence.push_back({"host_syncs_per_step", s.host_syncs_per_step, "count"});
     switch (s.cause) {
       case StragglerCause::kCompute:
-        f.fixes = {fmt::format("Check rank {}'s GPU for lower clocks or throttling: `nvidia-smi -q -d PERFORMANCE,CLOCK` "
-                               "on its node (power cap, thermal slowdown, a degraded part).",
-                               rank),
-                   "Give every rank the same work: bucket samples by sequence length or image size, pad to a common "
-                   "shape, and shard the dataset evenly (DistributedSampler with drop_last=True).",
-                   "If the slow rank runs extra work (evaluation, logging, EMA updates on rank 0), move it off the "
-                   "training step or spread it across ranks."};
+        f.fixes = {
+            fmt::format("Check rank {}'s GPU for lower clocks or throttling: `nvidia-smi -q -d PERFORMANCE,CLOCK` "
+                        "on its node (power cap, thermal slowdown, a degraded part).",
+                        rank),
+            "Give every rank the same work: bucket samples by sequence length or image size, pad to a common "
+            "shape, and shard the dataset evenly (DistributedSampler with drop_last=True).",
+            "If the slow rank runs extra work (evaluation, logging, EMA updates on rank 0), move it off the "
+            "training step or spread it across ranks."};
         break;
       case StragglerCause::kInput:
         f.fixes = {fmt::format("Feed rank {} faster: DataLoader(num_workers=N, pin_memory=True, prefetch_factor=4, "
@@ -130,8 +131,9 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
                    "Record a longer trace of the slow rank and one other and compare them with `ferret diff`."};
         break;
     }
-    f.threshold = "last to arrive in > 50% of steps (HTA: consistently over steps) and costing >= 1% of the median step; "
-                  "severity by the step share (XProf levels: 5% moderate, 20% high)";
+    f.threshold =
+        "last to arrive in > 50% of steps (HTA: consistently over steps) and costing >= 1% of the median step; "
+        "severity by the step share (XProf levels: 5% moderate, 20% high)";
     out.push_back(std::move(f));
   }
 }
@@ -174,8 +176,9 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
   f.time_share = median;
   f.max_speedup = amdahl_speedup(median);
   const std::string whose = straggler != nullptr ? fmt::format("rank {}, which waits for nobody,", straggler->rank)
-                                                : std::string("the median rank");
-  f.title = fmt::format("Communication not hidden: on {} {:.0f}% of the time only collectives run", whose, 100 * median);
+                                                 : std::string("the median rank");
+  f.title =
+      fmt::format("Communication not hidden: on {} {:.0f}% of the time only collectives run", whose, 100 * median);
   f.detail = fmt::format(
       "Over {} ranks, exposed communication (collectives with no compute kernel beside them) takes {:.0f}% of the "
       "time on {} ({:.0f}% to {:.0f}% across ranks). Hiding it behind compute, or doing less of it, wins that time "
@@ -185,20 +188,22 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
                 {"min_exposed_pct", 100 * shares.front(), "%"},
                 {"max_exposed_pct", 100 * shares.back(), "%"}};
   if (sharded > allreduce) {
-    f.fixes = {"FSDP / ZeRO: all-gathers and reduce-scatters dominate. Prefetch the next all-gather "
-               "(FSDP(forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE)), use larger wrapping "
-               "units, or shard within a node only (ShardingStrategy.HYBRID_SHARD) so that all-gathers stay on NVLink.",
-               "If memory allows, ShardingStrategy.SHARD_GRAD_OP (ZeRO-2) keeps parameters after the forward and drops "
-               "the backward all-gather.",
-               "Accumulate gradients over several micro-batches and synchronise once: with FSDP, `with model.no_sync():` "
-               "for all but the last micro-batch."};
+    f.fixes = {
+        "FSDP / ZeRO: all-gathers and reduce-scatters dominate. Prefetch the next all-gather "
+        "(FSDP(forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE)), use larger wrapping "
+        "units, or shard within a node only (ShardingStrategy.HYBRID_SHARD) so that all-gathers stay on NVLink.",
+        "If memory allows, ShardingStrategy.SHARD_GRAD_OP (ZeRO-2) keeps parameters after the forward and drops "
+        "the backward all-gather.",
+        "Accumulate gradients over several micro-batches and synchronise once: with FSDP, `with model.no_sync():` "
+        "for all but the last micro-batch."};
   } else {
-    f.fixes = {"Overlap the gradient all-reduce with backward: DistributedDataParallel(model, bucket_cap_mb=50) "
-               "(try 25-100), gradient_as_bucket_view=True, and static_graph=True when the graph does not change.",
-               "Accumulate gradients: run `with model.no_sync():` for N-1 micro-batches and all-reduce once per N.",
-               "Send less: a compression hook (model.register_comm_hook(None, default_hooks.bf16_compress_hook)) or "
-               "PowerSGD for very large models.",
-               "If the model is large, shard it (FSDP or ZeRO) instead of replicating it."};
+    f.fixes = {
+        "Overlap the gradient all-reduce with backward: DistributedDataParallel(model, bucket_cap_mb=50) "
+        "(try 25-100), gradient_as_bucket_view=True, and static_graph=True when the graph does not change.",
+        "Accumulate gradients: run `with model.no_sync():` for N-1 micro-batches and all-reduce once per N.",
+        "Send less: a compression hook (model.register_comm_hook(None, default_hooks.bf16_compress_hook)) or "
+        "PowerSGD for very large models.",
+        "If the model is large, shard it (FSDP or ZeRO) instead of replicating it."};
   }
   f.threshold = "median rank's exposed communication >= 5% of its time (XProf's moderate level for waiting time)";
   out.push_back(std::move(f));
@@ -240,11 +245,13 @@ void rule_waiting(const JobAnalysis& job, std::vector<Finding>& out) {
       "the work differs between ranks from step to step.",
       100 * share, 100 * time_share);
   f.evidence = {{"wait_share_pct", 100 * share, "%"}, {"wait_time_share_pct", 100 * time_share, "%"}};
-  f.fixes = {"Balance the work per rank: sequence-length bucketing or packing, the same number of samples per rank "
-             "(DistributedSampler(drop_last=True)), and the same shapes.",
-             "Remove per-rank work that varies: data augmentation with variable cost, logging on some ranks only."};
-  f.threshold = "waiting >= 50% of collective time with no consistent straggler (DOMAIN.md: shortest duration across "
-                "ranks approximates transfer)";
+  f.fixes = {
+      "Balance the work per rank: sequence-length bucketing or packing, the same number of samples per rank "
+      "(DistributedSampler(drop_last=True)), and the same shapes.",
+      "Remove per-rank work that varies: data augmentation with variable cost, logging on some ranks only."};
+  f.threshold =
+      "waiting >= 50% of collective time with no consistent straggler (DOMAIN.md: shortest duration across "
+      "ranks approximates transfer)";
   out.push_back(std::move(f));
 }
 
@@ -291,11 +298,11 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
     f.severity = by_share(share);
     f.time_share = share;
     f.max_speedup = amdahl_speedup(share);
-    f.title = fmt::format("{} of {} reaches {:.1f} GB/s bus bandwidth, {}", collective_name(c.kind),
-                          size_bucket_label(c.bucket), c.busbw_gbps,
-                          multi_host ? fmt::format("below {:.0f} GB/s expected between hosts", kInterHostGbps)
-                                     : fmt::format("{:.0f}% of {} ({:.0f} GB/s)", 100 * c.busbw_gbps / c.link_gbps,
-                                                   c.link, c.link_gbps));
+    f.title = fmt::format(
+        "{} of {} reaches {:.1f} GB/s bus bandwidth, {}", collective_name(c.kind), size_bucket_label(c.bucket),
+        c.busbw_gbps,
+        multi_host ? fmt::format("below {:.0f} GB/s expected between hosts", kInterHostGbps)
+                   : fmt::format("{:.0f}% of {} ({:.0f} GB/s)", 100 * c.busbw_gbps / c.link_gbps, c.link, c.link_gbps));
     f.detail = fmt::format(
         "Transfer time is the shortest duration of each call across ranks, so waiting for late ranks is already "
         "taken out: {} calls moved {:.1f} MiB in {:.2f} ms of transfer. {}",
@@ -306,14 +313,16 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
                   {"algbw_gbps", c.algbw_gbps, "GB/s"},
                   {"expected_gbps", expected, "GB/s"},
                   {"calls", static_cast<double>(c.calls), "count"}};
-    f.fixes = {"Read the transport NCCL chose: run with NCCL_DEBUG=INFO and `ferret nccl` on the logs (socket fallback, "
-               "GPU Direct RDMA disabled, P2P disabled).",
-               multi_host ? "Check the network: NCCL_IB_HCA / NCCL_SOCKET_IFNAME pointing at the fast NICs, the NCCL "
-                            "network plugin installed, and all-reduce bandwidth with nccl-tests between the hosts."
-                          : "Check `nvidia-smi topo -m` for NVLink between the GPUs, and that NCCL_P2P_DISABLE is unset."};
-    f.threshold = "large messages (>= 16 MiB) below 25% of the scale-up link on one host, or below 25 GB/s (half of "
-                  "400 Gb/s InfiniBand) across hosts (DOMAIN.md link figures); hosts: several clocks, a GPU index "
-                  "used twice, or more than 8 ranks";
+    f.fixes = {
+        "Read the transport NCCL chose: run with NCCL_DEBUG=INFO and `ferret nccl` on the logs (socket fallback, "
+        "GPU Direct RDMA disabled, P2P disabled).",
+        multi_host ? "Check the network: NCCL_IB_HCA / NCCL_SOCKET_IFNAME pointing at the fast NICs, the NCCL "
+                     "network plugin installed, and all-reduce bandwidth with nccl-tests between the hosts."
+                   : "Check `nvidia-smi topo -m` for NVLink between the GPUs, and that NCCL_P2P_DISABLE is unset."};
+    f.threshold =
+        "large messages (>= 16 MiB) below 25% of the scale-up link on one host, or below 25 GB/s (half of "
+        "400 Gb/s InfiniBand) across hosts (DOMAIN.md link figures); hosts: several clocks, a GPU index "
+        "used twice, or more than 8 ranks";
     out.push_back(std::move(f));
   }
 }
@@ -334,8 +343,9 @@ JobDiagnosis diagnose_job(const JobAnalysis& job) {
   const auto exposed = std::find_if(d.findings.begin(), d.findings.end(),
                                     [](const Finding& f) { return f.id == "job-exposed-communication"; });
   if (transport != d.findings.end() && exposed != d.findings.end()) {
-    exposed->fixes.insert(exposed->fixes.begin(), "First bring the transport to its expected bandwidth (finding "
-                                                  "slow-collective-transport): less transfer time leaves less to hide.");
+    exposed->fixes.insert(exposed->fixes.begin(),
+                          "First bring the transport to its expected bandwidth (finding "
+                          "slow-collective-transport): less transfer time leaves less to hide.");
     if (exposed < transport) std::rotate(exposed, transport, transport + 1);
   }
 
@@ -357,13 +367,14 @@ JobDiagnosis diagnose_job(const JobAnalysis& job) {
     d.verdict.finding_id = top.id;
     d.verdict.dimension = top.dimension;
     d.verdict.max_speedup = top.max_speedup;
-    d.verdict.headline = top.max_speedup > 1.005
-                             ? fmt::format("{}. Fixing it can make the job up to {:.2f}x faster.", top.title, top.max_speedup)
-                             : top.title + ".";
+    d.verdict.headline = top.max_speedup > 1.005 ? fmt::format("{}. Fixing it can make the job up to {:.2f}x faster.",
+                                                               top.title, top.max_speedup)
+                                                 : top.title + ".";
   } else if (!d.rank_verdicts.empty()) {
     const auto& common = d.rank_verdicts.front();
-    d.verdict.headline = fmt::format("No cross-rank bottleneck (no straggler, communication hidden). {} of {} ranks: {}",
-                                     common.ranks.size(), job.ranks.size(), common.title);
+    d.verdict.headline =
+        fmt::format("No cross-rank bottleneck (no straggler, communication hidden). {} of {} ranks: {}",
+                    common.ranks.size(), job.ranks.size(), common.title);
   } else {
     d.verdict.headline = "No rank could be analysed.";
   }

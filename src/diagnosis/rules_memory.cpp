@@ -15,7 +15,8 @@ double gib(std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 double pct(double share) { return share * 100.0; }
 
 std::string device_label(const MemoryDevice& d) {
-  return d.device_name.empty() ? fmt::format("GPU {}", d.device_id) : fmt::format("GPU {} ({})", d.device_id, d.device_name);
+  return d.device_name.empty() ? fmt::format("GPU {}", d.device_id)
+                               : fmt::format("GPU {} ({})", d.device_id, d.device_name);
 }
 
 // memory-near-capacity. Threshold: peak memory > 90% of the device (TensorBoard profiler plugin's
@@ -36,7 +37,8 @@ void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
     f.layer = Layer::kHardware;
     f.severity = d.peak_reserved_share >= kNearCapacityHighShare ? Severity::kHigh : Severity::kMedium;
     f.detail = fmt::format(
-        "The caching allocator reserved up to {:.2f} GiB of {:.2f} GiB on device {} (tensors allocated at most {:.2f} GiB). "
+        "The caching allocator reserved up to {:.2f} GiB of {:.2f} GiB on device {} (tensors allocated at most {:.2f} "
+        "GiB). "
         "Above 90% a larger batch, a longer sequence or a fragmented cache ends in an out-of-memory error, and the "
         "allocator starts freeing and retrying (cudaFree synchronizes the device). Memory, not time: this bounds how "
         "far batch size can grow, not the step time. Inference servers that preallocate a KV cache (vLLM's "
@@ -84,13 +86,17 @@ void rule_fragmentation(const MemoryResult& m, std::vector<Finding>& out) {
     if (idle < kFragmentationMinIdleBytes) continue;
     Finding f;
     f.id = "memory-fragmentation";
-    f.title = fmt::format("Fragmented allocator cache: {:.0f}% of the {:.1f} GiB reserved on {} was idle when it peaked",
-                          pct(d.fragmentation_at_peak), gib(d.peak_reserved), device_label(d));
+    f.title =
+        fmt::format("Fragmented allocator cache: {:.0f}% of the {:.1f} GiB reserved on {} was idle when it peaked",
+                    pct(d.fragmentation_at_peak), gib(d.peak_reserved), device_label(d));
     f.dimension = Dimension::kMemory;
     f.layer = Layer::kFramework;
-    if (d.peak_reserved_share >= kFragmentationHighCapacityShare) f.severity = Severity::kHigh;
-    else if (d.peak_reserved_share >= kFragmentationMediumCapacityShare || d.peak_reserved_share < 0) f.severity = Severity::kMedium;
-    else f.severity = Severity::kLow;
+    if (d.peak_reserved_share >= kFragmentationHighCapacityShare)
+      f.severity = Severity::kHigh;
+    else if (d.peak_reserved_share >= kFragmentationMediumCapacityShare || d.peak_reserved_share < 0)
+      f.severity = Severity::kMedium;
+    else
+      f.severity = Severity::kLow;
     f.detail = fmt::format(
         "When the caching allocator grew to its peak of {:.2f} GiB, tensors held only {:.2f} GiB: {:.2f} GiB of cached "
         "blocks could not serve the request, so it asked the driver for more. Over the trace the idle share averaged "
@@ -145,16 +151,19 @@ void rule_allocation_churn(const MemoryResult& m, std::vector<Finding>& out) {
                         m.reserved_changes_per_step);
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
-  if (allocator_share >= kChurnAllocatorTimeHigh) f.severity = Severity::kHigh;
-  else if (shrinks > 0 || allocator_share >= kChurnAllocatorTimeMedium) f.severity = Severity::kMedium;
-  else f.severity = Severity::kLow;
+  if (allocator_share >= kChurnAllocatorTimeHigh)
+    f.severity = Severity::kHigh;
+  else if (shrinks > 0 || allocator_share >= kChurnAllocatorTimeMedium)
+    f.severity = Severity::kMedium;
+  else
+    f.severity = Severity::kLow;
   f.detail = fmt::format(
       "Over {} steady-state step{} the caching allocator took {} new segment{} from the driver and released {} "
       "(each a cudaMalloc / cudaFree; cudaFree waits for the whole device). Each step allocated {:.0f} tensors, "
       "{:.2f} GiB in all. In steady state every request should be served from the cache. {} allocator call{} "
       "took {:.2f} ms of host time in the window.",
-      m.steady_steps, m.steady_steps == 1 ? "" : "s", grows, grows == 1 ? "" : "s", shrinks,
-      m.allocations_per_step, m.allocated_bytes_per_step / kGiB, m.allocator_calls, m.allocator_calls == 1 ? "" : "s",
+      m.steady_steps, m.steady_steps == 1 ? "" : "s", grows, grows == 1 ? "" : "s", shrinks, m.allocations_per_step,
+      m.allocated_bytes_per_step / kGiB, m.allocator_calls, m.allocator_calls == 1 ? "" : "s",
       static_cast<double>(m.allocator_call_ns) / 1e6);
   f.evidence = {{"reserved_changes_per_step", m.reserved_changes_per_step, "count"},
                 {"segment_allocations", static_cast<double>(grows), "count"},
@@ -176,8 +185,9 @@ void rule_allocation_churn(const MemoryResult& m, std::vector<Finding>& out) {
   // show up as idle GPU time elsewhere.
   f.time_share = allocator_share;
   f.max_speedup = amdahl_speedup(allocator_share);
-  f.threshold = ">= 1 reserved-memory change per steady-state step (ferret); medium with cudaFree or >= 1% in "
-                "allocator calls, high >= 5%";
+  f.threshold =
+      ">= 1 reserved-memory change per steady-state step (ferret); medium with cudaFree or >= 1% in "
+      "allocator calls, high >= 5%";
   out.push_back(std::move(f));
 }
 

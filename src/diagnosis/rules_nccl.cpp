@@ -54,36 +54,41 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
   Finding f;
   f.id = "nccl-socket-transport";
   f.title = by_connections
-                ? fmt::format("NCCL talks between {} hosts over TCP sockets ({} NET/Socket connections)", s.hosts_in_job,
-                              s.net_socket_connections)
+                ? fmt::format("NCCL talks between {} hosts over TCP sockets ({} NET/Socket connections)",
+                              s.hosts_in_job, s.net_socket_connections)
                 : fmt::format("NCCL uses the socket network on a {}-host job ({} ranks say `Using network Socket`)",
                               s.hosts_in_job, socket_ranks);
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = Severity::kHigh;
-  f.detail = "Inter-host traffic goes through the kernel's TCP stack instead of RDMA: at most ~12.5 GB/s per 100 GbE "
-             "interface, against ~50 GB/s per 400 Gb/s InfiniBand NIC.";
+  f.detail =
+      "Inter-host traffic goes through the kernel's TCP stack instead of RDMA: at most ~12.5 GB/s per 100 GbE "
+      "interface, against ~50 GB/s per 400 Gb/s InfiniBand NIC.";
   if (ib_disable == "1") f.detail += " NCCL_IB_DISABLE=1 is set: InfiniBand was turned off on purpose.";
   if (!no_ib_hosts.empty())
     f.detail += fmt::format(" NCCL found no InfiniBand device on {} ({}).", no_ib_hosts.size() == 1 ? "host" : "hosts",
                             join(no_ib_hosts, 4));
   if (!ib_hosts.empty() && !no_ib_hosts.empty())
-    f.detail += fmt::format(" Other hosts do have IB NICs ({}): the job runs at the speed of the slowest.",
-                            join(ib_hosts, 4));
+    f.detail +=
+        fmt::format(" Other hosts do have IB NICs ({}): the job runs at the speed of the slowest.", join(ib_hosts, 4));
   f.evidence = {{"socket_connections", count(s.net_socket_connections), "count"},
                 {"rdma_connections", count(s.net_ib_connections), "count"},
                 {"hosts", static_cast<double>(s.hosts_in_job), "count"},
                 {"hosts_without_ib", static_cast<double>(no_ib_hosts.size()), "count"}};
   if (ib_disable == "1") f.fixes.push_back("Unset `NCCL_IB_DISABLE` (it is 1 here) on every host");
-  f.fixes.push_back("Check the RDMA NICs on each host: `ibv_devinfo` (state PORT_ACTIVE) or `ibstat`; in containers "
-                    "pass them in: `docker run --device=/dev/infiniband --cap-add=IPC_LOCK ...` (Kubernetes: the RDMA "
-                    "device plugin)");
-  f.fixes.push_back("Point NCCL at the RDMA NICs: `export NCCL_IB_HCA=mlx5` and keep `NCCL_SOCKET_IFNAME` for the "
-                    "bootstrap interface only");
-  f.fixes.push_back("On AWS EFA / other fabrics: install the vendor's NCCL net plugin (aws-ofi-nccl) and confirm "
-                    "`NET/Plugin: Loaded net plugin` in the log");
-  f.threshold = "any inter-host NET/Socket connection on a job spanning >= 2 hosts (sockets ~12.5 GB/s per 100 GbE vs "
-                "~50 GB/s per 400 Gb/s IB NIC, DOMAIN.md)";
+  f.fixes.push_back(
+      "Check the RDMA NICs on each host: `ibv_devinfo` (state PORT_ACTIVE) or `ibstat`; in containers "
+      "pass them in: `docker run --device=/dev/infiniband --cap-add=IPC_LOCK ...` (Kubernetes: the RDMA "
+      "device plugin)");
+  f.fixes.push_back(
+      "Point NCCL at the RDMA NICs: `export NCCL_IB_HCA=mlx5` and keep `NCCL_SOCKET_IFNAME` for the "
+      "bootstrap interface only");
+  f.fixes.push_back(
+      "On AWS EFA / other fabrics: install the vendor's NCCL net plugin (aws-ofi-nccl) and confirm "
+      "`NET/Plugin: Loaded net plugin` in the log");
+  f.threshold =
+      "any inter-host NET/Socket connection on a job spanning >= 2 hosts (sockets ~12.5 GB/s per 100 GbE vs "
+      "~50 GB/s per 400 Gb/s IB NIC, DOMAIN.md)";
   f.cause = "nccl-network";
   out.push_back(std::move(f));
 }
@@ -113,8 +118,9 @@ void rule_gdr_disabled(const NcclSetup& s, std::vector<Finding>& out) {
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = Severity::kMedium;
-  f.detail = "Without GPU Direct RDMA the NIC cannot read or write GPU memory: NCCL copies each message to a host "
-             "buffer first, which costs PCIe bandwidth, CPU proxy time and latency on every inter-host transfer.";
+  f.detail =
+      "Without GPU Direct RDMA the NIC cannot read or write GPU memory: NCCL copies each message to a host "
+      "buffer first, which costs PCIe bandwidth, CPU proxy time and latency on every inter-host transfer.";
   if (!hosts.empty()) f.detail += " NCCL printed `GPU Direct RDMA Disabled` on " + join(hosts, 4) + ".";
   f.evidence = {{"connections_without_gdr", count(s.net_without_gdr), "count"},
                 {"rdma_connections", count(s.net_ib_connections), "count"},
@@ -125,8 +131,9 @@ void rule_gdr_disabled(const NcclSetup& s, std::vector<Finding>& out) {
       "When the log says `distance X > Y`, allow GDR across the PCIe topology: `export NCCL_NET_GDR_LEVEL=SYS` (or "
       "PHB), after checking `nvidia-smi topo -m` for the GPU-NIC path",
   };
-  f.threshold = "any RDMA network connection without GDRDMA, or a `GPU Direct RDMA Disabled` line, on a multi-host job "
-                "(NCCL docs, NCCL_NET_GDR_LEVEL)";
+  f.threshold =
+      "any RDMA network connection without GDRDMA, or a `GPU Direct RDMA Disabled` line, on a multi-host job "
+      "(NCCL docs, NCCL_NET_GDR_LEVEL)";
   out.push_back(std::move(f));
 }
 
@@ -154,25 +161,30 @@ void rule_p2p_disabled(const NcclSetup& s, std::vector<Finding>& out) {
   f.dimension = Dimension::kDistributed;
   f.layer = p2p_disable == "1" ? Layer::kFramework : Layer::kHardware;
   f.severity = s.intra_host_shm > 0 ? Severity::kHigh : Severity::kMedium;
-  f.detail = "NCCL moves data between GPUs of one host through shared host memory instead of NVLink or PCIe "
-             "peer-to-peer: every byte crosses PCIe twice, at a fraction of NVLink's bandwidth.";
+  f.detail =
+      "NCCL moves data between GPUs of one host through shared host memory instead of NVLink or PCIe "
+      "peer-to-peer: every byte crosses PCIe twice, at a fraction of NVLink's bandwidth.";
   if (p2p_disable == "1") f.detail += " NCCL_P2P_DISABLE=1 is set in the environment.";
   if (s.p2p_disabled_lines > 0)
-    f.detail += fmt::format(" NCCL printed `P2P is disabled between ... GPUs` {} time{}: the driver reports that the "
-                            "GPUs cannot access each other (virtual machine, IOMMU/ACS, or a hardware fault).",
-                            s.p2p_disabled_lines, s.p2p_disabled_lines == 1 ? "" : "s");
+    f.detail += fmt::format(
+        " NCCL printed `P2P is disabled between ... GPUs` {} time{}: the driver reports that the "
+        "GPUs cannot access each other (virtual machine, IOMMU/ACS, or a hardware fault).",
+        s.p2p_disabled_lines, s.p2p_disabled_lines == 1 ? "" : "s");
   if (!hosts.empty()) f.detail += " Hosts: " + join(hosts, 4) + ".";
   f.evidence = {{"shm_connections", count(s.intra_host_shm), "count"},
                 {"p2p_connections", count(s.intra_host_p2p), "count"},
                 {"p2p_disabled_lines", count(s.p2p_disabled_lines), "count"}};
   if (p2p_disable == "1") f.fixes.push_back("Unset `NCCL_P2P_DISABLE` on every host");
-  f.fixes.push_back("Check peer access: `nvidia-smi topo -p2p r` should say OK between the GPUs; `nvidia-smi topo -m` "
-                    "shows NV# for NVLink");
-  f.fixes.push_back("Bare-metal PCIe: disable ACS in the BIOS and boot with `iommu=pt` so that peer-to-peer works; in "
-                    "a VM ask for a shape with NVLink or P2P passthrough");
+  f.fixes.push_back(
+      "Check peer access: `nvidia-smi topo -p2p r` should say OK between the GPUs; `nvidia-smi topo -m` "
+      "shows NV# for NVLink");
+  f.fixes.push_back(
+      "Bare-metal PCIe: disable ACS in the BIOS and boot with `iommu=pt` so that peer-to-peer works; in "
+      "a VM ask for a shape with NVLink or P2P passthrough");
   f.fixes.push_back("Containers: run with `--ipc=host` (or `--shm-size=16g`) so that CUDA IPC works between processes");
-  f.threshold = "any SHM connection between GPUs of one host, a `P2P is disabled` line or NCCL_P2P_DISABLE=1 "
-                "(SHM over PCIe <= 64 GB/s vs NVLink4 450 GB/s, DOMAIN.md)";
+  f.threshold =
+      "any SHM connection between GPUs of one host, a `P2P is disabled` line or NCCL_P2P_DISABLE=1 "
+      "(SHM over PCIe <= 64 GB/s vs NVLink4 450 GB/s, DOMAIN.md)";
   out.push_back(std::move(f));
 }
 
@@ -191,9 +203,10 @@ void rule_version_mismatch(const NcclSetup& s, std::vector<Finding>& out) {
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = Severity::kHigh;
-  f.detail = fmt::format("The ranks do not run the same NCCL: {}. Mixed versions can fail at init, hang in the first "
-                         "collective or pick different algorithms per rank.",
-                         join(parts, 4, "; "));
+  f.detail = fmt::format(
+      "The ranks do not run the same NCCL: {}. Mixed versions can fail at init, hang in the first "
+      "collective or pick different algorithms per rank.",
+      join(parts, 4, "; "));
   f.evidence = {{"distinct_versions", static_cast<double>(s.versions.size()), "count"}};
   f.fixes = {
       "Run every rank from the same container image / environment",
@@ -218,8 +231,9 @@ void rule_driver_mismatch(const NcclSetup& s, std::vector<Finding>& out) {
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = Severity::kLow;
-  f.detail = "NCCL printed different cudaDriverVersion values. Drivers are backward compatible, but a mixed fleet "
-             "often explains hosts that behave differently.";
+  f.detail =
+      "NCCL printed different cudaDriverVersion values. Drivers are backward compatible, but a mixed fleet "
+      "often explains hosts that behave differently.";
   f.evidence = {{"distinct_drivers", static_cast<double>(s.drivers.size()), "count"}};
   f.fixes = {"Check `nvidia-smi --query-gpu=driver_version --format=csv` on every host and align them"};
   f.threshold = "different cudaDriverVersion across processes (ferret)";
@@ -253,16 +267,19 @@ void rule_config_mismatch(const NcclSetup& s, std::vector<Finding>& out) {
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = only_per_host ? Severity::kLow : Severity::kMedium;
-  f.detail = "Ranks were started with different NCCL_* environments, so they may choose different transports or "
-             "algorithms: " + join(lines, 5, " | ") + ".";
+  f.detail =
+      "Ranks were started with different NCCL_* environments, so they may choose different transports or "
+      "algorithms: " +
+      join(lines, 5, " | ") + ".";
   f.evidence = {{"variables_differing", static_cast<double>(differing), "count"}};
   f.fixes = {
       "Export the same NCCL_* variables on every host: `torchrun` inherits the shell; with Slurm use `srun "
       "--export=ALL`, with MPI `mpirun -x NCCL_IB_HCA -x NCCL_SOCKET_IFNAME ...`",
       "Print the environment each rank sees: `env | grep ^NCCL_` at the top of the job script",
   };
-  f.threshold = "any NCCL_* variable with different values across processes that echo their settings (ferret); low "
-                "when only interface/HCA/file names differ";
+  f.threshold =
+      "any NCCL_* variable with different values across processes that echo their settings (ferret); low "
+      "when only interface/HCA/file names differ";
   out.push_back(std::move(f));
 }
 
@@ -279,8 +296,8 @@ void rule_missing_ranks(const NcclSetup& s, std::vector<Finding>& out) {
     f.dimension = Dimension::kDistributed;
     f.layer = Layer::kFramework;
     if (!c.incomplete_ranks.empty()) {
-      f.title = fmt::format("{} of {} ranks started NCCL init and never completed it", c.incomplete_ranks.size(),
-                            c.nranks);
+      f.title =
+          fmt::format("{} of {} ranks started NCCL init and never completed it", c.incomplete_ranks.size(), c.nranks);
       f.severity = Severity::kHigh;
     } else {
       f.title = fmt::format("Ranks missing from the logs: {} of {} logged, missing {}", logged, c.nranks,
@@ -329,7 +346,8 @@ std::string init_phase_fix(const std::string& phase) {
   if (phase == "connections")
     return "`connections` dominates: with NCCL >= 2.22 keep `NCCL_RUNTIME_CONNECT=1` so that connections are made on "
            "first use";
-  return fmt::format("`{}` dominates: re-run with `NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP` to see where the time goes", phase);
+  return fmt::format("`{}` dominates: re-run with `NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP` to see where the time goes",
+                     phase);
 }
 
 void rule_slow_init(const NcclSetup& s, std::vector<Finding>& out) {
@@ -340,24 +358,26 @@ void rule_slow_init(const NcclSetup& s, std::vector<Finding>& out) {
   const NcclCommSummary& c = *slowest;
   Finding f;
   f.id = "nccl-slow-init";
-  f.title = fmt::format("Slow NCCL init: {:.1f} s on rank {} ({} ranks){}", c.init_max_s, c.init_slowest_rank, c.nranks,
-                        c.init_slowest_phase.empty() ? ""
-                                                     : fmt::format(", {} {:.1f} s", c.init_slowest_phase,
-                                                                   c.init_slowest_phase_s));
+  f.title = fmt::format(
+      "Slow NCCL init: {:.1f} s on rank {} ({} ranks){}", c.init_max_s, c.init_slowest_rank, c.nranks,
+      c.init_slowest_phase.empty() ? "" : fmt::format(", {} {:.1f} s", c.init_slowest_phase, c.init_slowest_phase_s));
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = c.init_max_s > kVerySlowInitSeconds ? Severity::kMedium : Severity::kLow;
-  f.detail = fmt::format("Creating the {}-rank communicator took {:.2f} s on its slowest rank (NCCL's `Init timings`). "
-                         "A healthy 8-GPU node initialises in about 2-3 s; the time is paid again on every restart and "
-                         "for every sub-communicator.",
-                         c.nranks, c.init_max_s);
+  f.detail = fmt::format(
+      "Creating the {}-rank communicator took {:.2f} s on its slowest rank (NCCL's `Init timings`). "
+      "A healthy 8-GPU node initialises in about 2-3 s; the time is paid again on every restart and "
+      "for every sub-communicator.",
+      c.nranks, c.init_max_s);
   f.evidence = {{"init_seconds", c.init_max_s, "s"}, {"nranks", static_cast<double>(c.nranks), "count"}};
   if (!c.init_slowest_phase.empty()) f.evidence.push_back({"slowest_phase_seconds", c.init_slowest_phase_s, "s"});
   if (!c.init_slowest_phase.empty()) f.fixes.push_back(init_phase_fix(c.init_slowest_phase));
-  f.fixes.push_back("Create fewer communicators: reuse process groups, and pass `device_id=` to "
-                    "`init_process_group` so that sub-groups can be split from the default one (ncclCommSplit)");
-  f.threshold = "slowest rank's Init timings total > 5 s, > 60 s medium (NVIDIA/nccl#534: 5-6 s is \"a lot more than "
-                "it should\", 8x H100 ~2.5 s)";
+  f.fixes.push_back(
+      "Create fewer communicators: reuse process groups, and pass `device_id=` to "
+      "`init_process_group` so that sub-groups can be split from the default one (ncclCommSplit)");
+  f.threshold =
+      "slowest rank's Init timings total > 5 s, > 60 s medium (NVIDIA/nccl#534: 5-6 s is \"a lot more than "
+      "it should\", 8x H100 ~2.5 s)";
   out.push_back(std::move(f));
 }
 
@@ -422,13 +442,15 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
                           b.busbw_gbps, b.transport, b.ceiling_gbps);
     base(b, f);
     f.severity = Severity::kMedium;
-    f.detail = fmt::format("The trace ({}) measured {:.1f} GB/s on a {} call of {}, {:.0f}% of the {} ceiling ({}). "
-                           "Either the trace and the logs come from different runs or machines, or this group does "
-                           "not use the transport the log shows (a sub-group inside one host, NVLS/CollNet offload).",
-                           b.trace, b.busbw_gbps, collective_name(b.kind), human_bytes(static_cast<std::uint64_t>(b.bytes)),
-                           100.0 * b.fraction, b.transport, b.ceiling_basis);
-    f.fixes = {"Collect the trace and NCCL_DEBUG=INFO logs from the same run (`NCCL_DEBUG_FILE=nccl.%h.%p.log` next "
-               "to the profiler output)"};
+    f.detail = fmt::format(
+        "The trace ({}) measured {:.1f} GB/s on a {} call of {}, {:.0f}% of the {} ceiling ({}). "
+        "Either the trace and the logs come from different runs or machines, or this group does "
+        "not use the transport the log shows (a sub-group inside one host, NVLS/CollNet offload).",
+        b.trace, b.busbw_gbps, collective_name(b.kind), human_bytes(static_cast<std::uint64_t>(b.bytes)),
+        100.0 * b.fraction, b.transport, b.ceiling_basis);
+    f.fixes = {
+        "Collect the trace and NCCL_DEBUG=INFO logs from the same run (`NCCL_DEBUG_FILE=nccl.%h.%p.log` next "
+        "to the profiler output)"};
     f.threshold = "busbw > 110% of the transport's ceiling (GPUS.md / DOMAIN.md figures)";
     out.push_back(std::move(f));
   }
@@ -440,11 +462,12 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
                           100.0 * b.fraction, b.transport, b.ceiling_gbps);
     base(b, f);
     f.severity = Severity::kMedium;
-    f.detail = fmt::format("The fastest {} of >= 16 MiB in the trace ({}, {}) moved {:.1f} GB/s bus bandwidth; the "
-                           "transport NCCL chose ({}) allows {:.0f} GB/s ({}). Each call's time also holds the wait "
-                           "for the slowest rank, so a straggler shows up here too.",
-                           collective_name(b.kind), b.trace, human_bytes(static_cast<std::uint64_t>(b.bytes)),
-                           b.busbw_gbps, b.transport, b.ceiling_gbps, b.ceiling_basis);
+    f.detail = fmt::format(
+        "The fastest {} of >= 16 MiB in the trace ({}, {}) moved {:.1f} GB/s bus bandwidth; the "
+        "transport NCCL chose ({}) allows {:.0f} GB/s ({}). Each call's time also holds the wait "
+        "for the slowest rank, so a straggler shows up here too.",
+        collective_name(b.kind), b.trace, human_bytes(static_cast<std::uint64_t>(b.bytes)), b.busbw_gbps, b.transport,
+        b.ceiling_gbps, b.ceiling_basis);
     f.fixes = {
         "Measure the link alone: `all_reduce_perf -b 64M -e 1G -f 2 -g 1` from nccl-tests with the same launcher",
         "Remove protocol/algorithm overrides (`unset NCCL_PROTO NCCL_ALGO`) and check the channel count in the log",

@@ -65,28 +65,31 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
       double share;
     };
     std::vector<Cause> causes;
-    for (StepCategory c : {StepCategory::kDataLoader, StepCategory::kCpuExec, StepCategory::kRuntime, StepCategory::kOther})
+    for (StepCategory c :
+         {StepCategory::kDataLoader, StepCategory::kCpuExec, StepCategory::kRuntime, StepCategory::kOther})
       if (!b.steps.empty()) causes.push_back({c, share_of(b, c)});
     std::sort(causes.begin(), causes.end(), [](const Cause& x, const Cause& y) { return x.share > y.share; });
     std::string cause_text;
     for (const Cause& c : causes) {
       if (c.share < 0.01) continue;
-      cause_text += fmt::format("{}{} {:.0f}%", cause_text.empty() ? "" : ", ", step_category_label(c.category), 100 * c.share);
+      cause_text +=
+          fmt::format("{}{} {:.0f}%", cause_text.empty() ? "" : ", ", step_category_label(c.category), 100 * c.share);
     }
 
     Finding f;
     f.id = "low-gpu-utilization";
-    f.title = fmt::format("Low GPU utilization: {} runs kernels {:.0f}% of the time, idle {:.0f}%", device_label(d), 100 * utilization,
-                          100 * idle);
+    f.title = fmt::format("Low GPU utilization: {} runs kernels {:.0f}% of the time, idle {:.0f}%", device_label(d),
+                          100 * utilization, 100 * idle);
     f.dimension = Dimension::kCompute;
     f.layer = Layer::kMacro;
     f.severity = utilization < kVeryLowUtilization ? Severity::kHigh : Severity::kMedium;
     f.detail = fmt::format(
         "Over {:.1f} ms of {} the device ran kernels for {:.1f} ms ({:.1f}%). Every idle interval is time the GPU "
         "waited for the host.{}",
-        ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : "trace", ms(static_cast<double>(d.kernel_busy_ns)),
-        d.utilization_pct,
-        cause_text.empty() ? "" : fmt::format(" While no GPU work ran, the step was in: {} (step breakdown).", cause_text));
+        ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : "trace",
+        ms(static_cast<double>(d.kernel_busy_ns)), d.utilization_pct,
+        cause_text.empty() ? ""
+                           : fmt::format(" While no GPU work ran, the step was in: {} (step breakdown).", cause_text));
     f.evidence = {{"gpu_utilization_pct", d.utilization_pct, "%"},
                   {"gpu_idle_pct", 100 * idle, "%"},
                   {"kernel_busy_ms", ms(static_cast<double>(d.kernel_busy_ns)), "ms"},
@@ -102,8 +105,9 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
     f.fixes.push_back(
         "Remove per-kernel host overhead: `model = torch.compile(model, mode=\"reduce-overhead\")` (fused kernels, "
         "replayed as a CUDA graph)");
-    f.fixes.push_back("Give each step more GPU work: raise the batch size while memory allows (gradient accumulation keeps the "
-                      "optimizer's effective batch)");
+    f.fixes.push_back(
+        "Give each step more GPU work: raise the batch size while memory allows (gradient accumulation keeps the "
+        "optimizer's effective batch)");
     f.fixes.push_back(
         "Drop host syncs from the loop: no `.item()`, `.cpu()` or `print(tensor)` every step - log `loss.detach()` "
         "and read it every N steps");
@@ -142,10 +146,11 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const double other = share_of(b, StepCategory::kOther);
   Finding f;
   f.id = "cpu-bound";
-  const std::string period =
-      b.has_steps ? fmt::format("each {:.1f} ms step", ms(b.average_duration_ns)) : fmt::format("the {:.1f} ms trace", ms(b.average_duration_ns));
-  f.title = fmt::format("CPU-bound: the GPU waits on the host for {:.0f}% of {} (CPU ops {:.0f}%, runtime {:.0f}%, other {:.0f}%)",
-                        100 * host, period, 100 * cpu_exec, 100 * runtime, 100 * other);
+  const std::string period = b.has_steps ? fmt::format("each {:.1f} ms step", ms(b.average_duration_ns))
+                                         : fmt::format("the {:.1f} ms trace", ms(b.average_duration_ns));
+  f.title = fmt::format(
+      "CPU-bound: the GPU waits on the host for {:.0f}% of {} (CPU ops {:.0f}%, runtime {:.0f}%, other {:.0f}%)",
+      100 * host, period, 100 * cpu_exec, 100 * runtime, 100 * other);
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = host >= kCpuBoundHigh ? Severity::kHigh : Severity::kMedium;
@@ -154,14 +159,12 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
       "CUDA runtime calls ({:.1f} ms) or code the profiler does not name, mostly Python between operators "
       "({:.1f} ms). The GPU finishes each launch faster than the host issues the next: work per launch is too "
       "small for the host's per-operator cost.",
-      ms(host * b.average_duration_ns), b.has_steps ? "each step" : "the trace", ms(b.average_of(StepCategory::kCpuExec)), ms(b.average_of(StepCategory::kRuntime)),
+      ms(host * b.average_duration_ns), b.has_steps ? "each step" : "the trace",
+      ms(b.average_of(StepCategory::kCpuExec)), ms(b.average_of(StepCategory::kRuntime)),
       ms(b.average_of(StepCategory::kOther)));
-  f.evidence = {{"host_idle_gpu_pct", 100 * host, "%"},
-                {"cpu_exec_pct", 100 * cpu_exec, "%"},
-                {"runtime_pct", 100 * runtime, "%"},
-                {"other_pct", 100 * other, "%"},
-                {"gpu_busy_pct", 100 * gpu_share(b), "%"},
-                {"dataloader_pct", 100 * dataloader, "%"},
+  f.evidence = {{"host_idle_gpu_pct", 100 * host, "%"},      {"cpu_exec_pct", 100 * cpu_exec, "%"},
+                {"runtime_pct", 100 * runtime, "%"},         {"other_pct", 100 * other, "%"},
+                {"gpu_busy_pct", 100 * gpu_share(b), "%"},   {"dataloader_pct", 100 * dataloader, "%"},
                 {"step_ms", ms(b.average_duration_ns), "ms"}};
   f.fixes = {
       "Compile the model: `model = torch.compile(model, mode=\"reduce-overhead\")` - fuses small operators and replays "

@@ -61,7 +61,8 @@ struct EventFacts {
 };
 
 std::string_view trim_token(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -104,8 +105,8 @@ void add_id_patch(od::value v, const char* event_begin, EventFacts& facts, std::
     ++unshifted;
     return;
   }
-  facts.patches.push_back({offset_in(t.token, event_begin), static_cast<std::uint32_t>(t.token.size()),
-                           PatchKind::kId, t.quoted, false, id});
+  facts.patches.push_back({offset_in(t.token, event_begin), static_cast<std::uint32_t>(t.token.size()), PatchKind::kId,
+                           t.quoted, false, id});
 }
 
 // Reads the fields of one event object; never throws for well-formed JSON of any shape.
@@ -169,15 +170,18 @@ struct CopyShift {
   std::int64_t step = 0;
 };
 
-void append_patched(std::string& out, std::string_view event, const std::vector<Patch>& patches, const CopyShift& shift) {
+void append_patched(std::string& out, std::string_view event, const std::vector<Patch>& patches,
+                    const CopyShift& shift) {
   std::size_t at = 0;
   for (const Patch& p : patches) {
     out.append(event.substr(at, p.offset - at));
     if (p.quoted) out.push_back('"');
     switch (p.kind) {
       case PatchKind::kTimestamp:
-        if (p.integer_micros) append_int(out, (p.value + shift.time_ns) / 1000);
-        else append_micros(out, p.value + shift.time_ns);
+        if (p.integer_micros)
+          append_int(out, (p.value + shift.time_ns) / 1000);
+        else
+          append_micros(out, p.value + shift.time_ns);
         break;
       case PatchKind::kId: append_int(out, p.value + shift.id); break;
       case PatchKind::kStepName:
@@ -308,10 +312,12 @@ bool fits_after_shift(std::int64_t max_value, std::int64_t stride, std::uint64_t
 
 InflateResult inflate_trace(const InflateOptions& options) {
   if (options.input == "-") throw InputError("inflate reads its input once per copy: give a file, not stdin");
-  if (options.copies == 0 && options.target_bytes == 0) throw std::invalid_argument("inflate needs a target size or a number of copies");
+  if (options.copies == 0 && options.target_bytes == 0)
+    throw std::invalid_argument("inflate needs a target size or a number of copies");
   if (options.gap_ns < 0) throw std::invalid_argument("the gap between copies cannot be negative");
 
-  struct stat in_stat {}, out_stat {};
+  struct stat in_stat {
+  }, out_stat{};
   if (::stat(options.input.c_str(), &in_stat) == 0 && ::stat(options.output.c_str(), &out_stat) == 0 &&
       in_stat.st_dev == out_stat.st_dev && in_stat.st_ino == out_stat.st_ino)
     throw std::invalid_argument(options.output + ": the output would overwrite the input it reads once per copy");
@@ -341,10 +347,11 @@ InflateResult inflate_trace(const InflateOptions& options) {
     }
     trailing_keys.assign(scan.header.begin() + static_cast<std::ptrdiff_t>(keys_before), scan.header.end());
     for (const std::string& key : scan.header_dropped)
-      result.warnings.push_back(fmt::format("top-level key \"{}\" is larger than the scanner's limit and was left out", key));
+      result.warnings.push_back(
+          fmt::format("top-level key \"{}\" is larger than the scanner's limit and was left out", key));
     if (scan.truncated)
-      result.warnings.push_back(fmt::format("the input is truncated (inside {}); each copy repeats the events before the cut",
-                                            scan.truncation_detail));
+      result.warnings.push_back(fmt::format(
+          "the input is truncated (inside {}); each copy repeats the events before the cut", scan.truncation_detail));
   }
   result.copies = 1;
   if (options.progress) options.progress(out.bytes_in(), options.target_bytes);
@@ -355,8 +362,8 @@ InflateResult inflate_trace(const InflateOptions& options) {
   if (survey.skipped > 0)
     result.warnings.push_back(fmt::format("{} input events are not valid JSON and were left out", survey.skipped));
   if (survey.unshifted_ids > 0)
-    result.warnings.push_back(fmt::format("{} negative ids (int64 overflow in the profiler) repeat unchanged in every copy",
-                                          survey.unshifted_ids));
+    result.warnings.push_back(fmt::format(
+        "{} negative ids (int64 overflow in the profiler) repeat unchanged in every copy", survey.unshifted_ids));
   const bool has_time = survey.first_ts <= survey.last_end;
   result.first_ts_ns = has_time ? survey.first_ts : 0;
   result.last_end_ns = has_time ? survey.last_end : 0;

@@ -27,18 +27,18 @@ struct InflateOptions {
 
 struct InflateResult {
   std::uint64_t copies = 0;
-  std::uint64_t events_per_copy = 0;   // non-metadata events of the input
-  std::uint64_t metadata_events = 0;   // 'M' events, written once
-  std::uint64_t events_written = 0;    // copies * events_per_copy + metadata_events
-  std::uint64_t skipped_events = 0;    // input events that are not valid JSON (left out of every copy)
-  std::int64_t first_ts_ns = 0;        // earliest ts of a non-metadata event in the input
-  std::int64_t last_end_ns = 0;        // latest ts + dur
-  std::int64_t period_ns = 0;          // time shift from one copy to the next (whole microseconds)
-  std::int64_t id_stride = 0;          // added to every id per copy: a power of ten above the largest id
-  std::int64_t step_stride = 0;        // added to ProfilerStep numbers per copy
-  std::uint64_t json_bytes = 0;        // uncompressed output size
-  std::uint64_t file_bytes = 0;        // size of the file written
-  std::vector<std::string> warnings;   // input defects carried over, early stops
+  std::uint64_t events_per_copy = 0;  // non-metadata events of the input
+  std::uint64_t metadata_events = 0;  // 'M' events, written once
+  std::uint64_t events_written = 0;   // copies * events_per_copy + metadata_events
+  std::uint64_t skipped_events = 0;   // input events that are not valid JSON (left out of every copy)
+  std::int64_t first_ts_ns = 0;       // earliest ts of a non-metadata event in the input
+  std::int64_t last_end_ns = 0;       // latest ts + dur
+  std::int64_t period_ns = 0;         // time shift from one copy to the next (whole microseconds)
+  std::int64_t id_stride = 0;         // added to every id per copy: a power of ten above the largest id
+  std::int64_t step_stride = 0;       // added to ProfilerStep numbers per copy
+  std::uint64_t json_bytes = 0;       // uncompressed output size
+  std::uint64_t file_bytes = 0;       // size of the file written
+  std::vector<std::string> warnings;  // input defects carried over, early stops
 };
 
 // Throws InputError for an unreadable input and std::runtime_error for output failures.

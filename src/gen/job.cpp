@@ -79,17 +79,20 @@ JobSetup make_setup(const JobOptions& o, int ranks, bool lenient) {
   p.seq = o.seq;
   p.distributed_info = o.distributed_info;
   if (o.straggler >= 0) {
-    if (o.straggler < ranks) p.straggler = o.straggler;
+    if (o.straggler < ranks)
+      p.straggler = o.straggler;
     else if (!lenient)
       throw std::invalid_argument(fmt::format("--straggler {} is not a rank of a {}-rank job", o.straggler, ranks));
   }
   if (o.slow_link_host >= 0) {
-    if (o.slow_link_host < p.hosts && p.hosts > 1) p.slow_link_host = o.slow_link_host;
+    if (o.slow_link_host < p.hosts && p.hosts > 1)
+      p.slow_link_host = o.slow_link_host;
     else if (!lenient)
       throw std::invalid_argument(
-          p.hosts == 1 ? std::string("--slow-link needs a job that spans more than one host (no collective crosses a host "
-                                     "link otherwise)")
-                       : fmt::format("--slow-link {}: the job has hosts 0..{}", o.slow_link_host, p.hosts - 1));
+          p.hosts == 1
+              ? std::string("--slow-link needs a job that spans more than one host (no collective crosses a host "
+                            "link otherwise)")
+              : fmt::format("--slow-link {}: the job has hosts 0..{}", o.slow_link_host, p.hosts - 1));
   }
   s.skew_ns = ms_to_ns(o.clock_skew_ms);
   s.host_offsets_ns = jobsim::host_clock_offsets(o.seed, p.hosts, s.skew_ns);
@@ -99,7 +102,7 @@ JobSetup make_setup(const JobOptions& o, int ranks, bool lenient) {
 // ---------------------------------------------------------------------------------------------
 // The physics pass: every rank in lockstep, the collectives settled across ranks.
 struct JobPhysics {
-  std::vector<std::int64_t> transfer_ns;     // per bucket
+  std::vector<std::int64_t> transfer_ns;                     // per bucket
   std::vector<std::vector<std::int64_t>> collective_end_ns;  // [step][bucket]
   std::vector<std::vector<RankStepRecord>> records;          // [rank][step]
 };
@@ -146,9 +149,10 @@ struct JobSummary {
 std::string findings_link(const JobPlan& plan) {
   if (plan.hosts == 1) return fmt::format("NVLink inside one host ({} GB/s bus bandwidth)", jobsim::kNvlinkBusbwGBps);
   if (plan.slow_link_host >= 0)
-    return fmt::format("a ring across {} hosts bound by host {}'s slow network link ({} GB/s, a TCP socket fallback "
-                       "instead of InfiniBand)",
-                       plan.hosts, plan.slow_link_host, jobsim::kSlowLinkBusbwGBps);
+    return fmt::format(
+        "a ring across {} hosts bound by host {}'s slow network link ({} GB/s, a TCP socket fallback "
+        "instead of InfiniBand)",
+        plan.hosts, plan.slow_link_host, jobsim::kSlowLinkBusbwGBps);
   return fmt::format("a ring across {} hosts over 400 Gb/s InfiniBand ({} GB/s bus bandwidth)", plan.hosts,
                      jobsim::kInfinibandBusbwGBps);
 }
@@ -172,17 +176,20 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   nlohmann::ordered_json by_host = nlohmann::ordered_json::array();
   for (int h = 0; h < plan.hosts; ++h) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (int r = h * plan.ranks_per_host; r < std::min(plan.world_size, (h + 1) * plan.ranks_per_host); ++r) list.push_back(r);
+    for (int r = h * plan.ranks_per_host; r < std::min(plan.world_size, (h + 1) * plan.ranks_per_host); ++r)
+      list.push_back(r);
     by_host.push_back(list);
   }
   t["ranks_by_host"] = by_host;
   t["distributed_info"] = plan.distributed_info;
   t["seq"] = plan.seq;
-  t["timestamps"] = "ts in microseconds with 3 decimals relative to baseTimeNanoseconds (different on every rank): "
-                    "absolute ns = baseTimeNanoseconds + ts x 1000 = true time + the host's clock offset";
+  t["timestamps"] =
+      "ts in microseconds with 3 decimals relative to baseTimeNanoseconds (different on every rank): "
+      "absolute ns = baseTimeNanoseconds + ts x 1000 = true time + the host's clock offset";
 
   std::vector<std::int64_t> rank_offsets;
-  for (int r = 0; r < plan.world_size; ++r) rank_offsets.push_back(setup.host_offsets_ns[static_cast<std::size_t>(plan.host_of(r))]);
+  for (int r = 0; r < plan.world_size; ++r)
+    rank_offsets.push_back(setup.host_offsets_ns[static_cast<std::size_t>(plan.host_of(r))]);
   nlohmann::ordered_json clock;
   clock["skew_ms"] = rounded(static_cast<double>(setup.skew_ns) / kNsPerMs, 6);
   clock["offset_ns_by_host"] = setup.host_offsets_ns;
@@ -201,8 +208,10 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   c["link"] = plan.link_name();
   c["link_busbw_gbps"] = plan.link_busbw_gbps();
   c["nvlink_busbw_gbps"] = jobsim::kNvlinkBusbwGBps;
-  c["inter_host_busbw_gbps"] = plan.hosts > 1 ? nlohmann::ordered_json(jobsim::kInfinibandBusbwGBps) : nlohmann::ordered_json();
-  c["slow_link_host"] = plan.slow_link_host >= 0 ? nlohmann::ordered_json(plan.slow_link_host) : nlohmann::ordered_json();
+  c["inter_host_busbw_gbps"] =
+      plan.hosts > 1 ? nlohmann::ordered_json(jobsim::kInfinibandBusbwGBps) : nlohmann::ordered_json();
+  c["slow_link_host"] =
+      plan.slow_link_host >= 0 ? nlohmann::ordered_json(plan.slow_link_host) : nlohmann::ordered_json();
   c["slow_link_busbw_gbps"] =
       plan.slow_link_host >= 0 ? nlohmann::ordered_json(jobsim::kSlowLinkBusbwGBps) : nlohmann::ordered_json();
   c["alpha_ns"] = plan.alpha_ns();
@@ -398,10 +407,10 @@ void write_header(TraceWriter& writer, const JobSetup& setup, int rank) {
 }
 
 void write_metadata(TraceWriter& writer, const RankSimulator& sim, std::int64_t shift) {
-  kineto::write_metadata(writer,
-                         {sim.host_pid(), sim.main_tid(), sim.autograd_tid(), sim.device(),
-                          {jobsim::kComputeStream, jobsim::kNcclStream}},
-                         jobsim::kTraceStartNs + shift);
+  kineto::write_metadata(
+      writer,
+      {sim.host_pid(), sim.main_tid(), sim.autograd_tid(), sim.device(), {jobsim::kComputeStream, jobsim::kNcclStream}},
+      jobsim::kTraceStartNs + shift);
 }
 
 RankFile write_rank(const JobSetup& setup, const JobPhysics& physics, int rank, const std::string& truth_json,
@@ -550,8 +559,9 @@ ScalingResult write_scaling(const JobOptions& options, const std::vector<int>& r
   // One step count for every world size, so that their means compare: sized on the largest.
   int steps = options.steps;
   if (options.target_bytes > 0) {
-    const auto largest = std::max_element(setups.begin(), setups.end(),
-                                          [](const JobSetup& a, const JobSetup& b) { return a.plan.world_size < b.plan.world_size; });
+    const auto largest = std::max_element(setups.begin(), setups.end(), [](const JobSetup& a, const JobSetup& b) {
+      return a.plan.world_size < b.plan.world_size;
+    });
     steps = steps_for_target(*largest, options.target_bytes);
   }
   ScalingResult result;
@@ -563,8 +573,10 @@ ScalingResult write_scaling(const JobOptions& options, const std::vector<int>& r
   truth["ranks_per_host"] = options.ranks_per_host;
   truth["world_sizes"] = world_sizes;
   truth["straggler"] = options.straggler >= 0 ? nlohmann::ordered_json(options.straggler) : nlohmann::ordered_json();
-  truth["straggler_cause"] = options.straggler >= 0 ? nlohmann::ordered_json(options.straggler_cause) : nlohmann::ordered_json();
-  truth["slow_link_host"] = options.slow_link_host >= 0 ? nlohmann::ordered_json(options.slow_link_host) : nlohmann::ordered_json();
+  truth["straggler_cause"] =
+      options.straggler >= 0 ? nlohmann::ordered_json(options.straggler_cause) : nlohmann::ordered_json();
+  truth["slow_link_host"] =
+      options.slow_link_host >= 0 ? nlohmann::ordered_json(options.slow_link_host) : nlohmann::ordered_json();
   truth["formula"] =
       "per world size n: transfer_ns_per_step = sum over the 13 buckets of ceil(2(n-1)/n x bytes / link_busbw) + "
       "alpha_ns (link_busbw 450 GB/s NVLink while n <= ranks_per_host, else 50 GB/s InfiniBand, 12 GB/s with a slow "
@@ -598,10 +610,10 @@ ScalingResult write_scaling(const JobOptions& options, const std::vector<int>& r
     row["comm_ns"] = s.rank0_comm_ns;
     row["exposed_comm_ns"] = s.rank0_exposed_ns;
     row["mean_exposed_comm_ns"] = s.mean_exposed_ns;
-    row["samples_per_s"] = rounded(static_cast<double>(s.world_size) * kSamplesPerRankStep * 1e9 /
-                                   static_cast<double>(s.rank0_step_ns), 3);
-    row["tokens_per_s"] = rounded(static_cast<double>(s.world_size) * kTokensPerRankStep * 1e9 /
-                                  static_cast<double>(s.rank0_step_ns), 1);
+    row["samples_per_s"] = rounded(
+        static_cast<double>(s.world_size) * kSamplesPerRankStep * 1e9 / static_cast<double>(s.rank0_step_ns), 3);
+    row["tokens_per_s"] =
+        rounded(static_cast<double>(s.world_size) * kTokensPerRankStep * 1e9 / static_cast<double>(s.rank0_step_ns), 1);
     row["scaling_efficiency"] = rounded(static_cast<double>(first_step_ns) / static_cast<double>(s.rank0_step_ns));
     rows.push_back(row);
     result.jobs.push_back(std::move(run.result));

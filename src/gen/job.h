@@ -23,16 +23,16 @@ struct JobOptions {
   int ranks_per_host = 8;  // 1 .. 64
   int steps = 10;          // 1 .. 100000; ignored when target_bytes > 0
   std::uint64_t seed = 1;
-  int straggler = -1;                // rank, or -1
+  int straggler = -1;                       // rank, or -1
   std::string straggler_cause = "compute";  // compute | input | sync
   double straggler_delay_ms = 5.0;
-  int slow_link_host = -1;           // host, or -1
-  double clock_skew_ms = 0.0;        // per-host offsets uniform in +-skew (host 0 exactly 0)
-  bool seq = true;                   // "Seq" in the collective args
-  bool distributed_info = true;      // distributedInfo and the "Rank" arg
-  std::uint64_t target_bytes = 0;    // > 0: steps chosen so each rank's JSON is about this size
+  int slow_link_host = -1;         // host, or -1
+  double clock_skew_ms = 0.0;      // per-host offsets uniform in +-skew (host 0 exactly 0)
+  bool seq = true;                 // "Seq" in the collective args
+  bool distributed_info = true;    // distributedInfo and the "Rank" arg
+  std::uint64_t target_bytes = 0;  // > 0: steps chosen so each rank's JSON is about this size
   OutputCompression compression = OutputCompression::kNone;
-  unsigned threads = 0;              // rank files written in parallel; 0 = up to the core count
+  unsigned threads = 0;  // rank files written in parallel; 0 = up to the core count
   // Called from the writing threads (serialized) with (rank files done, rank files in all).
   std::function<void(int, int)> progress;
 };

@@ -103,76 +103,139 @@ const KernelShape kFlashFwd{
     "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
     "cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, true, false, "
     "false, false, true, true, false>(pytorch_flash::Flash_fwd_params)",
-    {8, 16, 12}, {128, 1, 1}, 255, 49152, 12};
+    {8, 16, 12},
+    {128, 1, 1},
+    255,
+    49152,
+    12};
 const KernelShape kFlashBwdDotDoO{
     "void pytorch_flash::flash_bwd_dot_do_o_kernel<true, pytorch_flash::Flash_bwd_kernel_traits<64, 128, 128, 8, 2, 4, "
     "2, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> > "
     ">(pytorch_flash::Flash_bwd_params)",
-    {8, 16, 12}, {256, 1, 1}, 32, 0, 72};
+    {8, 16, 12},
+    {256, 1, 1},
+    32,
+    0,
+    72};
 const KernelShape kFlashBwd{
     "void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<pytorch_flash::Flash_bwd_kernel_traits<64, 128, "
     "128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 8, "
     "cutlass::bfloat16_t> >, true, false, false, false, false, true>(pytorch_flash::Flash_bwd_params)",
-    {8, 16, 12}, {256, 1, 1}, 255, 81920, 12};
+    {8, 16, 12},
+    {256, 1, 1},
+    255,
+    81920,
+    12};
 const KernelShape kFlashBwdConvertDq{
     "void pytorch_flash::flash_bwd_convert_dq_kernel<pytorch_flash::Flash_bwd_kernel_traits<64, 128, 128, 8, 2, 4, 2, "
     "false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> > "
     ">(pytorch_flash::Flash_bwd_params, int)",
-    {8, 16, 12}, {256, 1, 1}, 40, 16384, 60};
+    {8, 16, 12},
+    {256, 1, 1},
+    40,
+    16384,
+    60};
 
 const KernelShape kLayerNormBwdGammaBeta{
     "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<c10::BFloat16, float>(long, long, "
     "c10::BFloat16 const*, c10::BFloat16 const*, float const*, float const*, c10::BFloat16*, c10::BFloat16*)",
-    {24, 1, 1}, {32, 32, 1}, 64, 8448, 42};
+    {24, 1, 1},
+    {32, 32, 1},
+    64,
+    8448,
+    42};
 const KernelShape kAdd{
     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, "
     "3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)",
-    {12288, 1, 1}, {128, 1, 1}, 24, 0, 86};
+    {12288, 1, 1},
+    {128, 1, 1},
+    24,
+    0,
+    86};
 const KernelShape kGeluFwd{
     "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
     "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::"
     "BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::"
     "GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, "
     "std::array<char*, 2ul>)",
-    {49152, 1, 1}, {128, 1, 1}, 24, 0, 90};
+    {49152, 1, 1},
+    {128, 1, 1},
+    24,
+    0,
+    90};
 const KernelShape kGeluBwd{
     "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
     "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, "
     "c10::BFloat16)#1}, std::array<char*, 3ul> >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
     "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, "
     "c10::BFloat16)#1}, std::array<char*, 3ul>)",
-    {49152, 1, 1}, {128, 1, 1}, 28, 0, 89};
+    {49152, 1, 1},
+    {128, 1, 1},
+    28,
+    0,
+    89};
 const KernelShape kBiasReduce{
     "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, "
     "at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, "
     "float)#1}>, unsigned int, c10::BFloat16, 4> >(at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<"
     "float, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda("
     "float, float)#1}>, unsigned int, c10::BFloat16, 4>)",
-    {96, 1, 1}, {512, 1, 1}, 32, 16, 45};
+    {96, 1, 1},
+    {512, 1, 1},
+    32,
+    16,
+    45};
 const KernelShape kEmbeddingFwd{
-    "void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>(at::cuda::"
+    "void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, "
+    "true>(at::cuda::"
     "detail::TensorInfo<float, unsigned int>, at::cuda::detail::TensorInfo<float const, unsigned int>, at::cuda::"
     "detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)",
-    {1056, 1, 1}, {128, 1, 1}, 26, 0, 84};
+    {1056, 1, 1},
+    {128, 1, 1},
+    26,
+    0,
+    84};
 const KernelShape kEmbeddingGradWeight{
     "void at::native::(anonymous namespace)::compute_grad_weight<float, long>(long const*, float const*, long const*, "
     "long, long, long const*, long const*, at::acc_type<float, true>*, long)",
-    {4096, 1, 1}, {128, 1, 1}, 40, 0, 70};
+    {4096, 1, 1},
+    {128, 1, 1},
+    40,
+    0,
+    70};
 const KernelShape kEmbeddingSumScatter{
-    "void at::native::(anonymous namespace)::sum_and_scatter<float, float, long>(long const*, float*, long, long const*, "
+    "void at::native::(anonymous namespace)::sum_and_scatter<float, float, long>(long const*, float*, long, long "
+    "const*, "
     "long const*, at::acc_type<float, true> const*, long const*, long const*, long)",
-    {4096, 1, 1}, {128, 1, 1}, 40, 0, 68};
+    {4096, 1, 1},
+    {128, 1, 1},
+    40,
+    0,
+    68};
 const KernelShape kLogSoftmaxFwd{kineto::kernels::kLogSoftmaxFwdName, {16384, 1, 1}, {1024, 1, 1}, 38, 0, 48};
 const KernelShape kLogSoftmaxBwd{
     "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, at::native::(anonymous "
     "namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float const*, long)",
-    {16384, 1, 1}, {1024, 1, 1}, 40, 0, 46};
+    {16384, 1, 1},
+    {1024, 1, 1},
+    40,
+    0,
+    46};
 const KernelShape kNllLossBwd{
-    "void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(float*, float const*, "
+    "void at::native::(anonymous namespace)::nll_loss_backward_reduce_cuda_kernel_2d<float, long>(float*, float "
+    "const*, "
     "long const*, float const*, float const*, bool, int, int, long, long)",
-    {1, 1, 1}, {32, 1, 1}, 24, 0, 1};
+    {1, 1, 1},
+    {32, 1, 1},
+    24,
+    0,
+    1};
 const KernelShape kNcclAllReduce{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
-                                 {24, 1, 1}, {640, 1, 1}, 96, 87568, 0};
+                                 {24, 1, 1},
+                                 {640, 1, 1},
+                                 96,
+                                 87568,
+                                 0};
 }  // namespace kernels
 
 // ---------------------------------------------------------------------------------------------
@@ -203,28 +266,49 @@ enum LayerSlot { kLn1, kQkv, kAttention, kProj, kAttnResidual, kLn2, kFc1, kGelu
 const std::vector<ForwardOp>& layer_forward() {
   static const std::vector<ForwardOp> kOps = {
       {{"aten::layer_norm", "aten::native_layer_norm"},
-       shapes("[[16, 1024, 768], [], [768], [768], [], []]", "[\"c10::BFloat16\", \"\", \"float\", \"float\", \"\", \"\"]"),
-       &kernels::kLayerNormFwd, {us(22), us(28)}},
-      {{"aten::linear", "aten::addmm"}, shapes("[[16, 1024, 768], [2304, 768], [2304]]", kBf16x3), &kernels::kQkvFwd,
+       shapes("[[16, 1024, 768], [], [768], [768], [], []]",
+              "[\"c10::BFloat16\", \"\", \"float\", \"float\", \"\", \"\"]"),
+       &kernels::kLayerNormFwd,
+       {us(22), us(28)}},
+      {{"aten::linear", "aten::addmm"},
+       shapes("[[16, 1024, 768], [2304, 768], [2304]]", kBf16x3),
+       &kernels::kQkvFwd,
        {us(95), us(110)}},
-      {{"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention", "aten::_flash_attention_forward"},
+      {{"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+        "aten::_flash_attention_forward"},
        shapes("[[16, 12, 1024, 64], [16, 12, 1024, 64], [16, 12, 1024, 64], [], [], [], []]",
               "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"\", \"\", \"\", \"\"]"),
-       &kernels::kFlashFwd, {us(60), us(75)}},
-      {{"aten::linear", "aten::addmm"}, shapes("[[16, 1024, 768], [768, 768], [768]]", kBf16x3), &kernels::kProjFwd,
+       &kernels::kFlashFwd,
+       {us(60), us(75)}},
+      {{"aten::linear", "aten::addmm"},
+       shapes("[[16, 1024, 768], [768, 768], [768]]", kBf16x3),
+       &kernels::kProjFwd,
        {us(34), us(40)}},
-      {{"aten::add"}, shapes("[[16, 1024, 768], [16, 1024, 768], []]", "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]"),
-       &kernels::kAdd, {us(26), us(32)}},
+      {{"aten::add"},
+       shapes("[[16, 1024, 768], [16, 1024, 768], []]", "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]"),
+       &kernels::kAdd,
+       {us(26), us(32)}},
       {{"aten::layer_norm", "aten::native_layer_norm"},
-       shapes("[[16, 1024, 768], [], [768], [768], [], []]", "[\"c10::BFloat16\", \"\", \"float\", \"float\", \"\", \"\"]"),
-       &kernels::kLayerNormFwd, {us(22), us(28)}},
-      {{"aten::linear", "aten::addmm"}, shapes("[[16, 1024, 768], [3072, 768], [3072]]", kBf16x3), &kernels::kFc1Fwd,
+       shapes("[[16, 1024, 768], [], [768], [768], [], []]",
+              "[\"c10::BFloat16\", \"\", \"float\", \"float\", \"\", \"\"]"),
+       &kernels::kLayerNormFwd,
+       {us(22), us(28)}},
+      {{"aten::linear", "aten::addmm"},
+       shapes("[[16, 1024, 768], [3072, 768], [3072]]", kBf16x3),
+       &kernels::kFc1Fwd,
        {us(125), us(140)}},
-      {{"aten::gelu"}, shapes("[[16, 1024, 3072], []]", "[\"c10::BFloat16\", \"\"]"), &kernels::kGeluFwd, {us(75), us(85)}},
-      {{"aten::linear", "aten::addmm"}, shapes("[[16, 1024, 3072], [768, 3072], [768]]", kBf16x3), &kernels::kFc2Fwd,
+      {{"aten::gelu"},
+       shapes("[[16, 1024, 3072], []]", "[\"c10::BFloat16\", \"\"]"),
+       &kernels::kGeluFwd,
+       {us(75), us(85)}},
+      {{"aten::linear", "aten::addmm"},
+       shapes("[[16, 1024, 3072], [768, 3072], [768]]", kBf16x3),
+       &kernels::kFc2Fwd,
        {us(125), us(140)}},
-      {{"aten::add"}, shapes("[[16, 1024, 768], [16, 1024, 768], []]", "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]"),
-       &kernels::kAdd, {us(26), us(32)}},
+      {{"aten::add"},
+       shapes("[[16, 1024, 768], [16, 1024, 768], []]", "[\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"]"),
+       &kernels::kAdd,
+       {us(26), us(32)}},
   };
   return kOps;
 }
@@ -233,13 +317,17 @@ const std::vector<ForwardOp>& layer_forward() {
 enum { kWte, kWpe, kEmbeddingSum, kPrologueOps };
 const std::vector<ForwardOp>& prologue_forward() {
   static const std::vector<ForwardOp> kOps = {
-      {{"aten::embedding", "aten::index_select"}, shapes("[[50257, 768], [16, 1024], [], [], []]",
-                                                          "[\"float\", \"long int\", \"\", \"\", \"\"]"),
-       &kernels::kEmbeddingFwd, {us(18), us(24)}},
-      {{"aten::embedding", "aten::index_select"}, shapes("[[1024, 768], [1024], [], [], []]",
-                                                          "[\"float\", \"long int\", \"\", \"\", \"\"]"),
-       &kernels::kEmbeddingFwd, {us(4), us(6)}},
-      {{"aten::add"}, shapes("[[16, 1024, 768], [1024, 768], []]", "[\"float\", \"float\", \"Scalar\"]"), &kernels::kAdd,
+      {{"aten::embedding", "aten::index_select"},
+       shapes("[[50257, 768], [16, 1024], [], [], []]", "[\"float\", \"long int\", \"\", \"\", \"\"]"),
+       &kernels::kEmbeddingFwd,
+       {us(18), us(24)}},
+      {{"aten::embedding", "aten::index_select"},
+       shapes("[[1024, 768], [1024], [], [], []]", "[\"float\", \"long int\", \"\", \"\", \"\"]"),
+       &kernels::kEmbeddingFwd,
+       {us(4), us(6)}},
+      {{"aten::add"},
+       shapes("[[16, 1024, 768], [1024, 768], []]", "[\"float\", \"float\", \"Scalar\"]"),
+       &kernels::kAdd,
        {us(40), us(48)}},
   };
   return kOps;
@@ -249,11 +337,14 @@ enum { kLnF, kLmHead, kEpilogueOps };
 const std::vector<ForwardOp>& epilogue_forward() {
   static const std::vector<ForwardOp> kOps = {
       {{"aten::layer_norm", "aten::native_layer_norm"},
-       shapes("[[16, 1024, 768], [], [768], [768], [], []]", "[\"c10::BFloat16\", \"\", \"float\", \"float\", \"\", \"\"]"),
-       &kernels::kLayerNormFwd, {us(22), us(28)}},
-      {{"aten::linear", "aten::matmul", "aten::mm"}, shapes("[[16, 1024, 768], [50257, 768], []]",
-                                                             "[\"c10::BFloat16\", \"c10::BFloat16\", \"\"]"),
-       &kernels::kLmHeadFwd, {us(2000), us(2200)}},
+       shapes("[[16, 1024, 768], [], [768], [768], [], []]",
+              "[\"c10::BFloat16\", \"\", \"float\", \"float\", \"\", \"\"]"),
+       &kernels::kLayerNormFwd,
+       {us(22), us(28)}},
+      {{"aten::linear", "aten::matmul", "aten::mm"},
+       shapes("[[16, 1024, 768], [50257, 768], []]", "[\"c10::BFloat16\", \"c10::BFloat16\", \"\"]"),
+       &kernels::kLmHeadFwd,
+       {us(2000), us(2200)}},
   };
   return kOps;
 }
@@ -262,19 +353,23 @@ const std::vector<ForwardOp>& epilogue_forward() {
 enum { kLogSoftmax, kNllLoss, kLossOps };
 const std::vector<ForwardOp>& loss_forward() {
   static const std::vector<ForwardOp> kOps = {
-      {{"aten::log_softmax", "aten::_log_softmax"}, shapes("[[16384, 50257], [], []]", "[\"float\", \"\", \"\"]"),
-       &kernels::kLogSoftmaxFwd, {us(1800), us(2000)}},
+      {{"aten::log_softmax", "aten::_log_softmax"},
+       shapes("[[16384, 50257], [], []]", "[\"float\", \"\", \"\"]"),
+       &kernels::kLogSoftmaxFwd,
+       {us(1800), us(2000)}},
       {{"aten::nll_loss_nd", "aten::nll_loss_forward"},
        shapes("[[16384, 50257], [16384], [], [], []]", "[\"float\", \"long int\", \"\", \"\", \"\"]"),
-       &kernels::kNllLossFwd, {us(15), us(25)}},
+       &kernels::kNllLossFwd,
+       {us(15), us(25)}},
   };
   return kOps;
 }
 
 // Linear layer backward: input gradient, weight gradient, bias gradient.
 BackwardNode addmm_backward(const KernelShape* dgrad, const KernelShape* wgrad, Range gemm, Range bias) {
-  return {"AddmmBackward0",
-          {{"aten::mm", {{dgrad, gemm}}}, {"aten::mm", {{wgrad, gemm}}}, {"aten::sum", {{&kernels::kBiasReduce, bias}}}}};
+  return {
+      "AddmmBackward0",
+      {{"aten::mm", {{dgrad, gemm}}}, {"aten::mm", {{wgrad, gemm}}}, {"aten::sum", {{&kernels::kBiasReduce, bias}}}}};
 }
 
 const BackwardNode& layer_norm_backward() {
@@ -298,7 +393,8 @@ const std::vector<std::pair<int, BackwardNode>>& layer_backward() {
       {kAttention,
        {"ScaledDotProductFlashAttentionBackward0",
         {{"aten::_scaled_dot_product_flash_attention_backward",
-          {{&kernels::kFlashBwdDotDoO, {us(12), us(16)}}, {&kernels::kFlashBwd, {us(170), us(190)}},
+          {{&kernels::kFlashBwdDotDoO, {us(12), us(16)}},
+           {&kernels::kFlashBwd, {us(170), us(190)}},
            {&kernels::kFlashBwdConvertDq, {us(8), us(12)}}}}}}},
       {kQkv, addmm_backward(&kernels::kQkvDgrad, &kernels::kQkvWgrad, {us(95), us(110)}, {us(18), us(24)})},
       {kLn1, layer_norm_backward()},
@@ -313,7 +409,8 @@ struct OuterBackward {
 const OuterBackward& outer_backward() {
   static const OuterBackward kNodes{
       {"NllLossBackward0", {{"aten::nll_loss_backward", {{&kernels::kNllLossBwd, {us(15), us(25)}}}}}},
-      {"LogSoftmaxBackward0", {{"aten::_log_softmax_backward_data", {{&kernels::kLogSoftmaxBwd, {us(1900), us(2100)}}}}}},
+      {"LogSoftmaxBackward0",
+       {{"aten::_log_softmax_backward_data", {{&kernels::kLogSoftmaxBwd, {us(1900), us(2100)}}}}}},
       {"MmBackward0",
        {{"aten::mm", {{&kernels::kLmHeadDgrad, {us(2000), us(2200)}}}},
         {"aten::mm", {{&kernels::kLmHeadWgrad, {us(2000), us(2200)}}}}}},
@@ -323,7 +420,8 @@ const OuterBackward& outer_backward() {
          {{&kernels::kEmbeddingGradWeight, {us(50), us(70)}}, {&kernels::kEmbeddingSumScatter, {us(40), us(60)}}}}}},
       {"EmbeddingBackward0",
        {{"aten::embedding_dense_backward",
-         {{&kernels::kEmbeddingGradWeight, {us(150), us(200)}}, {&kernels::kEmbeddingSumScatter, {us(100), us(150)}}}}}},
+         {{&kernels::kEmbeddingGradWeight, {us(150), us(200)}},
+          {&kernels::kEmbeddingSumScatter, {us(100), us(150)}}}}}},
   };
   return kNodes;
 }
@@ -354,7 +452,7 @@ struct RankSimulator::Impl {
   std::int64_t nccl_free = 0;  // settled across ranks, so kept apart from the timeline's streams
   RankStepRecord step;
   std::int64_t next_step_start = 0;
-  std::vector<std::int64_t> forward_ns;       // this step's forward kernel durations
+  std::vector<std::int64_t> forward_ns;        // this step's forward kernel durations
   std::vector<std::int64_t> forward_sequence;  // autograd Sequence number of each forward op
   std::size_t forward_cursor = 0;
   std::vector<Args> bucket_args;  // collective args up to "Process Group Ranks"
@@ -615,9 +713,9 @@ struct RankSimulator::Impl {
     const std::int64_t after_nccl = nccl_free + rng.between(1000, 2000);
     t.open("user_annotation", "Optimizer.step#AdamW.step");
     t.advance(rng.between(us(20), us(40)));
-    for (std::string_view op : {"aten::_foreach_mul_", "aten::_foreach_lerp_", "aten::_foreach_mul_",
-                                "aten::_foreach_addcmul_", "aten::_foreach_sqrt", "aten::_foreach_div_",
-                                "aten::_foreach_add_", "aten::_foreach_addcdiv_"}) {
+    for (std::string_view op :
+         {"aten::_foreach_mul_", "aten::_foreach_lerp_", "aten::_foreach_mul_", "aten::_foreach_addcmul_",
+          "aten::_foreach_sqrt", "aten::_foreach_div_", "aten::_foreach_add_", "aten::_foreach_addcdiv_"}) {
       t.open("cpu_op", op);
       t.advance(rng.between(us(8), us(16)));
       const std::int64_t kernel_ns = rng.between(us(250), us(400));
@@ -646,8 +744,10 @@ struct RankSimulator::Impl {
   void measure_communication() {
     std::vector<kineto::Interval> nccl, compute;
     for (const kineto::GpuSpan& g : t.gpu()) {
-      if (g.kind == GpuKind::kCommunication) nccl.emplace_back(g.start, g.end);
-      else if (g.kind == GpuKind::kKernel) compute.emplace_back(g.start, g.end);
+      if (g.kind == GpuKind::kCommunication)
+        nccl.emplace_back(g.start, g.end);
+      else if (g.kind == GpuKind::kKernel)
+        compute.emplace_back(g.start, g.end);
     }
     const auto a = kineto::merged_intervals(std::move(nccl)), b = kineto::merged_intervals(std::move(compute));
     std::int64_t comm = 0, busy = 0;
@@ -666,7 +766,9 @@ RankSimulator::~RankSimulator() = default;
 const std::vector<RankSimulator::CollectiveArrival>& RankSimulator::begin_step(int index) {
   return impl_->begin_step(index);
 }
-void RankSimulator::finish_step(std::span<const std::int64_t> collective_end_ns) { impl_->finish_step(collective_end_ns); }
+void RankSimulator::finish_step(std::span<const std::int64_t> collective_end_ns) {
+  impl_->finish_step(collective_end_ns);
+}
 const RankStepRecord& RankSimulator::step_record() const { return impl_->step; }
 std::vector<TraceEvent>& RankSimulator::step_events() { return impl_->t.events(); }
 std::int32_t RankSimulator::host_pid() const { return impl_->pid; }

@@ -43,8 +43,8 @@ struct JobPlan {
   int straggler = -1;  // rank, or -1
   StragglerCause straggler_cause = StragglerCause::kCompute;
   std::int64_t straggler_delay_ns = 0;
-  int slow_link_host = -1;  // host whose network link is slow, or -1
-  bool seq = true;          // "Seq" in the collective args
+  int slow_link_host = -1;       // host whose network link is slow, or -1
+  bool seq = true;               // "Seq" in the collective args
   bool distributed_info = true;  // "Rank" in the collective args (and distributedInfo, job.cpp)
 
   int host_of(int rank) const { return rank / ranks_per_host; }
@@ -81,11 +81,11 @@ using TraceEvent = kineto::TraceEvent;
 
 // What one step did on one rank, for the ground truth.
 struct RankStepRecord {
-  std::int64_t start_ns = 0, end_ns = 0;  // the ProfilerStep span
+  std::int64_t start_ns = 0, end_ns = 0;          // the ProfilerStep span
   std::vector<std::int64_t> collective_start_ns;  // per bucket: the NCCL kernel's start
-  std::int64_t comm_ns = 0;     // union of NCCL kernels
-  std::int64_t exposed_ns = 0;  // NCCL time no compute kernel overlaps
-  std::int64_t compute_ns = 0;  // union of compute kernels
+  std::int64_t comm_ns = 0;                       // union of NCCL kernels
+  std::int64_t exposed_ns = 0;                    // NCCL time no compute kernel overlaps
+  std::int64_t compute_ns = 0;                    // union of compute kernels
 };
 
 // Deterministic randomness, as the scenarios draw it.

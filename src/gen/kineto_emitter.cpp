@@ -17,8 +17,10 @@ std::vector<Interval> merged_intervals(std::vector<Interval> v) {
   std::sort(v.begin(), v.end());
   std::vector<Interval> out;
   for (const Interval& iv : v) {
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
   }
   return out;
 }
@@ -34,8 +36,10 @@ std::int64_t overlap_length(const std::vector<Interval>& a, const std::vector<In
   for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
     const std::int64_t lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
     if (hi > lo) total += hi - lo;
-    if (a[i].second < b[j].second) ++i;
-    else ++j;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
   }
   return total;
 }
@@ -85,7 +89,9 @@ void Args::key_(std::string_view key) {
   text_ += ": ";
 }
 
-Args shapes(std::string_view dims, std::string_view types) { return Args().raw("Input Dims", dims).raw("Input type", types); }
+Args shapes(std::string_view dims, std::string_view types) {
+  return Args().raw("Input Dims", dims).raw("Input type", types);
+}
 
 namespace {
 std::string triplet(const std::array<std::int64_t, 3>& v) { return fmt::format("[{}, {}, {}]", v[0], v[1], v[2]); }
@@ -152,9 +158,8 @@ void append_event(std::string& out, const TraceEvent& e, std::int64_t offset) {
 }
 
 void sort_for_writing(std::vector<TraceEvent>& events) {
-  std::stable_sort(events.begin(), events.end(), [](const TraceEvent& a, const TraceEvent& b) {
-    return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur;
-  });
+  std::stable_sort(events.begin(), events.end(),
+                   [](const TraceEvent& a, const TraceEvent& b) { return a.ts != b.ts ? a.ts < b.ts : a.dur > b.dur; });
 }
 
 void write_events(TraceWriter& writer, const std::vector<TraceEvent>& events, std::int64_t offset) {
@@ -217,12 +222,13 @@ void HostTimeline::span(std::string_view category, std::string_view name, std::i
 }
 
 GpuSpan HostTimeline::launch(const KernelShape& k, std::int64_t kernel_ns, std::int64_t launch_ns, std::int32_t stream,
-                             std::int64_t not_before, const Args& kernel_extra, std::string_view api, std::int64_t cbid) {
+                             std::int64_t not_before, const Args& kernel_extra, std::string_view api,
+                             std::int64_t cbid) {
   const std::int64_t correlation = ids_.correlation++;
   const std::int64_t external = innermost_external_id();
   // Braced lists evaluate in order: the queue gap is drawn before the launch latency.
-  const std::int64_t start = std::max({stream_free(stream) + rng_.between(800, 2000),
-                                       now_ + launch_ns + rng_.between(1500, 4000), not_before});
+  const std::int64_t start = std::max(
+      {stream_free(stream) + rng_.between(800, 2000), now_ + launch_ns + rng_.between(1500, 4000), not_before});
   Launched l = launch_at(k, kernel_ns, launch_ns, stream, start, kernel_extra, api, cbid, correlation, external);
   l.span.kind = stream == process_.nccl_stream ? GpuKind::kCommunication : GpuKind::kKernel;
   stream_free_[stream] = l.span.end;
@@ -277,16 +283,16 @@ void HostTimeline::memcpy(std::string_view name, std::int64_t bytes, std::int64_
     copy.tid = stream;
     copy.ts = start;
     copy.dur = copy_ns;
-    copy.args = Args()
-                    .integer("External id", external)
-                    .integer("device", process_.device)
-                    .integer("context", 1)
-                    .integer("stream", stream)
-                    .integer("correlation", correlation)
-                    .integer("bytes", bytes)
-                    .ratio("memory bandwidth (GB/s)", static_cast<std::uint64_t>(bytes),
-                           static_cast<std::uint64_t>(copy_ns), 6)
-                    .text();
+    copy.args =
+        Args()
+            .integer("External id", external)
+            .integer("device", process_.device)
+            .integer("context", 1)
+            .integer("stream", stream)
+            .integer("correlation", correlation)
+            .integer("bytes", bytes)
+            .ratio("memory bandwidth (GB/s)", static_cast<std::uint64_t>(bytes), static_cast<std::uint64_t>(copy_ns), 6)
+            .text();
     push(std::move(copy));
     flow('f', correlation, process_.device, stream, start);
   }
@@ -392,7 +398,8 @@ GpuSpan op_kernel(HostTimeline& t, std::span<const std::string_view> ops, const 
 }
 
 void open_autograd_node(HostTimeline& t, std::string_view node, std::int64_t sequence, std::int64_t overhead_ns) {
-  const Args node_args = t.recording() ? Args().integer("Sequence number", sequence).integer("Fwd thread id", 1) : Args();
+  const Args node_args =
+      t.recording() ? Args().integer("Sequence number", sequence).integer("Fwd thread id", 1) : Args();
   t.open("cpu_op", t.recording() ? fmt::format("autograd::engine::evaluate_function: {}", node) : std::string(),
          node_args);
   t.advance(overhead_ns / 3 + t.rng().between(200, 600));
@@ -436,11 +443,12 @@ void write_header(TraceWriter& writer, const TraceHeader& h) {
   writer.header("deviceProperties", properties);
   if (h.distributed) {
     const DistributedInfo& d = *h.distributed;
-    writer.header("distributedInfo",
-                  fmt::format("{{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, \"pg_config\": "
-                              "[{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
-                              "\"pg_size\": {}, \"ranks\": [{}]}}], \"nccl_version\": \"{}\"}}",
-                              d.rank, d.world_size, d.world_size, rank_list(d.world_size), d.nccl_version));
+    writer.header(
+        "distributedInfo",
+        fmt::format("{{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}, \"pg_count\": 1, \"pg_config\": "
+                    "[{{\"pg_name\": \"0\", \"pg_desc\": \"default_pg\", \"backend_config\": \"cuda:nccl\", "
+                    "\"pg_size\": {}, \"ranks\": [{}]}}], \"nccl_version\": \"{}\"}}",
+                    d.rank, d.world_size, d.world_size, rank_list(d.world_size), d.nccl_version));
   }
   writer.header("cuda_runtime_version", h.cuda_runtime_version);
   writer.header("cupti_version", h.cupti_version);
@@ -453,7 +461,8 @@ void write_header(TraceWriter& writer, const TraceHeader& h) {
 
 void write_metadata(TraceWriter& writer, const ProcessNames& n, std::int64_t ts) {
   std::string text;
-  auto meta = [&](std::string_view kind, std::int32_t pid, std::int32_t tid, std::string_view key, std::string_view value) {
+  auto meta = [&](std::string_view kind, std::int32_t pid, std::int32_t tid, std::string_view key,
+                  std::string_view value) {
     text = "{\"name\": ";
     append_json_string(text, kind);
     text += ", \"ph\": \"M\", \"ts\": ";
@@ -469,22 +478,26 @@ void write_metadata(TraceWriter& writer, const ProcessNames& n, std::int64_t ts)
   meta("process_name", n.pid, 0, "name", "python");
   meta("process_labels", n.pid, 0, "labels", "CPU");
   meta("thread_name", n.pid, n.main_tid, "name", fmt::format("thread {} (python)", n.main_tid));
-  meta("thread_name", n.pid, n.autograd_tid, "name", fmt::format("thread {} (pt_autograd_{})", n.autograd_tid, n.device));
+  meta("thread_name", n.pid, n.autograd_tid, "name",
+       fmt::format("thread {} (pt_autograd_{})", n.autograd_tid, n.device));
   meta("process_name", n.device, 0, "name", gpu);
   meta("process_labels", n.device, 0, "labels", gpu);
-  for (std::int32_t stream : n.streams) meta("thread_name", n.device, stream, "name", fmt::format("stream {} ", stream));
+  for (std::int32_t stream : n.streams)
+    meta("thread_name", n.device, stream, "name", fmt::format("stream {} ", stream));
 }
 
 void write_profiler_markers(TraceWriter& writer, std::int64_t start, std::int64_t end) {
-  std::string text = "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler (0)\", \"pid\": \"Spans\", "
-                     "\"tid\": \"PyTorch Profiler\", \"ts\": ";
+  std::string text =
+      "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler (0)\", \"pid\": \"Spans\", "
+      "\"tid\": \"PyTorch Profiler\", \"ts\": ";
   append_micros(text, start);
   text += ", \"dur\": ";
   append_micros(text, end - start);
   text += ", \"args\": {\"Op count\": 0}}";
   writer.event(text);
-  text = "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", "
-         "\"tid\": \"Trace PyTorch Profiler\", \"ts\": ";
+  text =
+      "{\"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\", \"pid\": \"Traces\", "
+      "\"tid\": \"Trace PyTorch Profiler\", \"ts\": ";
   append_micros(text, start);
   text += "}";
   writer.event(text);

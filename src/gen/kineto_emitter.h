@@ -259,7 +259,7 @@ struct DistributedInfo {
 };
 
 struct TraceHeader {
-  int devices = 1;                // H100s of the node in deviceProperties
+  int devices = 1;  // H100s of the node in deviceProperties
   std::optional<DistributedInfo> distributed;
   std::string_view cuda_runtime_version, cupti_version, cuda_driver_version;
   bool profile_memory = false;

@@ -55,10 +55,9 @@ constexpr std::int32_t kDevice = 0;
 constexpr std::int32_t kComputeStream = 7;
 constexpr std::int32_t kNcclStream = 20;
 constexpr std::int64_t kBaseTimeNs = 1717171200000000000;  // baseTimeNanoseconds: 2024-05-31T16:00:00Z
-constexpr std::int64_t kTraceStartNs = 2417385114000;   // first ts, relative to baseTimeNanoseconds
-constexpr std::int64_t kFirstStepNumber = 5;             // schedule(wait=1, warmup=4): ProfilerStep#5 first
+constexpr std::int64_t kTraceStartNs = 2417385114000;      // first ts, relative to baseTimeNanoseconds
+constexpr std::int64_t kFirstStepNumber = 5;               // schedule(wait=1, warmup=4): ProfilerStep#5 first
 constexpr std::int64_t kDeviceMemory = kineto::kH100Memory;
-
 
 // Kernel names as cuDNN, cuBLAS, ATen and NCCL print them on an H100 with CUDA 12.
 namespace kernels {
@@ -70,117 +69,203 @@ using kineto::kernels::kAdamForeach;
 const KernelShape kConvFprop{
     "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_"
     "execute_segment_k_off_kernel__5x_cudnn",
-    {392, 1, 1}, {384, 1, 1}, 168, 213248, 18};
+    {392, 1, 1},
+    {384, 1, 1},
+    168,
+    213248,
+    18};
 const KernelShape kConvDgrad{
     "sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_"
     "execute_segment_k_off_kernel__5x_cudnn",
-    {392, 1, 1}, {384, 1, 1}, 168, 213248, 18};
+    {392, 1, 1},
+    {384, 1, 1},
+    168,
+    213248,
+    18};
 const KernelShape kConvWgrad{
     "sm90_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_"
     "execute_segment_k_off_kernel__5x_cudnn",
-    {132, 1, 1}, {384, 1, 1}, 168, 213248, 18};
+    {132, 1, 1},
+    {384, 1, 1},
+    168,
+    213248,
+    18};
 const KernelShape kBatchNormFwd{
     "void cudnn::bn_fw_tr_1C11_kernel_NCHW<__nv_bfloat16, float, 512, true, 1>(cudnnTensorStruct, __nv_bfloat16 "
     "const*, cudnnTensorStruct, __nv_bfloat16*, float const*, float const*, float, float, float*, float*, float*, "
     "float*, float, float)",
-    {256, 1, 1}, {512, 1, 1}, 32, 4096, 94};
+    {256, 1, 1},
+    {512, 1, 1},
+    32,
+    4096,
+    94};
 const KernelShape kBatchNormBwd{
     "void cudnn::bn_bw_1C11_kernel_new<__nv_bfloat16, float, float2, 512, true, 1>(float, float, float, float, "
     "cudnnTensorStruct, __nv_bfloat16 const*, cudnnTensorStruct, __nv_bfloat16 const*, cudnnTensorStruct, "
     "__nv_bfloat16*, float const*, float*, float*, float const*, float const*, float)",
-    {256, 1, 1}, {512, 1, 1}, 40, 4096, 90};
+    {256, 1, 1},
+    {512, 1, 1},
+    40,
+    4096,
+    90};
 const KernelShape kReluFwd{
     "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::clamp_min_scalar_kernel_"
     "impl(at::TensorIteratorBase&, c10::Scalar)::{lambda()#1}::operator()() const::{lambda()#14}::operator()() "
     "const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::(anonymous namespace)::clamp_min_"
     "scalar_kernel_impl(at::TensorIteratorBase&, c10::Scalar)::{lambda()#1}::operator()() const::{lambda()#14}::"
     "operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)",
-    {98304, 1, 1}, {128, 1, 1}, 26, 0, 88};
+    {98304, 1, 1},
+    {128, 1, 1},
+    26,
+    0,
+    88};
 const KernelShape kReluBwd{
     "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::threshold_kernel_impl<c10::"
     "BFloat16>(at::TensorIteratorBase&, c10::BFloat16, c10::BFloat16)::{lambda(c10::BFloat16, c10::BFloat16)#1}, "
     "std::array<char*, 3ul> >(int, at::native::(anonymous namespace)::threshold_kernel_impl<c10::BFloat16>(at::"
     "TensorIteratorBase&, c10::BFloat16, c10::BFloat16)::{lambda(c10::BFloat16, c10::BFloat16)#1}, std::array<char*, "
     "3ul>)",
-    {98304, 1, 1}, {128, 1, 1}, 28, 0, 87};
+    {98304, 1, 1},
+    {128, 1, 1},
+    28,
+    0,
+    87};
 const KernelShape kLogSoftmax{kineto::kernels::kLogSoftmaxFwdName, {64, 1, 1}, {1024, 1, 1}, 38, 0, 48};
 const KernelShape kSgdForeach{
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
     "TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<"
     "float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::"
     "BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)",
-    {2688, 1, 1}, {512, 1, 1}, 30, 0, 85};
+    {2688, 1, 1},
+    {512, 1, 1},
+    30,
+    0,
+    85};
 
 // Tiny kernels of an unfused small model (launch-bound).
-const KernelShape kSmallGemm{"sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize64x64x32_warpgroupsize1x1x1_execute_"
-                             "segment_k_off_kernel__5x_cublas",
-                             {4, 2, 1}, {128, 1, 1}, 128, 49152, 6};
-const KernelShape kSmallAdd{"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-                            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
-                            {16, 1, 1}, {128, 1, 1}, 20, 0, 12};
-const KernelShape kSmallMul{"void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, "
-                            "float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >"
-                            "(int, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::"
-                            "MulFunctor<float> >, std::array<char*, 3ul>)",
-                            {16, 1, 1}, {128, 1, 1}, 20, 0, 12};
-const KernelShape kSmallGelu{"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"
-                             "TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()"
-                             "#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::"
-                             "GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
-                             "operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<"
-                             "char*, 2ul>)",
-                             {16, 1, 1}, {128, 1, 1}, 24, 0, 12};
-const KernelShape kSmallLayerNorm{"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>"
-                                  "(int, float, float const*, float const*, float const*, float*, float*, float*)",
-                                  {64, 1, 1}, {256, 1, 1}, 32, 0, 9};
-const KernelShape kSmallDropout{"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, "
-                                "unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<float const, unsigned int>, "
-                                "at::cuda::detail::TensorInfo<float, unsigned int>, at::cuda::detail::TensorInfo<bool, "
-                                "unsigned int>, unsigned int, float, at::PhiloxCudaState)",
-                                {16, 1, 1}, {256, 1, 1}, 30, 0, 12};
-const KernelShape kSmallReduce{"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::"
-                               "func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::"
-                               "TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4> >(at::native::"
-                               "ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, "
-                               "float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, "
-                               "float, 4>)",
-                               {8, 1, 1}, {512, 1, 1}, 32, 16, 6};
+const KernelShape kSmallGemm{
+    "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize64x64x32_warpgroupsize1x1x1_execute_"
+    "segment_k_off_kernel__5x_cublas",
+    {4, 2, 1},
+    {128, 1, 1},
+    128,
+    49152,
+    6};
+const KernelShape kSmallAdd{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+    {16, 1, 1},
+    {128, 1, 1},
+    20,
+    0,
+    12};
+const KernelShape kSmallMul{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, "
+    "float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >"
+    "(int, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::"
+    "MulFunctor<float> >, std::array<char*, 3ul>)",
+    {16, 1, 1},
+    {128, 1, 1},
+    20,
+    0,
+    12};
+const KernelShape kSmallGelu{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"
+    "TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()"
+    "#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::"
+    "GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::"
+    "operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<"
+    "char*, 2ul>)",
+    {16, 1, 1},
+    {128, 1, 1},
+    24,
+    0,
+    12};
+const KernelShape kSmallLayerNorm{
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>"
+    "(int, float, float const*, float const*, float const*, float*, float*, float*)",
+    {64, 1, 1},
+    {256, 1, 1},
+    32,
+    0,
+    9};
+const KernelShape kSmallDropout{
+    "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, "
+    "unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<float const, unsigned int>, "
+    "at::cuda::detail::TensorInfo<float, unsigned int>, at::cuda::detail::TensorInfo<bool, "
+    "unsigned int>, unsigned int, float, at::PhiloxCudaState)",
+    {16, 1, 1},
+    {256, 1, 1},
+    30,
+    0,
+    12};
+const KernelShape kSmallReduce{
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::"
+    "func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::"
+    "TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4> >(at::native::"
+    "ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, "
+    "float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, "
+    "float, 4>)",
+    {8, 1, 1},
+    {512, 1, 1},
+    32,
+    16,
+    6};
 
 // fp32 GEMMs on CUDA cores: cuBLAS picks its SIMT sgemm when TF32 is off (the default for matmul).
 const KernelShape kSgemmNN{"ampere_sgemm_128x64_nn", {64, 32, 1}, {128, 1, 1}, 122, 12544, 24};
 const KernelShape kSgemmNT{"ampere_sgemm_128x64_nt", {64, 32, 1}, {128, 1, 1}, 122, 12544, 24};
 const KernelShape kSgemmTN{"ampere_sgemm_128x64_tn", {64, 32, 1}, {128, 1, 1}, 122, 12544, 24};
 const KernelShape kGeluFwd{kSmallGelu.name, {65536, 1, 1}, {128, 1, 1}, 24, 0, 90};
-const KernelShape kGeluBwd{"void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl("
-                           "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()"
-                           "#2}::operator()() const::{lambda(float, float)#1}, std::array<char*, 3ul> >(int, at::"
-                           "native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()"
-                           "#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}, std::"
-                           "array<char*, 3ul>)",
-                           {65536, 1, 1}, {128, 1, 1}, 28, 0, 89};
+const KernelShape kGeluBwd{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl("
+    "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()"
+    "#2}::operator()() const::{lambda(float, float)#1}, std::array<char*, 3ul> >(int, at::"
+    "native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()"
+    "#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}, std::"
+    "array<char*, 3ul>)",
+    {65536, 1, 1},
+    {128, 1, 1},
+    28,
+    0,
+    89};
 const KernelShape kBiasReduce{kSmallReduce.name, {128, 1, 1}, {512, 1, 1}, 32, 16, 45};
-const KernelShape kMseLoss{"void at::native::vectorized_elementwise_kernel<4, at::native::mse_kernel_cuda(at::"
-                           "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#1}::operator()() const::"
-                           "{lambda(float, float)#1}, std::array<char*, 3ul> >(int, at::native::mse_kernel_cuda(at::"
-                           "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#1}::operator()() const::"
-                           "{lambda(float, float)#1}, std::array<char*, 3ul>)",
-                           {2048, 1, 1}, {128, 1, 1}, 24, 0, 70};
+const KernelShape kMseLoss{
+    "void at::native::vectorized_elementwise_kernel<4, at::native::mse_kernel_cuda(at::"
+    "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#1}::operator()() const::"
+    "{lambda(float, float)#1}, std::array<char*, 3ul> >(int, at::native::mse_kernel_cuda(at::"
+    "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#1}::operator()() const::"
+    "{lambda(float, float)#1}, std::array<char*, 3ul>)",
+    {2048, 1, 1},
+    {128, 1, 1},
+    24,
+    0,
+    70};
 
 // bf16 Tensor Core GEMMs (communication-heavy and fragmented-memory models use AMP).
 const KernelShape kBf16Gemm{kineto::kernels::kBf16GemmTN, {128, 8, 1}, {384, 1, 1}, 168, 213248, 19};
 const KernelShape kBf16GemmNN{kineto::kernels::kBf16GemmNN, {128, 8, 1}, {384, 1, 1}, 168, 213248, 19};
-const KernelShape kSoftmax{"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::"
-                           "BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::"
-                           "BFloat16 const*, int)",
-                           {65536, 1, 1}, {1024, 1, 1}, 40, 0, 60};
-const KernelShape kSoftmaxBwd{"void at::native::(anonymous namespace)::cunn_SoftMaxBackward<8, c10::BFloat16, float, "
-                              "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>(c10::BFloat16*, "
-                              "c10::BFloat16 const*, c10::BFloat16 const*, int)",
-                              {65536, 1, 1}, {1024, 1, 1}, 40, 0, 58};
-const KernelShape kNcclAllReduce{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                                 {32, 1, 1}, {640, 1, 1}, 96, 87568, 0};
+const KernelShape kSoftmax{
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::"
+    "BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::"
+    "BFloat16 const*, int)",
+    {65536, 1, 1},
+    {1024, 1, 1},
+    40,
+    0,
+    60};
+const KernelShape kSoftmaxBwd{
+    "void at::native::(anonymous namespace)::cunn_SoftMaxBackward<8, c10::BFloat16, float, "
+    "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>(c10::BFloat16*, "
+    "c10::BFloat16 const*, c10::BFloat16 const*, int)",
+    {65536, 1, 1},
+    {1024, 1, 1},
+    40,
+    0,
+    58};
+const KernelShape kNcclAllReduce{
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", {32, 1, 1}, {640, 1, 1}, 96, 87568, 0};
 }  // namespace kernels
-
 
 // ---------------------------------------------------------------------------------------------
 // One step's events on a timeline that starts at 0 (the step's start); the step is placed in
@@ -188,7 +273,8 @@ const KernelShape kNcclAllReduce{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDe
 // so no GPU work crosses from one step to the next, as in most training loops.
 class StepTimeline : public kineto::HostTimeline {
  public:
-  StepTimeline(kineto::ProfilerIds& ids, Random& rng) : HostTimeline(ids, rng, {kHostPid, kMainTid, kDevice, kNcclStream}) {}
+  StepTimeline(kineto::ProfilerIds& ids, Random& rng)
+      : HostTimeline(ids, rng, {kHostPid, kMainTid, kDevice, kNcclStream}) {}
 
   // Most work goes to the compute stream.
   using HostTimeline::launch;
@@ -202,7 +288,8 @@ class StepTimeline : public kineto::HostTimeline {
   void item() { HostTimeline::item(kComputeStream); }
 
   // A [memory] record of the caching allocator (profile_memory=True).
-  void memory_record(std::int64_t bytes, std::uint64_t addr, std::int64_t total_allocated, std::int64_t total_reserved) {
+  void memory_record(std::int64_t bytes, std::uint64_t addr, std::int64_t total_allocated,
+                     std::int64_t total_reserved) {
     TraceEvent e;
     e.phase = 'i';
     e.category = "cpu_instant_event";
@@ -250,7 +337,6 @@ GpuSpan op_kernel(StepTimeline& t, std::initializer_list<std::string_view> ops, 
                            launch_ns, overhead_ns, kComputeStream);
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // A scenario: a training step builder plus what it knows about itself.
 class Scenario {
@@ -284,7 +370,8 @@ void short_dataloader_wait(StepTimeline& t) {
 // Host-to-device copy of a batch: aten::to > aten::_to_copy > aten::copy_ > cudaMemcpyAsync.
 void copy_batch_to_device(StepTimeline& t, std::string_view dims, std::int64_t bytes, bool pinned) {
   Random& rng = t.rng();
-  t.open("cpu_op", "aten::to", shapes(fmt::format("[{}, [], [], [], [], []]", dims), "[\"float\", \"\", \"\", \"\", \"\", \"\"]"));
+  t.open("cpu_op", "aten::to",
+         shapes(fmt::format("[{}, [], [], [], [], []]", dims), "[\"float\", \"\", \"\", \"\", \"\", \"\"]"));
   t.advance(rng.between(2000, 5000));
   t.open("cpu_op", "aten::_to_copy");
   t.advance(rng.between(3000, 6000));
@@ -363,14 +450,16 @@ class InputBound final : public Scenario {
                     .integer("Sequence number", seq[layer]),
                 kernels::kConvFprop, {conv_ns[layer], conv_ns[layer]}, {6000, 10000}, {us(12), us(25)});
       op_kernel(t, {"aten::batch_norm", "aten::cudnn_batch_norm"},
-                shapes(fmt::format("[{}, [{}], [{}], [{}], [{}], [], [], [], []]", act, channels, channels, channels, channels),
+                shapes(fmt::format("[{}, [{}], [{}], [{}], [{}], [], [], [], []]", act, channels, channels, channels,
+                                   channels),
                        "[\"c10::BFloat16\", \"float\", \"float\", \"float\", \"float\", \"\", \"\", \"\", \"\"]")
                     .integer("Sequence number", seq[layer] + 1),
                 kernels::kBatchNormFwd, {bn_ns[layer], bn_ns[layer]}, {5000, 9000}, {us(10), us(20)});
       op_kernel(t, {"aten::relu_", "aten::clamp_min_"}, shapes(fmt::format("[{}]", act), "[\"c10::BFloat16\"]"),
                 kernels::kReluFwd, {relu_ns[layer], relu_ns[layer]}, {5000, 8000}, {us(5), us(10)});
     }
-    t.open("cpu_op", "aten::cross_entropy_loss", shapes("[[64, 1000], [64], [], [], [], []]", "[\"float\", \"long int\", \"\", \"\", \"\", \"\"]"));
+    t.open("cpu_op", "aten::cross_entropy_loss",
+           shapes("[[64, 1000], [64], [], [], [], []]", "[\"float\", \"long int\", \"\", \"\", \"\", \"\"]"));
     t.advance(rng.between(3000, 6000));
     op_kernel(t, {"aten::log_softmax", "aten::_log_softmax"}, Args(), kernels::kLogSoftmax, {us(8), us(14)},
               {5000, 8000}, {us(6), us(10)});
@@ -389,7 +478,8 @@ class InputBound final : public Scenario {
                   {{&kernels::kBatchNormBwd, bn_ns[layer] * 15 / 10}}, {5000, 9000}, {us(8), us(16)});
       backward_op(t, "ConvolutionBackward0", seq[layer], "aten::convolution_backward",
                   {{&kernels::kConvDgrad, rng.jitter(conv_ns[layer], 8)},
-                   {&kernels::kConvWgrad, rng.jitter(conv_ns[layer] * 11 / 10, 8)}}, {5000, 9000}, {us(10), us(20)});
+                   {&kernels::kConvWgrad, rng.jitter(conv_ns[layer] * 11 / 10, 8)}},
+                  {5000, 9000}, {us(10), us(20)});
     }
     t.advance(rng.between(us(10), us(20)));
     t.on_thread(kMainTid);
@@ -397,8 +487,8 @@ class InputBound final : public Scenario {
     t.open("user_annotation", "Optimizer.step#SGD.step");
     t.advance(rng.between(us(20), us(40)));
     for (int i = 0; i < 3; ++i)
-      op_kernel(t, {"aten::_foreach_add_"}, Args(), kernels::kSgdForeach, {us(120), us(200)},
-                {6000, 9000}, {us(15), us(30)});
+      op_kernel(t, {"aten::_foreach_add_"}, Args(), kernels::kSgdForeach, {us(120), us(200)}, {6000, 9000},
+                {us(15), us(30)});
     t.advance(rng.between(us(5), us(10)));
     t.close();
     t.open("user_annotation", "Optimizer.zero_grad#SGD.zero_grad");
@@ -476,9 +566,12 @@ class LaunchBound final : public Scenario {
     const std::int64_t first_sequence = t.ids().sequence;
     for (int block = 0; block < kBlocks; ++block) {
       for (const OpKind& op : kOps) {
-        const Args dims = shapes("[[8, 512], [512, 512]]", "[\"float\", \"float\"]").integer("Sequence number", t.ids().sequence++);
-        if (op.inner.empty()) op_kernel(t, {op.outer}, dims, *op.forward, kTinyKernel, kLaunchCall, {us(3), us(8)});
-        else op_kernel(t, {op.outer, op.inner}, dims, *op.forward, kTinyKernel, kLaunchCall, {us(3), us(8)});
+        const Args dims =
+            shapes("[[8, 512], [512, 512]]", "[\"float\", \"float\"]").integer("Sequence number", t.ids().sequence++);
+        if (op.inner.empty())
+          op_kernel(t, {op.outer}, dims, *op.forward, kTinyKernel, kLaunchCall, {us(3), us(8)});
+        else
+          op_kernel(t, {op.outer, op.inner}, dims, *op.forward, kTinyKernel, kLaunchCall, {us(3), us(8)});
       }
     }
     t.open("cpu_op", "aten::mse_loss", shapes("[[8, 512], [8, 512], []]", "[\"float\", \"float\", \"Scalar\"]"));
@@ -569,8 +662,10 @@ class ComputeBound final : public Scenario {
       backward_op(t, "GeluBackward0", seq[layer] + 1, "aten::gelu_backward",
                   {{&kernels::kGeluBwd, rng.between(us(80), us(120))}}, {5000, 8000}, {us(8), us(14)});
       backward_op(t, "AddmmBackward0", seq[layer], "aten::mm",
-                  {{&kernels::kSgemmNT, rng.jitter(gemm_ns[layer], 5)}, {&kernels::kSgemmTN, rng.jitter(gemm_ns[layer], 5)},
-                   {&kernels::kBiasReduce, rng.between(us(20), us(40))}}, {5000, 8000}, {us(10), us(20)});
+                  {{&kernels::kSgemmNT, rng.jitter(gemm_ns[layer], 5)},
+                   {&kernels::kSgemmTN, rng.jitter(gemm_ns[layer], 5)},
+                   {&kernels::kBiasReduce, rng.between(us(20), us(40))}},
+                  {5000, 8000}, {us(10), us(20)});
     }
     t.advance(rng.between(us(5), us(10)));
     t.on_thread(kMainTid);
@@ -594,7 +689,8 @@ class ComputeBound final : public Scenario {
   }
 
   void add_ground_truth(nlohmann::ordered_json& truth) const override {
-    truth["sgemm_share_of_kernel_time"] = rounded(static_cast<double>(sgemm_ns_) / static_cast<double>(kernel_total_ns_));
+    truth["sgemm_share_of_kernel_time"] =
+        rounded(static_cast<double>(sgemm_ns_) / static_cast<double>(kernel_total_ns_));
     truth["tensor_core_share_of_kernel_time"] = 0.0;
     truth["dominant_kernel"] = kernels::kSgemmNN.name;
     truth["expected_finding"] =
@@ -630,22 +726,25 @@ class CommunicationHeavy final : public Scenario {
     copy_batch_to_device(t, "[32, 1024]", 32 * 1024 * 8, /*pinned=*/true);
 
     std::array<std::int64_t, kLayers> gemm_ns{}, seq{};
-    const Args linear = shapes("[[32, 1024, 1344], [1344, 1344], [1344]]", "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"]");
+    const Args linear =
+        shapes("[[32, 1024, 1344], [1344, 1344], [1344]]", "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"]");
     t.open("user_annotation", "DistributedDataParallel.forward");
     t.advance(rng.between(us(30), us(60)));
     for (int layer = 0; layer < kLayers; ++layer) {
       gemm_ns[layer] = rng.between(us(600), us(800));
       seq[layer] = t.ids().sequence;
       t.ids().sequence += 2;
-      op_kernel(t, {"aten::linear", "aten::addmm"}, Args(linear).integer("Sequence number", seq[layer]), kernels::kBf16Gemm,
-                {gemm_ns[layer], gemm_ns[layer]}, {5000, 8000}, {us(10), us(20)});
-      op_kernel(t, {"aten::gelu"}, shapes("[[32, 1024, 1344], []]", "[\"c10::BFloat16\", \"\"]").integer("Sequence number", seq[layer] + 1),
-                kernels::kGeluFwd, {us(30), us(50)}, {5000, 8000}, {us(5), us(10)});
+      op_kernel(t, {"aten::linear", "aten::addmm"}, Args(linear).integer("Sequence number", seq[layer]),
+                kernels::kBf16Gemm, {gemm_ns[layer], gemm_ns[layer]}, {5000, 8000}, {us(10), us(20)});
+      op_kernel(
+          t, {"aten::gelu"},
+          shapes("[[32, 1024, 1344], []]", "[\"c10::BFloat16\", \"\"]").integer("Sequence number", seq[layer] + 1),
+          kernels::kGeluFwd, {us(30), us(50)}, {5000, 8000}, {us(5), us(10)});
     }
     t.advance(rng.between(us(10), us(20)));
     t.close();
-    op_kernel(t, {"aten::cross_entropy_loss"}, Args(), kernels::kLogSoftmax, {us(40), us(60)},
-              {5000, 8000}, {us(8), us(15)});
+    op_kernel(t, {"aten::cross_entropy_loss"}, Args(), kernels::kLogSoftmax, {us(40), us(60)}, {5000, 8000},
+              {us(8), us(15)});
 
     t.advance(rng.between(us(20), us(40)));
     t.on_thread(kAutogradTid);
@@ -653,7 +752,9 @@ class CommunicationHeavy final : public Scenario {
       backward_op(t, "GeluBackward0", seq[layer] + 1, "aten::gelu_backward",
                   {{&kernels::kGeluBwd, rng.between(us(40), us(60))}}, {5000, 8000}, {us(8), us(14)});
       backward_op(t, "AddmmBackward0", seq[layer], "aten::mm",
-                  {{&kernels::kBf16GemmNN, rng.jitter(gemm_ns[layer], 5)}, {&kernels::kBf16Gemm, rng.jitter(gemm_ns[layer], 5)}}, {5000, 8000}, {us(10), us(20)});
+                  {{&kernels::kBf16GemmNN, rng.jitter(gemm_ns[layer], 5)},
+                   {&kernels::kBf16Gemm, rng.jitter(gemm_ns[layer], 5)}},
+                  {5000, 8000}, {us(10), us(20)});
       if (kLayers - layer == kFirstBucketAfterLayers) all_reduce(t, 0);
     }
     // The reducer's last hook: the remaining buckets are ready only now.
@@ -683,8 +784,10 @@ class CommunicationHeavy final : public Scenario {
 
     std::vector<std::pair<std::int64_t, std::int64_t>> comm, compute;
     for (const GpuSpan& g : t.gpu()) {
-      if (g.kind == GpuKind::kCommunication) comm.emplace_back(g.start, g.end);
-      else if (g.kind == GpuKind::kKernel) compute.emplace_back(g.start, g.end);
+      if (g.kind == GpuKind::kCommunication)
+        comm.emplace_back(g.start, g.end);
+      else if (g.kind == GpuKind::kKernel)
+        compute.emplace_back(g.start, g.end);
     }
     std::sort(comm.begin(), comm.end());
     std::sort(compute.begin(), compute.end());
@@ -778,7 +881,8 @@ class CachingAllocatorModel {
     if (best == blocks_.end()) {
       const std::int64_t segment = size < 10 * kMiB ? 20 * kMiB : (size + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
       if (reserved_ + segment > limit_) result.released_bytes = release_free_segments();
-      if (reserved_ + segment > limit_) throw std::logic_error("fragmented-memory scenario exceeds the device's memory");
+      if (reserved_ + segment > limit_)
+        throw std::logic_error("fragmented-memory scenario exceeds the device's memory");
       const std::uint64_t base = next_base_;
       next_base_ += static_cast<std::uint64_t>(segment + 2 * kMiB);  // the driver leaves gaps between mappings
       segments_[base] = segment;
@@ -851,7 +955,7 @@ class CachingAllocatorModel {
   }
 
   std::int64_t limit_;
-  std::map<std::uint64_t, Block> blocks_;          // by address
+  std::map<std::uint64_t, Block> blocks_;           // by address
   std::map<std::uint64_t, std::int64_t> segments_;  // base address -> size
   std::uint64_t next_base_ = 0x7f3a00000000;
   std::int64_t allocated_ = 0, reserved_ = 0, retries_ = 0;
@@ -864,11 +968,11 @@ class FragmentedMemory final : public Scenario {
  public:
   static constexpr std::int64_t kBatch = 8, kHidden = 2048, kHeads = 16;
   static constexpr int kLayers = 12;
-  static constexpr int kWarmupSteps = 6;      // before the profiler's window, simulated but not written
-  static constexpr int kGrowingSteps = 3;     // the length warm-up continues into the first profiled steps
+  static constexpr int kWarmupSteps = 6;   // before the profiler's window, simulated but not written
+  static constexpr int kGrowingSteps = 3;  // the length warm-up continues into the first profiled steps
   static constexpr std::int64_t kGrowthPerStep = 176;
-  static constexpr std::int64_t kFlopsPerNs = 600000;      // ~600 TFLOP/s achieved bf16 GEMM
-  static constexpr std::int64_t kBytesPerNs = 2500;        // ~2.5 TB/s achieved HBM3 bandwidth
+  static constexpr std::int64_t kFlopsPerNs = 600000;            // ~600 TFLOP/s achieved bf16 GEMM
+  static constexpr std::int64_t kBytesPerNs = 2500;              // ~2.5 TB/s achieved HBM3 bandwidth
   static constexpr std::int64_t kDeviceHeadroom = 1536LL << 20;  // CUDA context and libraries
 
   explicit FragmentedMemory(Random& rng) : Scenario(rng), allocator_(kDeviceMemory - kDeviceHeadroom) {
@@ -909,8 +1013,9 @@ class FragmentedMemory final : public Scenario {
     truth["alloc_retries"] = allocator_.retries();
     truth["persistent_bytes"] = static_bytes_;
     truth["sequence_lengths"] = lengths_;
-    truth["definition"] = "fragmentation = (Total Reserved - Total Allocated) / Total Reserved at a [memory] event; "
-                          "peak_reserved is the first event with the largest Total Reserved";
+    truth["definition"] =
+        "fragmentation = (Total Reserved - Total Allocated) / Total Reserved at a [memory] event; "
+        "peak_reserved is the first event with the largest Total Reserved";
     truth["expected_finding"] =
         "fragmented-memory: reserved memory far above allocated at the peak; set "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or pad batches to a few fixed lengths";
@@ -976,8 +1081,9 @@ class FragmentedMemory final : public Scenario {
     };
 
     for (int layer = 0; layer < kLayers; ++layer) {
-      forward({"aten::layer_norm", "aten::native_layer_norm"}, "NativeLayerNormBackward0", "aten::native_layer_norm_backward",
-              hidden, kernels::kLayerNorm, stream_ns(2 * hidden), stream_ns(3 * hidden));
+      forward({"aten::layer_norm", "aten::native_layer_norm"}, "NativeLayerNormBackward0",
+              "aten::native_layer_norm_backward", hidden, kernels::kLayerNorm, stream_ns(2 * hidden),
+              stream_ns(3 * hidden));
       forward({"aten::linear", "aten::addmm"}, "AddmmBackward0", "aten::mm", 3 * hidden, kernels::kBf16Gemm,
               gemm_ns(tokens, 3 * kHidden, kHidden), 2 * gemm_ns(tokens, 3 * kHidden, kHidden));
       // Attention scores: a temporary as large as the probabilities, freed once softmax is done.
@@ -989,7 +1095,8 @@ class FragmentedMemory final : public Scenario {
       const std::uint64_t scores_addr = allocate(t, scores);
       if (t) {
         t->advance(t->rng().between(us(2), us(5)));
-        t->launch(kernels::kBf16GemmNN, gemm_ns(kBatch * kHeads * length, length, kHidden / kHeads), t->rng().between(5000, 8000));
+        t->launch(kernels::kBf16GemmNN, gemm_ns(kBatch * kHeads * length, length, kHidden / kHeads),
+                  t->rng().between(5000, 8000));
         t->advance(t->rng().between(1000, 2000));
         t->close();
         t->advance(t->rng().between(1000, 2000));
@@ -999,11 +1106,13 @@ class FragmentedMemory final : public Scenario {
               kernels::kSoftmax, stream_ns(2 * scores), stream_ns(3 * scores));
       release(t, scores_addr);
       forward({"aten::matmul", "aten::bmm"}, "BmmBackward0", "aten::bmm", hidden, kernels::kBf16GemmNN,
-              gemm_ns(kBatch * kHeads * length, kHidden / kHeads, length), 2 * gemm_ns(kBatch * kHeads * length, kHidden / kHeads, length));
+              gemm_ns(kBatch * kHeads * length, kHidden / kHeads, length),
+              2 * gemm_ns(kBatch * kHeads * length, kHidden / kHeads, length));
       forward({"aten::linear", "aten::addmm"}, "AddmmBackward0", "aten::mm", hidden, kernels::kBf16Gemm,
               gemm_ns(tokens, kHidden, kHidden), 2 * gemm_ns(tokens, kHidden, kHidden));
-      forward({"aten::layer_norm", "aten::native_layer_norm"}, "NativeLayerNormBackward0", "aten::native_layer_norm_backward",
-              hidden, kernels::kLayerNorm, stream_ns(2 * hidden), stream_ns(3 * hidden));
+      forward({"aten::layer_norm", "aten::native_layer_norm"}, "NativeLayerNormBackward0",
+              "aten::native_layer_norm_backward", hidden, kernels::kLayerNorm, stream_ns(2 * hidden),
+              stream_ns(3 * hidden));
       forward({"aten::linear", "aten::addmm"}, "AddmmBackward0", "aten::mm", 4 * hidden, kernels::kBf16Gemm,
               gemm_ns(tokens, 4 * kHidden, kHidden), 2 * gemm_ns(tokens, 4 * kHidden, kHidden));
       forward({"aten::gelu"}, "GeluBackward0", "aten::gelu_backward", 4 * hidden, kernels::kGeluFwd,
@@ -1091,8 +1200,10 @@ class FragmentedMemory final : public Scenario {
     t.advance(t.rng().between(300, 900));  // records of one op never share a timestamp
     t.memory_record(bytes, addr, allocator_.allocated(), allocator_.reserved());
     const Record r{allocator_.allocated(), allocator_.reserved()};
-    if (records_.empty() || r.reserved > records_[peak_reserved_index_].reserved) peak_reserved_index_ = records_.size();
-    if (records_.empty() || r.allocated > records_[peak_allocated_index_].allocated) peak_allocated_index_ = records_.size();
+    if (records_.empty() || r.reserved > records_[peak_reserved_index_].reserved)
+      peak_reserved_index_ = records_.size();
+    if (records_.empty() || r.allocated > records_[peak_allocated_index_].allocated)
+      peak_allocated_index_ = records_.size();
     records_.push_back(r);
   }
 
@@ -1194,7 +1305,8 @@ ScenarioResult write_scenario(const ScenarioOptions& options) {
   ScenarioResult result;
   result.ground_truth_json = truth.dump();
   kineto::write_trailer(writer, result.ground_truth_json,
-                        fmt::format("/tmp/ferret-gen/{}-seed{}.pt.trace.json", options.name, options.seed), kBaseTimeNs);
+                        fmt::format("/tmp/ferret-gen/{}-seed{}.pt.trace.json", options.name, options.seed),
+                        kBaseTimeNs);
   writer.finish();
   out.close();
   result.events = writer.events();

@@ -28,14 +28,14 @@ struct ScenarioOptions {
   std::string name;    // one of scenario_names()
   std::string output;  // "-" writes to stdout
   OutputCompression compression = OutputCompression::kNone;
-  int steps = 10;      // ProfilerStep spans to write (1 .. 100000)
+  int steps = 10;  // ProfilerStep spans to write (1 .. 100000)
   std::uint64_t seed = 1;
 };
 
 struct ScenarioResult {
   std::string ground_truth_json;  // the "ferret_ground_truth" object as written
   std::uint64_t events = 0;
-  std::uint64_t json_bytes = 0;   // uncompressed size
+  std::uint64_t json_bytes = 0;  // uncompressed size
   std::uint64_t file_bytes = 0;
 };
 

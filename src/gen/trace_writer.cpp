@@ -78,10 +78,10 @@ class IsalEncoder final : public GzipEncoder {
       stream_.next_out = out_.data();
       stream_.avail_out = static_cast<std::uint32_t>(out_.size());
       const int rc = isal_deflate(&stream_);
-      if (rc != COMP_OK) throw std::runtime_error(fmt::format("{}: gzip compression failed (ISA-L error {})", sink_.path, rc));
+      if (rc != COMP_OK)
+        throw std::runtime_error(fmt::format("{}: gzip compression failed (ISA-L error {})", sink_.path, rc));
       sink_.put(reinterpret_cast<const char*>(out_.data()), out_.size() - stream_.avail_out);
-    } while (stream_.avail_in > 0 || stream_.avail_out == 0 ||
-             (last && stream_.internal_state.state != ZSTATE_END));
+    } while (stream_.avail_in > 0 || stream_.avail_out == 0 || (last && stream_.internal_state.state != ZSTATE_END));
   }
 
  private:
@@ -131,8 +131,10 @@ struct OutputFile::Impl {
   std::uint64_t bytes_in = 0;
 
   void drain(bool last) {
-    if (gzip) gzip->compress(buffer.data(), buffer.size(), last);
-    else sink.put(buffer.data(), buffer.size());
+    if (gzip)
+      gzip->compress(buffer.data(), buffer.size(), last);
+    else
+      sink.put(buffer.data(), buffer.size());
     buffer.clear();
   }
 };
@@ -328,16 +330,27 @@ std::uint64_t parse_size(std::string_view text) {
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (unit.size() == 3 && unit[1] == 'I' && unit[2] == 'B') unit.resize(1);  // KiB, MiB, ...: binary, as K, M
   std::uint64_t multiplier = 1;
-  if (unit.empty() || unit == "B") multiplier = 1;
-  else if (unit == "K") multiplier = 1ull << 10;
-  else if (unit == "M") multiplier = 1ull << 20;
-  else if (unit == "G") multiplier = 1ull << 30;
-  else if (unit == "T") multiplier = 1ull << 40;
-  else if (unit == "KB") multiplier = 1000ull;
-  else if (unit == "MB") multiplier = 1000ull * 1000;
-  else if (unit == "GB") multiplier = 1000ull * 1000 * 1000;
-  else if (unit == "TB") multiplier = 1000ull * 1000 * 1000 * 1000;
-  else throw std::invalid_argument(fmt::format("unknown size unit in \"{}\" (use K, M, G, KiB, MiB, GiB, KB, MB, GB)", original));
+  if (unit.empty() || unit == "B")
+    multiplier = 1;
+  else if (unit == "K")
+    multiplier = 1ull << 10;
+  else if (unit == "M")
+    multiplier = 1ull << 20;
+  else if (unit == "G")
+    multiplier = 1ull << 30;
+  else if (unit == "T")
+    multiplier = 1ull << 40;
+  else if (unit == "KB")
+    multiplier = 1000ull;
+  else if (unit == "MB")
+    multiplier = 1000ull * 1000;
+  else if (unit == "GB")
+    multiplier = 1000ull * 1000 * 1000;
+  else if (unit == "TB")
+    multiplier = 1000ull * 1000 * 1000 * 1000;
+  else
+    throw std::invalid_argument(
+        fmt::format("unknown size unit in \"{}\" (use K, M, G, KiB, MiB, GiB, KB, MB, GB)", original));
   if (value > UINT64_MAX / multiplier) throw std::invalid_argument(fmt::format("size too large: \"{}\"", original));
   return value * multiplier;
 }

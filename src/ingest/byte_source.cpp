@@ -176,7 +176,8 @@ class GzipSource final : public ByteSource {
     while (produced == 0 && !finished_) {
       if (z_.avail_in == 0 && !input_eof_) refill();
       if (z_.avail_in == 0 && input_eof_) {
-        if (member_open_) damage_ = fmt::format("{}: gzip stream ends early at compressed byte {}", name_, in_->consumed());
+        if (member_open_)
+          damage_ = fmt::format("{}: gzip stream ends early at compressed byte {}", name_, in_->consumed());
         finished_ = true;
         break;
       }
@@ -188,8 +189,10 @@ class GzipSource final : public ByteSource {
       if (rc == Z_STREAM_END) {
         member_open_ = false;
         if (z_.avail_in == 0 && !input_eof_) refill();
-        if (z_.avail_in == 0) finished_ = true;
-        else inflateReset(&z_);
+        if (z_.avail_in == 0)
+          finished_ = true;
+        else
+          inflateReset(&z_);
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         damage_ = fmt::format("{}: corrupt gzip data near compressed byte {} ({})", name_,
                               in_->consumed() - z_.avail_in, z_.msg ? z_.msg : "zlib error");
@@ -228,7 +231,8 @@ class ZstdSource final : public ByteSource {
       if (in_buf_.pos == in_buf_.size) {
         const std::size_t n = in_->read(buf_.data(), buf_.size());
         if (n == 0) {
-          if (frame_open_) damage_ = fmt::format("{}: zstd stream ends early at compressed byte {}", name_, in_->consumed());
+          if (frame_open_)
+            damage_ = fmt::format("{}: zstd stream ends early at compressed byte {}", name_, in_->consumed());
           finished_ = true;
           break;
         }
@@ -266,7 +270,8 @@ class InflationGuard final : public ByteSource {
     if (stopped_) return 0;
     const std::size_t n = inner_->read(dst, capacity);
     produced_ += n;
-    const double ratio = static_cast<double>(produced_) / static_cast<double>(std::max<std::uint64_t>(1, inner_->consumed()));
+    const double ratio =
+        static_cast<double>(produced_) / static_cast<double>(std::max<std::uint64_t>(1, inner_->consumed()));
     if (produced_ > limits_.min_bytes && ratio > limits_.max_ratio) {
       stopped_ = true;
       damage_ = fmt::format(

@@ -28,8 +28,8 @@ class ByteSource {
 
 struct OpenedSource {
   std::unique_ptr<ByteSource> source;
-  std::string compression;         // "gzip", "zstd", "none"
-  std::uint64_t file_size = 0;     // 0 when unknown (stdin, pipes)
+  std::string compression;      // "gzip", "zstd", "none"
+  std::uint64_t file_size = 0;  // 0 when unknown (stdin, pipes)
 };
 
 // Limits against decompression bombs (a 40 KB gzip that inflates to 40 GB). Real gzipped traces

@@ -50,8 +50,7 @@ bool split_number(std::string_view s, DecimalParts& out) {
 }
 
 // Accumulates digits*10^(shift) into an unsigned integer with rounding of dropped digits.
-DecimalStatus to_integer(const DecimalParts& p, std::int64_t shift, std::uint64_t limit,
-                         std::uint64_t& out) {
+DecimalStatus to_integer(const DecimalParts& p, std::int64_t shift, std::uint64_t limit, std::uint64_t& out) {
   // Position of the decimal point after shifting: keep (int_digits + shift) leading digits.
   std::uint64_t value = 0;
   bool rounded = false;
@@ -60,8 +59,7 @@ DecimalStatus to_integer(const DecimalParts& p, std::int64_t shift, std::uint64_
   auto digit_at = [&](std::int64_t k) -> int {
     if (k < 0 || k >= total) return 0;
     const std::size_t idx = static_cast<std::size_t>(k);
-    return idx < p.int_digits.size() ? p.int_digits[idx] - '0'
-                                     : p.frac_digits[idx - p.int_digits.size()] - '0';
+    return idx < p.int_digits.size() ? p.int_digits[idx] - '0' : p.frac_digits[idx - p.int_digits.size()] - '0';
   };
   if (keep > 40) {
     // More than 40 integer digits: overflow unless every digit is zero.

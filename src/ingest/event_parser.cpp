@@ -186,8 +186,8 @@ std::int32_t read_id(od::value v, ParsedBatch& out, EventRow& row) {
 bool read_int(od::value v, std::int64_t& n, bool id = true) {
   const od::json_type t = v.type();
   if (t != od::json_type::number && t != od::json_type::string) return false;
-  const std::string_view raw = t == od::json_type::string ? std::string_view(v.get_string())
-                                                          : trim_token(v.raw_json_token());
+  const std::string_view raw =
+      t == od::json_type::string ? std::string_view(v.get_string()) : trim_token(v.raw_json_token());
   const DecimalStatus st = parse_int64(raw, n);
   if (st != DecimalStatus::kOk && st != DecimalStatus::kRounded) return false;
   return id || n >= 0 || (!raw.empty() && raw[0] == '-');
@@ -219,8 +219,10 @@ bool read_triplet(od::value v, std::int32_t (&dst)[3]) {
   bool ok = true;
   for (auto element : v.get_array()) {
     std::int64_t n = 0;
-    if (k < 3 && read_int(element.value(), n)) dst[k] = static_cast<std::int32_t>(n);
-    else if (k < 3) ok = false;
+    if (k < 3 && read_int(element.value(), n))
+      dst[k] = static_cast<std::int32_t>(n);
+    else if (k < 3)
+      ok = false;
     ++k;
   }
   return ok;
@@ -239,27 +241,35 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
     switch (key[0]) {
       case 'c':
         if (key == "correlation") {
-          if (read_int(v, n)) row.correlation = n;
-          else if (type != od::json_type::null) row.bad_type = "args.correlation";
+          if (read_int(v, n))
+            row.correlation = n;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.correlation";
           continue;
         }
         break;
       case 'E':
         if (key == "External id") {
-          if (read_int(v, n)) row.external_id = n;
-          else if (type != od::json_type::null) row.bad_type = "args.External id";
+          if (read_int(v, n))
+            row.external_id = n;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.External id";
           continue;
         }
         break;
       case 'e':
         if (key == "external id") {  // torch 1.8-1.9
-          if (read_int(v, n)) row.external_id = n;
-          else if (type != od::json_type::null) row.bad_type = "args.external id";
+          if (read_int(v, n))
+            row.external_id = n;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.external id";
           continue;
         }
         if (key == "est. achieved occupancy %") {
-          if (read_double(v, d)) row.kernel.est_occupancy_pct = static_cast<float>(d), row.kernel_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.est. achieved occupancy %";
+          if (read_double(v, d))
+            row.kernel.est_occupancy_pct = static_cast<float>(d), row.kernel_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.est. achieved occupancy %";
           continue;
         }
         break;
@@ -277,48 +287,62 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           continue;
         }
         if (key == "blocks per SM") {
-          if (read_double(v, d)) row.kernel.blocks_per_sm = static_cast<float>(d), row.kernel_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.blocks per SM";
+          if (read_double(v, d))
+            row.kernel.blocks_per_sm = static_cast<float>(d), row.kernel_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.blocks per SM";
           continue;
         }
         if (key == "bytes") {
-          if (read_int(v, n, false)) row.copy.bytes = n, row.copy_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.bytes";
+          if (read_int(v, n, false))
+            row.copy.bytes = n, row.copy_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.bytes";
           continue;
         }
         break;
       case 'r':
         if (key == "registers per thread") {
-          if (read_int(v, n, false)) row.kernel.registers_per_thread = static_cast<std::int32_t>(n), row.kernel_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.registers per thread";
+          if (read_int(v, n, false))
+            row.kernel.registers_per_thread = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.registers per thread";
           continue;
         }
         break;
       case 's':
         if (key == "shared memory") {
-          if (read_int(v, n, false)) row.kernel.shared_memory = static_cast<std::int32_t>(n), row.kernel_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.shared memory";
+          if (read_int(v, n, false))
+            row.kernel.shared_memory = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.shared memory";
           continue;
         }
         break;
       case 'w':
         if (key == "warps per SM") {
-          if (read_double(v, d)) row.kernel.warps_per_sm = static_cast<float>(d), row.kernel_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.warps per SM";
+          if (read_double(v, d))
+            row.kernel.warps_per_sm = static_cast<float>(d), row.kernel_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.warps per SM";
           continue;
         }
         break;
       case 'm':
         if (key == "memory bandwidth (GB/s)") {
-          if (read_double(v, d)) row.copy.bandwidth_gbps = static_cast<float>(d), row.copy_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.memory bandwidth (GB/s)";
+          if (read_double(v, d))
+            row.copy.bandwidth_gbps = static_cast<float>(d), row.copy_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.memory bandwidth (GB/s)";
           continue;
         }
         break;
       case 'n':
         if (key == "name") {  // metadata events: {"name": "process_name", "args": {"name": "..."}}
-          if (type == od::json_type::string) row.meta_name = v.get_string(), row.has_meta_name = true;
-          else row.bad_type = "args.name";
+          if (type == od::json_type::string)
+            row.meta_name = v.get_string(), row.has_meta_name = true;
+          else
+            row.bad_type = "args.name";
           continue;
         }
         break;
@@ -334,27 +358,35 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           continue;
         }
         if (key == "In msg nelems") {
-          if (read_int(v, n, false)) row.coll.in_msg_nelems = n, row.coll_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.In msg nelems";
+          if (read_int(v, n, false))
+            row.coll.in_msg_nelems = n, row.coll_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.In msg nelems";
           continue;
         }
         break;
       case 'S':
         if (key == "Sequence number") {
-          if (read_int(v, n)) row.op.sequence_number = n, row.op_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Sequence number";
+          if (read_int(v, n))
+            row.op.sequence_number = n, row.op_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Sequence number";
           continue;
         }
         if (key == "Seq") {
-          if (read_int(v, n)) row.coll.seq = n, row.coll_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Seq";
+          if (read_int(v, n))
+            row.coll.seq = n, row.coll_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Seq";
           continue;
         }
         break;
       case 'F':
         if (key == "Fwd thread id") {
-          if (read_int(v, n)) row.op.fwd_thread_id = static_cast<std::int32_t>(n), row.op_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Fwd thread id";
+          if (read_int(v, n))
+            row.op.fwd_thread_id = static_cast<std::int32_t>(n), row.op_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Fwd thread id";
           continue;
         }
         break;
@@ -374,15 +406,19 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'O':
         if (key == "Out msg nelems") {
-          if (read_int(v, n, false)) row.coll.out_msg_nelems = n, row.coll_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Out msg nelems";
+          if (read_int(v, n, false))
+            row.coll.out_msg_nelems = n, row.coll_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Out msg nelems";
           continue;
         }
         break;
       case 'G':
         if (key == "Group size") {
-          if (read_int(v, n, false)) row.coll.group_size = static_cast<std::int32_t>(n), row.coll_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Group size";
+          if (read_int(v, n, false))
+            row.coll.group_size = static_cast<std::int32_t>(n), row.coll_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Group size";
           continue;
         }
         break;
@@ -400,46 +436,60 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'R':
         if (key == "Rank") {
-          if (read_int(v, n, false)) row.coll.rank = static_cast<std::int32_t>(n), row.coll_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Rank";
+          if (read_int(v, n, false))
+            row.coll.rank = static_cast<std::int32_t>(n), row.coll_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Rank";
           continue;
         }
         break;
       case 'T':
         if (key == "Total Allocated") {
-          if (read_int(v, n, false)) row.mem.total_allocated = n, row.mem_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Total Allocated";
+          if (read_int(v, n, false))
+            row.mem.total_allocated = n, row.mem_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Total Allocated";
           continue;
         }
         if (key == "Total Reserved") {
-          if (read_int(v, n, false)) row.mem.total_reserved = n, row.mem_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Total Reserved";
+          if (read_int(v, n, false))
+            row.mem.total_reserved = n, row.mem_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Total Reserved";
           continue;
         }
         break;
       case 'D':
         if (key == "Device Type") {
-          if (read_int(v, n, false)) row.mem.device_type = static_cast<std::int8_t>(n), row.mem_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Device Type";
+          if (read_int(v, n, false))
+            row.mem.device_type = static_cast<std::int8_t>(n), row.mem_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Device Type";
           continue;
         }
         if (key == "Device Id") {
-          if (read_int(v, n, false)) row.mem.device_id = static_cast<std::int16_t>(n), row.mem_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Device Id";
+          if (read_int(v, n, false))
+            row.mem.device_id = static_cast<std::int16_t>(n), row.mem_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Device Id";
           continue;
         }
         break;
       case 'A':
         if (key == "Addr") {
-          if (read_int(v, n)) row.mem.addr = static_cast<std::uint64_t>(n), row.mem_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Addr";
+          if (read_int(v, n))
+            row.mem.addr = static_cast<std::uint64_t>(n), row.mem_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Addr";
           continue;
         }
         break;
       case 'B':
         if (key == "Bytes") {
-          if (read_int(v, n, false)) row.mem.bytes = n, row.mem_seen = true;
-          else if (type != od::json_type::null) row.bad_type = "args.Bytes";
+          if (read_int(v, n, false))
+            row.mem.bytes = n, row.mem_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Bytes";
           continue;
         }
         break;
@@ -482,8 +532,10 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
       const bool is_ts = key == "ts";
       const od::json_type t = v.type();
       std::string_view text;
-      if (t == od::json_type::number) text = trim_token(v.raw_json_token());
-      else if (t == od::json_type::string) text = v.get_string();
+      if (t == od::json_type::number)
+        text = trim_token(v.raw_json_token());
+      else if (t == od::json_type::string)
+        text = v.get_string();
       else {
         row.bad_field = is_ts ? "ts" : "dur";
         continue;
@@ -507,14 +559,17 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
     } else if (key == "id") {
       std::int64_t n = 0;
       const od::json_type type = v.type();
-      if (read_int(v, n)) row.flow_id = n;
+      if (read_int(v, n))
+        row.flow_id = n;
       else if (type == od::json_type::string)
         row.flow_id = static_cast<std::int64_t>(std::hash<std::string_view>{}(v.get_string()) >> 1);
       else if (type != od::json_type::null)
         row.bad_type = "id";
     } else if (key == "args") {
-      if (v.type() == od::json_type::object) parse_args(v.get_object(), row, out);
-      else if (v.type() != od::json_type::null) row.bad_type = "args";
+      if (v.type() == od::json_type::object)
+        parse_args(v.get_object(), row, out);
+      else if (v.type() != od::json_type::null)
+        row.bad_type = "args";
     }
     // Other fields (bp, s, tts, ...) are not used by any analysis.
   }
@@ -527,19 +582,20 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
   }
   if (!row.has_ts && row.ph != 'M') {
     ctx.skip(row.bad_field && std::strcmp(row.bad_field, "ts") == 0 ? "event with a non-numeric or out-of-range \"ts\""
-                                                                       : "event without \"ts\"");
+                                                                    : "event without \"ts\"");
     return;
   }
   if (row.ph == 'B' || row.ph == 'E') {
     ctx.skip("begin/end ('B'/'E') events are not produced by PyTorch profilers");
     return;
   }
-  if (row.bad_type) ctx.repair(std::string("field of the wrong JSON type or out of range, ignored (") + row.bad_type + ")");
+  if (row.bad_type)
+    ctx.repair(std::string("field of the wrong JSON type or out of range, ignored (") + row.bad_type + ")");
   const EventKind kind = classify_event(row.ph, row.cat, row.has_cat, row.name);
   if (row.ph == 'X') {
     if (!row.has_dur) {
       ctx.repair(row.bad_field && std::strcmp(row.bad_field, "dur") == 0 ? "non-numeric \"dur\" set to 0"
-                                                                           : "complete event without \"dur\" set to 0");
+                                                                         : "complete event without \"dur\" set to 0");
       row.dur = 0;
     } else if (row.dur < 0) {
       ctx.repair("negative duration set to 0");
@@ -604,8 +660,8 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
       break;
     default: break;
   }
-  if (row.coll_seen && (kind == EventKind::kCpuOp || kind == EventKind::kKernel ||
-                        kind == EventKind::kUserAnnotation)) {
+  if (row.coll_seen &&
+      (kind == EventKind::kCpuOp || kind == EventKind::kKernel || kind == EventKind::kUserAnnotation)) {
     row.coll.event = index;
     out.collective_args.push_back(row.coll);
   }
@@ -634,13 +690,18 @@ void repair_bytes(char* p, std::size_t n, bool& changed_control, bool& changed_u
     }
     std::size_t len = 0;
     std::uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+    if ((c & 0xE0) == 0xC0)
+      len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0)
+      len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0)
+      len = 4, cp = c & 0x07;
     bool ok = len != 0 && i + len <= n;
     for (std::size_t k = 1; ok && k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-      else cp = (cp << 6) | (s[i + k] & 0x3F);
+      if ((s[i + k] & 0xC0) != 0x80)
+        ok = false;
+      else
+        cp = (cp << 6) | (s[i + k] & 0x3F);
     }
     if (ok) {
       // Reject overlong forms, surrogates and values past U+10FFFF as simdjson does.

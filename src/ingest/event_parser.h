@@ -50,7 +50,7 @@ struct ParsedBatch {
   std::vector<std::uint16_t> category;  // local ids into cats
   std::vector<StrId> name;              // local ids into strings
   std::vector<std::int64_t> ts_ns, dur_ns;
-  std::vector<std::int32_t> pid, tid;   // negative values index labels as -1 - k
+  std::vector<std::int32_t> pid, tid;  // negative values index labels as -1 - k
   std::vector<std::int64_t> correlation, external_id;
 
   std::vector<KernelArgs> kernel_args;  // event fields are batch-local indices

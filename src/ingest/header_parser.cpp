@@ -88,16 +88,18 @@ void parse_header(const std::vector<std::pair<std::string, std::string>>& header
     } else if (key == "baseTimeNanoseconds") {
       std::int64_t base = 0;
       const std::string text = scalar_text(value);
-      if (parse_int64(text, base) == DecimalStatus::kOk) model.info.base_time_ns = base;
-      else model.report.repair("unreadable baseTimeNanoseconds ignored", text);
+      if (parse_int64(text, base) == DecimalStatus::kOk)
+        model.info.base_time_ns = base;
+      else
+        model.report.repair("unreadable baseTimeNanoseconds ignored", text);
     } else if (key == "displayTimeUnit") {
       model.info.display_time_unit = scalar_text(value);
     } else if (key == "traceName") {
       model.info.trace_name = scalar_text(value);
     } else if (key.size() > 8 && key.compare(key.size() - 8, 8, "_version") == 0) {
       model.info.versions[key] = scalar_text(value);
-    } else if (key == "record_shapes" || key == "profile_memory" || key == "with_stack" ||
-               key == "with_flops" || key == "with_modules" || key == "trace_id") {
+    } else if (key == "record_shapes" || key == "profile_memory" || key == "with_stack" || key == "with_flops" ||
+               key == "with_modules" || key == "trace_id") {
       model.info.settings[key] = scalar_text(value);
     } else {
       model.info.other_keys.push_back(key);

@@ -46,11 +46,19 @@ inline BlockMasks classify_block(const char* p) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
     const __m256i folded = _mm256_or_si256(v, lower);
     const int shift = 32 * k;
-    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)))) << shift;
-    m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)))) << shift;
-    m.open |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, open)))) << shift;
-    m.close |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, close)))) << shift;
-    m.comma |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, comma)))) << shift;
+    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote))))
+               << shift;
+    m.backslash |=
+        static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash))))
+        << shift;
+    m.open |=
+        static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, open))))
+        << shift;
+    m.close |=
+        static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, close))))
+        << shift;
+    m.comma |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, comma))))
+               << shift;
   }
 #elif defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
@@ -64,11 +72,17 @@ inline BlockMasks classify_block(const char* p) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i folded = _mm_or_si128(v, lower);
     const int shift = 16 * k;
-    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)))) << shift;
-    m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)))) << shift;
-    m.open |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)))) << shift;
-    m.close |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)))) << shift;
-    m.comma |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, comma)))) << shift;
+    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote))))
+               << shift;
+    m.backslash |=
+        static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash))))
+        << shift;
+    m.open |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open))))
+              << shift;
+    m.close |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close))))
+               << shift;
+    m.comma |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, comma))))
+               << shift;
   }
 #else
   for (int i = 0; i < 64; ++i) {
@@ -159,8 +173,8 @@ bool EventScanner::fill() {
   if (eof_) return false;
   // Progress = complete elements of the event array plus completed top-level values. Checked
   // per refill (every 64 KB or more), so the hot loop pays nothing for it.
-  const std::uint64_t progress = array_objects_ + summary_.header.size() +
-                                 summary_.header_dropped.size() + (mode_ == Mode::kEvents ? 1 : 0);
+  const std::uint64_t progress =
+      array_objects_ + summary_.header.size() + summary_.header_dropped.size() + (mode_ == Mode::kEvents ? 1 : 0);
   if (progress != progress_count_) {
     progress_count_ = progress;
     progress_at_byte_ = summary_.bytes;
@@ -252,13 +266,18 @@ bool EventScanner::capture_value(std::string* out, bool& too_big) {
     if (!in_string && depth == 0 && (c == ',' || c == '}' || c == ']')) return true;
     ++pos_;
     if (out) {
-      if (out->size() < limits_.max_header_value_bytes) out->push_back(static_cast<char>(c));
-      else too_big = true;
+      if (out->size() < limits_.max_header_value_bytes)
+        out->push_back(static_cast<char>(c));
+      else
+        too_big = true;
     }
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -274,7 +293,8 @@ void EventScanner::close_event_array(std::size_t at) {
   pos_ = at + 1;
   // Elements = commas + 1 when the array holds anything; those that were neither objects nor
   // arrays were scalars (numbers, strings, null, booleans).
-  const std::uint64_t elements = (top_level_commas_ > 0 || array_objects_ > 0 || nested_arrays_ > 0) ? top_level_commas_ + 1 : 0;
+  const std::uint64_t elements =
+      (top_level_commas_ > 0 || array_objects_ > 0 || nested_arrays_ > 0) ? top_level_commas_ + 1 : 0;
   const std::uint64_t structured = array_objects_ + nested_arrays_;
   summary_.skipped_non_objects += nested_arrays_ + (elements > structured ? elements - structured : 0);
 }
@@ -284,9 +304,12 @@ void EventScanner::scan_events_scalar(std::size_t stop) {
   for (std::size_t p = pos_; p < stop; ++p) {
     const char c = b[p];
     if (in_string_) {
-      if (escaped_) escaped_ = false;
-      else if (c == '\\') escaped_ = true;
-      else if (c == '"') in_string_ = false;
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
       continue;
     }
     if (c == '"') {
@@ -347,7 +370,8 @@ void EventScanner::scan_events() {
       const char c = b[p];
       if (c == '{' || c == '[') {
         if (depth_ == 0) {
-          top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
+          top_level_commas_ += static_cast<std::uint64_t>(
+              __builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
           depth0_from = 64;
           event_start_ = p;  // every element's start, object or not: refills keep it from here
           if (c == '[') ++nested_arrays_;
@@ -357,7 +381,8 @@ void EventScanner::scan_events() {
         if (c == ']') {
           // The event array ends inside this block; the string state past it is recomputed by
           // the root-level parser, which reads byte by byte.
-          top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
+          top_level_commas_ += static_cast<std::uint64_t>(
+              __builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
           in_string_ = false;
           close_event_array(p);
           return;
@@ -372,15 +397,15 @@ void EventScanner::scan_events() {
         }
       }
     }
-    if (depth_ == 0) top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, 64)));
+    if (depth_ == 0)
+      top_level_commas_ += static_cast<std::uint64_t>(__builtin_popcountll(commas & bit_range(depth0_from, 64)));
     pos_ += 64;
   }
 }
 
 bool EventScanner::emit_if_ready(RawBatch& batch, bool force) {
   if (pending_begin_.empty()) return false;
-  const bool full = end_ - kHeadroom >= limits_.batch_bytes * 3 / 4 ||
-                    capacity_ - kPadding - end_ < kMinRead;
+  const bool full = end_ - kHeadroom >= limits_.batch_bytes * 3 / 4 || capacity_ - kPadding - end_ < kMinRead;
   if (!force && !full) return false;
   // Hand the current buffer to the batch; the unread tail moves to a fresh buffer.
   const std::size_t keep_from = (mode_ == Mode::kEvents && depth_ > 0) ? event_start_ : pos_;
@@ -413,8 +438,8 @@ bool EventScanner::next(RawBatch& batch) {
         skip_ws();
         const int c = next_byte();
         if (c < 0 && !summary_.stop_reason.empty())
-          throw InputError(fmt::format("{}: no JSON document in the first {} bytes (only whitespace)", name_,
-                                       summary_.bytes));
+          throw InputError(
+              fmt::format("{}: no JSON document in the first {} bytes (only whitespace)", name_, summary_.bytes));
         if (c < 0) throw InputError(fmt::format("{}: empty input (no JSON at all)", name_));
         if (c == '[') {
           summary_.root_is_array = true;
@@ -424,8 +449,8 @@ bool EventScanner::next(RawBatch& batch) {
           mode_ = Mode::kRootObject;
         } else {
           throw InputError(fmt::format(
-              "{}: byte {}: not a trace: expected '{{' or '[' to open the JSON document, found {}",
-              name_, buf_stream_offset_ + pos_ - 1 - kHeadroom,
+              "{}: byte {}: not a trace: expected '{{' or '[' to open the JSON document, found {}", name_,
+              buf_stream_offset_ + pos_ - 1 - kHeadroom,
               (c >= 0x20 && c < 0x7f) ? fmt::format("'{}'", static_cast<char>(c)) : fmt::format("byte 0x{:02x}", c)));
         }
         break;
@@ -483,8 +508,10 @@ bool EventScanner::next(RawBatch& batch) {
           finish_truncated("a top-level value");
           break;
         }
-        if (too_big) summary_.header_dropped.push_back(key);
-        else summary_.header.emplace_back(key, std::move(value));
+        if (too_big)
+          summary_.header_dropped.push_back(key);
+        else
+          summary_.header.emplace_back(key, std::move(value));
         break;
       }
       case Mode::kEvents: {
@@ -494,8 +521,8 @@ bool EventScanner::next(RawBatch& batch) {
           if (summary_.root_is_array) {
             skip_ws();
             if (peek_byte() >= 0)
-              summary_.warnings.push_back(fmt::format(
-                  "ignored data after the end of the JSON document at byte {}", buf_stream_offset_ + pos_ - kHeadroom));
+              summary_.warnings.push_back(fmt::format("ignored data after the end of the JSON document at byte {}",
+                                                      buf_stream_offset_ + pos_ - kHeadroom));
           }
           if (emit_if_ready(batch, true)) return true;
           break;
@@ -508,8 +535,7 @@ bool EventScanner::next(RawBatch& batch) {
         }
         break;
       }
-      case Mode::kDone:
-        return emit_if_ready(batch, true);
+      case Mode::kDone: return emit_if_ready(batch, true);
     }
   }
 }

@@ -47,7 +47,7 @@ struct ScanLimits {
   // One event larger than this is an error. Real events stay under a few MB (the biggest carry
   // long shape lists); buffering a never-closing one must not exhaust memory.
   std::size_t max_event_bytes = std::size_t{256} << 20;
-  std::size_t max_header_value_bytes = 64 << 20;   // root-level values other than traceEvents
+  std::size_t max_header_value_bytes = 64 << 20;  // root-level values other than traceEvents
   // Reading stops when this many bytes pass without a complete event or top-level value: an
   // endless stream of whitespace, commas or scalars on stdin must not keep ferret running forever.
   std::uint64_t max_bytes_without_progress = std::uint64_t{1} << 30;
@@ -55,19 +55,19 @@ struct ScanLimits {
 
 // What the scanner saw outside the event array.
 struct ScanSummary {
-  bool root_is_array = false;       // legacy autograd export
+  bool root_is_array = false;  // legacy autograd export
   bool saw_trace_events = false;
   std::vector<std::pair<std::string, std::string>> header;  // root key -> raw JSON value
-  std::vector<std::string> header_dropped;  // keys whose value exceeded the size limit
-  std::uint64_t bytes = 0;          // decompressed bytes read
-  std::uint64_t events = 0;         // complete events found
-  bool truncated = false;           // the stream ended inside the document
-  std::uint64_t truncated_at = 0;   // byte offset where it ended
-  std::string truncation_detail;    // what was open when it ended
-  std::string stream_damage;        // decompressor's report of a broken stream
-  std::vector<std::string> warnings;  // e.g. trailing garbage after the root value
-  std::uint64_t skipped_non_objects = 0;  // array elements that are not objects
-  std::uint64_t stray_closers = 0;        // '}' between events, outside any element
+  std::vector<std::string> header_dropped;                  // keys whose value exceeded the size limit
+  std::uint64_t bytes = 0;                                  // decompressed bytes read
+  std::uint64_t events = 0;                                 // complete events found
+  bool truncated = false;                                   // the stream ended inside the document
+  std::uint64_t truncated_at = 0;                           // byte offset where it ended
+  std::string truncation_detail;                            // what was open when it ended
+  std::string stream_damage;                                // decompressor's report of a broken stream
+  std::vector<std::string> warnings;                        // e.g. trailing garbage after the root value
+  std::uint64_t skipped_non_objects = 0;                    // array elements that are not objects
+  std::uint64_t stray_closers = 0;                          // '}' between events, outside any element
   // Why reading stopped before the end of the stream (an oversized event, no progress), or "".
   std::string stop_reason;
 };
@@ -83,16 +83,16 @@ class EventScanner {
  private:
   enum class Mode { kStart, kRootObject, kEvents, kDone };
 
-  bool fill();                       // reads more input; false at end of stream
+  bool fill();  // reads more input; false at end of stream
   void start_new_buffer(std::size_t keep_from);
   void start_new_buffer_keep_old(std::size_t keep_from, std::unique_ptr<char[]>& old);
   bool emit_if_ready(RawBatch& batch, bool force);
-  int next_byte();                   // root-level pull parsing; -1 at end
+  int next_byte();  // root-level pull parsing; -1 at end
   int peek_byte();
   void skip_ws();
   bool read_key(std::string& key);
   bool capture_value(std::string* out, bool& too_big);
-  void scan_events();                // advances pos_ through the event array
+  void scan_events();  // advances pos_ through the event array
   void scan_events_scalar(std::size_t stop);
   void close_event_array(std::size_t at);
   void finish_truncated(const char* what);
@@ -108,7 +108,7 @@ class EventScanner {
 
   std::unique_ptr<char[]> buf_;
   std::size_t capacity_ = 0;
-  std::size_t pos_ = 0, end_ = 0;       // unread region [pos_, end_)
+  std::size_t pos_ = 0, end_ = 0;        // unread region [pos_, end_)
   std::uint64_t buf_stream_offset_ = 0;  // stream offset of buf_[0]
   bool eof_ = false;
 

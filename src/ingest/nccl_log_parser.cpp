@@ -169,13 +169,35 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 // Lines NCCL prints at INFO that carry nothing this linter uses; known, so they count as
 // understood rather than "not understood".
 constexpr std::string_view kKnownIgnored[] = {
-    "Setting affinity",      "Connected all rings",  "Connected all trees", "Connected NVLS",
-    "threadThresholds",      "P2P Chunksize",        "NCCL git version",    "Using non-device net plugin",
-    "ENV/Plugin",            "TUNER/Plugin",         "PROFILER/Plugin",     "Ring ",
-    "Tree ",                 "bootstrapSplit",       "DMA-BUF is available", "Launch mode",
-    "Plugin Path",           "P2P plugin",           "NCCL_",               "CC Off",               "MNNVL",               "Comm config",
-    "Allocated ",            "NET/OFI",              "Using internal",      "NVLS comm",
-    "Assigned NET plugin",   "Initialized NET plugin", "Enabled NCCL Func/Proto/Algo",
+    "Setting affinity",
+    "Connected all rings",
+    "Connected all trees",
+    "Connected NVLS",
+    "threadThresholds",
+    "P2P Chunksize",
+    "NCCL git version",
+    "Using non-device net plugin",
+    "ENV/Plugin",
+    "TUNER/Plugin",
+    "PROFILER/Plugin",
+    "Ring ",
+    "Tree ",
+    "bootstrapSplit",
+    "DMA-BUF is available",
+    "Launch mode",
+    "Plugin Path",
+    "P2P plugin",
+    "NCCL_",
+    "CC Off",
+    "MNNVL",
+    "Comm config",
+    "Allocated ",
+    "NET/OFI",
+    "Using internal",
+    "NVLS comm",
+    "Assigned NET plugin",
+    "Initialized NET plugin",
+    "Enabled NCCL Func/Proto/Algo",
 };
 
 }  // namespace
@@ -331,25 +353,38 @@ bool parse_comm(std::string_view text, NcclCommRecord& r) {
   const std::size_t dash = text.rfind(" - ");
   std::string_view tail = dash == std::string_view::npos ? std::string_view() : trim(text.substr(dash + 3));
   std::string_view fields = dash == std::string_view::npos ? text : text.substr(0, dash);
-  if (tail == "Init START") r.phase = NcclCommPhase::kStart;
-  else if (tail == "Init COMPLETE") r.phase = NcclCommPhase::kComplete;
-  else if (starts_with(tail, "Destroy")) r.phase = NcclCommPhase::kDestroy;
-  else if (starts_with(tail, "Abort")) r.phase = NcclCommPhase::kAbort;
-  else r.phase = NcclCommPhase::kInfo;
+  if (tail == "Init START")
+    r.phase = NcclCommPhase::kStart;
+  else if (tail == "Init COMPLETE")
+    r.phase = NcclCommPhase::kComplete;
+  else if (starts_with(tail, "Destroy"))
+    r.phase = NcclCommPhase::kDestroy;
+  else if (starts_with(tail, "Abort"))
+    r.phase = NcclCommPhase::kAbort;
+  else
+    r.phase = NcclCommPhase::kInfo;
   bool any = false;
   while (true) {
     std::string_view key = take_token(fields);
     if (key.empty()) break;
     std::string_view value = take_token(fields);
     if (value.empty()) break;
-    if (key == "rank") r.rank = to_int(value), any = true;
-    else if (key == "nranks" || key == "nRanks") r.nranks = to_int(value);
-    else if (key == "cudaDev") r.cuda_dev = to_int(value);
-    else if (key == "nvmlDev") r.nvml_dev = to_int(value);
-    else if (key == "busId") r.bus_id = std::string(value);
-    else if (key == "commId") r.comm_id = std::string(value);
-    else if (key == "nNodes") r.nnodes = to_int(value);
-    else if (key == "localRanks") r.local_ranks = to_int(value);
+    if (key == "rank")
+      r.rank = to_int(value), any = true;
+    else if (key == "nranks" || key == "nRanks")
+      r.nranks = to_int(value);
+    else if (key == "cudaDev")
+      r.cuda_dev = to_int(value);
+    else if (key == "nvmlDev")
+      r.nvml_dev = to_int(value);
+    else if (key == "busId")
+      r.bus_id = std::string(value);
+    else if (key == "commId")
+      r.comm_id = std::string(value);
+    else if (key == "nNodes")
+      r.nnodes = to_int(value);
+    else if (key == "localRanks")
+      r.local_ranks = to_int(value);
   }
   return any && r.nranks > 0;
 }
@@ -379,11 +414,16 @@ bool parse_channel_counts(std::string_view text, NcclChannelCountRecord& r) {
     int n = -1;
     if (!take_int(part, n)) return false;
     part = trim(part);
-    if (part == "coll channels") r.coll = n, any = true;
-    else if (part == "collnet channels") r.collnet = n;
-    else if (part == "nvls channels") r.nvls = n;
-    else if (part == "p2p channels") r.p2p = n;
-    else if (part == "p2p channels per peer") r.p2p_per_peer = n;
+    if (part == "coll channels")
+      r.coll = n, any = true;
+    else if (part == "collnet channels")
+      r.collnet = n;
+    else if (part == "nvls channels")
+      r.nvls = n;
+    else if (part == "p2p channels")
+      r.p2p = n;
+    else if (part == "p2p channels per peer")
+      r.p2p_per_peer = n;
   }
   return any;
 }
@@ -462,8 +502,10 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
       if (close == std::string_view::npos) return false;
       r.to_device = std::string(rest.substr(0, close));
       rest.remove_prefix(close + 1);
-      if (consume(rest, "[send]")) r.direction = 's';
-      else if (consume(rest, "[receive]")) r.direction = 'r';
+      if (consume(rest, "[send]"))
+        r.direction = 's';
+      else if (consume(rest, "[receive]"))
+        r.direction = 'r';
       if (!consume(rest, "via ")) return false;
       r.transport = intern_transport(rest);
       log_.connections.push_back(std::move(r));
@@ -514,8 +556,10 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     std::string_view rest = m.substr(m.find("GPU Direct RDMA") + 15);
     const std::size_t for_pos = rest.find(" for ");
     const std::string_view state = rest.substr(0, for_pos);
-    if (contains(state, "nabled")) r.enabled = true;
-    else if (!contains(state, "isabled")) return false;
+    if (contains(state, "nabled"))
+      r.enabled = true;
+    else if (!contains(state, "isabled"))
+      return false;
     if (for_pos == std::string_view::npos) return false;
     rest.remove_prefix(for_pos + 5);
     if (consume(rest, "GPU ")) {
@@ -637,8 +681,8 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     // A failed load prints two lines ("Plugin load ... returned 2", "No plugin found"): keep one.
     if (r.event == NcclNetEvent::kPluginAbsent && !log_.net.empty()) {
       const NcclNetRecord& prev = log_.net.back();
-      if (prev.event == NcclNetEvent::kPluginAbsent && prev.origin.host == origin.host && prev.origin.pid == origin.pid &&
-          prev.origin.source == origin.source && prev.origin.line + 1 == origin.line)
+      if (prev.event == NcclNetEvent::kPluginAbsent && prev.origin.host == origin.host &&
+          prev.origin.pid == origin.pid && prev.origin.source == origin.source && prev.origin.line + 1 == origin.line)
         return true;
     }
     log_.net.push_back(std::move(r));
@@ -693,8 +737,8 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
   }
   if (starts_with(m, "NCCL_")) {
     std::size_t name_end = 0;
-    while (name_end < m.size() && ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_digit(m[name_end]) ||
-                                   m[name_end] == '_'))
+    while (name_end < m.size() &&
+           ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_digit(m[name_end]) || m[name_end] == '_'))
       ++name_end;
     std::string_view rest = m.substr(name_end);
     if (consume(rest, "set by environment to") || consume(rest, "set to")) {
@@ -735,8 +779,8 @@ void NcclLogParser::feed_line(std::string_view line) {
     if (hit == nullptr) break;
     const std::size_t pos = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
     const std::string_view after = line.substr(pos + 5);
-    const bool boundary = pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' ||
-                          line[pos - 1] == ')';
+    const bool boundary =
+        pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' || line[pos - 1] == ')';
     if (boundary && starts_with(after, "INFO")) {
       at = pos;
       break;
@@ -767,8 +811,10 @@ void NcclLogParser::feed_line(std::string_view line) {
   if (bare_version) {
     outer = launcher_prefix(pre);
     attribute_bare(outer, origin);
-    if (parse_message(line.substr(at), origin)) ++src.recognised;
-    else ++src.not_understood;
+    if (parse_message(line.substr(at), origin))
+      ++src.recognised;
+    else
+      ++src.not_understood;
     return;
   }
 
@@ -831,7 +877,8 @@ void NcclLogParser::feed_line(std::string_view line) {
     ++src.recognised;
   } else {
     ++src.not_understood;
-    if (log_.not_understood_samples.size() < 5) log_.not_understood_samples.push_back(printable(trim(message).substr(0, 160)));
+    if (log_.not_understood_samples.size() < 5)
+      log_.not_understood_samples.push_back(printable(trim(message).substr(0, 160)));
   }
 }
 
@@ -841,8 +888,8 @@ void parse_nccl_source(ByteSource& source, const std::string& name, const std::s
   NcclLogParser parser(log, name, compression);
   constexpr std::size_t kChunk = 1 << 20;
   std::unique_ptr<char[]> buffer(new char[kChunk]);
-  std::string carry;        // a line split across chunks
-  bool carry_cut = false;   // the carried line is over kMaxLineBytes: the rest is dropped
+  std::string carry;       // a line split across chunks
+  bool carry_cut = false;  // the carried line is over kMaxLineBytes: the rest is dropped
   std::uint64_t bytes = 0;
   while (true) {
     std::size_t n = 0;
@@ -862,8 +909,10 @@ void parse_nccl_source(ByteSource& source, const std::string& name, const std::s
       const std::string_view piece = chunk.substr(0, len);
       if (nl == nullptr) {
         // Keep at most one byte past the limit, so that feed_line sees the line as too long.
-        if (carry.size() <= kMaxLineBytes) carry.append(piece.substr(0, kMaxLineBytes + 1 - carry.size()));
-        else carry_cut = true;
+        if (carry.size() <= kMaxLineBytes)
+          carry.append(piece.substr(0, kMaxLineBytes + 1 - carry.size()));
+        else
+          carry_cut = true;
         break;
       }
       if (carry.empty() && !carry_cut) {

@@ -103,7 +103,7 @@ struct NcclConnectionRecord {
   int to_rank = -1;
   std::string from_device;  // inside the brackets: a CUDA device (2.12+) or a bus id (older)
   std::string to_device;
-  char direction = ' ';  // 's' send, 'r' receive, ' ' unspecified
+  char direction = ' ';         // 's' send, 'r' receive, ' ' unspecified
   std::uint32_t transport = 0;  // index into NcclLog::transports
 };
 
@@ -154,7 +154,7 @@ struct NcclNetRecord {
   NcclNetEvent event = NcclNetEvent::kUsingNetwork;
   std::string name;  // network / plugin name / bootstrap interface
   std::vector<NcclNic> nics;
-  std::string oob;   // IB: the out-of-band interface
+  std::string oob;              // IB: the out-of-band interface
   bool collnet_plugin = false;  // a coll (SHARP) plugin, not a net plugin
   double speed_gbps = -1;       // kIbSpeed: link speed in Gb/s
 };
@@ -216,7 +216,7 @@ struct NcclSource {
 // Everything read from one or more logs.
 struct NcclLog {
   std::vector<NcclSource> sources;
-  std::vector<std::string> hosts;       // interned host names
+  std::vector<std::string> hosts;         // interned host names
   std::vector<NcclTransport> transports;  // interned `via` clauses
   std::vector<NcclVersionRecord> versions;
   std::vector<NcclDriverRecord> drivers;
@@ -259,8 +259,8 @@ class NcclLogParser {
   std::uint32_t source_index_;
   std::uint64_t line_number_ = 0;
   std::vector<LastProcess> last_process_;  // small: one per launcher prefix seen
-  NcclOrigin last_any_;                     // the last prefixed line's process, whatever its prefix
-  std::uint32_t last_host_ = kNoHost;       // intern_host's cache: lines of one host come in runs
+  NcclOrigin last_any_;                    // the last prefixed line's process, whatever its prefix
+  std::uint32_t last_host_ = kNoHost;      // intern_host's cache: lines of one host come in runs
   void remember_process(std::string_view outer, const NcclOrigin& origin);
   bool attribute_bare(std::string_view outer, NcclOrigin& origin) const;
   bool parse_message(std::string_view message, const NcclOrigin& origin);

@@ -38,8 +38,9 @@ class ModelBuilder {
     // otherwise be read forever without growing the model.
     bytes_without_kept_ = batch.size() > 0 ? 0 : bytes_without_kept_ + batch.input_bytes;
     if (bytes_without_kept_ > max_bytes_without_kept_) {
-      stop_reason_ = fmt::format("stopped loading after {} events: the last {} bytes of events held none that could be kept",
-                                 model_.size(), bytes_without_kept_);
+      stop_reason_ =
+          fmt::format("stopped loading after {} events: the last {} bytes of events held none that could be kept",
+                      model_.size(), bytes_without_kept_);
     }
     const auto base = static_cast<EventIndex>(model_.size());
     if (model_.size() + batch.size() >= kNoEvent) {
@@ -47,7 +48,8 @@ class ModelBuilder {
       return;
     }
     string_map_.resize(batch.strings.texts().size());
-    for (std::size_t i = 0; i < string_map_.size(); ++i) string_map_[i] = model_.strings.intern(batch.strings.texts()[i]);
+    for (std::size_t i = 0; i < string_map_.size(); ++i)
+      string_map_[i] = model_.strings.intern(batch.strings.texts()[i]);
     cat_map_.resize(batch.cats.texts().size());
     for (std::size_t i = 0; i < cat_map_.size(); ++i) {
       StrId id = model_.categories.intern(batch.cats.texts()[i]);
@@ -107,8 +109,10 @@ class ModelBuilder {
     }
     for (const auto& meta : batch.meta_names) {
       const std::string text(model_.strings.view(string_map_[meta.text]));
-      if (meta.is_thread) model_.thread_names[{map_id(meta.pid), map_id(meta.tid)}] = text;
-      else model_.process_names[map_id(meta.pid)] = text;
+      if (meta.is_thread)
+        model_.thread_names[{map_id(meta.pid), map_id(meta.tid)}] = text;
+      else
+        model_.process_names[map_id(meta.pid)] = text;
     }
     for (const auto& [reason, issue] : batch.repairs) model_.report.repair(reason, issue.first_location, issue.count);
     for (const auto& [reason, issue] : batch.skips) model_.report.skip(reason, issue.first_location, issue.count);
@@ -233,9 +237,8 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
     std::unique_ptr<ParsedBatch> batch;
     {
       std::unique_lock lock(mu);
-      cv_parsed.wait(lock, [&] {
-        return parsed.count(next_seq) != 0 || (producer_done && next_seq == produced) || failure;
-      });
+      cv_parsed.wait(lock,
+                     [&] { return parsed.count(next_seq) != 0 || (producer_done && next_seq == produced) || failure; });
       auto it = parsed.find(next_seq);
       if (it == parsed.end()) break;
       batch = std::move(it->second);
@@ -269,8 +272,8 @@ FormatGeneration detect_generation(const TraceModel& model, const ScanSummary& s
         cat == "async" || cat == "async_gpu")
       old_names = true;
     if (cat == "async_cpu_to_gpu" || cat == "forward_backward") transitional = true;
-    if (cat == "cpu_op" || cat == "kernel" || cat == "cuda_runtime" || cat == "user_annotation" ||
-        cat == "ac2g" || cat == "fwdbwd" || cat == "python_function")
+    if (cat == "cpu_op" || cat == "kernel" || cat == "cuda_runtime" || cat == "user_annotation" || cat == "ac2g" ||
+        cat == "fwdbwd" || cat == "python_function")
       modern = true;
   }
   if (old_names && !modern) return FormatGeneration::kKineto18;
@@ -356,9 +359,10 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
       if (scan.truncation_detail == "an event")
         model.report.skip("event cut off where reading stopped", fmt::format("byte {}", scan.truncated_at));
     } else {
-      model.report.notes.push_back(fmt::format("trace is truncated: the input ends inside {} at byte {}; "
-                                               "every complete event before it was kept",
-                                               scan.truncation_detail, scan.truncated_at));
+      model.report.notes.push_back(
+          fmt::format("trace is truncated: the input ends inside {} at byte {}; "
+                      "every complete event before it was kept",
+                      scan.truncation_detail, scan.truncated_at));
       if (scan.truncation_detail == "an event")
         model.report.skip("incomplete event cut off by truncation", fmt::format("byte {}", scan.truncated_at));
     }
@@ -366,8 +370,7 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   for (const auto& w : scan.warnings) model.report.notes.push_back(w);
   if (scan.skipped_non_objects > 0)
     model.report.skip("traceEvents elements that are not objects", "traceEvents", scan.skipped_non_objects);
-  if (scan.stray_closers > 0)
-    model.report.skip("stray '}' between events", "traceEvents", scan.stray_closers);
+  if (scan.stray_closers > 0) model.report.skip("stray '}' between events", "traceEvents", scan.stray_closers);
   model.info.generation = detect_generation(model, scan, builder.has_decimal_ts());
   model.info.platform = detect_platform(model);
   if (options.build_relations) build_relations(model);

@@ -12,8 +12,8 @@
 namespace ferret {
 
 struct LoadOptions {
-  unsigned threads = 0;          // parser threads; 0 = one per core
-  bool build_relations = true;   // nesting, correlation, steps (model/relations.h)
+  unsigned threads = 0;         // parser threads; 0 = one per core
+  bool build_relations = true;  // nesting, correlation, steps (model/relations.h)
   ScanLimits limits;
   InflationLimits inflation;
   // Stop loading (keeping what was read, with a note) once the model holds this many bytes.

@@ -93,7 +93,8 @@ std::vector<CollectiveCost> collective_costs(const std::vector<RankResult>& rank
   }
   // The most time first: what a user should look at.
   std::stable_sort(out.begin(), out.end(), [](const CollectiveCost& a, const CollectiveCost& b) {
-    return a.mean_duration_ns * static_cast<std::int64_t>(a.calls) > b.mean_duration_ns * static_cast<std::int64_t>(b.calls);
+    return a.mean_duration_ns * static_cast<std::int64_t>(a.calls) >
+           b.mean_duration_ns * static_cast<std::int64_t>(b.calls);
   });
   return out;
 }

@@ -138,7 +138,8 @@ std::vector<std::vector<Ref>> match_by_order(const std::vector<RankResult>& rank
     }
   for (auto& [key, per_rank] : streams)
     for (Stream& s : per_rank)
-      std::stable_sort(s.begin(), s.end(), [&](const Ref& a, const Ref& b) { return end_of(at(ranks, a)) < end_of(at(ranks, b)); });
+      std::stable_sort(s.begin(), s.end(),
+                       [&](const Ref& a, const Ref& b) { return end_of(at(ranks, a)) < end_of(at(ranks, b)); });
 
   // Per stream, the instances keyed by the reference's call.
   std::map<StreamKey, std::vector<std::vector<Ref>>> instances;
@@ -167,7 +168,8 @@ std::vector<std::vector<Ref>> match_by_order(const std::vector<RankResult>& rank
       std::size_t best_pairs = 0;
       for (std::int64_t offset : candidates) {
         std::size_t n = 0;
-        for (const StreamKey& key : keys) n += pair_by_end(ranks, streams[key][ref_rank], streams[key][other], offset).size();
+        for (const StreamKey& key : keys)
+          n += pair_by_end(ranks, streams[key][ref_rank], streams[key][other], offset).size();
         if (n > best_pairs || (n == best_pairs && n > 0 && std::llabs(offset) < std::llabs(best))) {
           best_pairs = n;
           best = offset;
@@ -223,7 +225,8 @@ void align_clocks(const std::vector<RankResult>& ranks, const std::vector<std::v
       todo.pop();
       // Prefer the best-measured edge first: sort by count, then rank, for a deterministic walk.
       std::vector<Edge> out = edges[static_cast<std::size_t>(from)];
-      std::sort(out.begin(), out.end(), [](const Edge& a, const Edge& b) { return a.n != b.n ? a.n > b.n : a.to < b.to; });
+      std::sort(out.begin(), out.end(),
+                [](const Edge& a, const Edge& b) { return a.n != b.n ? a.n > b.n : a.to < b.to; });
       for (const Edge& e : out) {
         RankClock& c = clocks[static_cast<std::size_t>(e.to)];
         if (c.aligned) continue;

@@ -47,7 +47,8 @@ void number_ranks(std::vector<RankResult>& ranks, std::vector<std::string>& warn
 JobAnalysis analyze_job(std::vector<RankResult> ranks) {
   JobAnalysis job;
   number_ranks(ranks, job.warnings);
-  std::stable_sort(ranks.begin(), ranks.end(), [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
   job.ranks = std::move(ranks);
 
   std::set<int> world_sizes;
@@ -69,7 +70,8 @@ JobAnalysis analyze_job(std::vector<RankResult> ranks) {
       }
     for (const RankResult& r : job.ranks)
       if (r.rank >= job.world_size)
-        job.warnings.push_back(fmt::format("rank {} ({}) is outside the world size {}", r.rank, r.source, job.world_size));
+        job.warnings.push_back(
+            fmt::format("rank {} ({}) is outside the world size {}", r.rank, r.source, job.world_size));
   } else if (world_sizes.size() > 1) {
     std::string sizes;
     for (int w : world_sizes) sizes += fmt::format("{}{}", sizes.empty() ? "" : ", ", w);

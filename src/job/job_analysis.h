@@ -70,8 +70,8 @@ enum class MatchMethod : std::uint8_t { kNone, kSequenceNumbers, kOrder };
 const char* match_method_name(MatchMethod m);  // "none", "sequence numbers", "order"
 
 struct RankClock {
-  bool aligned = false;      // an offset was found (the reference rank is aligned with 0)
-  std::int64_t offset_ns = 0;  // add to this rank's times to get the reference clock
+  bool aligned = false;            // an offset was found (the reference rank is aligned with 0)
+  std::int64_t offset_ns = 0;      // add to this rank's times to get the reference clock
   std::uint64_t shared_calls = 0;  // calls the offset was measured on
   std::int64_t spread_ns = 0;      // median absolute deviation of those measurements
   std::int32_t clock_group = -1;   // ranks with the same group id share a clock
@@ -110,7 +110,7 @@ struct CollectiveCost {
   double wait_share = 0;              // of participants' total duration
   double algbw_gbps = -1;             // sized calls: bytes / transfer
   double busbw_gbps = -1;
-  double link_gbps = -1;              // scale-up link peak of the ranks' GPU, -1 unknown
+  double link_gbps = -1;  // scale-up link peak of the ranks' GPU, -1 unknown
   std::string link;
   std::vector<std::int64_t> rank_mean_duration_ns;  // per rank index, -1 when it took no part
 };
@@ -124,18 +124,18 @@ const char* straggler_cause_name(StragglerCause c);  // "unexplained", "compute"
 
 struct RankLateness {
   std::int32_t rank_index = -1;
-  std::uint64_t calls = 0;          // matched calls it took part in
+  std::uint64_t calls = 0;  // matched calls it took part in
   std::uint64_t times_last = 0;
-  std::uint64_t steps_last = 0;     // steps whose most delayed call waited for it
-  std::int64_t lateness_ns = 0;     // summed over the calls where it was last
+  std::uint64_t steps_last = 0;            // steps whose most delayed call waited for it
+  std::int64_t lateness_ns = 0;            // summed over the calls where it was last
   std::int64_t mean_arrival_delay_ns = 0;  // mean (start - median start) over its calls
-  std::int64_t wait_ns = 0;         // its time waiting inside collectives (duration - transfer)
+  std::int64_t wait_ns = 0;                // its time waiting inside collectives (duration - transfer)
 };
 
 // Per-step activity of one rank against the median of the others.
 struct ActivityExcess {
   StragglerCause cause = StragglerCause::kUnexplained;
-  std::int64_t rank_ns = 0;    // per step
+  std::int64_t rank_ns = 0;  // per step
   std::int64_t others_median_ns = 0;
   std::int64_t excess_ns() const { return rank_ns - others_median_ns; }
 };
@@ -144,17 +144,17 @@ struct Straggler {
   std::int32_t rank_index = -1;
   std::uint64_t times_last = 0;  // calls at which it started last
   std::uint64_t calls = 0;
-  std::uint64_t steps_last = 0;  // steps whose most delayed call waited for it
-  std::uint64_t steps = 0;       // steps with matched calls (calls, for traces without steps)
-  double last_share = 0;         // steps_last / steps
-  std::int64_t mean_lateness_ns = 0;    // when last
+  std::uint64_t steps_last = 0;           // steps whose most delayed call waited for it
+  std::uint64_t steps = 0;                // steps with matched calls (calls, for traces without steps)
+  double last_share = 0;                  // steps_last / steps
+  std::int64_t mean_lateness_ns = 0;      // when last
   std::int64_t lateness_per_step_ns = 0;  // summed lateness per step
   // What the lateness costs per step: the other ranks' median exposed communication (collectives
   // with no compute beside them, where waiting shows) minus the straggler's own, at most the
   // lateness. Lateness that compute hides costs nothing; and with NCCL streams serialised, a late
   // first call delays the later calls of the step too, so summed lateness would count it again.
   std::int64_t cost_per_step_ns = 0;
-  double step_share = 0;                // cost_per_step / median step
+  double step_share = 0;  // cost_per_step / median step
   StragglerCause cause = StragglerCause::kUnexplained;
   std::vector<ActivityExcess> activities;  // compute, input, host sync, host work
   double host_syncs_per_step = 0;          // the straggler's
@@ -171,9 +171,9 @@ inline constexpr std::uint64_t kStragglerMinCalls = 3;
 inline constexpr double kCauseExplainsShare = 0.5;
 
 struct StragglerResult {
-  std::vector<RankLateness> ranks;     // per rank index
-  std::vector<Straggler> stragglers;   // consistent ones, most costly first
-  std::uint64_t steps = 0;             // steps with matched calls (calls, without steps)
+  std::vector<RankLateness> ranks;    // per rank index
+  std::vector<Straggler> stragglers;  // consistent ones, most costly first
+  std::uint64_t steps = 0;            // steps with matched calls (calls, without steps)
 };
 
 StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const CollectiveMatching& m);
@@ -181,12 +181,12 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
 // ---- The job -----------------------------------------------------------------------------------
 
 struct JobAnalysis {
-  std::vector<RankResult> ranks;  // by rank number; failed ranks keep only source and error
-  int world_size = -1;            // from distributedInfo when the ranks agree, else -1
-  std::vector<int> missing_ranks; // of 0..world_size-1, not among the inputs (first 64)
+  std::vector<RankResult> ranks;   // by rank number; failed ranks keep only source and error
+  int world_size = -1;             // from distributedInfo when the ranks agree, else -1
+  std::vector<int> missing_ranks;  // of 0..world_size-1, not among the inputs (first 64)
   std::uint64_t missing_rank_count = 0;
   std::vector<std::string> warnings;  // duplicated ranks, mixed world sizes, failed ranks, ...
-  std::int64_t median_step_ns = 0;     // over ranks' mean steps
+  std::int64_t median_step_ns = 0;    // over ranks' mean steps
   std::int64_t slowest_step_ns = 0;
   std::int32_t slowest_rank_index = -1;
   CollectiveMatching matching;

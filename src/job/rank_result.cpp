@@ -23,8 +23,8 @@ namespace {
 
 // Index of the step whose window holds `t`, or -1.
 int step_at(const std::vector<RankStep>& steps, std::int64_t t) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), t,
-                             [](std::int64_t v, const RankStep& s) { return v < s.start_ns; });
+  auto it =
+      std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t v, const RankStep& s) { return v < s.start_ns; });
   if (it == steps.begin()) return -1;
   --it;
   return t < it->start_ns + it->duration_ns ? static_cast<int>(it - steps.begin()) : -1;
@@ -83,13 +83,15 @@ RankResult summarize_rank(const TraceAnalysis& a, const Diagnosis& d) {
     r.steps.push_back(step);
   }
   // The per-step results of the other analyses come in the same order (the selected steps).
-  auto same_step = [&](std::size_t i, std::int64_t number) { return i < r.steps.size() && r.steps[i].number == number; };
+  auto same_step = [&](std::size_t i, std::int64_t number) {
+    return i < r.steps.size() && r.steps[i].number == number;
+  };
   for (std::size_t i = 0; i < a.data_pipeline.steps.size(); ++i)
-    if (same_step(i, a.data_pipeline.steps[i].number)) r.steps[i].dataloader_ns = a.data_pipeline.steps[i].dataloader_ns;
+    if (same_step(i, a.data_pipeline.steps[i].number))
+      r.steps[i].dataloader_ns = a.data_pipeline.steps[i].dataloader_ns;
   if (r.has_steps) {
     for (std::size_t i = 0; i < a.host_blockers.syncs.per_step.size(); ++i)
-      if (same_step(i, a.host_blockers.syncs.per_step[i].step))
-      {
+      if (same_step(i, a.host_blockers.syncs.per_step[i].step)) {
         r.steps[i].host_sync_ns = a.host_blockers.syncs.per_step[i].total_ns;
         r.steps[i].host_syncs = static_cast<std::int64_t>(a.host_blockers.syncs.per_step[i].count);
       }
@@ -183,8 +185,8 @@ T get_at(const json& j, std::size_t i) {
 std::vector<std::uint8_t> encode_rank_result(const RankResult& r) {
   json steps = json::array();
   for (const RankStep& s : r.steps) {
-    json row = {s.number, s.start_ns, s.duration_ns, s.compute_kernel_ns, s.dataloader_ns,
-                s.host_sync_ns, s.comm_ns, s.exposed_comm_ns, s.host_syncs};
+    json row = {s.number,       s.start_ns, s.duration_ns,     s.compute_kernel_ns, s.dataloader_ns,
+                s.host_sync_ns, s.comm_ns,  s.exposed_comm_ns, s.host_syncs};
     for (std::int64_t v : s.category_ns) row.push_back(v);
     steps.push_back(std::move(row));
   }
@@ -194,8 +196,8 @@ std::vector<std::uint8_t> encode_rank_result(const RankResult& r) {
                            c.group_size, c.device});
   json findings = json::array();
   for (const RankFinding& f : r.findings)
-    findings.push_back({f.id, f.title, static_cast<int>(f.severity), static_cast<int>(f.dimension), f.time_share,
-                        f.max_speedup});
+    findings.push_back(
+        {f.id, f.title, static_cast<int>(f.severity), static_cast<int>(f.dimension), f.time_share, f.max_speedup});
   const json doc = {{"v", 1},
                     {"source", r.source},
                     {"rank", r.rank},

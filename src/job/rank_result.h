@@ -36,15 +36,15 @@ struct RankCollective {
   std::int64_t step = -1;           // ProfilerStep it starts in; -1 without steps
   std::int64_t start_ns = 0;
   std::int64_t dur_ns = 0;
-  std::int64_t bytes = -1;          // nccl-tests size; -1 unknown
-  std::int32_t group_size = -1;     // -1 unknown
+  std::int64_t bytes = -1;       // nccl-tests size; -1 unknown
+  std::int32_t group_size = -1;  // -1 unknown
   std::int32_t device = -1;
 };
 
 // One step of the rank, with what its time went to. Everything here is on the rank's own clock
 // and inside the step's window.
 struct RankStep {
-  std::int64_t number = -1;  // ProfilerStep#N; -1 for the pseudo-step of a trace without steps
+  std::int64_t number = -1;   // ProfilerStep#N; -1 for the pseudo-step of a trace without steps
   std::int64_t start_ns = 0;  // absolute: baseTimeNanoseconds + ts when the trace has a base
   std::int64_t duration_ns = 0;
   std::array<std::int64_t, kStepCategoryCount> category_ns{};  // the plugin's breakdown
@@ -72,17 +72,17 @@ struct RankResult {
   int world_size = -1;  // distributedInfo; -1 when absent
   std::string backend;  // "nccl", "gloo", ... ; "" when absent
   std::string nccl_version;
-  std::string device_name;  // the first GPU's name, "" when none
-  std::string scale_up_link;     // "NVLink4" from the GPU table; "" unknown
-  double scale_up_gbps = -1;     // its per-direction peak, GB/s; -1 unknown
-  std::string error;        // non-empty: the trace could not be analysed (nothing else is set)
+  std::string device_name;    // the first GPU's name, "" when none
+  std::string scale_up_link;  // "NVLink4" from the GPU table; "" unknown
+  double scale_up_gbps = -1;  // its per-direction peak, GB/s; -1 unknown
+  std::string error;          // non-empty: the trace could not be analysed (nothing else is set)
 
   bool has_steps = false;
   std::vector<RankStep> steps;
   std::int64_t mean_step_ns = 0;
   std::array<double, kStepCategoryCount> breakdown_pct{};  // of the mean step
-  double gpu_utilization_pct = -1;  // -1: no GPU work
-  std::int64_t comm_ns = 0;         // over the window
+  double gpu_utilization_pct = -1;                         // -1: no GPU work
+  std::int64_t comm_ns = 0;                                // over the window
   std::int64_t exposed_comm_ns = 0;
   std::int64_t window_ns = 0;
   double overlap_pct = -1;  // HTA's comm/comp overlap; -1 without communication
@@ -90,7 +90,7 @@ struct RankResult {
   std::vector<std::string> process_groups;
   std::vector<RankCollective> collectives;  // by start time
 
-  std::string verdict;  // the rank's own headline
+  std::string verdict;                // the rank's own headline
   std::vector<RankFinding> findings;  // ranked, at most kRankFindings
   std::uint64_t repairs = 0;
   std::uint64_t skips = 0;

@@ -16,7 +16,8 @@ namespace {
 // Solves the least-squares problem min |X b - y| for up to 3 columns by the normal equations
 // (Gaussian elimination with partial pivoting). Returns false when X'X is singular.
 template <std::size_t K>
-bool least_squares(const std::vector<std::array<double, K>>& x, const std::vector<double>& y, std::array<double, K>& b) {
+bool least_squares(const std::vector<std::array<double, K>>& x, const std::vector<double>& y,
+                   std::array<double, K>& b) {
   std::array<std::array<double, K + 1>, K> m{};
   for (std::size_t r = 0; r < x.size(); ++r)
     for (std::size_t i = 0; i < K; ++i) {
@@ -77,11 +78,12 @@ ScalingRun summarize_scaling_run(const JobAnalysis& job, const std::string& sour
 
 ScalingAnalysis analyze_scaling(std::vector<ScalingRun> runs, std::vector<int> project_to) {
   ScalingAnalysis result;
-  std::stable_sort(runs.begin(), runs.end(), [](const ScalingRun& a, const ScalingRun& b) { return a.world_size < b.world_size; });
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const ScalingRun& a, const ScalingRun& b) { return a.world_size < b.world_size; });
   for (std::size_t i = 1; i < runs.size(); ++i)
     if (runs[i].world_size == runs[i - 1].world_size)
-      result.warnings.push_back(fmt::format("two runs have world size {} ({} and {}): both are used", runs[i].world_size,
-                                            runs[i - 1].source, runs[i].source));
+      result.warnings.push_back(fmt::format("two runs have world size {} ({} and {}): both are used",
+                                            runs[i].world_size, runs[i - 1].source, runs[i].source));
   result.runs = std::move(runs);
   if (result.runs.empty()) return result;
   const double base = static_cast<double>(result.runs.front().step_ns);
@@ -98,8 +100,7 @@ ScalingAnalysis analyze_scaling(std::vector<ScalingRun> runs, std::vector<int> p
   for (const ScalingRun* r : used) sizes.insert(r->world_size);
   if (sizes.size() < 2) {
     fit.why_not = fmt::format("{} world size{} with matched collectives {}: at least 2 are needed", sizes.size(),
-                              sizes.size() == 1 ? "" : "s",
-                              largest.spans_hosts ? "across hosts" : "on one host");
+                              sizes.size() == 1 ? "" : "s", largest.spans_hosts ? "across hosts" : "on one host");
     return result;
   }
   std::vector<double> y;
@@ -125,7 +126,8 @@ ScalingAnalysis analyze_scaling(std::vector<ScalingRun> runs, std::vector<int> p
     return result;
   }
   for (const ScalingRun* r : used) {
-    const double model = fit.c_ns + fit.beta_ns * bandwidth_term(r->world_size) + fit.alpha_ns * latency_term(r->world_size);
+    const double model =
+        fit.c_ns + fit.beta_ns * bandwidth_term(r->world_size) + fit.alpha_ns * latency_term(r->world_size);
     fit.max_error_pct = std::max(fit.max_error_pct, 100.0 * std::fabs(model - static_cast<double>(r->transfer_ns)) /
                                                         static_cast<double>(r->transfer_ns));
   }

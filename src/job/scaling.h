@@ -20,9 +20,9 @@
 namespace ferret {
 
 struct ScalingRun {
-  std::string source;      // the run's directory
-  int world_size = 0;      // distributedInfo's, else the ranks given
-  int ranks = 0;           // ranks analysed
+  std::string source;  // the run's directory
+  int world_size = 0;  // distributedInfo's, else the ranks given
+  int ranks = 0;       // ranks analysed
   bool spans_hosts = false;
   std::int64_t step_ns = 0;      // median over ranks of the mean step
   std::int64_t compute_ns = 0;   // per step, median over ranks
@@ -36,12 +36,12 @@ ScalingRun summarize_scaling_run(const JobAnalysis& job, const std::string& sour
 
 struct ScalingFit {
   bool fitted = false;
-  int runs_used = 0;       // runs of the largest run's kind (one host, or across hosts)
+  int runs_used = 0;  // runs of the largest run's kind (one host, or across hosts)
   double c_ns = 0;
-  double beta_ns = 0;      // per step, at 2(n-1)/n = 1
-  double alpha_ns = 0;     // per step, per unit of 2(n-1)
+  double beta_ns = 0;        // per step, at 2(n-1)/n = 1
+  double alpha_ns = 0;       // per step, per unit of 2(n-1)
   double max_error_pct = 0;  // largest misfit over the runs used
-  std::string why_not;     // when not fitted
+  std::string why_not;       // when not fitted
 };
 
 struct ScalingProjection {

@@ -78,7 +78,8 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
   }
   if (by_steps) {
     result.steps = worst_by_step.size();
-    for (const auto& [step, call] : worst_by_step) ++result.ranks[static_cast<std::size_t>(call->last_rank_index)].steps_last;
+    for (const auto& [step, call] : worst_by_step)
+      ++result.ranks[static_cast<std::size_t>(call->last_rank_index)].steps_last;
   } else {  // no steps: every call counts as one
     result.steps = m.calls.size();
     for (RankLateness& l : result.ranks) l.steps_last = l.times_last;
@@ -114,18 +115,17 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
     const std::int64_t exposed_gap = median_ns(std::move(others_exposed)) - rank.exposed_comm_ns / step_count;
     s.cost_per_step_ns = std::clamp<std::int64_t>(exposed_gap, 0, s.lateness_per_step_ns);
     s.step_share = median_step > 0 ? static_cast<double>(s.cost_per_step_ns) / static_cast<double>(median_step) : 0;
-    for (StragglerCause what : {StragglerCause::kCompute, StragglerCause::kInput, StragglerCause::kHostSync,
-                                StragglerCause::kHostWork}) {
+    for (StragglerCause what :
+         {StragglerCause::kCompute, StragglerCause::kInput, StragglerCause::kHostSync, StragglerCause::kHostWork}) {
       std::vector<std::int64_t> others;
       for (std::size_t o = 0; o < ranks.size(); ++o)
         if (static_cast<std::int32_t>(o) != l.rank_index && ranks[o].error.empty() && !ranks[o].steps.empty())
           others.push_back(per_step(ranks[o], what));
       s.activities.push_back({what, per_step(rank, what), median_ns(std::move(others))});
     }
-    const auto most = std::max_element(s.activities.begin(), s.activities.end(),
-                                       [](const ActivityExcess& a, const ActivityExcess& b) {
-                                         return a.excess_ns() < b.excess_ns();
-                                       });
+    const auto most = std::max_element(
+        s.activities.begin(), s.activities.end(),
+        [](const ActivityExcess& a, const ActivityExcess& b) { return a.excess_ns() < b.excess_ns(); });
     if (most->excess_ns() > 0 &&
         static_cast<double>(most->excess_ns()) >= kCauseExplainsShare * static_cast<double>(s.cost_per_step_ns))
       s.cause = most->cause;
@@ -140,9 +140,8 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
       s.cause = StragglerCause::kHostSync;
     result.stragglers.push_back(std::move(s));
   }
-  std::stable_sort(result.stragglers.begin(), result.stragglers.end(), [](const Straggler& a, const Straggler& b) {
-    return a.cost_per_step_ns > b.cost_per_step_ns;
-  });
+  std::stable_sort(result.stragglers.begin(), result.stragglers.end(),
+                   [](const Straggler& a, const Straggler& b) { return a.cost_per_step_ns > b.cost_per_step_ns; });
   return result;
 }
 

@@ -5,8 +5,8 @@
 // one block of the data itself, and appends stay O(1) with no copy.
 #pragma once
 
-#include <cstddef>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -36,9 +36,7 @@ class Column {
   }
 
   T& operator[](std::size_t i) { return blocks_[i >> kBlockBits][i & (kBlockSize - 1)]; }
-  const T& operator[](std::size_t i) const {
-    return blocks_[i >> kBlockBits][i & (kBlockSize - 1)];
-  }
+  const T& operator[](std::size_t i) const { return blocks_[i >> kBlockBits][i & (kBlockSize - 1)]; }
 
   std::size_t memory_bytes() const { return blocks_.size() * kBlockSize * sizeof(T); }
 
@@ -135,8 +133,7 @@ class PackedInt64Column {
   };
   void widen(Block& b, std::size_t filled) {
     b.wide = std::make_unique_for_overwrite<std::int64_t[]>(kBlockSize);
-    for (std::size_t k = 0; k < filled; ++k)
-      b.wide[k] = b.narrow[k] == kAbsentCode ? INT64_MIN : b.base + b.narrow[k];
+    for (std::size_t k = 0; k < filled; ++k) b.wide[k] = b.narrow[k] == kAbsentCode ? INT64_MIN : b.base + b.narrow[k];
     b.narrow.reset();
   }
   std::vector<Block> blocks_;

@@ -18,46 +18,46 @@ constexpr Figure kUnknown = std::nullopt;
 constexpr std::array kTable = {
     // V100: the DGX Station part ("V100-DGXS") is the SXM2 module (NVLink2, same datasheet
     // figures); the PCIe V100 has other clocks and is not in GPUS.md, so it stays unmatched.
-    GpuSpec{"V100 SXM2", "NVIDIA", "V100-SXM2|V100 SXM2|V100-DGXS", "", "", 7, 0, 80, kUnknown, 0.90,
-            15.7, kUnknown, 125, kUnknown, kUnknown, "PCIe3 x16", 16, "NVLink2", 150},
-    GpuSpec{"A100 PCIe 40GB", "NVIDIA", "A100", "PCIE", "", 8, 0, 108, 40, 1.555, 19.5, 156, 312, 312,
-            kUnknown, "PCIe4 x16", 32, "NVLink bridge", kUnknown},
-    GpuSpec{"A100 PCIe 80GB", "NVIDIA", "A100", "PCIE", "", 8, 0, 108, 80, 1.935, 19.5, 156, 312, 312,
-            kUnknown, "PCIe4 x16", 32, "NVLink bridge", kUnknown},
+    GpuSpec{"V100 SXM2", "NVIDIA", "V100-SXM2|V100 SXM2|V100-DGXS", "", "", 7, 0, 80, kUnknown, 0.90, 15.7, kUnknown,
+            125, kUnknown, kUnknown, "PCIe3 x16", 16, "NVLink2", 150},
+    GpuSpec{"A100 PCIe 40GB", "NVIDIA", "A100", "PCIE", "", 8, 0, 108, 40, 1.555, 19.5, 156, 312, 312, kUnknown,
+            "PCIe4 x16", 32, "NVLink bridge", kUnknown},
+    GpuSpec{"A100 PCIe 80GB", "NVIDIA", "A100", "PCIE", "", 8, 0, 108, 80, 1.935, 19.5, 156, 312, 312, kUnknown,
+            "PCIe4 x16", 32, "NVLink bridge", kUnknown},
     // "NVIDIA A100-PG509-200" (seen in real traces) is the HGX board's SXM4 module.
-    GpuSpec{"A100 SXM 40GB", "NVIDIA", "A100", "", "PCIE", 8, 0, 108, 40, 1.555, 19.5, 156, 312, 312,
-            kUnknown, "PCIe4 x16", 32, "NVLink3", 300},
-    GpuSpec{"A100 SXM 80GB", "NVIDIA", "A100", "", "PCIE", 8, 0, 108, 80, 2.039, 19.5, 156, 312, 312,
-            kUnknown, "PCIe4 x16", 32, "NVLink3", 300},
-    GpuSpec{"H100 PCIe", "NVIDIA", "H100", "PCIE", "", 9, 0, 114, 80, 2.0, 51, 378, 756.5, 756.5, 1513,
-            "PCIe5 x16", 64, "NVLink bridge", 300},
-    GpuSpec{"H100 NVL", "NVIDIA", "H100", "NVL", "", 9, 0, -1, 94, 3.9, kUnknown, kUnknown, 835, 835,
-            kUnknown, "", kUnknown, "", kUnknown},
+    GpuSpec{"A100 SXM 40GB", "NVIDIA", "A100", "", "PCIE", 8, 0, 108, 40, 1.555, 19.5, 156, 312, 312, kUnknown,
+            "PCIe4 x16", 32, "NVLink3", 300},
+    GpuSpec{"A100 SXM 80GB", "NVIDIA", "A100", "", "PCIE", 8, 0, 108, 80, 2.039, 19.5, 156, 312, 312, kUnknown,
+            "PCIe4 x16", 32, "NVLink3", 300},
+    GpuSpec{"H100 PCIe", "NVIDIA", "H100", "PCIE", "", 9, 0, 114, 80, 2.0, 51, 378, 756.5, 756.5, 1513, "PCIe5 x16", 64,
+            "NVLink bridge", 300},
+    GpuSpec{"H100 NVL", "NVIDIA", "H100", "NVL", "", 9, 0, -1, 94, 3.9, kUnknown, kUnknown, 835, 835, kUnknown, "",
+            kUnknown, "", kUnknown},
     // "NVIDIA H100 80GB HBM3" is the SXM5 part (the PCIe and NVL parts say so in their names).
-    GpuSpec{"H100 SXM5", "NVIDIA", "H100", "", "PCIE|NVL", 9, 0, 132, 80, 3.35, 67, 494.5, 989.5, 989.5,
-            1979, "PCIe5 x16", 64, "NVLink4", 450},
-    GpuSpec{"H200 SXM", "NVIDIA", "H200", "", "NVL|GH200", 9, 0, 132, 141, 4.8, 67, 494.5, 989.5, 989.5,
-            1979, "PCIe5 x16", 64, "NVLink4", 450},
-    GpuSpec{"GB200", "NVIDIA", "GB200", "", "", 10, 0, -1, 186, 8.0, 80, 1250, 2500, 2500, 5000,
-            "NVLink-C2C", kUnknown, "NVLink5", 900},
-    GpuSpec{"B200", "NVIDIA", "B200", "", "GB200", 10, 0, 148, 180, 8.0, 80, 1100, 2250, 2250, 4500,
-            "PCIe5 x16", 64, "NVLink5", 900},
-    GpuSpec{"L40S", "NVIDIA", "L40S", "", "", 8, 9, 142, 48, 0.864, 91.6, 183, 362, 362, 733, "PCIe4 x16",
-            32, "none", kUnknown},
+    GpuSpec{"H100 SXM5", "NVIDIA", "H100", "", "PCIE|NVL", 9, 0, 132, 80, 3.35, 67, 494.5, 989.5, 989.5, 1979,
+            "PCIe5 x16", 64, "NVLink4", 450},
+    GpuSpec{"H200 SXM", "NVIDIA", "H200", "", "NVL|GH200", 9, 0, 132, 141, 4.8, 67, 494.5, 989.5, 989.5, 1979,
+            "PCIe5 x16", 64, "NVLink4", 450},
+    GpuSpec{"GB200", "NVIDIA", "GB200", "", "", 10, 0, -1, 186, 8.0, 80, 1250, 2500, 2500, 5000, "NVLink-C2C", kUnknown,
+            "NVLink5", 900},
+    GpuSpec{"B200", "NVIDIA", "B200", "", "GB200", 10, 0, 148, 180, 8.0, 80, 1100, 2250, 2250, 4500, "PCIe5 x16", 64,
+            "NVLink5", 900},
+    GpuSpec{"L40S", "NVIDIA", "L40S", "", "", 8, 9, 142, 48, 0.864, 91.6, 183, 362, 362, 733, "PCIe4 x16", 32, "none",
+            kUnknown},
     // "L4" is a substring of "L40S": the L40 family is excluded by name, and CC 8.9 confirms.
-    GpuSpec{"L4", "NVIDIA", "L4", "", "L40", 8, 9, -1, 24, 0.30, 30.3, 60, 121, 121, 242.5, "PCIe4 x16",
-            32, "none", kUnknown},
+    GpuSpec{"L4", "NVIDIA", "L4", "", "L40", 8, 9, -1, 24, 0.30, 30.3, 60, 121, 121, 242.5, "PCIe4 x16", 32, "none",
+            kUnknown},
     // "A10" is a substring of "A100"; the A10G (AWS) is a different SKU with other figures.
-    GpuSpec{"A10", "NVIDIA", "A10", "", "A100|A10G", 8, 6, 72, 24, 0.60, 31.2, 62.5, 125, 125, kUnknown,
-            "PCIe4 x16", 32, "none", kUnknown},
+    GpuSpec{"A10", "NVIDIA", "A10", "", "A100|A10G", 8, 6, 72, 24, 0.60, 31.2, 62.5, 125, 125, kUnknown, "PCIe4 x16",
+            32, "none", kUnknown},
     // ROCm names both parts "AMD Instinct MI250X/MI250": the CU count (110 per GCD) confirms
     // MI250X; an MI250 (104 CUs per GCD) is not in GPUS.md and stays unknown.
-    GpuSpec{"MI250X (per GCD)", "AMD", "MI250X", "", "", 9, 0, 110, 64, 1.6, 23.9, kUnknown, 191.5, 191.5,
-            kUnknown, "PCIe4", kUnknown, "Infinity Fabric GCD-GCD", 200},
-    GpuSpec{"MI300X", "AMD", "MI300X", "", "", 9, 4, 304, 192, 5.3, 163.4, 653.7, 1307.4, 1307.4, 2614.9,
-            "PCIe5 x16", 64, "Infinity Fabric (7 links)", 448},
-    GpuSpec{"MI325X", "AMD", "MI325X", "", "", 9, 4, 304, 256, 6.0, 163.4, 653.7, 1307.4, 1307.4, 2614.9,
-            "PCIe5", kUnknown, "Infinity Fabric (7 links)", 448},
+    GpuSpec{"MI250X (per GCD)", "AMD", "MI250X", "", "", 9, 0, 110, 64, 1.6, 23.9, kUnknown, 191.5, 191.5, kUnknown,
+            "PCIe4", kUnknown, "Infinity Fabric GCD-GCD", 200},
+    GpuSpec{"MI300X", "AMD", "MI300X", "", "", 9, 4, 304, 192, 5.3, 163.4, 653.7, 1307.4, 1307.4, 2614.9, "PCIe5 x16",
+            64, "Infinity Fabric (7 links)", 448},
+    GpuSpec{"MI325X", "AMD", "MI325X", "", "", 9, 4, 304, 256, 6.0, 163.4, 653.7, 1307.4, 1307.4, 2614.9, "PCIe5",
+            kUnknown, "Infinity Fabric (7 links)", 448},
 };
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
@@ -167,8 +167,8 @@ GpuMatch match_gpu(const DeviceProperties& device) {
   }
   if (first_rejected != nullptr) {
     out.note = fmt::format("\"{}\" looks like {} but CC {}.{} / {} SMs disagree (table: {}.{} / {}): ceilings unknown",
-                           name, first_rejected->model, device.compute_major, device.compute_minor,
-                           device.num_sms, first_rejected->cc_major, first_rejected->cc_minor, first_rejected->sms);
+                           name, first_rejected->model, device.compute_major, device.compute_minor, device.num_sms,
+                           first_rejected->cc_major, first_rejected->cc_minor, first_rejected->sms);
   } else {
     out.note = fmt::format("\"{}\" is not in the GPU table: ceilings unknown", name);
   }

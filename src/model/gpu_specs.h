@@ -27,16 +27,16 @@ struct GpuSpec {
   std::string_view none_of;
   int cc_major = -1;  // compute capability (AMD: gfx major/minor as the trace reports them)
   int cc_minor = -1;
-  int sms = -1;       // SMs / CUs; -1 unknown
-  Figure memory_gb;   // nominal capacity (GB as the datasheet prints it)
-  Figure hbm_tbps;    // memory bandwidth, TB/s
+  int sms = -1;      // SMs / CUs; -1 unknown
+  Figure memory_gb;  // nominal capacity (GB as the datasheet prints it)
+  Figure hbm_tbps;   // memory bandwidth, TB/s
   Figure fp32_tflops;
   Figure tf32_tflops;
   Figure fp16_tflops;
   Figure bf16_tflops;
   Figure fp8_tflops;
-  std::string_view host_link;  // "PCIe5 x16"; empty when unknown
-  Figure host_link_gbps;       // per direction, GB/s
+  std::string_view host_link;      // "PCIe5 x16"; empty when unknown
+  Figure host_link_gbps;           // per direction, GB/s
   std::string_view scale_up_link;  // "NVLink4"; "none" for parts without one
   Figure scale_up_gbps;            // per GPU, per direction, GB/s
 };

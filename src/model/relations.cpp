@@ -93,7 +93,8 @@ void build_nesting(TraceModel& model) {
       if (!stack.empty()) {
         rel.parent[k.event] = stack.back().event;
         if (end > stack.back().end) {
-          if (rel.nesting_repairs++ == 0) first_repair = fmt::format("event #{} \"{}\"", k.event, model.name_of(k.event));
+          if (rel.nesting_repairs++ == 0)
+            first_repair = fmt::format("event #{} \"{}\"", k.event, model.name_of(k.event));
           end = stack.back().end;
         }
       }
@@ -101,7 +102,8 @@ void build_nesting(TraceModel& model) {
     }
   }
   if (rel.nesting_repairs > 0)
-    model.report.repair("span outlives its parent: nested under the span it starts in", first_repair, rel.nesting_repairs);
+    model.report.repair("span outlives its parent: nested under the span it starts in", first_repair,
+                        rel.nesting_repairs);
 }
 
 bool is_kernel_launch_name(std::string_view name) {
@@ -121,7 +123,8 @@ class IdIndex {
   }
   const std::vector<std::pair<std::int64_t, std::uint32_t>>& pairs() const { return pairs_; }
   std::uint32_t find(std::int64_t id) const {
-    auto it = std::lower_bound(pairs_.begin(), pairs_.end(), id, [](const auto& p, std::int64_t x) { return p.first < x; });
+    auto it =
+        std::lower_bound(pairs_.begin(), pairs_.end(), id, [](const auto& p, std::int64_t x) { return p.first < x; });
     return (it != pairs_.end() && it->first == id) ? it->second : kNone;
   }
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
@@ -146,8 +149,10 @@ void build_correlation(TraceModel& model) {
   IdIndex gpu_by_corr;
   for (std::size_t e = 0; e < n; ++e) {
     const EventKind k = model.kind[e];
-    if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset && k != EventKind::kSync) continue;
-    if (model.correlation[e] != kNoId) gpu_by_corr.add(model.correlation[e], static_cast<std::uint32_t>(rel.gpu_events.size()));
+    if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset && k != EventKind::kSync)
+      continue;
+    if (model.correlation[e] != kNoId)
+      gpu_by_corr.add(model.correlation[e], static_cast<std::uint32_t>(rel.gpu_events.size()));
     rel.gpu_events.push_back(static_cast<EventIndex>(e));
   }
   gpu_by_corr.finish();
@@ -164,13 +169,16 @@ void build_correlation(TraceModel& model) {
   rel.gpu_launcher.resize(rel.gpu_events.size());
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const std::uint32_t li = launch_of_gpu[g];
-    if (li != IdIndex::kNone) ++count[li];
-    else if (model.kind[rel.gpu_events[g]] != EventKind::kSync) ++rel.unmatched_gpu;
+    if (li != IdIndex::kNone)
+      ++count[li];
+    else if (model.kind[rel.gpu_events[g]] != EventKind::kSync)
+      ++rel.unmatched_gpu;
     rel.gpu_launcher[g] = li != IdIndex::kNone ? rel.launches[li] : kNoEvent;
   }
   // CSR of launch -> GPU activities.
   rel.launch_gpu_begin.assign(rel.launches.size() + 1, 0);
-  for (std::size_t i = 0; i < rel.launches.size(); ++i) rel.launch_gpu_begin[i + 1] = rel.launch_gpu_begin[i] + count[i];
+  for (std::size_t i = 0; i < rel.launches.size(); ++i)
+    rel.launch_gpu_begin[i + 1] = rel.launch_gpu_begin[i] + count[i];
   rel.launch_gpu.assign(rel.launch_gpu_begin.back(), kNoEvent);
   std::vector<std::uint32_t> fill(rel.launch_gpu_begin.begin(), rel.launch_gpu_begin.end() - 1);
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g)
@@ -234,7 +242,8 @@ void build_steps(TraceModel& model) {
   for (std::size_t i = 0; i < rel.launches.size(); ++i) {
     const EventIndex launch = rel.launches[i];
     const std::int64_t t = model.ts_ns[launch];
-    auto it = std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
+    auto it =
+        std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
     if (it == steps.begin()) continue;
     Step& step = *(it - 1);
     if (t >= step.cpu_end_ns) continue;
@@ -255,10 +264,10 @@ void build_steps(TraceModel& model) {
     const Step& prev = steps[steps.size() - 2];
     if (static_cast<double>(last.kernels) < kIncompleteStepKernelShare * static_cast<double>(prev.kernels)) {
       rel.dropped_step = last;
-      model.report.notes.push_back(fmt::format(
-          "last step ProfilerStep#{} launched {} kernels, under 80% of the previous step's {}: "
-          "excluded as incomplete",
-          last.number, last.kernels, prev.kernels));
+      model.report.notes.push_back(
+          fmt::format("last step ProfilerStep#{} launched {} kernels, under 80% of the previous step's {}: "
+                      "excluded as incomplete",
+                      last.number, last.kernels, prev.kernels));
       steps.pop_back();
     }
   }

@@ -63,8 +63,10 @@ auto find_row(const Table& rows, EventIndex e) -> decltype(&rows[0]) {
   std::size_t lo = 0, hi = rows.size();
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
-    if (rows[mid].event < e) lo = mid + 1;
-    else hi = mid;
+    if (rows[mid].event < e)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return (lo < rows.size() && rows[lo].event == e) ? &rows[lo] : nullptr;
 }
@@ -84,12 +86,13 @@ std::size_t TraceModel::memory_bytes() const {
   std::size_t n = kind.memory_bytes() + phase.memory_bytes() + category.memory_bytes() + name.memory_bytes() +
                   ts_ns.memory_bytes() + dur_ns.memory_bytes() + pid.memory_bytes() + tid.memory_bytes() +
                   correlation.memory_bytes() + external_id.memory_bytes();
-  n += kernel_args.memory_bytes() + copy_args.memory_bytes() + op_args.memory_bytes() +
-       collective_args.memory_bytes() + memory_args.memory_bytes() + counters.memory_bytes();
+  n += kernel_args.memory_bytes() + copy_args.memory_bytes() + op_args.memory_bytes() + collective_args.memory_bytes() +
+       memory_args.memory_bytes() + counters.memory_bytes();
   n += strings.memory_bytes() + categories.memory_bytes();
   n += (relations.parent.capacity() + relations.gpu_events.capacity() + relations.gpu_launcher.capacity() +
         relations.launches.capacity() + relations.launch_op.capacity() + relations.launch_gpu_begin.capacity() +
-        relations.launch_gpu.capacity()) * 4;
+        relations.launch_gpu.capacity()) *
+       4;
   return n;
 }
 
@@ -106,7 +109,8 @@ EventIndex Relations::op_of_launch(EventIndex launch) const {
 std::vector<EventIndex> Relations::gpu_of_launch(EventIndex launch) const {
   const std::size_t i = find_sorted(launches, launch);
   if (i >= launches.size()) return {};
-  return std::vector<EventIndex>(launch_gpu.begin() + launch_gpu_begin[i], launch_gpu.begin() + launch_gpu_begin[i + 1]);
+  return std::vector<EventIndex>(launch_gpu.begin() + launch_gpu_begin[i],
+                                 launch_gpu.begin() + launch_gpu_begin[i + 1]);
 }
 
 }  // namespace ferret

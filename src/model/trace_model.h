@@ -29,30 +29,27 @@ enum class EventKind : std::uint8_t {
   kKernel,
   kMemcpy,
   kMemset,
-  kSync,            // cuda_sync: GPU-side stream/event waits
-  kMemoryInstant,   // [memory] allocation / free records
-  kInstant,         // other instant events
+  kSync,           // cuda_sync: GPU-side stream/event waits
+  kMemoryInstant,  // [memory] allocation / free records
+  kInstant,        // other instant events
   kFlowStart,
   kFlowEnd,
   kCounter,
   kMetadata,
-  kOverhead,        // profiler overhead spans
+  kOverhead,  // profiler overhead spans
   kOther,
 };
 inline constexpr int kEventKindCount = static_cast<int>(EventKind::kOther) + 1;
 const char* event_kind_name(EventKind kind);  // stable snake_case name used in JSON output
 
 inline bool is_gpu_activity(EventKind k) {
-  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset ||
-         k == EventKind::kSync || k == EventKind::kGpuUserAnnotation;
+  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset || k == EventKind::kSync ||
+         k == EventKind::kGpuUserAnnotation;
 }
-inline bool is_launch_api(EventKind k) {
-  return k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver;
-}
+inline bool is_launch_api(EventKind k) { return k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver; }
 inline bool is_host_span(EventKind k) {
-  return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation ||
-         k == EventKind::kPythonFunction || k == EventKind::kCudaRuntime ||
-         k == EventKind::kCudaDriver || k == EventKind::kOverhead;
+  return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kPythonFunction ||
+         k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kOverhead;
 }
 
 // Kernel launch configuration and CUPTI's occupancy estimate.
@@ -171,7 +168,7 @@ struct IngestReport {
 };
 
 struct TraceInfo {
-  std::string source;  // file path or "-"
+  std::string source;       // file path or "-"
   std::string compression;  // "gzip", "zstd", "none"
   std::uint64_t compressed_bytes = 0;
   std::uint64_t json_bytes = 0;  // uncompressed size
@@ -192,7 +189,7 @@ struct TraceInfo {
 struct Step {
   std::int64_t number = -1;
   EventIndex event = kNoEvent;
-  std::int64_t start_ns = 0;     // the span's start, or the previous step's end if that is later
+  std::int64_t start_ns = 0;    // the span's start, or the previous step's end if that is later
   std::int64_t cpu_end_ns = 0;  // end of the ProfilerStep span itself
   std::int64_t end_ns = 0;      // extended to the end of GPU work launched within the step
   std::uint64_t kernels = 0;    // kernels launched from inside the step
@@ -215,10 +212,10 @@ struct Relations {
   std::vector<EventIndex> launch_op;
   std::vector<std::uint32_t> launch_gpu_begin;
   std::vector<EventIndex> launch_gpu;
-  std::vector<Step> steps;            // complete steps only, in time order
-  std::optional<Step> dropped_step;   // an incomplete trailing step, if one was excluded
-  std::uint64_t nesting_repairs = 0;  // children that outlived their parent
-  std::uint64_t unmatched_gpu = 0;    // GPU activity whose correlation matched no launch
+  std::vector<Step> steps;                 // complete steps only, in time order
+  std::optional<Step> dropped_step;        // an incomplete trailing step, if one was excluded
+  std::uint64_t nesting_repairs = 0;       // children that outlived their parent
+  std::uint64_t unmatched_gpu = 0;         // GPU activity whose correlation matched no launch
   std::uint64_t launches_without_gpu = 0;  // kernel launch calls with no GPU activity in the trace
 
   EventIndex launcher_of(EventIndex gpu_event) const;
@@ -230,7 +227,7 @@ class TraceModel {
  public:
   // Core columns: one entry per event, in file order.
   Column<EventKind> kind;
-  Column<char> phase;            // 'X', 'i', 's', 'f', 'M', 'C', ...
+  Column<char> phase;              // 'X', 'i', 's', 'f', 'M', 'C', ...
   Column<std::uint16_t> category;  // id in categories (small table)
   Column<StrId> name;
   PackedInt64Column ts_ns;   // as written (relative to base_time_ns when present)
@@ -251,7 +248,7 @@ class TraceModel {
   Column<CounterSample, 12> counters;
 
   StringTable strings;
-  StringTable categories;  // few distinct values; ids fit 16 bits
+  StringTable categories;                             // few distinct values; ids fit 16 bits
   std::map<std::int32_t, std::string> process_names;  // from 'M' events
   std::map<std::pair<std::int32_t, std::int32_t>, std::string> thread_names;
   std::map<std::int32_t, std::string> id_labels;  // synthetic pid/tid -> the text it stands for

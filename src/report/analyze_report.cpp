@@ -26,8 +26,9 @@ std::string trace_line(const TraceAnalysis& a) {
 
 std::string steps_line(const TraceAnalysis& a) {
   const StepBreakdownResult& b = a.breakdown;
-  if (!b.has_steps) return fmt::format("no ProfilerStep spans: the whole trace ({}) is one window",
-                                       human_duration(a.context.window_ns()));
+  if (!b.has_steps)
+    return fmt::format("no ProfilerStep spans: the whole trace ({}) is one window",
+                       human_duration(a.context.window_ns()));
   return fmt::format("{} step{} (ProfilerStep#{}..#{}), mean {}", b.steps.size(), b.steps.size() == 1 ? "" : "s",
                      b.steps.front().number, b.steps.back().number,
                      human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
@@ -63,12 +64,11 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
     out += fmt::format("\n{}GPU{}\n", st.bold(), st.reset());
     for (const DeviceMetrics& g : a.gpu_metrics.devices) {
       out += fmt::format("  device {} {}\n", g.device, fit_width(g.name, kWidth - 12));
-      out += fmt::format("    utilization {:.1f}%  SM efficiency {}  occupancy {}  Tensor Cores {:.1f}%\n",
-                         g.utilization_pct,
-                         g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
-                         g.achieved_occupancy_pct < 0 ? std::string("n/a")
-                                                      : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
-                         g.tensor_core_pct);
+      out += fmt::format(
+          "    utilization {:.1f}%  SM efficiency {}  occupancy {}  Tensor Cores {:.1f}%\n", g.utilization_pct,
+          g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
+          g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
+          g.tensor_core_pct);
     }
   }
   if (a.timeline.has_gpu) {
@@ -97,11 +97,12 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   const MemoryResult& mem = a.memory;
   for (const MemoryDevice& md : mem.devices) {
     if (md.device_type == 0 || md.peak_reserved < 0) continue;
-    out += fmt::format("\n{}Memory{} device {}: peak allocated {}, peak reserved {}{}\n", st.bold(), st.reset(),
-                       md.device_id, human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, md.peak_allocated))),
-                       human_bytes(static_cast<std::uint64_t>(md.peak_reserved)),
-                       md.fragmentation_at_peak >= 0 ? fmt::format(", fragmentation at peak {:.0f}%", 100 * md.fragmentation_at_peak)
-                                                     : std::string());
+    out += fmt::format(
+        "\n{}Memory{} device {}: peak allocated {}, peak reserved {}{}\n", st.bold(), st.reset(), md.device_id,
+        human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, md.peak_allocated))),
+        human_bytes(static_cast<std::uint64_t>(md.peak_reserved)),
+        md.fragmentation_at_peak >= 0 ? fmt::format(", fragmentation at peak {:.0f}%", 100 * md.fragmentation_at_peak)
+                                      : std::string());
   }
   if (a.communication.present)
     out += fmt::format("\n{}Communication{}: {:.1f}% of the window, {:.1f}% exposed, {:.1f}% overlapped by compute\n",
@@ -111,11 +112,14 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   out += findings_text(d.findings, st, kWidth);
   const IngestReport& r = a.model->report;
   if (r.repair_count() + r.skip_count() > 0 || !r.notes.empty()) {
-    out += fmt::format("\n{}Input{}: {} repaired, {} skipped\n", st.bold(), st.reset(), r.repair_count(), r.skip_count());
+    out +=
+        fmt::format("\n{}Input{}: {} repaired, {} skipped\n", st.bold(), st.reset(), r.repair_count(), r.skip_count());
     for (const auto& [reason, issue] : r.repairs)
-      out += wrap(fmt::format("repaired {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
+      out +=
+          wrap(fmt::format("repaired {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
     for (const auto& [reason, issue] : r.skips)
-      out += wrap(fmt::format("skipped {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
+      out +=
+          wrap(fmt::format("skipped {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
     for (const std::string& note : r.notes) out += wrap("note: " + note, kWidth, "  ");
   }
   return out;
@@ -133,7 +137,8 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
     json cats;
     for (int c = 0; c < kStepCategoryCount; ++c)
       cats[step_category_key(static_cast<StepCategory>(c))] = round3(us(static_cast<double>(s.ns[c])));
-    step_list.push_back({{"number", s.number}, {"duration_us", round3(us(static_cast<double>(s.duration_ns)))},
+    step_list.push_back({{"number", s.number},
+                         {"duration_us", round3(us(static_cast<double>(s.duration_ns)))},
                          {"breakdown_us", cats}});
   }
   j["steps"] = {{"count", b.has_steps ? b.steps.size() : 0},
@@ -163,18 +168,19 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
   }
   j["gpus"] = gpus;
   const TemporalBreakdown& t = a.timeline.overall;
-  j["temporal"] = {{"idle_us", round3(us(static_cast<double>(t.idle_ns)))},
-                   {"compute_us", round3(us(static_cast<double>(t.compute_ns)))},
-                   {"non_compute_us", round3(us(static_cast<double>(t.non_compute_ns)))},
-                   {"span_us", round3(us(static_cast<double>(t.span_ns)))},
-                   {"idle_pct", round2(t.idle_pct())},
-                   {"compute_pct", round2(t.compute_pct())},
-                   {"non_compute_pct", round2(t.non_compute_pct())},
-                   {"comm_comp_overlap_pct",
-                    a.timeline.comm_comp_overlap_pct < 0 ? json(nullptr) : json(round2(a.timeline.comm_comp_overlap_pct))},
-                   {"launches", a.timeline.launch.launches},
-                   {"short_kernels", a.timeline.launch.short_kernels},
-                   {"median_launch_delay_us", round3(us(static_cast<double>(a.timeline.launch.median_delay_ns)))}};
+  j["temporal"] = {
+      {"idle_us", round3(us(static_cast<double>(t.idle_ns)))},
+      {"compute_us", round3(us(static_cast<double>(t.compute_ns)))},
+      {"non_compute_us", round3(us(static_cast<double>(t.non_compute_ns)))},
+      {"span_us", round3(us(static_cast<double>(t.span_ns)))},
+      {"idle_pct", round2(t.idle_pct())},
+      {"compute_pct", round2(t.compute_pct())},
+      {"non_compute_pct", round2(t.non_compute_pct())},
+      {"comm_comp_overlap_pct",
+       a.timeline.comm_comp_overlap_pct < 0 ? json(nullptr) : json(round2(a.timeline.comm_comp_overlap_pct))},
+      {"launches", a.timeline.launch.launches},
+      {"short_kernels", a.timeline.launch.short_kernels},
+      {"median_launch_delay_us", round3(us(static_cast<double>(a.timeline.launch.median_delay_ns)))}};
   auto op_json = [](const OpStat& op) {
     json o = {{"name", op.name},
               {"calls", op.calls},
@@ -195,18 +201,20 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
     json paths = json::array();
     for (const KernelLaunchPath& p : k.launched_by)
       paths.push_back({{"op", p.op}, {"runtime", p.runtime}, {"calls", p.calls}});
-    kernels.push_back({{"name", k.name},
-                       {"kind", event_kind_name(k.kind)},
-                       {"calls", k.calls},
-                       {"total_us", round3(us(static_cast<double>(k.total_ns)))},
-                       {"mean_us", round3(us(k.mean_ns))},
-                       {"min_us", round3(us(static_cast<double>(k.min_ns)))},
-                       {"max_us", round3(us(static_cast<double>(k.max_ns)))},
-                       {"mean_occupancy_pct", k.mean_occupancy_pct < 0 ? json(nullptr) : json(round2(k.mean_occupancy_pct))},
-                       {"tensor_core", k.tensor_core},
-                       {"launched_by", paths}});
+    kernels.push_back(
+        {{"name", k.name},
+         {"kind", event_kind_name(k.kind)},
+         {"calls", k.calls},
+         {"total_us", round3(us(static_cast<double>(k.total_ns)))},
+         {"mean_us", round3(us(k.mean_ns))},
+         {"min_us", round3(us(static_cast<double>(k.min_ns)))},
+         {"max_us", round3(us(static_cast<double>(k.max_ns)))},
+         {"mean_occupancy_pct", k.mean_occupancy_pct < 0 ? json(nullptr) : json(round2(k.mean_occupancy_pct))},
+         {"tensor_core", k.tensor_core},
+         {"launched_by", paths}});
   }
-  j["hot_spots"] = {{"ops_by_device", by_device}, {"ops_by_host", by_host}, {"ops_by_shape", by_shape}, {"kernels", kernels}};
+  j["hot_spots"] = {
+      {"ops_by_device", by_device}, {"ops_by_host", by_host}, {"ops_by_shape", by_shape}, {"kernels", kernels}};
   json mem_devices = json::array();
   for (const MemoryDevice& md : a.memory.devices)
     mem_devices.push_back({{"device_type", md.device_type},
@@ -214,9 +222,11 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                            {"peak_allocated_bytes", md.peak_allocated},
                            {"peak_reserved_bytes", md.peak_reserved},
                            {"capacity_bytes", md.capacity_bytes},
-                           {"fragmentation_at_peak", md.fragmentation_at_peak < 0 ? json(nullptr) : json(round3(md.fragmentation_at_peak))},
+                           {"fragmentation_at_peak",
+                            md.fragmentation_at_peak < 0 ? json(nullptr) : json(round3(md.fragmentation_at_peak))},
                            {"allocations", md.allocations}});
-  j["memory"] = {{"present", a.memory.present}, {"devices", mem_devices},
+  j["memory"] = {{"present", a.memory.present},
+                 {"devices", mem_devices},
                  {"allocations_per_step", round2(a.memory.allocations_per_step)}};
   json collectives = json::array();
   for (const CollectiveStats& c : a.communication.by_collective)
@@ -267,10 +277,11 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   if (!a.gpu_metrics.devices.empty()) {
     out += "| GPU | utilization | SM efficiency | occupancy | Tensor Cores |\n|---|---:|---:|---:|---:|\n";
     for (const DeviceMetrics& g : a.gpu_metrics.devices)
-      out += fmt::format("| {} {} | {:.1f}% | {} | {} | {:.1f}% |\n", g.device, escape_markdown(g.name), g.utilization_pct,
-                         g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
-                         g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
-                         g.tensor_core_pct);
+      out += fmt::format(
+          "| {} {} | {:.1f}% | {} | {} | {:.1f}% |\n", g.device, escape_markdown(g.name), g.utilization_pct,
+          g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
+          g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
+          g.tensor_core_pct);
     out += "\n";
   }
   const HotSpotsResult& h = a.hot_spots;
@@ -302,7 +313,8 @@ const char* severity_color(const Style& s, Severity sev) {
 
 nlohmann::ordered_json finding_json(const Finding& f) {
   json evidence = json::array();
-  for (const Evidence& e : f.evidence) evidence.push_back({{"name", e.name}, {"value", round3(e.value)}, {"unit", e.unit}});
+  for (const Evidence& e : f.evidence)
+    evidence.push_back({{"name", e.name}, {"value", round3(e.value)}, {"unit", e.unit}});
   return {{"id", f.id},
           {"title", f.title},
           {"dimension", dimension_name(f.dimension)},
@@ -321,14 +333,15 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
   if (findings.empty()) out += "  none\n";
   int rank = 0;
   for (const Finding& f : findings) {
-    out += fmt::format("{:>3}. {}{:<6}{} {}\n", ++rank, severity_color(st, f.severity), upper(severity_name(f.severity)),
-                       st.reset(), fit_width(f.title, width - 12));
+    out += fmt::format("{:>3}. {}{:<6}{} {}\n", ++rank, severity_color(st, f.severity),
+                       upper(severity_name(f.severity)), st.reset(), fit_width(f.title, width - 12));
     out += fmt::format("      {}{} / {}{}", st.dim(), dimension_name(f.dimension), layer_name(f.layer), st.reset());
     if (f.max_speedup > 1.005) out += fmt::format("  max gain {:.2f}x", f.max_speedup);
     out += "\n";
     if (!f.detail.empty()) out += wrap(f.detail, width, "      ");
     std::string ev;
-    for (const Evidence& e : f.evidence) ev += fmt::format("{}{}={:.4g}{}", ev.empty() ? "" : ", ", e.name, e.value, e.unit);
+    for (const Evidence& e : f.evidence)
+      ev += fmt::format("{}{}={:.4g}{}", ev.empty() ? "" : ", ", e.name, e.value, e.unit);
     if (!ev.empty()) out += wrap("evidence: " + ev, width, "      ");
     for (const std::string& fix : f.fixes) out += wrap("fix: " + fix, width, "      ");
     if (with_rules && !f.threshold.empty()) out += wrap("rule: " + f.threshold, width, "      ");
@@ -340,8 +353,8 @@ std::string findings_markdown(const std::vector<Finding>& findings, bool with_ru
   std::string out = "| # | severity | finding | layer | max gain |\n|---:|---|---|---|---:|\n";
   int rank = 0;
   for (const Finding& f : findings)
-    out += fmt::format("| {} | {} | {} | {} / {} | {:.2f}x |\n", ++rank, severity_name(f.severity), escape_markdown(f.title),
-                       dimension_name(f.dimension), layer_name(f.layer), f.max_speedup);
+    out += fmt::format("| {} | {} | {} | {} / {} | {:.2f}x |\n", ++rank, severity_name(f.severity),
+                       escape_markdown(f.title), dimension_name(f.dimension), layer_name(f.layer), f.max_speedup);
   if (findings.empty()) out += "| | | no findings | | |\n";
   for (const Finding& f : findings) {
     if (f.fixes.empty()) continue;

@@ -18,9 +18,12 @@ std::string compact_seconds(double seconds) {
   const double mag = std::fabs(seconds);
   double scale = 1e-9;
   const char* unit = "ns";
-  if (mag >= 1) scale = 1, unit = "s";
-  else if (mag >= 1e-3) scale = 1e-3, unit = "ms";
-  else if (mag >= 1e-6) scale = 1e-6, unit = "us";
+  if (mag >= 1)
+    scale = 1, unit = "s";
+  else if (mag >= 1e-3)
+    scale = 1e-3, unit = "ms";
+  else if (mag >= 1e-6)
+    scale = 1e-6, unit = "us";
   const double x = seconds / scale;
   const int decimals = std::fabs(x) >= 100 ? 1 : std::fabs(x) >= 10 ? 2 : 3;
   return fmt::format("{:.{}f} {}", x, decimals, unit);
@@ -149,9 +152,9 @@ const std::string& unit_of(const HistoryReport& r, std::int64_t id) {
 
 std::string history_text(const HistoryReport& r, const Style& st) {
   std::string out;
-  std::string title = fmt::format("History of {}{}: {} run{}, newest first", r.database,
-                                  r.label.empty() ? "" : " (label " + r.label + ")", r.runs.size(),
-                                  r.runs.size() == 1 ? "" : "s");
+  std::string title =
+      fmt::format("History of {}{}: {} run{}, newest first", r.database,
+                  r.label.empty() ? "" : " (label " + r.label + ")", r.runs.size(), r.runs.size() == 1 ? "" : "s");
   out += fmt::format("{}{}{}\n", st.bold(), fit_width(title, kWidth), st.reset());
   if (r.runs.empty()) {
     out += r.label.empty() ? "No runs recorded yet. Record one with\n" : "No runs with this label. Record one with\n";
@@ -177,8 +180,8 @@ std::string history_text(const HistoryReport& r, const Style& st) {
   }
   if (any_noisy) out += fmt::format("{}*{} noisy: IQR/median above 10%\n", st.yellow(), st.reset());
 
-  out += fmt::format("\n{}Trend per label{}, oldest first (step: Mann-Whitney p < {:g} vs the run before)\n",
-                     st.bold(), st.reset(), r.alpha);
+  out += fmt::format("\n{}Trend per label{}, oldest first (step: Mann-Whitney p < {:g} vs the run before)\n", st.bold(),
+                     st.reset(), r.alpha);
   for (const LabelTrend& t : r.trends) {
     // "  main: #1 9.991 ms -> #2 9.993 ms (+0.0%) -> ...", wrapped with an indent of 4.
     const std::string head = "  " + fit_width(t.label.empty() ? std::string("(no label)") : t.label, 24) + ":";
@@ -213,14 +216,15 @@ std::string history_markdown(const HistoryReport& r) {
     const RunRecord& run = r.runs[i];
     const RunStats& s = r.stats[i];
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", run.id, escape_markdown(run.label),
-                       escape_markdown(date_text(run.created_at)), escape_markdown(basename(run.subject)),
-                       s.summary.n, value_text(s.summary.median, run.unit), value_text(s.summary.p90, run.unit),
+                       escape_markdown(date_text(run.created_at)), escape_markdown(basename(run.subject)), s.summary.n,
+                       value_text(s.summary.median, run.unit), value_text(s.summary.p90, run.unit),
                        throughput_text(s.throughput),
                        s.noisy ? fmt::format("yes ({})", percent(s.relative_iqr)) : std::string("no"));
   }
-  out += fmt::format("\n#### Trend per label\n\nOldest first; **step**: Mann–Whitney p < {:g} against the run "
-                     "before.\n\n",
-                     r.alpha);
+  out += fmt::format(
+      "\n#### Trend per label\n\nOldest first; **step**: Mann–Whitney p < {:g} against the run "
+      "before.\n\n",
+      r.alpha);
   for (const LabelTrend& t : r.trends) {
     out += "- **" + escape_markdown(t.label.empty() ? std::string("(no label)") : t.label) + "**: ";
     for (std::size_t i = 0; i < t.points.size(); ++i)
@@ -306,7 +310,8 @@ std::string compare_verdict(const CompareReport& r) {
   if (c.significant)
     return fmt::format("B differs from A (p = {}, significant at {}) but the medians are the same",
                        p_value_text(c.mann_whitney.p_value), alpha);
-  std::string detail = fmt::format("p = {}; median {}", p_value_text(c.mann_whitney.p_value), signed_percent(c.relative_change));
+  std::string detail =
+      fmt::format("p = {}; median {}", p_value_text(c.mann_whitney.p_value), signed_percent(c.relative_change));
   if (std::isfinite(c.relative_change_ci.low) && std::isfinite(c.relative_change_ci.high))
     detail += fmt::format(", {:g}% CI {:+.1f}% to {:+.1f}%", c.relative_change_ci.confidence * 100,
                           c.relative_change_ci.low * 100, c.relative_change_ci.high * 100);
@@ -370,9 +375,10 @@ std::string compare_text(const CompareReport& r, const Style& st) {
   const RunComparison& c = r.comparison;
   const stats::Comparison& ch = c.change;
   std::string out;
-  out += fmt::format("{}{}{}\n", st.bold(),
-                     fit_width(fmt::format("Compare A = {} (baseline) with B = {}", run_name(r.a), run_name(r.b)), kWidth),
-                     st.reset());
+  out +=
+      fmt::format("{}{}{}\n", st.bold(),
+                  fit_width(fmt::format("Compare A = {} (baseline) with B = {}", run_name(r.a), run_name(r.b)), kWidth),
+                  st.reset());
   out += fit_width("database " + r.database, kWidth) + "\n\n";
 
   // 2 + 18 + 1 + 28 + 1 + 28 = 78 columns.
@@ -412,7 +418,8 @@ std::string compare_text(const CompareReport& r, const Style& st) {
       for (const std::string& item : w.items) out += "      " + fit_width(item, kWidth - 6) + "\n";
     }
   }
-  if (r.fail_if_slower_pct) out += "\n" + wrap(gate_text(r), fmt::format("Gate --fail-if-slower {:g}: ", *r.fail_if_slower_pct), "  ");
+  if (r.fail_if_slower_pct)
+    out += "\n" + wrap(gate_text(r), fmt::format("Gate --fail-if-slower {:g}: ", *r.fail_if_slower_pct), "  ");
   return out;
 }
 
@@ -472,7 +479,11 @@ json compare_json(const CompareReport& r) {
             {"hl_shift", ch.hl_shift},
             {"relative_hl_shift", ch.relative_shift}}},
           {"mann_whitney",
-           {{"u_a", mw.u_a}, {"u_b", mw.u_b}, {"z", mw.z}, {"p_value", mw.p_value}, {"method", method_key(mw.method)},
+           {{"u_a", mw.u_a},
+            {"u_b", mw.u_b},
+            {"z", mw.z},
+            {"p_value", mw.p_value},
+            {"method", method_key(mw.method)},
             {"ties", mw.has_ties}}},
           {"alpha", ch.alpha},
           {"significant", ch.significant},

@@ -16,9 +16,9 @@ namespace ferret {
 
 struct HistoryReport {
   std::string database;
-  std::string label;             // the --label filter, "" for all
-  std::vector<RunRecord> runs;   // newest first (samples are not used here)
-  std::vector<RunStats> stats;   // one per run, same order
+  std::string label;            // the --label filter, "" for all
+  std::vector<RunRecord> runs;  // newest first (samples are not used here)
+  std::vector<RunStats> stats;  // one per run, same order
   std::vector<LabelTrend> trends;
   double alpha = stats::kDefaultAlpha;
 };

@@ -78,7 +78,9 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
 }
 
 // A JSON number, or null when not finite (JSON has no NaN).
-nlohmann::ordered_json number(double v) { return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); }
+nlohmann::ordered_json number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+}
 
 }  // namespace
 
@@ -94,14 +96,15 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
   const stats::Summary& s = r.summary;
   std::string out;
   out += fit_width(fmt::format("{}ferret bench{}  {}", st.bold(), st.reset(), r.record.subject),
-                   kWidth + std::string(st.bold()).size() + std::string(st.reset()).size()) + "\n";
+                   kWidth + std::string(st.bold()).size() + std::string(st.reset()).size()) +
+         "\n";
   out += wrap(fmt::format("  torch {} on {}, {}; inputs {}; batch {:g}", r.torch_version, r.device,
                           threads_text(r.threads), inputs_text(r), r.record.batch_size),
               kWidth, 4);
   out += wrap(fmt::format("  warm-up  {}", warmup_text(r)), kWidth, 11);
-  out += wrap(fmt::format("  timed    {} calls in {} (rule: {}); {}", s.n, latency(r.timed_seconds), r.run_rule,
-                          r.timing),
-              kWidth, 11);
+  out +=
+      wrap(fmt::format("  timed    {} calls in {} (rule: {}); {}", s.n, latency(r.timed_seconds), r.run_rule, r.timing),
+           kWidth, 11);
 
   out += fmt::format("\n{}Latency per call{} ({} samples)\n", st.bold(), st.reset(), s.n);
   out += fmt::format("  median  {:>12}   {:.0f}% CI {} .. {}\n", latency(s.median), r.median_ci.confidence * 100,
@@ -126,8 +129,8 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
                             human_bytes(r.allocator.reserved_bytes), r.allocator.calls),
                 kWidth, 12);
   if (!r.profile_path.empty()) {
-    out += wrap(fmt::format("{}Profile{}     {} extra calls after the timed ones, not in the statistics: {}",
-                            st.bold(), st.reset(), r.profile_calls, r.profile_path),
+    out += wrap(fmt::format("{}Profile{}     {} extra calls after the timed ones, not in the statistics: {}", st.bold(),
+                            st.reset(), r.profile_calls, r.profile_path),
                 kWidth + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
     out += wrap("            explain it with: ferret analyze " + r.profile_path, kWidth, 12);
   }
@@ -208,22 +211,36 @@ nlohmann::ordered_json bench_json(const BenchResult& r, const std::optional<Benc
                    {"seconds", r.warmup.seconds},
                    {"steady", r.warmup.steady}};
   doc["runs"] = {{"rule", r.run_rule}, {"calls", s.n}, {"seconds", r.timed_seconds}};
-  doc["latency_s"] = {{"n", s.n},         {"min", number(s.min)},       {"max", number(s.max)},
-                      {"mean", number(s.mean)}, {"stddev", number(s.stddev)}, {"median", number(s.median)},
-                      {"q1", number(s.q1)},     {"q3", number(s.q3)},         {"iqr", number(s.iqr)},
-                      {"p50", number(s.p50)},   {"p90", number(s.p90)},       {"p95", number(s.p95)},
-                      {"p99", number(s.p99)},   {"p99_9", number(s.p999)}};
+  doc["latency_s"] = {{"n", s.n},
+                      {"min", number(s.min)},
+                      {"max", number(s.max)},
+                      {"mean", number(s.mean)},
+                      {"stddev", number(s.stddev)},
+                      {"median", number(s.median)},
+                      {"q1", number(s.q1)},
+                      {"q3", number(s.q3)},
+                      {"iqr", number(s.iqr)},
+                      {"p50", number(s.p50)},
+                      {"p90", number(s.p90)},
+                      {"p95", number(s.p95)},
+                      {"p99", number(s.p99)},
+                      {"p99_9", number(s.p999)}};
   doc["median_ci"] = {{"low", number(r.median_ci.low)},
                       {"high", number(r.median_ci.high)},
                       {"confidence", number(r.median_ci.confidence)},
                       {"resamples", r.median_ci.resamples},
                       {"method", "percentile bootstrap"}};
-  doc["noise"] = {{"relative_iqr", number(r.relative_iqr)}, {"threshold", stats::kNoisyRelativeIqr}, {"noisy", r.noisy}};
+  doc["noise"] = {
+      {"relative_iqr", number(r.relative_iqr)}, {"threshold", stats::kNoisyRelativeIqr}, {"noisy", r.noisy}};
   const stats::TukeyOutliers& o = r.outliers;
-  doc["outliers"] = {{"low_mild", o.low_mild},         {"high_mild", o.high_mild},
-                     {"low_extreme", o.low_extreme},   {"high_extreme", o.high_extreme},
-                     {"total", o.total()},             {"lower_inner", number(o.lower_inner)},
-                     {"upper_inner", number(o.upper_inner)}, {"lower_outer", number(o.lower_outer)},
+  doc["outliers"] = {{"low_mild", o.low_mild},
+                     {"high_mild", o.high_mild},
+                     {"low_extreme", o.low_extreme},
+                     {"high_extreme", o.high_extreme},
+                     {"total", o.total()},
+                     {"lower_inner", number(o.lower_inner)},
+                     {"upper_inner", number(o.upper_inner)},
+                     {"lower_outer", number(o.lower_outer)},
                      {"upper_outer", number(o.upper_outer)}};
   doc["throughput"] = {{"items_per_second", number(r.items_per_second)}, {"basis", "batch_size / median"}};
   json memory = {{"peak_rss_bytes", r.peak_rss_bytes > 0 ? json(r.peak_rss_bytes) : json()}};
@@ -236,8 +253,8 @@ nlohmann::ordered_json bench_json(const BenchResult& r, const std::optional<Benc
   doc["profile"] = r.profile_path.empty()
                        ? json()
                        : json{{"path", r.profile_path}, {"calls", r.profile_calls}, {"in_statistics", false}};
-  doc["recorded"] = recorded ? json{{"id", recorded->id}, {"label", recorded->label}, {"database", recorded->database}}
-                             : json();
+  doc["recorded"] =
+      recorded ? json{{"id", recorded->id}, {"label", recorded->label}, {"database", recorded->database}} : json();
   json env = json::object();
   for (const auto& [key, value] : r.record.environment.fields) env[key] = value;
   doc["environment"] = env;

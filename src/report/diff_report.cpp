@@ -16,9 +16,7 @@ constexpr std::size_t kWidth = 80;
 double us(double ns) { return ns / 1000.0; }
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 // Numbers that may be NaN (no base value, no test): JSON null.
-json number_or_null(double v, double scale = 1.0) {
-  return std::isfinite(v) ? json(round3(v * scale)) : json(nullptr);
-}
+json number_or_null(double v, double scale = 1.0) { return std::isfinite(v) ? json(round3(v * scale)) : json(nullptr); }
 json us_json(double ns) { return number_or_null(ns, 1e-3); }
 json pct_json(double relative) { return number_or_null(relative, 100.0); }
 
@@ -64,7 +62,8 @@ const char* method_key(stats::MannWhitneyMethod m) {
 // "+20.0% (median 10.000 ms -> 12.000 ms)"
 std::string change_line(const StepTimeDiff& st) {
   const stats::Comparison& c = st.comparison;
-  return fmt::format("{} (median {} -> {})", relative_text(c.relative_change), duration(c.median_a), duration(c.median_b));
+  return fmt::format("{} (median {} -> {})", relative_text(c.relative_change), duration(c.median_a),
+                     duration(c.median_b));
 }
 
 // The statistics behind the verdict, one sentence each.
@@ -73,9 +72,10 @@ std::vector<std::string> step_detail(const TraceDiff& d) {
   const stats::Comparison& c = st.comparison;
   std::vector<std::string> lines;
   if (!st.enough_samples) {
-    lines.push_back(fmt::format("change of the median {}; no significance test with BASE {} and NEW {} steps "
-                                "(at least {} each needed): profile more steps to test the change",
-                                signed_duration(c.median_b - c.median_a), c.n_a, c.n_b, kMinStepsForTest));
+    lines.push_back(
+        fmt::format("change of the median {}; no significance test with BASE {} and NEW {} steps "
+                    "(at least {} each needed): profile more steps to test the change",
+                    signed_duration(c.median_b - c.median_a), c.n_a, c.n_b, kMinStepsForTest));
     return lines;
   }
   const stats::MannWhitney& mw = c.mann_whitney;
@@ -87,9 +87,10 @@ std::vector<std::string> step_detail(const TraceDiff& d) {
                               100 * c.relative_change_ci.confidence, relative_text(c.relative_change_ci.low),
                               relative_text(c.relative_change_ci.high)));
   if (!c.significant && st.min_attainable_p >= c.alpha)
-    lines.push_back(fmt::format("with {} and {} steps the exact test cannot reach p < {:g} (its smallest p is {:.3g}): "
-                                "profile more steps",
-                                c.n_a, c.n_b, c.alpha, st.min_attainable_p));
+    lines.push_back(
+        fmt::format("with {} and {} steps the exact test cannot reach p < {:g} (its smallest p is {:.3g}): "
+                    "profile more steps",
+                    c.n_a, c.n_b, c.alpha, st.min_attainable_p));
   return lines;
 }
 
@@ -140,13 +141,16 @@ json op_json(const OpDiff& o, bool with_shapes) {
 }
 
 json kernel_json(const KernelDiff& k) {
-  return {{"name", k.name},
-          {"kind", event_kind_name(k.kind)},
-          {"change", change_kind_key(k.change)},
-          {"delta_us", round3(us(k.delta_ns))},
-          {"relative_change_pct", pct_json(k.relative)},
-          {"base", {{"calls", round3(k.base_calls)}, {"total_us", round3(us(k.base_ns))}, {"mean_us", round3(us(k.base_mean_ns))}}},
-          {"new", {{"calls", round3(k.new_calls)}, {"total_us", round3(us(k.new_ns))}, {"mean_us", round3(us(k.new_mean_ns))}}}};
+  return {
+      {"name", k.name},
+      {"kind", event_kind_name(k.kind)},
+      {"change", change_kind_key(k.change)},
+      {"delta_us", round3(us(k.delta_ns))},
+      {"relative_change_pct", pct_json(k.relative)},
+      {"base",
+       {{"calls", round3(k.base_calls)}, {"total_us", round3(us(k.base_ns))}, {"mean_us", round3(us(k.base_mean_ns))}}},
+      {"new",
+       {{"calls", round3(k.new_calls)}, {"total_us", round3(us(k.new_ns))}, {"mean_us", round3(us(k.new_mean_ns))}}}};
 }
 
 template <class Row, class ToJson>
@@ -191,8 +195,9 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
   constexpr bool kOps = std::is_same_v<Row, OpDiff>;
   out += fmt::format("\n{}{}{} (per step)\n  {}\n", st.bold(), title, st.reset(), counts_text(l));
   if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) return;
-  out += fmt::format("{}    {:<32} {:>10} {:>10} {:>11} {:>7}{}\n", st.dim(),
-                     kOps ? "(self time; h = host, else GPU)" : "(total time)", "BASE", "NEW", "change", "%", st.reset());
+  out +=
+      fmt::format("{}    {:<32} {:>10} {:>10} {:>11} {:>7}{}\n", st.dim(),
+                  kOps ? "(self time; h = host, else GPU)" : "(total time)", "BASE", "NEW", "change", "%", st.reset());
   for (const auto& [label, rows] : ordered(l)) {
     if (rows->empty()) continue;
     out += fmt::format("  {}\n", label);
@@ -218,8 +223,8 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
       out += fmt::format("    {:<32} {:>10} {:>10} {}{:>11}{} {:>7}{}\n", name,
                          r.change == ChangeKind::kAdded ? std::string("-") : duration(base_ns),
                          r.change == ChangeKind::kRemoved ? std::string("-") : duration(new_ns), colour,
-                         signed_duration(r.delta_ns), st.reset(), relative_text(r.relative, r.change == ChangeKind::kAdded),
-                         marker);
+                         signed_duration(r.delta_ns), st.reset(),
+                         relative_text(r.relative, r.change == ChangeKind::kAdded), marker);
     }
   }
   const std::size_t cut = (l.added_count - l.added.size()) + (l.removed_count - l.removed.size()) +
@@ -285,12 +290,14 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
   out += fmt::format("\n{}{}{}{}", st.bold(), verdict_colour, wrap(diff_headline(d), kWidth, ""), st.reset());
   for (const std::string& line : step_detail(d)) out += wrap(line, kWidth, "  ");
   if (d.gate.enabled)
-    out += fmt::format("{}{}", d.gate.failed ? st.red() : "",
-                       wrap(fmt::format("Gate --fail-if-slower {:g}: {}", d.gate.threshold_pct, d.gate.reason), kWidth, "")) +
+    out += fmt::format(
+               "{}{}", d.gate.failed ? st.red() : "",
+               wrap(fmt::format("Gate --fail-if-slower {:g}: {}", d.gate.threshold_pct, d.gate.reason), kWidth, "")) +
            st.reset();
 
   out += fmt::format("\n{}Step time breakdown{} (mean per step)\n", st.bold(), st.reset());
-  out += fmt::format("{}  {:<14} {:>14} {:>14} {:>14} {:>9}{}\n", st.dim(), "", "BASE", "NEW", "change", "%", st.reset());
+  out +=
+      fmt::format("{}  {:<14} {:>14} {:>14} {:>14} {:>9}{}\n", st.dim(), "", "BASE", "NEW", "change", "%", st.reset());
   for (const CategoryDiff& c : d.categories)
     out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>9}\n", step_category_label(c.category), duration(c.base_ns),
                        duration(c.new_ns), signed_duration(c.delta_ns), relative_text(c.relative));
@@ -305,8 +312,8 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
   text_rows(out, "GPU kernels and copies", d.kernels, st);
 
   const FindingsDiff& f = d.findings;
-  out += fmt::format("\n{}Findings{}: {} appeared, {} resolved, {} persisting\n", st.bold(), st.reset(), f.appeared.size(),
-                     f.resolved.size(), f.persisting.size());
+  out += fmt::format("\n{}Findings{}: {} appeared, {} resolved, {} persisting\n", st.bold(), st.reset(),
+                     f.appeared.size(), f.resolved.size(), f.persisting.size());
   for (const Finding& x : f.appeared)
     out += fmt::format("  {}appeared{}  {:<6} {}\n", st.red(), st.reset(), upper(severity_name(x.severity)),
                        fit_width(x.title, kWidth - 19));
@@ -314,9 +321,11 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
     out += fmt::format("  {}resolved{}  {:<6} {}\n", st.green(), st.reset(), upper(severity_name(x.severity)),
                        fit_width(x.title, kWidth - 19));
   for (const FindingChange& x : f.persisting) {
-    out += fmt::format("  persists  {:<6} {}\n", upper(severity_name(x.next.severity)), fit_width(x.next.title, kWidth - 19));
+    out += fmt::format("  persists  {:<6} {}\n", upper(severity_name(x.next.severity)),
+                       fit_width(x.next.title, kWidth - 19));
     if (x.base.severity != x.next.severity)
-      out += fmt::format("            {}was {} in BASE{}\n", st.dim(), upper(severity_name(x.base.severity)), st.reset());
+      out +=
+          fmt::format("            {}was {} in BASE{}\n", st.dim(), upper(severity_name(x.base.severity)), st.reset());
   }
 
   if (!d.warnings.empty() || !d.base.notes.empty() || !d.next.notes.empty()) {
@@ -347,11 +356,10 @@ json diff_json(const TraceDiff& d) {
       {"change_us", us_json(c.median_b - c.median_a)},
       {"relative_change_pct", pct_json(c.relative_change)},
       {"hodges_lehmann_shift_us", us_json(c.hl_shift)},
-      {"relative_change_ci_pct",
-       st.enough_samples ? json{{"low", pct_json(c.relative_change_ci.low)},
-                                {"high", pct_json(c.relative_change_ci.high)},
-                                {"confidence", c.relative_change_ci.confidence}}
-                         : json(nullptr)},
+      {"relative_change_ci_pct", st.enough_samples ? json{{"low", pct_json(c.relative_change_ci.low)},
+                                                          {"high", pct_json(c.relative_change_ci.high)},
+                                                          {"confidence", c.relative_change_ci.confidence}}
+                                                   : json(nullptr)},
       {"test", st.enough_samples ? json{{"name", "mann-whitney-u"},
                                         {"method", method_key(c.mann_whitney.method)},
                                         {"u", number_or_null(c.mann_whitney.u_a)},
@@ -412,7 +420,8 @@ std::string diff_markdown(const TraceDiff& d) {
                      relative_text(d.step_time.base_mean_ns > 0 ? step_delta / d.step_time.base_mean_ns : stats::kNaN));
 
   markdown_rows(out, "Operators", d.ops, false);
-  if (d.shapes_compared && row_count(d.op_shapes) > 0) markdown_rows(out, "Operators by input shapes", d.op_shapes, true);
+  if (d.shapes_compared && row_count(d.op_shapes) > 0)
+    markdown_rows(out, "Operators by input shapes", d.op_shapes, true);
   markdown_rows(out, "GPU kernels and copies", d.kernels, false);
 
   const FindingsDiff& f = d.findings;
@@ -425,9 +434,10 @@ std::string diff_markdown(const TraceDiff& d) {
     for (const Finding& x : f.resolved)
       out += fmt::format("| resolved | {} | {} |\n", severity_name(x.severity), escape_markdown(x.title));
     for (const FindingChange& x : f.persisting)
-      out += fmt::format("| persists | {}{} | {} |\n", severity_name(x.next.severity),
-                         x.base.severity != x.next.severity ? fmt::format(" (was {})", severity_name(x.base.severity)) : "",
-                         escape_markdown(x.next.title));
+      out += fmt::format(
+          "| persists | {}{} | {} |\n", severity_name(x.next.severity),
+          x.base.severity != x.next.severity ? fmt::format(" (was {})", severity_name(x.base.severity)) : "",
+          escape_markdown(x.next.title));
     out += "\n";
   }
   if (!d.warnings.empty() || !d.base.notes.empty() || !d.next.notes.empty()) {

@@ -46,7 +46,15 @@ std::string escape_markdown(std::string_view text) {
       case '|': out += "\\|"; break;
       case '\n':
       case '\r': out += ' '; break;
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '#': case '~': case '!':
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '#':
+      case '~':
+      case '!':
         out += '\\';
         out += c;
         break;

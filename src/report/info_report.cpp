@@ -74,10 +74,10 @@ nlohmann::ordered_json info_json(const TraceModel& model, const TraceSummary& su
                {"duration_ns", summary.last_ns - summary.first_ns}};
   json steps = json::array();
   for (const Step& s : model.relations.steps) steps.push_back(step_json(s));
-  j["steps"] = {{"count", model.relations.steps.size()},
-                {"list", steps},
-                {"dropped_incomplete", model.relations.dropped_step ? step_json(*model.relations.dropped_step)
-                                                                    : json(nullptr)}};
+  j["steps"] = {
+      {"count", model.relations.steps.size()},
+      {"list", steps},
+      {"dropped_incomplete", model.relations.dropped_step ? step_json(*model.relations.dropped_step) : json(nullptr)}};
   j["events"] = summary.events;
   json kinds = json::object();
   for (int k = 0; k < kEventKindCount; ++k) kinds[event_kind_name(static_cast<EventKind>(k))] = summary.by_kind[k];
@@ -116,8 +116,8 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
   line("format", fmt::format("{} ({}), {} compression", format_generation_name(info.generation),
                              platform_name(info.platform), info.compression));
   line("size", info.compression == "none" ? human_bytes(info.json_bytes)
-                                         : fmt::format("{} ({} compressed)", human_bytes(info.json_bytes),
-                                                       human_bytes(info.compressed_bytes)));
+                                          : fmt::format("{} ({} compressed)", human_bytes(info.json_bytes),
+                                                        human_bytes(info.compressed_bytes)));
   if (!info.versions.empty()) {
     std::string v;
     for (const auto& [key, value] : info.versions) v += fmt::format("{}{}={}", v.empty() ? "" : ", ", key, value);
@@ -129,7 +129,8 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
     for (const auto& d : info.devices)
       line(fmt::format("device {}", d.id),
            fmt::format("{} (CC {}.{}, {} SMs, {})", d.name.empty() ? "(unnamed)" : d.name, d.compute_major,
-                       d.compute_minor, d.num_sms, human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, d.total_global_mem)))));
+                       d.compute_minor, d.num_sms,
+                       human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, d.total_global_mem)))));
   }
   const DistributedInfo& dist = info.distributed;
   line("distributed", dist.present ? fmt::format("rank {} of {} ({}{})", dist.rank, dist.world_size,
@@ -152,11 +153,12 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
                          rel.dropped_step->kernels));
   out += fmt::format("  {:<14} {}\n", "events", summary.events);
   for (int k = 0; k < kEventKindCount; ++k)
-    if (summary.by_kind[k] > 0) out += fmt::format("    {:<20} {:>10}\n", event_kind_name(static_cast<EventKind>(k)), summary.by_kind[k]);
+    if (summary.by_kind[k] > 0)
+      out += fmt::format("    {:<20} {:>10}\n", event_kind_name(static_cast<EventKind>(k)), summary.by_kind[k]);
   line("streams", std::to_string(summary.streams.size()));
   for (const auto& s : summary.streams)
-    out += fmt::format("    device {} stream {:<6} {:>8} kernels {:>6} memcpy {:>6} memset  busy {}\n", s.device, s.stream,
-                       s.kernels, s.memcpys, s.memsets, human_ns(s.busy_ns));
+    out += fmt::format("    device {} stream {:<6} {:>8} kernels {:>6} memcpy {:>6} memset  busy {}\n", s.device,
+                       s.stream, s.kernels, s.memcpys, s.memsets, human_ns(s.busy_ns));
   line("threads", std::to_string(summary.threads.size()));
   for (const auto& t : summary.threads)
     out += fmt::format("    pid {:<8} tid {:<8} {:>9} events  {}{}\n", t.pid, t.tid, t.events, t.name,

@@ -59,9 +59,8 @@ std::vector<std::size_t> shown_ranks(const JobAnalysis& job, std::size_t& hidden
   hidden = 0;
   if (ok.size() <= kJobTableRanks) return ok;
   std::vector<std::size_t> by_step = ok;
-  std::stable_sort(by_step.begin(), by_step.end(), [&](std::size_t a, std::size_t b) {
-    return job.ranks[a].mean_step_ns > job.ranks[b].mean_step_ns;
-  });
+  std::stable_sort(by_step.begin(), by_step.end(),
+                   [&](std::size_t a, std::size_t b) { return job.ranks[a].mean_step_ns > job.ranks[b].mean_step_ns; });
   std::vector<std::size_t> keep(by_step.begin(), by_step.begin() + 12);
   keep.push_back(by_step[by_step.size() / 2]);
   keep.insert(keep.end(), by_step.end() - 6, by_step.end());
@@ -124,23 +123,24 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
   out += " rank    step ms   GPU util   input ms    comm ms exposed ms    wait ms     last\n";
   for (std::size_t i : shown) {
     const RankRow row = row_of(job, i);
-    out += fmt::format("{:>5} {:>10.2f} {:>10} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>8}\n", row.r->rank, row.step_ms,
-                       row.r->gpu_utilization_pct < 0 ? std::string("n/a")
-                                                      : fmt::format("{:.1f}%", row.r->gpu_utilization_pct),
-                       row.dataloader_ms, row.comm_ms, row.exposed_ms, row.wait_ms, last_text(row));
+    out += fmt::format(
+        "{:>5} {:>10.2f} {:>10} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>8}\n", row.r->rank, row.step_ms,
+        row.r->gpu_utilization_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", row.r->gpu_utilization_pct),
+        row.dataloader_ms, row.comm_ms, row.exposed_ms, row.wait_ms, last_text(row));
   }
   if (hidden > 0) out += fmt::format("  ... {} more ranks (--json lists every rank)\n", hidden);
 
   if (!job.costs.empty()) {
-    out += fmt::format("\n{}Collectives{} (transfer = shortest duration across ranks; the rest is waiting)\n", st.bold(),
-                       st.reset());
+    out += fmt::format("\n{}Collectives{} (transfer = shortest duration across ranks; the rest is waiting)\n",
+                       st.bold(), st.reset());
     out += " kind           size            calls  mean ms transfer ms  wait  busbw GB/s\n";
     for (std::size_t k = 0; k < job.costs.size() && k < 12; ++k) {
       const CollectiveCost& c = job.costs[k];
-      out += fmt::format(" {:<14} {:<15} {:>6} {:>8.3f} {:>11.3f} {:>4.0f}% {:>11}\n", collective_name(c.kind),
-                         size_bucket_label(c.bucket), c.calls, ms(c.mean_duration_ns),
-                         ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)), 100 * c.wait_share,
-                         c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
+      out +=
+          fmt::format(" {:<14} {:<15} {:>6} {:>8.3f} {:>11.3f} {:>4.0f}% {:>11}\n", collective_name(c.kind),
+                      size_bucket_label(c.bucket), c.calls, ms(c.mean_duration_ns),
+                      ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)), 100 * c.wait_share,
+                      c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
     }
     if (!job.costs.empty() && job.costs.front().link_gbps > 0)
       out += fmt::format("  link: {} {:.0f} GB/s per direction\n", job.costs.front().link, job.costs.front().link_gbps);
@@ -175,9 +175,10 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
   if (!job.warnings.empty() || job.missing_rank_count > 0) {
     out += fmt::format("\n{}Warnings{}\n", st.bold(), st.reset());
     if (job.missing_rank_count > 0)
-      out += wrap(fmt::format("{} of {} ranks not given: the cross-rank figures cover {} ranks only",
-                              job.missing_rank_count, job.world_size, job.world_size - static_cast<int>(job.missing_rank_count)),
-                  kWidth, "  ");
+      out += wrap(
+          fmt::format("{} of {} ranks not given: the cross-rank figures cover {} ranks only", job.missing_rank_count,
+                      job.world_size, job.world_size - static_cast<int>(job.missing_rank_count)),
+          kWidth, "  ");
     for (const std::string& w : job.warnings) out += wrap(w, kWidth, "  ");
   }
   return out;
@@ -216,7 +217,9 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
     row["verdict"] = r.verdict;
     json findings = json::array();
     for (const RankFinding& f : r.findings)
-      findings.push_back({{"id", f.id}, {"title", f.title}, {"severity", severity_name(f.severity)},
+      findings.push_back({{"id", f.id},
+                          {"title", f.title},
+                          {"severity", severity_name(f.severity)},
                           {"max_speedup", std::round(f.max_speedup * 100) / 100}});
     row["findings"] = findings;
     row["repairs"] = r.repairs;
@@ -273,15 +276,17 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
           {"missing_ranks", job.missing_ranks},
           {"missing_rank_count", job.missing_rank_count},
           {"median_step_us", us(job.median_step_ns)},
-          {"verdict", {{"headline", d.verdict.headline},
-                       {"finding_id", d.verdict.finding_id},
-                       {"max_speedup", std::round(d.verdict.max_speedup * 100) / 100}}},
-          {"matching", {{"method", match_method_name(job.matching.method)},
-                        {"collectives", job.matching.collectives},
-                        {"matched", job.matching.matched_collectives},
-                        {"calls", job.matching.calls.size()},
-                        {"dropped", job.matching.mismatches_dropped},
-                        {"clock_groups", job.matching.clock_groups}}},
+          {"verdict",
+           {{"headline", d.verdict.headline},
+            {"finding_id", d.verdict.finding_id},
+            {"max_speedup", std::round(d.verdict.max_speedup * 100) / 100}}},
+          {"matching",
+           {{"method", match_method_name(job.matching.method)},
+            {"collectives", job.matching.collectives},
+            {"matched", job.matching.matched_collectives},
+            {"calls", job.matching.calls.size()},
+            {"dropped", job.matching.mismatches_dropped},
+            {"clock_groups", job.matching.clock_groups}}},
           {"ranks", ranks},
           {"collectives", costs},
           {"stragglers", stragglers},
@@ -294,24 +299,27 @@ std::string job_markdown(const JobAnalysis& job, const JobDiagnosis& d) {
   std::string out = fmt::format("### ferret job: {}\n\n", escape_markdown(job_line(job)));
   out += fmt::format("**{}**\n\n{}\n\n", escape_markdown(d.verdict.headline), escape_markdown(matching_line(job)));
   std::size_t hidden = 0;
-  out += "| rank | step ms | GPU util | input ms | comm ms | exposed ms | wait ms | last |\n"
-         "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  out +=
+      "| rank | step ms | GPU util | input ms | comm ms | exposed ms | wait ms | last |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (std::size_t i : shown_ranks(job, hidden)) {
     const RankRow row = row_of(job, i);
-    out += fmt::format("| {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} |\n", row.r->rank, row.step_ms,
-                       row.r->gpu_utilization_pct < 0 ? std::string("n/a")
-                                                      : fmt::format("{:.1f}%", row.r->gpu_utilization_pct),
-                       row.dataloader_ms, row.comm_ms, row.exposed_ms, row.wait_ms, last_text(row));
+    out += fmt::format(
+        "| {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} |\n", row.r->rank, row.step_ms,
+        row.r->gpu_utilization_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", row.r->gpu_utilization_pct),
+        row.dataloader_ms, row.comm_ms, row.exposed_ms, row.wait_ms, last_text(row));
   }
   if (hidden > 0) out += fmt::format("\n{} more ranks in `--json`.\n", hidden);
   if (!job.costs.empty()) {
-    out += "\n| collective | size | calls | mean ms | transfer ms | wait | busbw GB/s |\n|---|---|---:|---:|---:|---:|---:|\n";
+    out +=
+        "\n| collective | size | calls | mean ms | transfer ms | wait | busbw GB/s "
+        "|\n|---|---|---:|---:|---:|---:|---:|\n";
     for (std::size_t k = 0; k < job.costs.size() && k < 12; ++k) {
       const CollectiveCost& c = job.costs[k];
-      out += fmt::format("| {} | {} | {} | {:.3f} | {:.3f} | {:.0f}% | {} |\n", collective_name(c.kind),
-                         size_bucket_label(c.bucket), c.calls, ms(c.mean_duration_ns),
-                         ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)), 100 * c.wait_share,
-                         c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
+      out += fmt::format(
+          "| {} | {} | {} | {:.3f} | {:.3f} | {:.0f}% | {} |\n", collective_name(c.kind), size_bucket_label(c.bucket),
+          c.calls, ms(c.mean_duration_ns), ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)),
+          100 * c.wait_share, c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
     }
   }
   out += '\n';

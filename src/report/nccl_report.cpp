@@ -16,7 +16,6 @@ using json = nlohmann::ordered_json;
 constexpr std::size_t kWidth = 80;
 constexpr std::size_t kMaxTextRanks = 64;  // rank rows in the text report; JSON has all
 
-double round2(double v) { return std::round(v * 100.0) / 100.0; }
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 std::string driver_text(int driver) {
@@ -103,11 +102,11 @@ json optional_int(long long v) { return v < 0 ? json(nullptr) : json(v); }
 
 }  // namespace
 
-std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings, const std::vector<NcclInputError>& errors,
-                      const Style& st) {
+std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
+                      const std::vector<NcclInputError>& errors, const Style& st) {
   std::string out;
-  out += fmt::format("{}NCCL logs{}: {} file{}, {} lines, {} NCCL lines ({} understood, {} not understood)\n", st.bold(),
-                     st.reset(), s.sources.size(), s.sources.size() == 1 ? "" : "s", s.lines, s.nccl_lines,
+  out += fmt::format("{}NCCL logs{}: {} file{}, {} lines, {} NCCL lines ({} understood, {} not understood)\n",
+                     st.bold(), st.reset(), s.sources.size(), s.sources.size() == 1 ? "" : "s", s.lines, s.nccl_lines,
                      s.recognised, s.not_understood);
   for (const NcclInputError& e : errors) out += wrap(fmt::format("not read: {}: {}", e.source, e.error), kWidth, "  ");
   for (const NcclSource& src : s.sources) {
@@ -118,16 +117,18 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings, 
                   kWidth, "  ");
   }
   if (s.nccl_lines == 0) {
-    out += "\nNo NCCL_DEBUG=INFO lines found. Run the job with `NCCL_DEBUG=INFO` (and, for one file per\n"
-           "process, `NCCL_DEBUG_FILE=nccl.%h.%p.log`).\n";
+    out +=
+        "\nNo NCCL_DEBUG=INFO lines found. Run the job with `NCCL_DEBUG=INFO` (and, for one file per\n"
+        "process, `NCCL_DEBUG_FILE=nccl.%h.%p.log`).\n";
   }
 
-  std::string job = s.nranks > 0 ? fmt::format("{} ranks on {} host{}", s.nranks, s.hosts_in_job,
-                                               s.hosts_in_job == 1 ? "" : "s")
-                                 : fmt::format("no communicator lines; {} host{}", s.hosts.size(),
-                                               s.hosts.size() == 1 ? "" : "s");
-  if (!s.versions.empty()) job += ", NCCL " + join(s.versions, " / ");
-  else if (!s.unattributed_versions.empty()) job += ", NCCL " + join(s.unattributed_versions, " / ");
+  std::string job =
+      s.nranks > 0 ? fmt::format("{} ranks on {} host{}", s.nranks, s.hosts_in_job, s.hosts_in_job == 1 ? "" : "s")
+                   : fmt::format("no communicator lines; {} host{}", s.hosts.size(), s.hosts.size() == 1 ? "" : "s");
+  if (!s.versions.empty())
+    job += ", NCCL " + join(s.versions, " / ");
+  else if (!s.unattributed_versions.empty())
+    job += ", NCCL " + join(s.unattributed_versions, " / ");
   if (!s.drivers.empty()) {
     std::vector<std::string> drivers;
     for (int d : s.drivers) drivers.push_back(driver_text(d));
@@ -135,14 +136,15 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings, 
   }
   out += wrap(fmt::format("{}Job{}: {}", st.bold(), st.reset(), job), kWidth + (st.enabled ? 8 : 0), "");
   out += wrap(fmt::format("Network: {}", job_network(s)), kWidth, "");
-  out += wrap(fmt::format("Intra-host: {} P2P, {} SHM connections; channels: {}{}{}", s.intra_host_p2p, s.intra_host_shm,
-                          channels_text(s.channels), s.nvls_available ? "; NVLS available" : "",
+  out += wrap(fmt::format("Intra-host: {} P2P, {} SHM connections; channels: {}{}{}", s.intra_host_p2p,
+                          s.intra_host_shm, channels_text(s.channels), s.nvls_available ? "; NVLS available" : "",
                           s.collnet ? "; CollNet/SHARP" : ""),
               kWidth, "");
 
   if (!s.hosts.empty()) {
     out += fmt::format("\n{}Hosts{} ({})\n", st.bold(), st.reset(), s.hosts.size());
-    out += fmt::format("  {:<18} {:<11} {:>5} {:<16} {:<9} {:<6}\n", "host", "ranks", "procs", "NCCL", "network", "GDR");
+    out +=
+        fmt::format("  {:<18} {:<11} {:>5} {:<16} {:<9} {:<6}\n", "host", "ranks", "procs", "NCCL", "network", "GDR");
     for (const NcclHostSummary& h : s.hosts) {
       out += fmt::format("  {:<18} {:<11} {:>5} {:<16} {:<9} {:<6}\n", fit_width(h.host, 18),
                          fit_width(h.ranks.empty() ? "-" : format_rank_list(h.ranks), 11), h.processes,
@@ -168,16 +170,16 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings, 
 
   if (!s.ranks.empty()) {
     out += fmt::format("\n{}Ranks{} ({} of {} logged)\n", st.bold(), st.reset(), s.ranks.size(), s.nranks);
-    out += fmt::format("  {:>5} {:<16} {:>8} {:>3} {:<8} {:<8} {:>7}  {}\n", "rank", "host", "pid", "dev", "busId", "NCCL",
-                       "init s", "transports");
+    out += fmt::format("  {:>5} {:<16} {:>8} {:>3} {:<8} {:<8} {:>7}  {}\n", "rank", "host", "pid", "dev", "busId",
+                       "NCCL", "init s", "transports");
     std::size_t shown = 0;
     for (const NcclRankSummary& r : s.ranks) {
       if (++shown > kMaxTextRanks) break;
       const std::string init = r.init_total_s >= 0 ? fmt::format("{:.2f}", r.init_total_s)
                                                    : (r.init_complete ? "ok" : (r.init_started ? "START" : "-"));
-      const std::string line = fmt::format("  {:>5} {:<16} {:>8} {:>3} {:<8} {:<8} {:>7}  ", r.rank,
-                                           fit_width(r.host, 16), r.pid, r.cuda_dev, fit_width(r.bus_id, 8),
-                                           fit_width(r.version.empty() ? "-" : r.version, 8), init);
+      const std::string line =
+          fmt::format("  {:>5} {:<16} {:>8} {:>3} {:<8} {:<8} {:>7}  ", r.rank, fit_width(r.host, 16), r.pid,
+                      r.cuda_dev, fit_width(r.bus_id, 8), fit_width(r.version.empty() ? "-" : r.version, 8), init);
       out += line + fit_width(transports_text(r.transports), kWidth > line.size() ? kWidth - line.size() : 10) + "\n";
     }
     if (s.ranks.size() > kMaxTextRanks)
@@ -193,8 +195,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings, 
                          fit_width(c.comm_id.empty() ? "(no commId)" : c.comm_id, 20), c.nranks, c.ranks_started,
                          c.ranks_complete, c.hosts, c.init_max_s >= 0 ? fmt::format("{:.2f} s", c.init_max_s) : "-",
                          c.is_job ? "  job" : "");
-      if (!c.missing_ranks.empty())
-        out += wrap("missing ranks: " + format_rank_list(c.missing_ranks), kWidth, "    ");
+      if (!c.missing_ranks.empty()) out += wrap("missing ranks: " + format_rank_list(c.missing_ranks), kWidth, "    ");
       if (!c.incomplete_ranks.empty())
         out += wrap("START without COMPLETE: " + format_rank_list(c.incomplete_ranks), kWidth, "    ");
     }
@@ -222,8 +223,8 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings, 
     std::size_t shown = 0;
     for (const NcclWarning& w : s.warnings) {
       if (++shown > 10) break;
-      out += wrap(fmt::format("{}x {}{}\"{}\" ({})", w.count, w.where, w.where.empty() ? "" : " ", fit_width(w.message, 200),
-                              fit_width(join(w.processes), 60)),
+      out += wrap(fmt::format("{}x {}{}\"{}\" ({})", w.count, w.where, w.where.empty() ? "" : " ",
+                              fit_width(w.message, 200), fit_width(join(w.processes), 60)),
                   kWidth, "  ");
     }
   }
@@ -232,20 +233,24 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings, 
     out += fmt::format("\n{}Bandwidth against the transport{} (fastest call >= 16 MiB)\n", st.bold(), st.reset());
     for (const NcclBandwidthCheck& b : s.bandwidth) {
       std::string verdict;
-      if (b.fraction < 0) verdict = "ceiling unknown";
-      else verdict = fmt::format("{:.0f}% of {:.1f} GB/s{}", 100 * b.fraction, b.ceiling_gbps, b.possible ? "" : ": impossible");
+      if (b.fraction < 0)
+        verdict = "ceiling unknown";
+      else
+        verdict =
+            fmt::format("{:.0f}% of {:.1f} GB/s{}", 100 * b.fraction, b.ceiling_gbps, b.possible ? "" : ": impossible");
       out += wrap(fmt::format("{} {}, group {}: busbw {:.1f} GB/s = {}", collective_name(b.kind),
                               human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, b.bytes))), b.group_size,
                               b.busbw_gbps, verdict),
                   kWidth, "  ");
-      out += wrap(fmt::format("over {}{}{}", b.transport, b.ceiling_basis.empty() ? "" : "; ceiling: ", b.ceiling_basis),
-                  kWidth, "    ");
+      out +=
+          wrap(fmt::format("over {}{}{}", b.transport, b.ceiling_basis.empty() ? "" : "; ceiling: ", b.ceiling_basis),
+               kWidth, "    ");
     }
   }
 
   if (s.not_understood > 0 && !s.not_understood_samples.empty()) {
-    out += fmt::format("\n{}Not understood{}: {} NCCL line{} (ignored), e.g.\n", st.bold(), st.reset(), s.not_understood,
-                       s.not_understood == 1 ? "" : "s");
+    out += fmt::format("\n{}Not understood{}: {} NCCL line{} (ignored), e.g.\n", st.bold(), st.reset(),
+                       s.not_understood, s.not_understood == 1 ? "" : "s");
     for (std::size_t i = 0; i < s.not_understood_samples.size() && i < 3; ++i)
       out += "  " + fit_width(s.not_understood_samples[i], kWidth - 2) + "\n";
   }
@@ -272,10 +277,8 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
   json errs = json::array();
   for (const NcclInputError& e : errors) errs.push_back({{"source", e.source}, {"error", e.error}});
   j["errors"] = errs;
-  j["lines"] = {{"read", s.lines},
-                {"nccl", s.nccl_lines},
-                {"recognised", s.recognised},
-                {"not_understood", s.not_understood}};
+  j["lines"] = {
+      {"read", s.lines}, {"nccl", s.nccl_lines}, {"recognised", s.recognised}, {"not_understood", s.not_understood}};
   j["not_understood_samples"] = s.not_understood_samples;
 
   const NcclChannelCountRecord& c = s.channels;
@@ -410,7 +413,8 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
   std::string out = "## NCCL setup\n\n";
   out += fmt::format("{} file{}, {} lines, {} NCCL lines ({} understood, {} not understood).", s.sources.size(),
                      s.sources.size() == 1 ? "" : "s", s.lines, s.nccl_lines, s.recognised, s.not_understood);
-  if (s.nranks > 0) out += fmt::format(" **{} ranks on {} host{}**", s.nranks, s.hosts_in_job, s.hosts_in_job == 1 ? "" : "s");
+  if (s.nranks > 0)
+    out += fmt::format(" **{} ranks on {} host{}**", s.nranks, s.hosts_in_job, s.hosts_in_job == 1 ? "" : "s");
   if (!s.versions.empty()) out += ", NCCL " + md(join(s.versions, " / "));
   out += ". Network: " + md(job_network(s)) + "\n\n";
   for (const NcclInputError& e : errors) out += "- not read: " + md(e.source) + ": " + md(e.error) + "\n";
@@ -421,12 +425,14 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
   if (!s.hosts.empty()) {
     out += "\n### Hosts\n\n| host | ranks | NCCL | network | GDR | transports |\n|---|---|---|---|---|---|\n";
     for (const NcclHostSummary& h : s.hosts)
-      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", md(h.host), h.ranks.empty() ? "-" : format_rank_list(h.ranks),
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", md(h.host),
+                         h.ranks.empty() ? "-" : format_rank_list(h.ranks),
                          md(h.versions.empty() ? "-" : join(h.versions, "/")), md(host_network(h)), gdr_text(h),
                          md(transports_text(h.transports)));
   }
   if (!s.ranks.empty()) {
-    out += "\n### Ranks\n\n| rank | host | pid | dev | NCCL | init s | transports |\n|---:|---|---:|---:|---|---:|---|\n";
+    out +=
+        "\n### Ranks\n\n| rank | host | pid | dev | NCCL | init s | transports |\n|---:|---|---:|---:|---|---:|---|\n";
     for (const NcclRankSummary& r : s.ranks)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.rank, md(r.host), r.pid, r.cuda_dev,
                          md(r.version.empty() ? "-" : r.version),
@@ -447,14 +453,15 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
       out += fmt::format("| {} | {} | {} | {} |\n", w.count, md(w.where), md(w.message), md(join(w.processes)));
   }
   if (!s.bandwidth.empty()) {
-    out += "\n### Bandwidth against the transport\n\n| collective | size | busbw GB/s | transport | ceiling GB/s | "
-           "share |\n|---|---:|---:|---|---:|---:|\n";
+    out +=
+        "\n### Bandwidth against the transport\n\n| collective | size | busbw GB/s | transport | ceiling GB/s | "
+        "share |\n|---|---:|---:|---|---:|---:|\n";
     for (const NcclBandwidthCheck& b : s.bandwidth)
-      out += fmt::format("| {} | {} | {:.1f} | {} | {} | {} |\n", collective_name(b.kind),
-                         human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, b.bytes))), b.busbw_gbps,
-                         md(b.transport), b.ceiling_gbps > 0 ? fmt::format("{:.1f}", b.ceiling_gbps) : "?",
-                         b.fraction >= 0 ? fmt::format("{:.0f}%{}", 100 * b.fraction, b.possible ? "" : " (impossible)")
-                                         : "?");
+      out += fmt::format(
+          "| {} | {} | {:.1f} | {} | {} | {} |\n", collective_name(b.kind),
+          human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, b.bytes))), b.busbw_gbps, md(b.transport),
+          b.ceiling_gbps > 0 ? fmt::format("{:.1f}", b.ceiling_gbps) : "?",
+          b.fraction >= 0 ? fmt::format("{:.0f}%{}", 100 * b.fraction, b.possible ? "" : " (impossible)") : "?");
   }
   return out;
 }

@@ -23,9 +23,10 @@ const char* model_text() {
 
 std::string fit_line(const ScalingFit& f) {
   if (!f.fitted) return "No model: " + f.why_not + ".";
-  return fmt::format("Fit on {} runs: c = {:.3f} ms, beta = {:.3f} ms (bytes / bus bandwidth), alpha = {:.1f} us per "
-                     "ring hop; largest misfit {:.1f}%.",
-                     f.runs_used, f.c_ns / 1e6, f.beta_ns / 1e6, f.alpha_ns / 1e3, f.max_error_pct);
+  return fmt::format(
+      "Fit on {} runs: c = {:.3f} ms, beta = {:.3f} ms (bytes / bus bandwidth), alpha = {:.1f} us per "
+      "ring hop; largest misfit {:.1f}%.",
+      f.runs_used, f.c_ns / 1e6, f.beta_ns / 1e6, f.alpha_ns / 1e3, f.max_error_pct);
 }
 
 }  // namespace
@@ -79,16 +80,18 @@ json scaling_json(const ScalingAnalysis& r) {
                            {"transfer_us", us(static_cast<double>(p.transfer_ns))},
                            {"step_us", us(static_cast<double>(p.step_ns))},
                            {"efficiency", std::round(p.efficiency * 1e4) / 1e4}});
-  return {{"schema", "ferret.scaling/1"}, {"model", model_text()}, {"runs", runs},
-          {"fit", fit},                   {"projections", projections}, {"warnings", r.warnings}};
+  return {{"schema", "ferret.scaling/1"}, {"model", model_text()}, {"runs", runs}, {"fit", fit},
+          {"projections", projections},   {"warnings", r.warnings}};
 }
 
 std::string scaling_markdown(const ScalingAnalysis& r) {
-  std::string out = "### ferret scaling\n\n| ranks | step ms | compute ms | comm ms | exposed ms | transfer ms | efficiency |\n"
-                    "|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::string out =
+      "### ferret scaling\n\n| ranks | step ms | compute ms | comm ms | exposed ms | transfer ms | efficiency |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const ScalingRun& run : r.runs)
-    out += fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% |\n", run.world_size, ms(run.step_ns),
-                       ms(run.compute_ns), ms(run.comm_ns), ms(run.exposed_ns), ms(run.transfer_ns), 100 * run.efficiency);
+    out +=
+        fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% |\n", run.world_size, ms(run.step_ns),
+                    ms(run.compute_ns), ms(run.comm_ns), ms(run.exposed_ns), ms(run.transfer_ns), 100 * run.efficiency);
   out += fmt::format("\n{}\n", escape_markdown(fmt::format("Model: {}. {}", model_text(), fit_line(r.fit))));
   if (!r.projections.empty()) {
     out += "\n| projected ranks | transfer ms | step ms | efficiency |\n|---:|---:|---:|---:|\n";

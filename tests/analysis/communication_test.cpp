@@ -25,7 +25,8 @@ TEST(Communication, ParsesCollectiveNamesFromEverySource) {
             Collective::kAllReduce);
   EXPECT_EQ(parse_collective("_allgather_base"), Collective::kAllGather);
   EXPECT_EQ(parse_collective("nccl:_all_gather_base"), Collective::kAllGather);
-  EXPECT_EQ(parse_collective("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), Collective::kAllGather);
+  EXPECT_EQ(parse_collective("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            Collective::kAllGather);
   EXPECT_EQ(parse_collective("_reduce_scatter_base"), Collective::kReduceScatter);
   EXPECT_EQ(parse_collective("nccl:all_to_all"), Collective::kAllToAll);
   EXPECT_EQ(parse_collective("broadcast"), Collective::kBroadcast);

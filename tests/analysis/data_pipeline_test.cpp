@@ -21,10 +21,13 @@ constexpr const char* kMultiProcess = "enumerate(DataLoader)#_MultiProcessingDat
 
 std::string span(const char* cat, const std::string& name, double ts, double dur, int pid = 1, int tid = 1,
                  const std::string& args = "{}") {
-  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
-                     pid, tid, ts, dur, args);
+  return fmt::format(
+      R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
+      pid, tid, ts, dur, args);
 }
-std::string step(int n, double ts, double dur) { return span("user_annotation", fmt::format("ProfilerStep#{}", n), ts, dur); }
+std::string step(int n, double ts, double dur) {
+  return span("user_annotation", fmt::format("ProfilerStep#{}", n), ts, dur);
+}
 std::string corr(int c) { return fmt::format(R"({{"correlation": {}}})", c); }
 
 TraceModel load(const std::vector<std::string>& events) {
@@ -100,9 +103,10 @@ TEST(DataPipeline, CallsBelongToTheStepWhoseCpuSpanMadeThem) {
   // The call is step 2's (its CPU span made it): step 2 has 1 call of 50 us.
   // Time shares follow the windows: step 1 holds [100,120) of the wait = 20, all of it under its
   // kernel (no GPU idle); step 2 holds [120,150) = 30, with the GPU idle throughout.
-  const TraceModel m = load({step(1, 0, 100), span("cuda_runtime", "cudaLaunchKernel", 10, 2, 1, 1, corr(1)),
-                             span("kernel", "k1", 50, 70, 0, 7, corr(1)), step(2, 100, 100), span("cpu_op", kSingleProcess, 100, 50),
-                             span("cuda_runtime", "cudaLaunchKernel", 160, 2, 1, 1, corr(2)), span("kernel", "k2", 170, 10, 0, 7, corr(2))});
+  const TraceModel m = load(
+      {step(1, 0, 100), span("cuda_runtime", "cudaLaunchKernel", 10, 2, 1, 1, corr(1)),
+       span("kernel", "k1", 50, 70, 0, 7, corr(1)), step(2, 100, 100), span("cpu_op", kSingleProcess, 100, 50),
+       span("cuda_runtime", "cudaLaunchKernel", 160, 2, 1, 1, corr(2)), span("kernel", "k2", 170, 10, 0, 7, corr(2))});
   const DataPipelineResult r = pipeline(m);
   ASSERT_EQ(r.steps.size(), 2u);
   EXPECT_EQ(r.steps[0].duration_ns, 120 * kUs);

@@ -18,19 +18,24 @@ namespace {
 
 std::string span(const char* cat, const std::string& name, double ts, double dur, int pid = 1, int tid = 1,
                  const std::string& args = "{}") {
-  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
-                     pid, tid, ts, dur, args);
+  return fmt::format(
+      R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
+      pid, tid, ts, dur, args);
 }
-std::string step(int n, double ts, double dur) { return span("user_annotation", fmt::format("ProfilerStep#{}", n), ts, dur); }
+std::string step(int n, double ts, double dur) {
+  return span("user_annotation", fmt::format("ProfilerStep#{}", n), ts, dur);
+}
 std::string launch(double ts, double dur, int c) {
   return span("cuda_runtime", "cudaLaunchKernel", ts, dur, 1, 1, fmt::format(R"({{"correlation": {}}})", c));
 }
-std::string kernel(const std::string& name, double ts, double dur, const std::string& args = "{}", int device = 0, int stream = 7) {
+std::string kernel(const std::string& name, double ts, double dur, const std::string& args = "{}", int device = 0,
+                   int stream = 7) {
   return span("kernel", name, ts, dur, device, stream, args);
 }
 std::string device_properties(int num_sms, int major, const char* name) {
-  return fmt::format(R"("deviceProperties": [{{"id": 0, "name": "{}", "computeMajor": {}, "computeMinor": 0, "numSms": {}}}])", name, major,
-                     num_sms);
+  return fmt::format(
+      R"("deviceProperties": [{{"id": 0, "name": "{}", "computeMajor": {}, "computeMinor": 0, "numSms": {}}}])", name,
+      major, num_sms);
 }
 
 TraceModel load(const std::vector<std::string>& events, const std::string& header = "") {
@@ -54,11 +59,15 @@ GpuMetricsResult metrics(const TraceModel& m, AnalysisOptions options = {}) {
 //   [80,90) 0.3 -> 3. Total 53 of 100 -> 53%.
 // Occupancy: (20 x 40 + 60 x 40) / 80 = 40%.
 TEST(GpuMetrics, SmEfficiencyIsCappedAtOneWhileKernelsOverlap) {
-  const TraceModel m = load({step(1, 0, 100),
-                             kernel("kernel_a", 0, 40, R"({"grid": [5, 1, 1], "block": [128, 1, 1], "blocks per SM": 0.5, "est. achieved occupancy %": 20})"),
-                             kernel("kernel_b", 20, 40, R"({"grid": [20, 1, 1], "block": [128, 1, 1], "blocks per SM": 2.0, "est. achieved occupancy %": 60})", 0, 8),
-                             kernel("kernel_c", 80, 10, R"({"grid": [3, 1, 1], "block": [64, 1, 1]})")},
-                            device_properties(10, 8, "Test GPU"));
+  const TraceModel m = load(
+      {step(1, 0, 100),
+       kernel("kernel_a", 0, 40,
+              R"({"grid": [5, 1, 1], "block": [128, 1, 1], "blocks per SM": 0.5, "est. achieved occupancy %": 20})"),
+       kernel("kernel_b", 20, 40,
+              R"({"grid": [20, 1, 1], "block": [128, 1, 1], "blocks per SM": 2.0, "est. achieved occupancy %": 60})", 0,
+              8),
+       kernel("kernel_c", 80, 10, R"({"grid": [3, 1, 1], "block": [64, 1, 1]})")},
+      device_properties(10, 8, "Test GPU"));
   const GpuMetricsResult r = metrics(m);
   ASSERT_EQ(r.devices.size(), 1u);
   const DeviceMetrics& d = r.devices[0];
@@ -77,7 +86,8 @@ TEST(GpuMetrics, SmEfficiencyIsCappedAtOneWhileKernelsOverlap) {
 TEST(GpuMetrics, KernelsOutsideTheStepsAreClipped) {
   // Step [0,100); a kernel [90,130) with 1 block per SM counts only its [90,100) part:
   // utilization 10%, SM efficiency 10%, kernel time 10 us.
-  const TraceModel m = load({step(1, 0, 100), kernel("k", 90, 40, R"({"blocks per SM": 1.0, "est. achieved occupancy %": 50})")});
+  const TraceModel m =
+      load({step(1, 0, 100), kernel("k", 90, 40, R"({"blocks per SM": 1.0, "est. achieved occupancy %": 50})")});
   const DeviceMetrics d = metrics(m).devices.at(0);  // a copy: the result is a temporary
   EXPECT_EQ(d.kernel_ns, 10000);
   EXPECT_NEAR(d.utilization_pct, 10.0, 1e-9);
@@ -105,20 +115,15 @@ TEST(GpuMetrics, UnknownLaunchSizeLeavesSmEfficiencyUnknown) {
 // (40%). Compute (non-NCCL) kernel time 80, GEMM/conv 40 + 20 = 60 -> 75%. Utilization:
 // union [20,120) = 100 of 200 -> 50%.
 TEST(GpuMetrics, TensorCoreSharesFollowKernelNamesAndLaunchingOps) {
-  const TraceModel m = load({step(1, 0, 200),
-                             span("cpu_op", "aten::conv2d", 0, 50),
-                             span("cpu_op", "aten::cudnn_convolution", 5, 40),
-                             launch(10, 2, 1),
-                             kernel("volta_scudnn_128x64_relu_interior_nn_v1", 20, 40, R"({"correlation": 1})"),
-                             span("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 50, 50),
-                             span("cpu_op", "aten::copy_", 52, 6),
-                             launch(55, 2, 2),
-                             kernel("volta_h884gemm_64x64_ldg8_nn", 60, 20, R"({"correlation": 2})"),
-                             span("cpu_op", "aten::add", 100, 10),
-                             launch(101, 1, 3),
-                             kernel("elementwise_add", 80, 20, R"({"correlation": 3})"),
-                             kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 100, 20, "{}", 0, 20)},
-                            device_properties(80, 7, "Tesla V100-SXM2-32GB"));
+  const TraceModel m = load(
+      {step(1, 0, 200), span("cpu_op", "aten::conv2d", 0, 50), span("cpu_op", "aten::cudnn_convolution", 5, 40),
+       launch(10, 2, 1), kernel("volta_scudnn_128x64_relu_interior_nn_v1", 20, 40, R"({"correlation": 1})"),
+       span("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 50, 50), span("cpu_op", "aten::copy_", 52, 6),
+       launch(55, 2, 2), kernel("volta_h884gemm_64x64_ldg8_nn", 60, 20, R"({"correlation": 2})"),
+       span("cpu_op", "aten::add", 100, 10), launch(101, 1, 3),
+       kernel("elementwise_add", 80, 20, R"({"correlation": 3})"),
+       kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", 100, 20, "{}", 0, 20)},
+      device_properties(80, 7, "Tesla V100-SXM2-32GB"));
   const DeviceMetrics d = metrics(m).devices.at(0);  // a copy: the result is a temporary
   EXPECT_EQ(d.compute_major, 7);
   EXPECT_EQ(d.kernel_ns, 100000);
@@ -158,16 +163,26 @@ TEST(GpuMetrics, NoKernelsNoDevices) {
 TEST(TensorCoreNames, KernelsThatUseTensorCores) {
   // Real names from the corpus traces and GPUS.md, Volta to Blackwell and AMD.
   for (const char* name : {
-           "volta_h884gemm_64x64_ldg8_nn", "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
-           "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn",
-           "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)",
+           "volta_h884gemm_64x64_ldg8_nn",
+           "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",
+           "turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn",
+           "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn",
+           "void "
+           "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_256x64_"
+           "16x4_nn_align4::Params)",
            "sm80_xmma_dgrad_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16_stage4_warpsize2x2x1",
-           "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-           "void cutlass::device_kernel<cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8_warpspecialized_cooperative_epi_tma>",
-           "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT", "nvjet_sm100_tst_128x256_64x4_2x1_2cta_h_bz_TNN",
+           "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_"
+           "kernel__5x_cublas",
+           "void "
+           "cutlass::device_kernel<cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8_"
+           "warpspecialized_cooperative_epi_tma>",
+           "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT",
+           "nvjet_sm100_tst_128x256_64x4_2x1_2cta_h_bz_TNN",
            "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
-           "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t>>",
-           "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_schedP2x1x2",
+           "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+           "cutlass::bfloat16_t>>",
+           "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_"
+           "schedP2x1x2",
            "Cijk_Ailk_Bljk_BBS_BH_MT64x64x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0",
            "_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm",
            "igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2",
@@ -177,15 +192,20 @@ TEST(TensorCoreNames, KernelsThatUseTensorCores) {
 
 TEST(TensorCoreNames, KernelsThatDoNot) {
   for (const char* name : {
-           "volta_sgemm_64x64_nt", "ampere_sgemm_128x128_tn", "volta_scudnn_128x64_relu_interior_nn_v1",
+           "volta_sgemm_64x64_nt",
+           "ampere_sgemm_128x128_tn",
+           "volta_scudnn_128x64_relu_interior_nn_v1",
            "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>(int, int, int)",
            "cutlass_80_simt_sgemm_128x128_8x4_nn_align1",
-           "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+           "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_"
+           "kernel__5x_cublas",
            "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
-           "SubTensorOpWithCastTensor1d", "SubTensorOpWithScalar1d",
+           "SubTensorOpWithCastTensor1d",
+           "SubTensorOpWithScalar1d",
            "void vllm::scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*)",
            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>",
-           "Cijk_Ailk_Bljk_SB_MT64x64x8_SN_1LDSB0_APM1", "ncclKernel_AllReduce_RING_LL_Sum_float",
+           "Cijk_Ailk_Bljk_SB_MT64x64x8_SN_1LDSB0_APM1",
+           "ncclKernel_AllReduce_RING_LL_Sum_float",
        })
     EXPECT_FALSE(is_tensor_core_kernel(name)) << name;
 }
@@ -196,17 +216,19 @@ TEST(TensorCoreNames, MatmulAndConvolutionKernels) {
   EXPECT_TRUE(is_matmul_or_conv_kernel("void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>"));
   EXPECT_TRUE(is_matmul_or_conv_kernel("Cijk_Ailk_Bljk_SB_MT64x64x8_SN_1LDSB0_APM1"));
   EXPECT_TRUE(is_matmul_or_conv_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"));
-  EXPECT_FALSE(is_matmul_or_conv_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>"));
+  EXPECT_FALSE(
+      is_matmul_or_conv_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>"));
   EXPECT_FALSE(is_matmul_or_conv_kernel("void at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)"));
   EXPECT_FALSE(is_matmul_or_conv_kernel("convert_element_type_kernel"));
 }
 
 TEST(TensorCoreNames, EligibleOperators) {
-  for (const char* op : {"aten::conv2d", "aten::convolution", "aten::cudnn_convolution", "aten::convolution_backward",
-                         "aten::cudnn_convolution_backward_weight", "CudnnConvolutionBackward", "ConvolutionBackward0",
-                         "aten::mm", "aten::bmm", "aten::addmm", "aten::linear", "aten::matmul", "aten::baddbmm",
-                         "MmBackward0", "AddmmBackward0", "autograd::engine::evaluate_function: BmmBackward0",
-                         "aten::_scaled_dot_product_flash_attention", "aten::conv_transpose2d", "aten::miopen_convolution"})
+  for (const char* op :
+       {"aten::conv2d", "aten::convolution", "aten::cudnn_convolution", "aten::convolution_backward",
+        "aten::cudnn_convolution_backward_weight", "CudnnConvolutionBackward", "ConvolutionBackward0", "aten::mm",
+        "aten::bmm", "aten::addmm", "aten::linear", "aten::matmul", "aten::baddbmm", "MmBackward0", "AddmmBackward0",
+        "autograd::engine::evaluate_function: BmmBackward0", "aten::_scaled_dot_product_flash_attention",
+        "aten::conv_transpose2d", "aten::miopen_convolution"})
     EXPECT_TRUE(is_tensor_core_eligible_op(op)) << op;
   for (const char* op : {"aten::add", "aten::copy_", "aten::convert_element_type", "aten::batch_norm",
                          "aten::cudnn_batch_norm", "aten::relu_", "ProfilerStep#5", "aten::to", "UnsafeViewBackward0"})

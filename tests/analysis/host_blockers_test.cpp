@@ -21,7 +21,8 @@ std::string span(const char* cat, const std::string& name, int pid, int tid, dou
 std::string host(const char* cat, const std::string& name, double ts, double dur, int corr = -1) {
   return span(cat, name, 1, 1, ts, dur, corr >= 0 ? "\"correlation\":" + std::to_string(corr) : "");
 }
-std::string gpu(const char* cat, const std::string& name, double ts, double dur, int corr, const std::string& extra = "") {
+std::string gpu(const char* cat, const std::string& name, double ts, double dur, int corr,
+                const std::string& extra = "") {
   return span(cat, name, 0, 7, ts, dur, "\"correlation\":" + std::to_string(corr) + extra);
 }
 std::string trace(const std::vector<std::string>& events) {
@@ -180,8 +181,8 @@ TEST(HostBlockers, LaunchBoundRegime) {
 }
 
 // 60 iterations of 100 us: an op [100i, 100i+90) launching at 100i+85 a 20 us kernel at 100i+88.
-// Window 0 .. 6008 us (the last kernel's end). GPU busy 1200 us (20%), median kernel 20 us (long enough to hide a launch), launch calls 1%; the
-// GPU idles while the host runs ops: CPU-bound.
+// Window 0 .. 6008 us (the last kernel's end). GPU busy 1200 us (20%), median kernel 20 us (long enough to hide a
+// launch), launch calls 1%; the GPU idles while the host runs ops: CPU-bound.
 TEST(HostBlockers, CpuBoundRegime) {
   std::vector<std::string> ev;
   for (int i = 0; i < 60; ++i) {

@@ -23,7 +23,8 @@ std::string span(const char* cat, const std::string& name, int tid_or_stream, do
 }
 std::string kernel(const std::string& name, double ts, double dur, int corr, double occupancy) {
   return span("kernel", name, 7, ts, dur,
-              "\"correlation\":" + std::to_string(corr) + ",\"est. achieved occupancy %\":" + std::to_string(occupancy), 0);
+              "\"correlation\":" + std::to_string(corr) + ",\"est. achieved occupancy %\":" + std::to_string(occupancy),
+              0);
 }
 std::string launch(double ts, double dur, int corr) {
   return span("cuda_runtime", "cudaLaunchKernel", 1, ts, dur, "\"correlation\":" + std::to_string(corr));

@@ -19,12 +19,17 @@ constexpr std::int64_t kUs = 1000;  // ns per microsecond
 
 std::string span(const char* cat, const std::string& name, double ts, double dur, int pid = 1, int tid = 1,
                  const std::string& args = "{}") {
-  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
-                     pid, tid, ts, dur, args);
+  return fmt::format(
+      R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
+      pid, tid, ts, dur, args);
 }
 std::string corr(int c) { return fmt::format(R"({{"correlation": {}}})", c); }
-std::string step(int n, double ts, double dur) { return span("user_annotation", fmt::format("ProfilerStep#{}", n), ts, dur); }
-std::string launch(double ts, double dur, int c) { return span("cuda_runtime", "cudaLaunchKernel", ts, dur, 1, 1, corr(c)); }
+std::string step(int n, double ts, double dur) {
+  return span("user_annotation", fmt::format("ProfilerStep#{}", n), ts, dur);
+}
+std::string launch(double ts, double dur, int c) {
+  return span("cuda_runtime", "cudaLaunchKernel", ts, dur, 1, 1, corr(c));
+}
 std::string kernel(const std::string& name, double ts, double dur, int device = 0, int stream = 7, int c = -1) {
   return span("kernel", name, ts, dur, device, stream, c >= 0 ? corr(c) : "{}");
 }
@@ -164,7 +169,8 @@ TEST(StepBreakdown, StepSelectionKeepsOnlyThoseSteps) {
 TEST(StepBreakdown, TraceWithoutStepsIsOnePseudoStep) {
   // No ProfilerStep: the window is the span of every event, [0,60). aten::add [0,50) holds a launch
   // [10,20) of a kernel [15,60). Kernel 45; Runtime [10,15) = 5; CPU Exec [0,10) = 10; Other 0.
-  const TraceModel m = load({span("cpu_op", "aten::add", 0, 50), launch(10, 10, 1), kernel("add_kernel", 15, 45, 0, 7, 1)});
+  const TraceModel m =
+      load({span("cpu_op", "aten::add", 0, 50), launch(10, 10, 1), kernel("add_kernel", 15, 45, 0, 7, 1)});
   const StepBreakdownResult r = breakdown(m);
   EXPECT_FALSE(r.has_steps);
   ASSERT_EQ(r.steps.size(), 1u);

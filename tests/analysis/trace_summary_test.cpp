@@ -47,7 +47,7 @@ TEST(TraceSummary, CountsSpanStreamsAndThreads) {
   EXPECT_EQ(kind(EventKind::kFlowEnd), 1u);
   EXPECT_EQ(kind(EventKind::kMetadata), 2u);
   EXPECT_EQ(kind(EventKind::kOther), 1u);
-  EXPECT_EQ(s.first_ns, 95000);   // metadata ts 0 does not count
+  EXPECT_EQ(s.first_ns, 95000);  // metadata ts 0 does not count
   EXPECT_EQ(s.last_ns, 350000);
 
   ASSERT_EQ(s.streams.size(), 2u);
@@ -69,7 +69,8 @@ TEST(TraceSummary, CountsSpanStreamsAndThreads) {
 }
 
 TEST(TraceSummary, EmptyTraceHasAZeroSpan) {
-  const TraceModel m = load_trace_text(R"({"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "x"}}]})");
+  const TraceModel m =
+      load_trace_text(R"({"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "x"}}]})");
   const TraceSummary s = summarize_trace(m);
   EXPECT_EQ(s.events, 1u);
   EXPECT_EQ(s.first_ns, 0);
@@ -80,7 +81,8 @@ TEST(TraceSummary, EmptyTraceHasAZeroSpan) {
 
 TEST(TraceSummary, StringThreadIdsAreNamedByTheirLabel) {
   // Legacy export: pid "CPU functions" has a synthetic id; tids are numbers.
-  const TraceModel m = load_trace_text(R"([{"name": "a", "ph": "X", "ts": 1, "dur": 1, "tid": "worker", "pid": "CPU functions"}])");
+  const TraceModel m =
+      load_trace_text(R"([{"name": "a", "ph": "X", "ts": 1, "dur": 1, "tid": "worker", "pid": "CPU functions"}])");
   const TraceSummary s = summarize_trace(m);
   ASSERT_EQ(s.threads.size(), 1u);
   EXPECT_EQ(s.threads[0].name, "worker");

@@ -52,10 +52,10 @@ TEST(InputSpec, EveryDtypeAndItsSize) {
     DType dtype;
     std::size_t bytes;  // the element sizes torch documents for these dtypes
   };
-  const Case cases[] = {{"float32", DType::kFloat32, 4}, {"float16", DType::kFloat16, 2},
+  const Case cases[] = {{"float32", DType::kFloat32, 4},   {"float16", DType::kFloat16, 2},
                         {"bfloat16", DType::kBFloat16, 2}, {"float64", DType::kFloat64, 8},
-                        {"int64", DType::kInt64, 8},     {"int32", DType::kInt32, 4},
-                        {"uint8", DType::kUInt8, 1},     {"bool", DType::kBool, 1}};
+                        {"int64", DType::kInt64, 8},       {"int32", DType::kInt32, 4},
+                        {"uint8", DType::kUInt8, 1},       {"bool", DType::kBool, 1}};
   for (const Case& c : cases) {
     const InputSpec s = parse_input_spec(std::string("2x3:") + c.name);
     EXPECT_EQ(s.dtype, c.dtype) << c.name;
@@ -306,11 +306,11 @@ TEST(BenchResult, SummaryAndThroughput) {
   r.record.batch_size = 8;
   summarize_samples(r);
   EXPECT_EQ(r.summary.n, 5u);
-  EXPECT_DOUBLE_EQ(r.summary.median, 0.003);          // sorted 2, 2, 3, 4, 9 ms
-  EXPECT_DOUBLE_EQ(r.items_per_second, 8 / 0.003);    // batch / median
-  EXPECT_DOUBLE_EQ(r.summary.iqr, 0.004 - 0.002);     // type-7 q1 = 2 ms, q3 = 4 ms
-  EXPECT_TRUE(r.noisy);                               // IQR/median = 67% > 10%
-  EXPECT_EQ(r.outliers.high_mild, 1u);                // 9 ms > q3 + 1.5 IQR = 7 ms, < q3 + 3 IQR = 10 ms
+  EXPECT_DOUBLE_EQ(r.summary.median, 0.003);        // sorted 2, 2, 3, 4, 9 ms
+  EXPECT_DOUBLE_EQ(r.items_per_second, 8 / 0.003);  // batch / median
+  EXPECT_DOUBLE_EQ(r.summary.iqr, 0.004 - 0.002);   // type-7 q1 = 2 ms, q3 = 4 ms
+  EXPECT_TRUE(r.noisy);                             // IQR/median = 67% > 10%
+  EXPECT_EQ(r.outliers.high_mild, 1u);              // 9 ms > q3 + 1.5 IQR = 7 ms, < q3 + 3 IQR = 10 ms
   EXPECT_LE(r.median_ci.low, r.summary.median);
   EXPECT_GE(r.median_ci.high, r.summary.median);
 }

@@ -36,7 +36,9 @@ namespace {
 using nlohmann::json;
 using test::run_ferret;
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 std::vector<double> uniform_samples(std::uint64_t seed, std::size_t n, double lo, double hi) {
   std::mt19937_64 rng(seed);
@@ -114,8 +116,8 @@ TEST_F(CompareCli, PlantedSlowdownIsSignificantWithinItsInterval) {
   EXPECT_TRUE(j["significant"].get<bool>());
   EXPECT_EQ(j["direction"], "slower");
   EXPECT_LT(j["mann_whitney"]["p_value"].get<double>(), 1e-50);  // z ~ 17.3 (header)
-  EXPECT_EQ(j["mann_whitney"]["u_a"], 0.0);                       // no a above any b
-  EXPECT_EQ(j["mann_whitney"]["method"], "normal");               // n > 20
+  EXPECT_EQ(j["mann_whitney"]["u_a"], 0.0);                      // no a above any b
+  EXPECT_EQ(j["mann_whitney"]["method"], "normal");              // n > 20
   EXPECT_TRUE(j["gate"].is_null());
   ASSERT_EQ(j["environment_differences"].size(), 1u);
   EXPECT_EQ(j["environment_differences"][0], "OMP_NUM_THREADS: 4 -> 8");
@@ -251,8 +253,8 @@ TEST_F(CompareCli, HistoryListsNewestFirstWithTrend) {
   ASSERT_EQ(points.size(), 3u);
   EXPECT_EQ(points[0]["id"], 1);  // oldest first
   EXPECT_FALSE(points[0]["step"].get<bool>());
-  EXPECT_FALSE(points[1]["step"].get<bool>());  // C after A: same distribution
-  EXPECT_TRUE(points[2]["step"].get<bool>());   // B after C: the planted +20%
+  EXPECT_FALSE(points[1]["step"].get<bool>());                         // C after A: same distribution
+  EXPECT_TRUE(points[2]["step"].get<bool>());                          // B after C: the planted +20%
   EXPECT_NEAR(points[2]["relative_change"].get<double>(), 0.2, 0.03);  // against C, not A: near 20%
 }
 

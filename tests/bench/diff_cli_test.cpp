@@ -17,15 +17,18 @@ namespace {
 using nlohmann::json;
 using test::run_ferret;
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 // ---- Hand-made traces (the same job as in trace_diff_test.cpp, written to files) ----------------
 
 std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
                  const std::string& args = "") {
   char buf[768];
-  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})", cat,
-                name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(), args.empty() ? "" : "}");
+  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
+                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
+                args.empty() ? "" : "}");
   return buf;
 }
 
@@ -172,8 +175,8 @@ struct Generated {
   std::string path;
   json ground_truth;
   Generated(const std::string& scenario, int seed, const std::string& name) : path(test::temp_path(name)) {
-    const auto r = run_ferret("gen scenario " + scenario + " --steps 12 --seed " + std::to_string(seed) + " -o " + path +
-                              " --no-gzip");
+    const auto r = run_ferret("gen scenario " + scenario + " --steps 12 --seed " + std::to_string(seed) + " -o " +
+                              path + " --no-gzip");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     ground_truth = json::parse(test::read_file(path))["ferret_ground_truth"];
   }
@@ -198,7 +201,8 @@ TEST(DiffCli, SameScenarioAndSeedTwiceIsNoChange) {
 }
 
 TEST(DiffCli, ComputeBoundToLaunchBoundAndBack) {
-  const Generated compute("compute-bound", 1, "diff_gen_compute.json"), launch("launch-bound", 1, "diff_gen_launch.json");
+  const Generated compute("compute-bound", 1, "diff_gen_compute.json"),
+      launch("launch-bound", 1, "diff_gen_launch.json");
   // Mean step times from the generator's ground truth (step_ns, docs/GEN.md), in us.
   const double compute_us = compute.ground_truth["step_ns"].get<double>() / 1000;
   const double launch_us = launch.ground_truth["step_ns"].get<double>() / 1000;

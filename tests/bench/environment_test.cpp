@@ -62,7 +62,8 @@ std::string be16(std::uint16_t v) { return {static_cast<char>(v >> 8), static_ca
 
 std::string hex_bytes(const std::string& hex) {
   std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   return out;
 }
 
@@ -71,8 +72,8 @@ std::string hex_bytes(const std::string& hex) {
 std::string entry_head(const std::string& blob, std::uint32_t size, std::size_t name_length, int stage = 0) {
   std::string e;
   for (int i = 0; i < 6; ++i) e += be32(0);  // ctime, mtime (s, ns), dev, ino
-  e += be32(0100644);                         // mode: regular file
-  e += be32(0) + be32(0);                     // uid, gid
+  e += be32(0100644);                        // mode: regular file
+  e += be32(0) + be32(0);                    // uid, gid
   e += be32(size);
   e += hex_bytes(blob);
   e += be16(static_cast<std::uint16_t>((stage << 12) | std::min<std::size_t>(name_length, 0xFFF)));
@@ -182,7 +183,7 @@ TEST(GitState, DirtyFromTheIndexVersion2) {
   EXPECT_EQ(read_git_state(repo).dirty, "no");  // stat data differs, the contents hash the same
   put(repo + "/untracked.txt", "x");
   EXPECT_EQ(read_git_state(repo).dirty, "no");  // untracked files do not count (as git describe --dirty)
-  put(repo + "/hello.txt", "hellO\n");           // same size, other content
+  put(repo + "/hello.txt", "hellO\n");          // same size, other content
   EXPECT_EQ(read_git_state(repo).dirty, "yes");
   put(repo + "/hello.txt", "hello\n");
   EXPECT_EQ(read_git_state(repo).dirty, "no");
@@ -274,10 +275,20 @@ TEST(Environment, CapturesTheGitStateOfTheCurrentDirectory) {
 
 TEST(Environment, DifferencesIgnoreTheCommitAndHost) {
   Environment a, b;
-  a.fields = {{"cpu_model", "EPYC"}, {"hostname", "ci-1"}, {"git_commit", kCommit}, {"git_dirty", "no"},
-              {"git_branch", "main"}, {"OMP_NUM_THREADS", "4"}, {"LD_PRELOAD", "/usr/lib/libjemalloc.so"}};
-  b.fields = {{"cpu_model", "EPYC"}, {"hostname", "ci-2"}, {"git_commit", kOther}, {"git_dirty", "yes"},
-              {"git_branch", "pr"}, {"OMP_NUM_THREADS", "4"}, {"LD_PRELOAD", "/usr/lib/libjemalloc.so"}};
+  a.fields = {{"cpu_model", "EPYC"},
+              {"hostname", "ci-1"},
+              {"git_commit", kCommit},
+              {"git_dirty", "no"},
+              {"git_branch", "main"},
+              {"OMP_NUM_THREADS", "4"},
+              {"LD_PRELOAD", "/usr/lib/libjemalloc.so"}};
+  b.fields = {{"cpu_model", "EPYC"},
+              {"hostname", "ci-2"},
+              {"git_commit", kOther},
+              {"git_dirty", "yes"},
+              {"git_branch", "pr"},
+              {"OMP_NUM_THREADS", "4"},
+              {"LD_PRELOAD", "/usr/lib/libjemalloc.so"}};
   EXPECT_TRUE(environment_differences(a, b).empty());
   b.fields[5].second = "8";
   b.fields.erase(b.fields.begin() + 6);

@@ -44,7 +44,9 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 RunRecord small_run(const std::string& label, std::vector<double> samples = {0.010, 0.011, 0.012}) {
   RunRecord r;
@@ -150,15 +152,15 @@ TEST(HistoryStore, FindsByIdLabelAndLabelTilde) {
   };
   EXPECT_EQ(id_of("2"), 2);
   EXPECT_EQ(id_of("#3"), 3);
-  EXPECT_EQ(id_of("main"), 4);     // the newest with that label
+  EXPECT_EQ(id_of("main"), 4);  // the newest with that label
   EXPECT_EQ(id_of("main~0"), 4);
-  EXPECT_EQ(id_of("main~1"), 3);   // one before the newest
+  EXPECT_EQ(id_of("main~1"), 3);  // one before the newest
   EXPECT_EQ(id_of("main~2"), 1);
   EXPECT_EQ(id_of("main~3"), -1);  // only three runs
   EXPECT_EQ(id_of("feature"), 2);
-  EXPECT_EQ(id_of("exp~1"), 5);    // the exact label wins over "exp", one back
-  EXPECT_EQ(id_of("2024"), 6);     // no run #2024: the label
-  EXPECT_EQ(id_of("#2024"), -1);   // "#" means an id, only
+  EXPECT_EQ(id_of("exp~1"), 5);   // the exact label wins over "exp", one back
+  EXPECT_EQ(id_of("2024"), 6);    // no run #2024: the label
+  EXPECT_EQ(id_of("#2024"), -1);  // "#" means an id, only
   EXPECT_EQ(id_of("#99"), -1);
   EXPECT_EQ(id_of("nope"), -1);
   EXPECT_EQ(id_of(""), -1);

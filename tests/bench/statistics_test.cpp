@@ -18,9 +18,7 @@ namespace ferret::stats {
 namespace {
 
 // Uniform [0, 1) from the top 53 bits of one draw: portable test noise.
-double uniform01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 // ---- Percentiles and summaries -----------------------------------------------------------------
 
@@ -240,8 +238,7 @@ TEST(TukeyOutliers, ValuesOnTheFencesAreNotOutliers) {
   // exactly; the extremes sit on them. A value on an outer fence (-2 or 26) is mild, not extreme:
   // 9 values again with q1 10, q3 14: -2 10 10 11 12 13 14 14 26.
   EXPECT_EQ(tukey_outliers(std::vector<double>{4, 10, 10, 11, 12, 13, 14, 14, 20}).total(), 0u);
-  const TukeyOutliers on_outer =
-      tukey_outliers(std::vector<double>{-2, 10, 10, 11, 12, 13, 14, 14, 26});
+  const TukeyOutliers on_outer = tukey_outliers(std::vector<double>{-2, 10, 10, 11, 12, 13, 14, 14, 26});
   EXPECT_EQ(on_outer.low_mild, 1u);
   EXPECT_EQ(on_outer.high_mild, 1u);
   EXPECT_EQ(on_outer.low_extreme + on_outer.high_extreme, 0u);
@@ -295,8 +292,7 @@ TEST(SteadyStateStart, FindsAPlantedWarmUp) {
   // 20, 20, 25, 30, 20, 20: at the planted 20 or a batch or two later.
   const std::size_t expected[] = {20, 20, 20, 20, 25, 30, 20, 20};
   for (std::uint64_t seed = 3; seed <= 10; ++seed) {
-    EXPECT_EQ(steady_state_start(planted_warm_up(seed, 20, 200)), expected[seed - 3])
-        << "seed " << seed;
+    EXPECT_EQ(steady_state_start(planted_warm_up(seed, 20, 200)), expected[seed - 3]) << "seed " << seed;
   }
   // A warm-up of 22 samples ends inside batch 4 (samples 20..24, two of them slow): that batch is
   // cut too. Python reference, seed 3: 25.
@@ -334,13 +330,13 @@ TEST(MannWhitney, CriticalValueForSixAndSix) {
   // U = 5 (significant at U <= 5). Exact tails by enumeration (Python): P(U <= 5) = 19/924,
   // p = 0.04112554112554113; P(U <= 6) = 30/924, p = 0.06493506493506493.
   // a's 11 is above 6..10 (five pairs): U = 5.  a's 12 is above all of 6..11: U = 6.
-  const MannWhitney u5 = mann_whitney_u(std::vector<double>{1, 2, 3, 4, 5, 11},
-                                        std::vector<double>{6, 7, 8, 9, 10, 12});
+  const MannWhitney u5 =
+      mann_whitney_u(std::vector<double>{1, 2, 3, 4, 5, 11}, std::vector<double>{6, 7, 8, 9, 10, 12});
   EXPECT_DOUBLE_EQ(u5.u_a, 5.0);
   EXPECT_DOUBLE_EQ(u5.p_value, 0.04112554112554113);
   EXPECT_LT(u5.p_value, 0.05);
-  const MannWhitney u6 = mann_whitney_u(std::vector<double>{1, 2, 3, 4, 5, 12},
-                                        std::vector<double>{6, 7, 8, 9, 10, 11});
+  const MannWhitney u6 =
+      mann_whitney_u(std::vector<double>{1, 2, 3, 4, 5, 12}, std::vector<double>{6, 7, 8, 9, 10, 11});
   EXPECT_DOUBLE_EQ(u6.u_a, 6.0);
   EXPECT_DOUBLE_EQ(u6.p_value, 0.06493506493506493);
   EXPECT_GT(u6.p_value, 0.05);
@@ -401,8 +397,7 @@ TEST(MannWhitney, HandComputedTies) {
   // Ties: sum t^3 - t = 24 + 6 + 6 = 36; N = 9; variance = 20/12 x (10 - 36 / 72) = 15.8333;
   // z = -(|2.5 - 10| - 0.5) / sqrt(15.8333) = -7 / 3.97911 = -1.759186414825121;
   // p = erfc(1.759186 / sqrt 2) = 0.0785458509511907 (Python).
-  const MannWhitney r =
-      mann_whitney_u(std::vector<double>{1, 2, 2, 3}, std::vector<double>{2, 3, 4, 4, 5});
+  const MannWhitney r = mann_whitney_u(std::vector<double>{1, 2, 2, 3}, std::vector<double>{2, 3, 4, 4, 5});
   EXPECT_DOUBLE_EQ(r.u_a, 2.5);
   EXPECT_DOUBLE_EQ(r.u_b, 17.5);
   EXPECT_TRUE(r.has_ties);
@@ -478,13 +473,11 @@ TEST(MannWhitney, EmptyOrNonFinite) {
 TEST(HodgesLehmann, HandComputedOddAndEvenPairCounts) {
   // a = {1, 2, 3}, b = {4, 6, 9}: differences b - a are 3 2 1 / 5 4 3 / 8 7 6, sorted
   // 1 2 3 3 4 5 6 7 8, median 4.
-  EXPECT_DOUBLE_EQ(hodges_lehmann_shift(std::vector<double>{1, 2, 3}, std::vector<double>{4, 6, 9}),
-                   4.0);
+  EXPECT_DOUBLE_EQ(hodges_lehmann_shift(std::vector<double>{1, 2, 3}, std::vector<double>{4, 6, 9}), 4.0);
   // a = {1, 2}, b = {3, 5}: differences 2 1 4 3, sorted 1 2 3 4, median (2 + 3) / 2 = 2.5.
   EXPECT_DOUBLE_EQ(hodges_lehmann_shift(std::vector<double>{1, 2}, std::vector<double>{3, 5}), 2.5);
   // Reversed direction: the shift from b to a is -4.
-  EXPECT_DOUBLE_EQ(hodges_lehmann_shift(std::vector<double>{4, 6, 9}, std::vector<double>{1, 2, 3}),
-                   -4.0);
+  EXPECT_DOUBLE_EQ(hodges_lehmann_shift(std::vector<double>{4, 6, 9}, std::vector<double>{1, 2, 3}), -4.0);
 }
 
 TEST(HodgesLehmann, PlantedShift) {
@@ -517,8 +510,7 @@ TEST(HodgesLehmann, LargeInputsStayExact) {
 
 TEST(HodgesLehmann, EmptyOrNonFiniteIsNaN) {
   EXPECT_TRUE(std::isnan(hodges_lehmann_shift({}, std::vector<double>{1})));
-  EXPECT_TRUE(
-      std::isnan(hodges_lehmann_shift(std::vector<double>{1}, std::vector<double>{INFINITY})));
+  EXPECT_TRUE(std::isnan(hodges_lehmann_shift(std::vector<double>{1}, std::vector<double>{INFINITY})));
   EXPECT_DOUBLE_EQ(hodges_lehmann_shift(std::vector<double>{1}, std::vector<double>{1}), 0.0);
 }
 
@@ -592,8 +584,7 @@ TEST(CompareSamples, EmptyAndZeroBaseline) {
   EXPECT_TRUE(std::isnan(empty.relative_change_ci.low));
   // A baseline median of 0: no relative change and no bootstrap interval. Hand: median_b = 2;
   // the differences 2 - a_i are 3, 2, 1 (three of each), so the HL shift is 2.
-  const Comparison zero =
-      compare_samples(std::vector<double>{-1, 0, 1}, std::vector<double>{2, 2, 2}, 0.05, 0.95, 100);
+  const Comparison zero = compare_samples(std::vector<double>{-1, 0, 1}, std::vector<double>{2, 2, 2}, 0.05, 0.95, 100);
   EXPECT_DOUBLE_EQ(zero.median_a, 0.0);
   EXPECT_DOUBLE_EQ(zero.hl_shift, 2.0);
   EXPECT_TRUE(std::isnan(zero.relative_change));

@@ -22,8 +22,9 @@ namespace {
 std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
                  const std::string& args = "") {
   char buf[768];
-  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})", cat,
-                name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(), args.empty() ? "" : "}");
+  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
+                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
+                args.empty() ? "" : "}");
   return buf;
 }
 
@@ -276,8 +277,9 @@ TEST(TraceDiff, TwoStepsAreTooFewForATest) {
 TEST(TraceDiff, TopLimitsRowsButNotCounts) {
   // NEW adds three host ops of 100, 200 and 300 us: with --top 2 the two largest are kept.
   const TraceModel base = load_trace_text(base_job());
-  const TraceModel next = load_trace_text(
-      job(5, 10000, 4000, kDims256, {{"aten::copy_", 5000, 300}, {"op_a", 6000, 100}, {"op_b", 6200, 200}, {"op_c", 6500, 300}}));
+  const TraceModel next =
+      load_trace_text(job(5, 10000, 4000, kDims256,
+                          {{"aten::copy_", 5000, 300}, {"op_a", 6000, 100}, {"op_b", 6200, 200}, {"op_c", 6500, 300}}));
   DiffOptions o;
   o.top = 2;
   const TraceDiff d = diff_traces(base, next, o);
@@ -322,9 +324,9 @@ TEST(TraceDiff, InputBoundAppearsAndIsResolved) {
   // NEW adds a 3 ms DataLoader wait [5300, 8300) us to each 10 ms step (nothing else runs then):
   // 30% of the step, so input-bound fires at high severity (>= 20%, rules_data_pipeline.cpp).
   const TraceModel base = load_trace_text(base_job());
-  const TraceModel next = load_trace_text(job(
-      5, 10000, 4000, kDims256,
-      {{"aten::copy_", 5000, 300}, {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 5300, 3000}}));
+  const TraceModel next = load_trace_text(
+      job(5, 10000, 4000, kDims256,
+          {{"aten::copy_", 5000, 300}, {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 5300, 3000}}));
   const TraceDiff d = diff_traces(base, next, {});
   EXPECT_NEAR(category(d, StepCategory::kDataLoader).new_ns, 3000 * kUs, 1e-6);
   ASSERT_EQ(d.findings.appeared.size(), 1u);
@@ -373,7 +375,7 @@ TEST(StepTimeDiff, MinimumAttainablePByHand) {
   EXPECT_DOUBLE_EQ(min_attainable_p(3, 3), 0.1);           // 2 / C(6, 3) = 2 / 20
   EXPECT_NEAR(min_attainable_p(4, 4), 2.0 / 70.0, 1e-15);  // C(8, 4) = 70
   EXPECT_NEAR(min_attainable_p(2, 5), 2.0 / 21.0, 1e-15);  // C(7, 2) = 21
-  EXPECT_DOUBLE_EQ(min_attainable_p(1, 1), 1.0);            // 2 / 2
+  EXPECT_DOUBLE_EQ(min_attainable_p(1, 1), 1.0);           // 2 / 2
   EXPECT_DOUBLE_EQ(min_attainable_p(0, 5), 1.0);
 }
 

@@ -21,7 +21,9 @@ using test::run_ferret;
 
 const std::string kTiny = std::string(FERRET_SOURCE_DIR) + "/tests/data/tiny-kineto2.json";
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 // --- Help, version, usage errors -----------------------------------------------------------------
 
@@ -51,7 +53,8 @@ TEST(Cli, NoArgumentsIsAUsageError) {
   const auto r = run_ferret("");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(r.err.empty());
-  EXPECT_TRUE(r.out.empty() || contains(r.out + r.err, "Usage") || contains(r.out + r.err, "subcommand")) << r.out << r.err;
+  EXPECT_TRUE(r.out.empty() || contains(r.out + r.err, "Usage") || contains(r.out + r.err, "subcommand"))
+      << r.out << r.err;
 }
 
 TEST(Cli, UnknownOptionIsAUsageError) {
@@ -85,9 +88,11 @@ TEST(CliInfoJson, DocumentHasTheSchemaAndEveryKey) {
   EXPECT_EQ(doc.at("schema"), "ferret.info/1");
   ASSERT_EQ(doc.at("traces").size(), 1u);
   const json& t = doc.at("traces")[0];
-  for (const char* key : {"source", "compression", "compressed_bytes", "json_bytes", "format", "platform", "schema_version",
-                          "base_time_ns", "trace_name", "versions", "settings", "devices", "distributed", "span", "steps",
-                          "events", "events_by_kind", "streams", "threads", "relations", "repairs", "skips", "notes", "truncated"})
+  for (const char* key :
+       {"source",       "compression", "compressed_bytes", "json_bytes", "format",  "platform",    "schema_version",
+        "base_time_ns", "trace_name",  "versions",         "settings",   "devices", "distributed", "span",
+        "steps",        "events",      "events_by_kind",   "streams",    "threads", "relations",   "repairs",
+        "skips",        "notes",       "truncated"})
     EXPECT_TRUE(t.contains(key)) << key;
 }
 
@@ -116,7 +121,8 @@ TEST(CliInfoJson, ValuesForTheTinyFixture) {
   EXPECT_EQ(d.at("total_global_mem").get<std::int64_t>(), 85029158912LL);
   EXPECT_EQ(d.at("compute_capability"), "9.0");
   EXPECT_EQ(d.at("num_sms"), 132);
-  EXPECT_EQ(t.at("distributed"), json({{"backend", "nccl"}, {"rank", 1}, {"world_size", 2}, {"nccl_version", "2.21.5"}}));
+  EXPECT_EQ(t.at("distributed"),
+            json({{"backend", "nccl"}, {"rank", 1}, {"world_size", 2}, {"nccl_version", "2.21.5"}}));
 
   // Span: first ts 0; last end = ProfilerStep#2's 1000 + 1000 = 2000 us (the first kernel ends at
   // 50 + 1100 = 1150, the second at 1300).
@@ -129,10 +135,18 @@ TEST(CliInfoJson, ValuesForTheTinyFixture) {
   const json& steps = t.at("steps");
   EXPECT_EQ(steps.at("count"), 2);
   ASSERT_EQ(steps.at("list").size(), 2u);
-  EXPECT_EQ(steps.at("list")[0], json({{"number", 1}, {"start_ns", 0}, {"cpu_end_ns", 1000000}, {"end_ns", 1150000},
-                                       {"duration_ns", 1150000}, {"kernels", 1}}));
-  EXPECT_EQ(steps.at("list")[1], json({{"number", 2}, {"start_ns", 1150000}, {"cpu_end_ns", 2000000}, {"end_ns", 2000000},
-                                       {"duration_ns", 850000}, {"kernels", 1}}));
+  EXPECT_EQ(steps.at("list")[0], json({{"number", 1},
+                                       {"start_ns", 0},
+                                       {"cpu_end_ns", 1000000},
+                                       {"end_ns", 1150000},
+                                       {"duration_ns", 1150000},
+                                       {"kernels", 1}}));
+  EXPECT_EQ(steps.at("list")[1], json({{"number", 2},
+                                       {"start_ns", 1150000},
+                                       {"cpu_end_ns", 2000000},
+                                       {"end_ns", 2000000},
+                                       {"duration_ns", 850000},
+                                       {"kernels", 1}}));
   EXPECT_TRUE(steps.at("dropped_incomplete").is_null());
 
   // 12 events in the file, the one without ts skipped: 11. By kind: 2 steps (user_annotation),
@@ -150,11 +164,16 @@ TEST(CliInfoJson, ValuesForTheTinyFixture) {
   EXPECT_EQ(total, 11u);
 
   // One stream: device 0 stream 7, 2 kernels, busy 1100 + 100 = 1200 us.
-  EXPECT_EQ(t.at("streams"), json::parse(R"([{"device": 0, "stream": 7, "kernels": 2, "memcpys": 0, "memsets": 0, "other": 0, "busy_ns": 1200000}])"));
+  EXPECT_EQ(
+      t.at("streams"),
+      json::parse(
+          R"([{"device": 0, "stream": 7, "kernels": 2, "memcpys": 0, "memsets": 0, "other": 0, "busy_ns": 1200000}])"));
   // One thread: 2 steps + 3 ops + 2 launches = 7 events; named by the two metadata events.
-  EXPECT_EQ(t.at("threads"),
-            json::parse(R"J([{"pid": 100, "tid": 100, "process": "python3", "name": "thread 100 (python)", "events": 7}])J"));
-  EXPECT_EQ(t.at("relations"), json::parse(R"({"nesting_repairs": 0, "gpu_without_launch": 0, "launches_without_gpu": 0})"));
+  EXPECT_EQ(
+      t.at("threads"),
+      json::parse(R"J([{"pid": 100, "tid": 100, "process": "python3", "name": "thread 100 (python)", "events": 7}])J"));
+  EXPECT_EQ(t.at("relations"),
+            json::parse(R"({"nesting_repairs": 0, "gpu_without_launch": 0, "launches_without_gpu": 0})"));
 
   // aten::relu (event #8) had dur -1; aten::no_ts (event #9) had no ts.
   const std::size_t relu_at = content.find(R"({"ph": "X", "cat": "cpu_op", "name": "aten::relu")");
@@ -217,7 +236,8 @@ TEST(CliInfo, TextReportOfAGoodTrace) {
 
 TEST(CliInfo, SeveralFilesAreAllReported) {
   const std::string second = test::temp_path("second.json");
-  test::write_file(second, R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})");
+  test::write_file(
+      second, R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})");
   const auto r = run_ferret("info " + kTiny + " " + second);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, kTiny));

@@ -17,7 +17,9 @@ using nlohmann::json;
 using test::run_ferret;
 
 std::string corpus(const std::string& name) { return std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/" + name; }
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 TEST(NcclCli, HelpListsTheOptions) {
   const auto r = run_ferret("nccl --help");

@@ -24,9 +24,8 @@ struct PlannedCall {
 // (s x 100 ms + 20 ms + 10 ms x c). The rank late(s) starts it `transfer_ms` before that end (it
 // waits for nobody), every other rank `transfer_ms + wait_ms` before. Nothing overlaps the
 // collectives, so a rank's exposed communication is all its time in them.
-std::vector<RankResult> make_ranks(int ranks, int steps, const std::vector<PlannedCall>& calls,
-                                   double transfer_ms, double wait_ms,
-                                   const std::function<int(int)>& late) {
+std::vector<RankResult> make_ranks(int ranks, int steps, const std::vector<PlannedCall>& calls, double transfer_ms,
+                                   double wait_ms, const std::function<int(int)>& late) {
   const auto transfer = static_cast<std::int64_t>(transfer_ms * kMs);
   const auto wait = static_cast<std::int64_t>(wait_ms * kMs);
   std::vector<RankResult> out;
@@ -85,8 +84,7 @@ const auto kNobodyLate = [](int) { return -1; };
 
 // DDP: two 64 MiB all-reduces of 3 ms per 100 ms step on every rank: 6% exposed.
 TEST(RulesJob, ExposedAllReduceGivesTheDdpFixes) {
-  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB},
-                                          {Collective::kAllReduce, 64 * kMiB}};
+  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB}, {Collective::kAllReduce, 64 * kMiB}};
   const JobDiagnosis d = diagnose_job(analyze_job(make_ranks(4, 4, calls, 3, 0, kNobodyLate)));
   const Finding* f = find(d, "job-exposed-communication");
   ASSERT_NE(f, nullptr);
@@ -132,9 +130,8 @@ TEST(RulesJob, ExposedAllGatherAndReduceScatterGiveTheShardingFixes) {
     }
     // Sequence numbers in issue order per step: the three sharded calls then the all-reduce.
     std::int64_t seq = 0;
-    std::stable_sort(
-        r.collectives.begin(), r.collectives.end(),
-        [](const RankCollective& a, const RankCollective& b) { return a.start_ns < b.start_ns; });
+    std::stable_sort(r.collectives.begin(), r.collectives.end(),
+                     [](const RankCollective& a, const RankCollective& b) { return a.start_ns < b.start_ns; });
     for (RankCollective& c : r.collectives) c.seq = seq++;
   }
   const JobDiagnosis d = diagnose_job(analyze_job(ranks));
@@ -159,10 +156,8 @@ TEST(RulesJob, ExposedCommunicationBelowFivePercentIsNotAFinding) {
 // and, on the three ranks that wait, 2 ms of waiting. Per call: 6 ms waiting of 10 ms in
 // collectives (60%); over the job: 2 calls x 6 ms x 4 steps = 48 ms of the ranks' 1600 ms (3%).
 TEST(RulesJob, WaitingThatMovesBetweenRanksIsCollectiveSkew) {
-  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB},
-                                          {Collective::kAllReduce, 64 * kMiB}};
-  const JobDiagnosis d =
-      diagnose_job(analyze_job(make_ranks(4, 4, calls, 1, 2, [](int s) { return s % 4; })));
+  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB}, {Collective::kAllReduce, 64 * kMiB}};
+  const JobDiagnosis d = diagnose_job(analyze_job(make_ranks(4, 4, calls, 1, 2, [](int s) { return s % 4; })));
   EXPECT_EQ(find(d, "rank-straggler"), nullptr);
   const Finding* f = find(d, "collective-skew");
   ASSERT_NE(f, nullptr);
@@ -175,8 +170,7 @@ TEST(RulesJob, WaitingThatMovesBetweenRanksIsCollectiveSkew) {
 // exposed communication is judged on the straggler (2 x 1 ms per 100 ms step = 2%), not on the
 // ranks that wait for it (6%), whose waiting the straggler's fix removes.
 TEST(RulesJob, AConsistentLateRankIsAStragglerNotSkew) {
-  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB},
-                                          {Collective::kAllReduce, 64 * kMiB}};
+  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB}, {Collective::kAllReduce, 64 * kMiB}};
   std::vector<RankResult> ranks = make_ranks(4, 4, calls, 1, 2, [](int) { return 2; });
   for (RankStep& s : ranks[2].steps) s.dataloader_ns = 5 * kMs;  // 4 ms more input wait per step
   const JobDiagnosis d = diagnose_job(analyze_job(ranks));
@@ -195,8 +189,7 @@ TEST(RulesJob, AConsistentLateRankIsAStragglerNotSkew) {
 // NVLink 4's 450 GB/s, below the 25% the rule expects; the transport leads the exposed time it
 // causes and that finding's first fix points at it.
 TEST(RulesJob, SlowTransportLeadsTheExposedCommunicationItCauses) {
-  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB},
-                                          {Collective::kAllReduce, 64 * kMiB}};
+  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB}, {Collective::kAllReduce, 64 * kMiB}};
   std::vector<RankResult> ranks = make_ranks(4, 4, calls, 3, 0, kNobodyLate);
   for (RankResult& r : ranks) {
     r.device_name = "NVIDIA H100 80GB HBM3";

@@ -20,7 +20,8 @@ const Finding* find(const std::vector<Finding>& f, const std::string& id) {
 }
 
 bool any_fix_contains(const Finding& f, const std::string& text) {
-  return std::any_of(f.fixes.begin(), f.fixes.end(), [&](const std::string& s) { return s.find(text) != std::string::npos; });
+  return std::any_of(f.fixes.begin(), f.fixes.end(),
+                     [&](const std::string& s) { return s.find(text) != std::string::npos; });
 }
 
 std::vector<Finding> run_all(const TraceAnalysis& a) {

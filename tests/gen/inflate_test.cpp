@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "ingest/byte_source.h"
 #include "ingest/trace_loader.h"
@@ -221,7 +221,8 @@ TEST(Inflate, IntegerMicrosecondTracesStayIntegers) {
 }
 
 TEST(Inflate, BareArrayRootStaysAnArray) {
-  const std::string legacy = R"json([{"ph": "X", "name": "aten::add", "pid": "CPU functions", "tid": 1, "ts": 10, "dur": 5},
+  const std::string legacy =
+      R"json([{"ph": "X", "name": "aten::add", "pid": "CPU functions", "tid": 1, "ts": 10, "dur": 5},
     {"ph": "X", "name": "aten::mul", "pid": "CPU functions", "tid": 1, "ts": 20, "dur": 5}])json";
   const Inflated out = inflate_text(legacy, "bare", 5);
   const auto doc = nlohmann::json::parse(test::read_file(out.path));

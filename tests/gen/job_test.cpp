@@ -412,7 +412,8 @@ TEST(GenJob, BusBandwidthOfTheShortestKernelIsThePlantedLink) {
   // The slow link makes every rank's steps longer, not only its own host's.
   for (std::size_t r = 0; r < 16; ++r)
     EXPECT_GT(slowed.truth["step_ns_by_rank"][r][1].get<std::int64_t>(),
-              fast.truth["step_ns_by_rank"][r][1].get<std::int64_t>() + 20000000) << "rank " << r;
+              fast.truth["step_ns_by_rank"][r][1].get<std::int64_t>() + 20000000)
+        << "rank " << r;
 }
 
 TEST(GenJob, NoSeqAndNoDistributedInfoAreHonoured) {
@@ -486,7 +487,8 @@ TEST(GenScaling, StepTimeAndExposedCommunicationGrowWithTheWorldSize) {
   EXPECT_EQ(rows[2]["link"], "nvlink");
   for (std::size_t i = 1; i < rows.size(); ++i) {
     // By the formula: more ranks move more bytes per rank, with more hops.
-    EXPECT_GT(rows[i]["transfer_ns_per_step"].get<std::int64_t>(), rows[i - 1]["transfer_ns_per_step"].get<std::int64_t>());
+    EXPECT_GT(rows[i]["transfer_ns_per_step"].get<std::int64_t>(),
+              rows[i - 1]["transfer_ns_per_step"].get<std::int64_t>());
     EXPECT_GE(rows[i]["step_ns"].get<std::int64_t>(), rows[i - 1]["step_ns"].get<std::int64_t>());
     EXPECT_GE(rows[i]["exposed_comm_ns"].get<std::int64_t>(), rows[i - 1]["exposed_comm_ns"].get<std::int64_t>());
     EXPECT_LE(rows[i]["scaling_efficiency"].get<double>(), rows[i - 1]["scaling_efficiency"].get<double>());

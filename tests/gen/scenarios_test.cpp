@@ -197,8 +197,10 @@ TEST(Scenario, CommunicationHeavySpendsAThirdOfTheStepInExposedAllReduce) {
     EXPECT_EQ(m.strings.view(c.collective_name), "allreduce");
     EXPECT_EQ(c.group_size, 16);
     EXPECT_EQ(m.strings.view(c.dtype), "Float");
-    if (m.kind[c.event] == EventKind::kCpuOp) op_elements += c.in_msg_nelems;
-    else ++kernel_rows;
+    if (m.kind[c.event] == EventKind::kCpuOp)
+      op_elements += c.in_msg_nelems;
+    else
+      ++kernel_rows;
   }
   EXPECT_EQ(kernel_rows, 15);
   EXPECT_EQ(op_elements * 4, 5 * g.truth["allreduce_bytes_per_step"].get<std::int64_t>());
@@ -229,7 +231,8 @@ TEST(Scenario, FragmentedMemoryReservesFarMoreThanItAllocates) {
   EXPECT_GT(peak->total_reserved, m.memory_args[0].total_reserved);
   EXPECT_GT(g.truth["fragmentation_at_peak_allocated"].get<double>(), 0.4);
   std::int64_t mallocs = 0;
-  for (EventIndex e = 0; e < m.size(); ++e) mallocs += m.kind[e] == EventKind::kCudaRuntime && m.name_of(e) == "cudaMalloc";
+  for (EventIndex e = 0; e < m.size(); ++e)
+    mallocs += m.kind[e] == EventKind::kCudaRuntime && m.name_of(e) == "cudaMalloc";
   EXPECT_EQ(mallocs, g.truth["cuda_malloc_calls"].get<std::int64_t>());
 }
 

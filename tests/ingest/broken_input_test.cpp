@@ -25,8 +25,12 @@ struct BuiltTrace {
   std::vector<std::size_t> begin, end;
 };
 
-BuiltTrace build(const std::vector<std::string>& events, const std::string& head = R"({"schemaVersion": 1, "traceEvents": [)" "\n",
-                 const std::string& tail = "\n" R"(], "traceName": "x.pt.trace.json"})") {
+BuiltTrace build(const std::vector<std::string>& events,
+                 const std::string& head = R"({"schemaVersion": 1, "traceEvents": [)"
+                                           "\n",
+                 const std::string& tail =
+                     "\n"
+                     R"(], "traceName": "x.pt.trace.json"})") {
   BuiltTrace t;
   t.text = head;
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -154,7 +158,8 @@ void sweep_truncations(const BuiltTrace& t, std::size_t step, const LoadOptions&
     const std::size_t expected_at = inside_event ? t.begin[complete] : cut;
     EXPECT_EQ(m.report.truncated_at_byte, expected_at);
     bool note_names_offset = false;
-    for (const auto& n : m.report.notes) note_names_offset |= n.find(fmt::format("byte {}", expected_at)) != std::string::npos;
+    for (const auto& n : m.report.notes)
+      note_names_offset |= n.find(fmt::format("byte {}", expected_at)) != std::string::npos;
     EXPECT_TRUE(note_names_offset);
     const Issue* cut_event = find_issue(m.report.skips, "truncation");
     if (inside_event && t.begin[complete] < cut) {
@@ -193,7 +198,9 @@ TEST(BrokenInputTruncation, ManySmallBatches) {
 TEST(BrokenInputTruncation, BareArrayCut) {
   std::vector<std::string> events;
   for (int i = 0; i < 5; ++i)
-    events.push_back(fmt::format(R"({{"name": "f{}", "ph": "X", "ts": {}, "dur": 3, "tid": 1, "pid": "CPU functions", "args": {{}}}})", i, 10 * i));
+    events.push_back(fmt::format(
+        R"({{"name": "f{}", "ph": "X", "ts": {}, "dur": 3, "tid": 1, "pid": "CPU functions", "args": {{}}}})", i,
+        10 * i));
   const BuiltTrace t = build(events, "[", "]");
   sweep_truncations(t, 3, LoadOptions{});
 }
@@ -201,7 +208,11 @@ TEST(BrokenInputTruncation, BareArrayCut) {
 // --- Bytes that are not valid JSON text inside an event ------------------------------------------
 
 TEST(BrokenInputBytes, InvalidUtf8InANameIsRepaired) {
-  std::vector<std::string> events = {op(0), op(1), R"({"ph": "X", "cat": "cpu_op", "name": "bad)" "\xff\xfe" R"(name", "pid": 1, "tid": 1, "ts": 50, "dur": 1})", op(3)};
+  std::vector<std::string> events = {op(0), op(1),
+                                     R"({"ph": "X", "cat": "cpu_op", "name": "bad)"
+                                     "\xff\xfe"
+                                     R"(name", "pid": 1, "tid": 1, "ts": 50, "dur": 1})",
+                                     op(3)};
   const BuiltTrace t = build(events);
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 4u);  // kept
@@ -216,7 +227,9 @@ TEST(BrokenInputBytes, InvalidUtf8InANameIsRepaired) {
 
 TEST(BrokenInputBytes, TruncatedUtf8SequenceIsRepaired) {
   // \xe2\x82 starts a 3-byte sequence that the closing quote cuts short.
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "euro)" "\xe2\x82" R"(", "pid": 1, "tid": 1, "ts": 50, "dur": 1})"});
+  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "euro)"
+                                     "\xe2\x82"
+                                     R"(", "pid": 1, "tid": 1, "ts": 50, "dur": 1})"});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 2u);
   const Issue* issue = find_issue(m.report.repairs, "UTF-8");
@@ -225,7 +238,11 @@ TEST(BrokenInputBytes, TruncatedUtf8SequenceIsRepaired) {
 }
 
 TEST(BrokenInputBytes, RawControlCharacterInANameIsRepaired) {
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "ctl)" "\x01" R"(char", "pid": 1, "tid": 1, "ts": 50, "dur": 1})", op(2)});
+  const BuiltTrace t = build({op(0),
+                              R"({"ph": "X", "cat": "cpu_op", "name": "ctl)"
+                              "\x01"
+                              R"(char", "pid": 1, "tid": 1, "ts": 50, "dur": 1})",
+                              op(2)});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m.name_of(1), "ctl char");
@@ -236,7 +253,11 @@ TEST(BrokenInputBytes, RawControlCharacterInANameIsRepaired) {
 }
 
 TEST(BrokenInputBytes, RawNewlineInANameIsRepaired) {
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "line one)" "\n" R"(line two", "pid": 1, "tid": 1, "ts": 50, "dur": 1})", op(2)});
+  const BuiltTrace t = build({op(0),
+                              R"({"ph": "X", "cat": "cpu_op", "name": "line one)"
+                              "\n"
+                              R"(line two", "pid": 1, "tid": 1, "ts": 50, "dur": 1})",
+                              op(2)});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m.name_of(1), "line one line two");
@@ -248,7 +269,8 @@ TEST(BrokenInputBytes, RawNewlineInANameIsRepaired) {
 
 TEST(BrokenInputBytes, MalformedEventIsSkippedAndTheRestKept) {
   // An unquoted word where a value belongs cannot be repaired: that event is skipped, others kept.
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": oops, "pid": 1, "tid": 1, "ts": 50, "dur": 1})", op(2)});
+  const BuiltTrace t =
+      build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": oops, "pid": 1, "tid": 1, "ts": 50, "dur": 1})", op(2)});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 2u);
   EXPECT_EQ(m.name_of(0), "op0");
@@ -262,7 +284,8 @@ TEST(BrokenInputBytes, MalformedEventIsSkippedAndTheRestKept) {
 // --- Missing and mistyped fields -------------------------------------------------------------
 
 TEST(BrokenInputFields, MissingTsSkipsTheEventWithItsLocation) {
-  const BuiltTrace t = build({op(0), op(1), R"({"ph": "X", "cat": "cpu_op", "name": "no_ts", "pid": 1, "tid": 1, "dur": 1})", op(3)});
+  const BuiltTrace t =
+      build({op(0), op(1), R"({"ph": "X", "cat": "cpu_op", "name": "no_ts", "pid": 1, "tid": 1, "dur": 1})", op(3)});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m.name_of(2), "op3");
@@ -273,7 +296,8 @@ TEST(BrokenInputFields, MissingTsSkipsTheEventWithItsLocation) {
 }
 
 TEST(BrokenInputFields, NonNumericTsSkipsTheEvent) {
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "bad_ts", "pid": 1, "tid": 1, "ts": "abc", "dur": 1})"});
+  const BuiltTrace t =
+      build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "bad_ts", "pid": 1, "tid": 1, "ts": "abc", "dur": 1})"});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 1u);
   const Issue* issue = find_issue(m.report.skips, "\"ts\"");
@@ -282,7 +306,8 @@ TEST(BrokenInputFields, NonNumericTsSkipsTheEvent) {
 }
 
 TEST(BrokenInputFields, NonNumericDurIsRepairedToZero) {
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "bad_dur", "pid": 1, "tid": 1, "ts": 50, "dur": "abc"})"});
+  const BuiltTrace t =
+      build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "bad_dur", "pid": 1, "tid": 1, "ts": 50, "dur": "abc"})"});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 2u);
   EXPECT_EQ(m.dur_ns[1], 0);
@@ -293,7 +318,8 @@ TEST(BrokenInputFields, NonNumericDurIsRepairedToZero) {
 }
 
 TEST(BrokenInputFields, NegativeDurIsRepairedToZero) {
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": 50, "dur": -0.001})"});
+  const BuiltTrace t =
+      build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": 50, "dur": -0.001})"});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 2u);
   EXPECT_EQ(m.dur_ns[1], 0);
@@ -305,7 +331,9 @@ TEST(BrokenInputFields, NegativeDurIsRepairedToZero) {
 
 TEST(BrokenInputFields, AbsurdDurationIsRepairedToZero) {
   // 7.45e15 us = 236 years: a broken clock.
-  const BuiltTrace t = build({op(0), R"({"ph": "X", "cat": "cpu_op", "name": "forever", "pid": 1, "tid": 1, "ts": 50, "dur": 7450000000000000})"});
+  const BuiltTrace t = build(
+      {op(0),
+       R"({"ph": "X", "cat": "cpu_op", "name": "forever", "pid": 1, "tid": 1, "ts": 50, "dur": 7450000000000000})"});
   const TraceModel m = load_trace_text(t.text);
   ASSERT_EQ(m.size(), 2u);
   EXPECT_EQ(m.dur_ns[1], 0);
@@ -340,33 +368,39 @@ void expect_kept_and_counted(const std::string& event, const std::string& what) 
 }
 
 TEST(BrokenInputFields, PidAsObject) {
-  expect_kept_and_counted(R"({"ph": "X", "cat": "cpu_op", "name": "x", "pid": {}, "tid": 1, "ts": 50, "dur": 1})", "\"pid\": {}");
+  expect_kept_and_counted(R"({"ph": "X", "cat": "cpu_op", "name": "x", "pid": {}, "tid": 1, "ts": 50, "dur": 1})",
+                          "\"pid\": {}");
 }
 
 TEST(BrokenInputFields, ArgsAsArray) {
-  expect_kept_and_counted(R"({"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 50, "dur": 1, "args": [1, 2]})",
-                          "\"args\": [1,2]");
+  expect_kept_and_counted(
+      R"({"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 50, "dur": 1, "args": [1, 2]})",
+      "\"args\": [1,2]");
 }
 
 TEST(BrokenInputFields, GridAsString) {
-  expect_kept_and_counted(R"({"ph": "X", "cat": "kernel", "name": "x", "pid": 0, "tid": 7, "ts": 50, "dur": 1, "args": {"grid": "x"}})",
-                          "\"grid\": \"x\"");
+  expect_kept_and_counted(
+      R"({"ph": "X", "cat": "kernel", "name": "x", "pid": 0, "tid": 7, "ts": 50, "dur": 1, "args": {"grid": "x"}})",
+      "\"grid\": \"x\"");
 }
 
 TEST(BrokenInputFields, DurAsString) {
-  expect_kept_and_counted(R"({"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 50, "dur": "abc"})", "\"dur\": \"abc\"");
+  expect_kept_and_counted(R"({"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 50, "dur": "abc"})",
+                          "\"dur\": \"abc\"");
 }
 
 TEST(BrokenInputFields, PhAsNumber) {
-  expect_kept_and_counted(R"({"ph": 5, "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 50, "dur": 1})", "\"ph\": 5");
+  expect_kept_and_counted(R"({"ph": 5, "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 50, "dur": 1})",
+                          "\"ph\": 5");
 }
 
 TEST(BrokenInputFields, MistypedFieldsTogetherDoNotCrash) {
-  const BuiltTrace t = build({op(0),
-                              R"({"ph": "X", "cat": 3, "name": ["n"], "pid": {"a": [1, {"b": 2}]}, "tid": null, "ts": 60, "dur": true,
+  const BuiltTrace t =
+      build({op(0),
+             R"({"ph": "X", "cat": 3, "name": ["n"], "pid": {"a": [1, {"b": 2}]}, "tid": null, "ts": 60, "dur": true,
                                   "args": {"correlation": {}, "External id": [1], "grid": {"x": 1}, "block": [1, "a", null, 4],
                                            "bytes": "many", "Bytes": {}, "Collective name": 5}})",
-                              op(2)});
+             op(2)});
   TraceModel m;
   ASSERT_NO_THROW(m = load_trace_text(t.text));
   EXPECT_EQ(m.size() + m.report.skip_count(), 3u);
@@ -376,7 +410,8 @@ TEST(BrokenInputFields, MistypedFieldsTogetherDoNotCrash) {
 // --- Structure outside the events ----------------------------------------------------------------
 
 TEST(BrokenInputStructure, BeginEndEventsAreSkippedAndCounted) {
-  const BuiltTrace t = build({op(0), R"({"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 1})", R"({"ph": "E", "pid": 1, "tid": 1, "ts": 2})"});
+  const BuiltTrace t = build({op(0), R"({"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 1})",
+                              R"({"ph": "E", "pid": 1, "tid": 1, "ts": 2})"});
   const TraceModel m = load_trace_text(t.text);
   EXPECT_EQ(m.size(), 1u);
   EXPECT_EQ(m.report.skip_count(), 2u);
@@ -471,7 +506,8 @@ BuiltTrace varied_trace(int n) {
     x = x * 1103515245u + 12345u;
     events.push_back(fmt::format(
         R"({{"ph": "X", "cat": "cpu_op", "name": "aten::op_{}_{:x}", "pid": 1, "tid": {}, "ts": {}.{:03d}, "dur": {}.{:03d}, "args": {{"External id": {}, "Input Dims": [[{}, {}]]}}}})",
-        i, x, 1 + (x >> 28), 1000 + 7 * i, (x >> 8) % 1000, (x >> 12) % 50, (x >> 4) % 1000, i, (x >> 3) % 4096, (x >> 13) % 512));
+        i, x, 1 + (x >> 28), 1000 + 7 * i, (x >> 8) % 1000, (x >> 12) % 50, (x >> 4) % 1000, i, (x >> 3) % 4096,
+        (x >> 13) % 512));
   }
   return build(events);
 }
@@ -522,7 +558,8 @@ TEST(BrokenInputCompression, CorruptGzipFoundByTheDecoderMidStream) {
     std::string candidate = gz;
     candidate[at] = static_cast<char>(candidate[at] ^ 0xFF);
     const Inflated z = zlib_inflate(candidate);
-    if (!z.error.empty() && z.error != "incorrect data check" && z.out.size() < t.text.size() * 3 / 4) damaged = candidate;
+    if (!z.error.empty() && z.error != "incorrect data check" && z.out.size() < t.text.size() * 3 / 4)
+      damaged = candidate;
   }
   ASSERT_FALSE(damaged.empty()) << "no flip position gave a decoding error";
   expect_damage_reported(t, damaged, "corrupt-mid.json.gz");

@@ -22,8 +22,9 @@ std::string make_trace(int n) {
   std::string s = R"({"schemaVersion": 1, "baseTimeNanoseconds": 1700000000000000000, "traceEvents": [)";
   for (int i = 0; i < n; ++i) {
     if (i) s += ",\n";
-    s += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "aten::op_{}", "pid": 7, "tid": {}, "ts": {}.{:03d}, "dur": 1.5, "args": {{"External id": {}}}}})",
-                     i, 7 + i % 3, 1000 + 10 * i, i % 1000, i);
+    s += fmt::format(
+        R"({{"ph": "X", "cat": "cpu_op", "name": "aten::op_{}", "pid": 7, "tid": {}, "ts": {}.{:03d}, "dur": 1.5, "args": {{"External id": {}}}}})",
+        i, 7 + i % 3, 1000 + 10 * i, i % 1000, i);
   }
   s += R"(], "traceName": "t"})";
   return s;
@@ -145,8 +146,8 @@ TEST_F(CompressionFiles, ConcatenatedGzipMembersLoadFully) {
   const std::string plain = make_trace(2000);
   const std::size_t third = plain.size() / 3;
   const std::string two = gzip_bytes(plain.substr(0, third * 2 + 5)) + gzip_bytes(plain.substr(third * 2 + 5));
-  const std::string three = gzip_bytes(plain.substr(0, third)) + gzip_bytes(plain.substr(third, third)) +
-                            gzip_bytes(plain.substr(2 * third));
+  const std::string three =
+      gzip_bytes(plain.substr(0, third)) + gzip_bytes(plain.substr(third, third)) + gzip_bytes(plain.substr(2 * third));
   const TraceModel want = load_trace_text(plain);
   expect_same_events(load_trace(file("two-members.json.gz", two)), want, "two members");
   expect_same_events(load_trace(file("three-members.json.gz", three)), want, "three members");

@@ -59,7 +59,9 @@ TEST(CorpusReference, CoversEveryTraceInTheCorpus) {
     ASSERT_NE(d, nullptr) << sub;
     while (dirent* ent = ::readdir(d)) {
       const std::string n = ent->d_name;
-      const auto ends = [&](const std::string& s) { return n.size() > s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+      const auto ends = [&](const std::string& s) {
+        return n.size() > s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+      };
       if (ends(".json") || ends(".json.gz")) on_disk.insert(sub + n);
     }
     ::closedir(d);
@@ -165,7 +167,8 @@ TEST(CorpusGenerations, EachGenerationIsRecognised) {
     FERRET_REQUIRE_CORPUS(path, c.file);
     const TraceModel model = load_trace(path);
     if (c.generation != FormatGeneration::kUnknown) {
-      EXPECT_EQ(format_generation_name(model.info.generation), std::string(format_generation_name(c.generation))) << c.file;
+      EXPECT_EQ(format_generation_name(model.info.generation), std::string(format_generation_name(c.generation)))
+          << c.file;
     }
     if (c.platform != Platform::kUnknown) {
       EXPECT_EQ(platform_name(model.info.platform), std::string(platform_name(c.platform))) << c.file;

@@ -69,7 +69,7 @@ TEST(FormatKineto18, CategoriesStringTidsAndLowercaseExternalId) {
 
   const EventIndex kernel = find(m, "volta_scudnn_128x64_relu");
   EXPECT_EQ(m.pid[kernel], 0);
-  EXPECT_EQ(m.tid[kernel], 7);  // "stream 7" -> stream 7
+  EXPECT_EQ(m.tid[kernel], 7);                       // "stream 7" -> stream 7
   EXPECT_EQ(m.tid[find(m, "aten::conv2d")], 25738);  // "25738" -> 25738
   EXPECT_EQ(m.ts_ns[kernel], 1040000);
   EXPECT_EQ(m.dur_ns[kernel], 30000);
@@ -350,7 +350,8 @@ TEST(FormatMtia, MtiaCategoriesMeanMtia) {
 
 // Old traces name device properties "computeProperties".
 TEST(FormatHeader, ComputePropertiesIsTheOldDevicesKey) {
-  const TraceModel m = load_trace_text(R"({"computeProperties": [{"id": 0, "name": "Tesla V100-DGXS-32GB", "numSms": 80},
+  const TraceModel m =
+      load_trace_text(R"({"computeProperties": [{"id": 0, "name": "Tesla V100-DGXS-32GB", "numSms": 80},
                                                                   {"id": 1, "name": "Tesla V100-DGXS-32GB", "numSms": 80}],
                                           "traceEvents": []})");
   ASSERT_EQ(m.info.devices.size(), 2u);

@@ -50,7 +50,8 @@ TEST(InflationLimit, BombStopsAndKeepsTheEventsBefore) {
   EXPECT_EQ(model.size(), 2u);  // the events before the stop
   EXPECT_TRUE(model.report.truncated);
   bool reported = false;
-  for (const auto& [reason, issue] : model.report.repairs) reported |= issue.first_location.find("ratio") != std::string::npos;
+  for (const auto& [reason, issue] : model.report.repairs)
+    reported |= issue.first_location.find("ratio") != std::string::npos;
   EXPECT_TRUE(reported) << "the stop must be reported with its ratio";
 }
 

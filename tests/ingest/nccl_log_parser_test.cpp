@@ -46,7 +46,7 @@ TEST(NcclLogParser, ToleratesLauncherPrefixesAndAMissingDevice) {
   EXPECT_EQ(log.drivers[1].origin.dev, 7);
   EXPECT_EQ(log.host_name(log.drivers[2].origin.host), "ray-0");
   EXPECT_EQ(log.host_name(log.drivers[3].origin.host), "host-x");
-  EXPECT_EQ(log.drivers[3].origin.dev, -1);  // no [dev]
+  EXPECT_EQ(log.drivers[3].origin.dev, -1);        // no [dev]
   EXPECT_EQ(log.drivers[4].origin.host, kNoHost);  // no prefix at all
   ASSERT_EQ(log.net.size(), 1u);
   EXPECT_EQ(log.host_name(log.net[0].origin.host), "hpc-01");
@@ -360,7 +360,7 @@ TEST(NcclCorpus, SingleHostNvlink) {
   EXPECT_EQ(log.versions.size(), 8u);
   EXPECT_EQ(log.drivers.size(), 8u);
   EXPECT_EQ(log.env.size(), 8u);
-  EXPECT_EQ(log.net.size(), 40u);  // bootstrap, plugin, IB none, socket, using network: 5 x 8
+  EXPECT_EQ(log.net.size(), 40u);    // bootstrap, plugin, IB none, socket, using network: 5 x 8
   EXPECT_EQ(log.comms.size(), 24u);  // START, graph line, COMPLETE: 3 x 8
   EXPECT_EQ(log.nvls.size(), 8u);
   EXPECT_EQ(log.rings.size(), 2u);

@@ -19,15 +19,11 @@ struct Body {
   const char* text;
 };
 const Body kBodies[] = {
-    {R"(a\"b)", "a\"b"},
-    {R"(\\)", "\\"},
-    {R"(x\\\"})", "x\\\"}"},
-    {R"(\\\\)", "\\\\"},
-    {R"({[\"]})", "{[\"]}"},
-    {R"(\u0041\u00e9)", "A\xc3\xa9"},
+    {R"(a\"b)", "a\"b"},         {R"(\\)", "\\"},
+    {R"(x\\\"})", "x\\\"}"},     {R"(\\\\)", "\\\\"},
+    {R"({[\"]})", "{[\"]}"},     {R"(\u0041\u00e9)", "A\xc3\xa9"},
     {R"(end\\)", "end\\"},  // an escaped backslash right before the closing quote
-    {R"(}}]]{{[[)", "}}]]{{[["},
-    {R"(\/\b\f\n\r\t)", "/\b\f\n\r\t"},
+    {R"(}}]]{{[[)", "}}]]{{[["}, {R"(\/\b\f\n\r\t)", "/\b\f\n\r\t"},
 };
 
 struct Expected {
@@ -44,9 +40,10 @@ Expected alignment_trace() {
   for (int pad = 0; pad <= 130; ++pad) {
     for (const Body& b : kBodies) {
       if (i) e.text += ",";
-      e.text += fmt::format(R"({{"ph": "X", "cat": "cpu_op", "args": {{"p": "{}"}}, "name": "{}{}", "pid": 1, "tid": 1, "ts": {}, "dur": 1}})",
-                            std::string(static_cast<std::size_t>(pad % 7), 'q'), std::string(static_cast<std::size_t>(pad), 'p'),
-                            b.json, i);
+      e.text += fmt::format(
+          R"({{"ph": "X", "cat": "cpu_op", "args": {{"p": "{}"}}, "name": "{}{}", "pid": 1, "tid": 1, "ts": {}, "dur": 1}})",
+          std::string(static_cast<std::size_t>(pad % 7), 'q'), std::string(static_cast<std::size_t>(pad), 'p'), b.json,
+          i);
       e.names.push_back(std::string(static_cast<std::size_t>(pad), 'p') + b.text);
       ++i;
     }
@@ -57,7 +54,8 @@ Expected alignment_trace() {
 
 void expect_names(const TraceModel& m, const Expected& e) {
   ASSERT_EQ(m.size(), e.names.size());
-  for (std::size_t i = 0; i < e.names.size(); ++i) ASSERT_EQ(m.name_of(static_cast<EventIndex>(i)), e.names[i]) << "event " << i;
+  for (std::size_t i = 0; i < e.names.size(); ++i)
+    ASSERT_EQ(m.name_of(static_cast<EventIndex>(i)), e.names[i]) << "event " << i;
   EXPECT_EQ(m.report.repair_count(), 0u);
   EXPECT_EQ(m.report.skip_count(), 0u);
   EXPECT_FALSE(m.report.truncated);
@@ -130,9 +128,10 @@ TEST(Scanner, HeaderKeysBeforeAndAfterTheEvents) {
 TEST(Scanner, OversizedHeaderValueIsSkippedAndCounted) {
   LoadOptions o;
   o.limits.max_header_value_bytes = 64;
-  const TraceModel m = load_trace_text(R"({"deviceProperties": [{"id": 0, "name": ")" + std::string(200, 'n') +
-                                           R"("}], "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})",
-                                       o);
+  const TraceModel m = load_trace_text(
+      R"({"deviceProperties": [{"id": 0, "name": ")" + std::string(200, 'n') +
+          R"("}], "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})",
+      o);
   EXPECT_EQ(m.size(), 1u);
   EXPECT_TRUE(m.info.devices.empty());
   ASSERT_EQ(m.report.skips.size(), 1u);

@@ -21,7 +21,7 @@ TEST(Timestamps, EpochMicrosWithNanosecondDecimalsAreExact) {
   EXPECT_EQ(m.end_ns(0), 1712195495505587916LL);  // + 4.928 us
   EXPECT_EQ(m.ts_ns[1], 1712195495505582989LL);   // 1 ns later: the two stay distinct and ordered
   EXPECT_EQ(m.dur_ns[1], 1);
-  EXPECT_EQ(m.ts_ns[2], 1712195495505583001LL);   // ts given as a string
+  EXPECT_EQ(m.ts_ns[2], 1712195495505583001LL);  // ts given as a string
   EXPECT_NE(static_cast<long long>(1712195495505582.988 * 1000.0), 1712195495505582988LL);
 }
 

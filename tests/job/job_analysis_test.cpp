@@ -214,7 +214,8 @@ TEST(RankResult, EncodingRoundTripsExactly) {
   r.gpu_utilization_pct = 0.1 + 0.2;  // not exactly representable in decimal
   r.overlap_pct = 1.0 / 3.0;
   r.breakdown_pct[2] = 12.345678901234567;
-  r.findings.push_back({"input-bound", "Input-bound: \xff bad utf-8", Severity::kHigh, Dimension::kDataPipeline, 0.33, 1.5});
+  r.findings.push_back(
+      {"input-bound", "Input-bound: \xff bad utf-8", Severity::kHigh, Dimension::kDataPipeline, 0.33, 1.5});
   r.notes = {"last step excluded"};
   r.scale_up_link = "NVLink4";
   r.scale_up_gbps = 450;

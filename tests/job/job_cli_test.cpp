@@ -47,7 +47,8 @@ const json* finding(const json& doc, const std::string& id) {
 }
 
 TEST(JobCli, InputStragglerIsFoundWithItsCauseAndCost) {
-  const Job job = generate("job-input", "--ranks 8 --steps 6 --straggler 5 --straggler-cause input --straggler-delay-ms 5");
+  const Job job =
+      generate("job-input", "--ranks 8 --steps 6 --straggler 5 --straggler-cause input --straggler-delay-ms 5");
   const json doc = analyze(job.dir);  // the truth file beside the ranks is left out, not an error
   EXPECT_EQ(doc["schema"], "ferret.job/1");
   EXPECT_EQ(doc["ranks_given"], 8);
@@ -69,8 +70,9 @@ TEST(JobCli, InputStragglerIsFoundWithItsCauseAndCost) {
 
 TEST(JobCli, ComputeAndSyncStragglersAreTold) {
   for (const char* cause : {"compute", "sync"}) {
-    const Job job = generate(std::string("job-") + cause,
-                             std::string("--ranks 4 --steps 5 --straggler 2 --straggler-delay-ms 4 --straggler-cause ") + cause);
+    const Job job =
+        generate(std::string("job-") + cause,
+                 std::string("--ranks 4 --steps 5 --straggler 2 --straggler-delay-ms 4 --straggler-cause ") + cause);
     const json doc = analyze(job.dir);
     ASSERT_EQ(doc["stragglers"].size(), 1u) << cause;
     EXPECT_EQ(doc["stragglers"][0]["rank"], 2) << cause;
@@ -87,8 +89,9 @@ TEST(JobCli, ComputeAndSyncStragglersAreTold) {
 }
 
 TEST(JobCli, TwoHostsWithSkewedClocksASlowLinkAndNoSequenceNumbers) {
-  const Job job = generate("job-hosts", "--ranks 16 --ranks-per-host 8 --steps 5 --slow-link 1 --clock-skew-ms 30 "
-                                        "--no-seq --straggler 11 --straggler-cause compute");
+  const Job job = generate("job-hosts",
+                           "--ranks 16 --ranks-per-host 8 --steps 5 --slow-link 1 --clock-skew-ms 30 "
+                           "--no-seq --straggler 11 --straggler-cause compute");
   const json doc = analyze(job.dir);
   EXPECT_EQ(doc["matching"]["method"], "order");
   EXPECT_EQ(doc["matching"]["matched"], doc["matching"]["collectives"]);
@@ -223,8 +226,9 @@ TEST(JobCli, MpiProcessesGiveTheSameReport) {
   struct stat st {};
   if (::stat(mpi_build.c_str(), &st) != 0) GTEST_SKIP() << "SKIPPED: no ferret-mpi (MPI not found at build time)";
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "SKIPPED: no mpirun (openmpi-bin)";
-  const Job job = generate("job-mpi", "--ranks 7 --ranks-per-host 4 --steps 3 --straggler 4 --clock-skew-ms 5 "
-                                      "--no-seq");
+  const Job job = generate("job-mpi",
+                           "--ranks 7 --ranks-per-host 4 --steps 3 --straggler 4 --clock-skew-ms 5 "
+                           "--no-seq");
   const std::string mpirun =
       "OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --allow-run-as-root --oversubscribe -np 3 ";
   for (const char* format : {" --json", "", " --md"}) {

@@ -48,7 +48,6 @@ TEST(Column, DefaultBlocksHoldManyValuesAndElementsNeverMove) {
   EXPECT_EQ(cc[65536], static_cast<std::uint32_t>(65536u * 2654435761u));
 }
 
-
 // PackedInt64Column stores a block as 32-bit offsets from the block's first value while they fit,
 // INT64_MIN (the model's "absent") as a reserved code, and switches the block to 64-bit values
 // the first time one does not fit. Reads must always return exactly what was pushed.
@@ -81,9 +80,9 @@ TEST(PackedInt64Column, WideningMidBlockKeepsEarlierValues) {
   PackedInt64Column c;
   std::vector<std::int64_t> values;
   for (std::int64_t i = 0; i < 100; ++i) values.push_back(i == 50 ? INT64_MIN : 1000 + i);
-  values.push_back(INT64_MAX);             // offset overflows 32 bits: the block widens
-  values.push_back(-1);                    // negative after widening
-  values.push_back(INT64_MIN);             // absent after widening
+  values.push_back(INT64_MAX);  // offset overflows 32 bits: the block widens
+  values.push_back(-1);         // negative after widening
+  values.push_back(INT64_MIN);  // absent after widening
   values.push_back(1000);
   for (std::int64_t v : values) c.push_back(v);
   ASSERT_EQ(c.size(), values.size());

@@ -21,13 +21,16 @@ EventIndex find(const TraceModel& m, std::string_view name) {
   return kNoEvent;
 }
 
-std::string span(const char* cat, const std::string& name, int tid, double ts, double dur, const std::string& args = "{}",
-                 int pid = 1) {
-  return fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
-                     pid, tid, ts, dur, args);
+std::string span(const char* cat, const std::string& name, int tid, double ts, double dur,
+                 const std::string& args = "{}", int pid = 1) {
+  return fmt::format(
+      R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {}}})", cat, name,
+      pid, tid, ts, dur, args);
 }
 std::string corr(int c) { return fmt::format(R"({{"correlation": {}}})", c); }
-std::string kernel(const std::string& name, double ts, double dur, int c) { return span("kernel", name, 7, ts, dur, corr(c), 0); }
+std::string kernel(const std::string& name, double ts, double dur, int c) {
+  return span("kernel", name, 7, ts, dur, corr(c), 0);
+}
 
 TraceModel load(const std::vector<std::string>& events) {
   std::string text = R"({"traceEvents": [)";
@@ -41,9 +44,9 @@ TEST(RelationsNesting, InnermostEnclosingSpanPerThread) {
   // Thread 1: A [0,100) holds B [10,40) which holds C [20,30); D [50,90) is in A; F [100,110)
   // starts where A ends, so it is not inside A. Thread 2: E [15,25) overlaps B in time but lives
   // on another thread: no parent. The kernel is GPU work, never nested. Listed out of time order.
-  const TraceModel m = load({span("cpu_op", "C", 1, 20, 10), span("cpu_op", "A", 1, 0, 100), span("cpu_op", "E", 2, 15, 10),
-                             span("cpu_op", "B", 1, 10, 30), span("cpu_op", "D", 1, 50, 40), span("cpu_op", "F", 1, 100, 10),
-                             kernel("K", 20, 10, 1)});
+  const TraceModel m = load({span("cpu_op", "C", 1, 20, 10), span("cpu_op", "A", 1, 0, 100),
+                             span("cpu_op", "E", 2, 15, 10), span("cpu_op", "B", 1, 10, 30),
+                             span("cpu_op", "D", 1, 50, 40), span("cpu_op", "F", 1, 100, 10), kernel("K", 20, 10, 1)});
   const auto& parent = m.relations.parent;
   ASSERT_EQ(parent.size(), m.size());
   EXPECT_EQ(parent[find(m, "A")], kNoEvent);
@@ -60,7 +63,8 @@ TEST(RelationsNesting, InnermostEnclosingSpanPerThread) {
 
 TEST(RelationsNesting, SamePidDifferentThreadsAndSameTidDifferentPids) {
   // (pid 1, tid 5) and (pid 2, tid 5) are different threads.
-  const TraceModel m = load({span("cpu_op", "outer", 5, 0, 100, "{}", 1), span("cpu_op", "other_process", 5, 10, 10, "{}", 2)});
+  const TraceModel m =
+      load({span("cpu_op", "outer", 5, 0, 100, "{}", 1), span("cpu_op", "other_process", 5, 10, 10, "{}", 2)});
   EXPECT_EQ(m.relations.parent[find(m, "other_process")], kNoEvent);
 }
 
@@ -68,7 +72,8 @@ TEST(RelationsNesting, ChildThatOutlivesItsParentIsNestedAndCounted) {
   // P [0,100); Q [50,150) starts inside P and ends after it: Q's parent is P, one repair. S
   // [60,70) lies inside both: its parent is Q (the innermost). Nothing is dropped and Q keeps
   // its recorded 100 us duration.
-  const TraceModel m = load({span("cpu_op", "P", 1, 0, 100), span("cpu_op", "Q", 1, 50, 100), span("cpu_op", "S", 1, 60, 10)});
+  const TraceModel m =
+      load({span("cpu_op", "P", 1, 0, 100), span("cpu_op", "Q", 1, 50, 100), span("cpu_op", "S", 1, 60, 10)});
   ASSERT_EQ(m.size(), 3u);
   EXPECT_EQ(m.relations.parent[find(m, "Q")], find(m, "P"));
   EXPECT_EQ(m.relations.parent[find(m, "S")], find(m, "Q"));
@@ -78,13 +83,14 @@ TEST(RelationsNesting, ChildThatOutlivesItsParentIsNestedAndCounted) {
   ASSERT_EQ(m.report.repairs.size(), 1u);
   const Issue& issue = m.report.repairs.begin()->second;
   EXPECT_EQ(issue.count, 1u);
-  EXPECT_NE(issue.first_location.find(fmt::format("event #{}", find(m, "Q"))), std::string::npos) << issue.first_location;
+  EXPECT_NE(issue.first_location.find(fmt::format("event #{}", find(m, "Q"))), std::string::npos)
+      << issue.first_location;
 }
 
 TEST(RelationsNesting, EveryOutlivingChildIsCounted) {
   // Two independent overruns: Q1 [50,150) over P1 [0,100); Q2 [250,350) over P2 [200,300).
-  const TraceModel m = load({span("cpu_op", "P1", 1, 0, 100), span("cpu_op", "Q1", 1, 50, 100), span("cpu_op", "P2", 1, 200, 100),
-                             span("cpu_op", "Q2", 1, 250, 100)});
+  const TraceModel m = load({span("cpu_op", "P1", 1, 0, 100), span("cpu_op", "Q1", 1, 50, 100),
+                             span("cpu_op", "P2", 1, 200, 100), span("cpu_op", "Q2", 1, 250, 100)});
   EXPECT_EQ(m.size(), 4u);
   EXPECT_EQ(m.relations.nesting_repairs, 2u);
   EXPECT_EQ(m.report.repair_count(), 2u);
@@ -144,7 +150,9 @@ TEST(RelationsCorrelation, LaunchInsideANestedChildOpBelongsToTheInnermostOp) {
       span("cuda_runtime", "launch_in_linear", 1, 70, 5, corr(2)),
       span("python_function", "fn", 1, 80, 15),
       span("cuda_runtime", "launch_in_python", 1, 82, 1, corr(3)),
-      kernel("k1", 40, 5, 1), kernel("k2", 80, 5, 2), kernel("k3", 90, 5, 3),
+      kernel("k1", 40, 5, 1),
+      kernel("k2", 80, 5, 2),
+      kernel("k3", 90, 5, 3),
   });
   EXPECT_EQ(m.relations.op_of_launch(find(m, "launch_in_addmm")), find(m, "aten::addmm"));
   EXPECT_EQ(m.relations.op_of_launch(find(m, "launch_in_linear")), find(m, "aten::linear"));
@@ -182,11 +190,16 @@ TEST(RelationsSteps, EndExtendsToGpuWorkAndNextStartIsClamped) {
   const TraceModel m = load({
       span("user_annotation", "ProfilerStep#2", 1, 1000, 1000),  // out of order on purpose
       span("user_annotation", "ProfilerStep#1", 1, 0, 1000),
-      span("cuda_runtime", "cudaLaunchKernel", 1, 100, 5, corr(1)), kernel("K1", 200, 100, 1),
-      span("cuda_runtime", "cudaLaunchKernel", 1, 900, 5, corr(2)), kernel("K2", 950, 350, 2),
-      span("cuda_runtime", "cudaLaunchKernel", 1, 1100, 5, corr(3)), kernel("K3", 1350, 150, 3),
-      span("cuda_runtime", "cudaLaunchKernel", 1, 1900, 5, corr(4)), kernel("K4", 1950, 150, 4),
-      span("cuda_runtime", "cudaLaunchKernel", 1, 2500, 5, corr(5)), kernel("K5", 2600, 2400, 5),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 100, 5, corr(1)),
+      kernel("K1", 200, 100, 1),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 900, 5, corr(2)),
+      kernel("K2", 950, 350, 2),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1100, 5, corr(3)),
+      kernel("K3", 1350, 150, 3),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1900, 5, corr(4)),
+      kernel("K4", 1950, 150, 4),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 2500, 5, corr(5)),
+      kernel("K5", 2600, 2400, 5),
   });
   const auto& steps = m.relations.steps;
   ASSERT_EQ(steps.size(), 2u);
@@ -279,7 +292,9 @@ TEST(RelationsSteps, RebuildingGivesTheSameRelations) {
 TEST(RelationsSteps, LoadWithoutRelations) {
   LoadOptions o;
   o.build_relations = false;
-  const TraceModel m = load_trace_text(R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]})", o);
+  const TraceModel m = load_trace_text(
+      R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]})",
+      o);
   EXPECT_FALSE(m.relations.built);
   EXPECT_TRUE(m.relations.steps.empty());
 }

@@ -55,14 +55,16 @@ TEST(StringTable, ViewsStayValidAfter100kInserts) {
     data.push_back(views.back().data());
   }
   // 100k more strings of varied length: several arena blocks (1 MiB each) fill up.
-  for (int i = 0; i < 100000; ++i) t.intern("later string " + std::to_string(i) + std::string(static_cast<std::size_t>(i % 40), 'x'));
+  for (int i = 0; i < 100000; ++i)
+    t.intern("later string " + std::to_string(i) + std::string(static_cast<std::size_t>(i % 40), 'x'));
   EXPECT_EQ(t.size(), 1u + 100u + 100000u);
   for (int i = 0; i < 100; ++i) {
     EXPECT_EQ(views[i], "early string #" + std::to_string(i));  // the old views still read the same bytes
     EXPECT_EQ(t.view(ids[i]).data(), data[i]);                  // and the text never moved
     EXPECT_EQ(t.intern("early string #" + std::to_string(i)), ids[i]);
   }
-  EXPECT_EQ(t.view(t.find("later string 99999" + std::string(99999 % 40, 'x'))), "later string 99999" + std::string(99999 % 40, 'x'));
+  EXPECT_EQ(t.view(t.find("later string 99999" + std::string(99999 % 40, 'x'))),
+            "later string 99999" + std::string(99999 % 40, 'x'));
 }
 
 TEST(StringTable, VeryLongStringsAreStoredWhole) {

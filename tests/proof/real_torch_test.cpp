@@ -42,7 +42,8 @@ bool has_finding(const nlohmann::json& t, const std::string& id) {
 }
 
 #define FERRET_REQUIRE_TORCH() \
-  if (!torch_available()) GTEST_SKIP() << "SKIPPED: /usr/bin/python3 cannot import torch (apt-get install python3-torch)"
+  if (!torch_available())      \
+  GTEST_SKIP() << "SKIPPED: /usr/bin/python3 cannot import torch (apt-get install python3-torch)"
 
 TEST(RealTorch, SlowDatasetIsInputBound) {
   FERRET_REQUIRE_TORCH();

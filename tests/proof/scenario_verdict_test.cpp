@@ -37,20 +37,19 @@ TEST_P(ScenarioVerdict, NamesThePlantedBottleneck) {
   EXPECT_GE(t["verdict"]["max_speedup"].get<double>(), 1.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Scenarios, ScenarioVerdict,
-    ::testing::Values(Expectation{"input-bound", "input-bound", "data_pipeline"},
-                      Expectation{"launch-bound", "launch-bound", "compute"},
-                      // fp32 SIMT sgemm dominates: the cause is precision (no Tensor Cores).
-                      Expectation{"compute-bound", "no-tensor-cores", "compute"},
-                      Expectation{"communication-heavy", "communication-heavy", "distributed"},
-                      Expectation{"fragmented-memory", "memory-fragmentation", "memory"}),
-    [](const ::testing::TestParamInfo<Expectation>& info) {
-      std::string name = info.param.scenario;
-      for (char& c : name)
-        if (c == '-') c = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioVerdict,
+                         ::testing::Values(Expectation{"input-bound", "input-bound", "data_pipeline"},
+                                           Expectation{"launch-bound", "launch-bound", "compute"},
+                                           // fp32 SIMT sgemm dominates: the cause is precision (no Tensor Cores).
+                                           Expectation{"compute-bound", "no-tensor-cores", "compute"},
+                                           Expectation{"communication-heavy", "communication-heavy", "distributed"},
+                                           Expectation{"fragmented-memory", "memory-fragmentation", "memory"}),
+                         [](const ::testing::TestParamInfo<Expectation>& info) {
+                           std::string name = info.param.scenario;
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
 
 // The compute-bound scenario is also matmul-dominated (96% sgemm, docs/GEN.md).
 TEST(ScenarioGroundTruth, ComputeBoundIsMatmulDominated) {

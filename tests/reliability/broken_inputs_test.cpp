@@ -142,8 +142,9 @@ Base make_base(const std::string& name, const std::string& text) {
 
 // The real torch 1.13 CPU recording (legacy autograd export, a bare array).
 const Base& real_cpu_base() {
-  static const Base b = make_base(
-      "cpu-input-bound", gunzip(read_file(std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-input-bound.json.gz")));
+  static const Base b =
+      make_base("cpu-input-bound",
+                gunzip(read_file(std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-input-bound.json.gz")));
   return b;
 }
 
@@ -156,14 +157,18 @@ const Base& kineto_base() {
     std::vector<std::string> kept;
     std::vector<bool> timed;
     for (std::size_t i = 0; i < base.events.size(); ++i) {
-      if (base.events[i].find("aten::relu") != std::string::npos || base.events[i].find("aten::no_ts") != std::string::npos)
+      if (base.events[i].find("aten::relu") != std::string::npos ||
+          base.events[i].find("aten::no_ts") != std::string::npos)
         continue;
       kept.push_back(base.events[i]);
       timed.push_back(base.timed[i]);
     }
-    kept.push_back(R"({"ph":"X","cat":"cpu_op","name":"aten::quote\"d \\ name","pid":100,"tid":100,"ts":1600.5,"dur":12.25})");
+    kept.push_back(
+        R"({"ph":"X","cat":"cpu_op","name":"aten::quote\"d \\ name","pid":100,"tid":100,"ts":1600.5,"dur":12.25})");
     kept.push_back(R"({"ph":"X","cat":"cpu_op","name":"caf\u00e9 \u2603","pid":100,"tid":100,"ts":1700.125,"dur":3})");
-    kept.push_back("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"na\xc3\xafve \xe2\x98\x83 \xf0\x9f\x94\xa5\",\"pid\":100,\"tid\":100,\"ts\":1800,\"dur\":4}");
+    kept.push_back(
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"na\xc3\xafve \xe2\x98\x83 "
+        "\xf0\x9f\x94\xa5\",\"pid\":100,\"tid\":100,\"ts\":1800,\"dur\":4}");
     timed.insert(timed.end(), 3, true);
     base.events = kept;
     base.timed = timed;
@@ -175,9 +180,9 @@ const Base& kineto_base() {
 // A GPU-shaped generated trace (kernels, copies, launches, steps) for the classes about GPU
 // fields; no real GPU recording can ship in the repo.
 const Base& gpu_base() {
-  static const Base b = make_base(
-      "synthetic-input-bound",
-      gunzip(read_file(std::string(FERRET_SOURCE_DIR) + "/examples/traces/synthetic-input-bound.json.gz")));
+  static const Base b =
+      make_base("synthetic-input-bound",
+                gunzip(read_file(std::string(FERRET_SOURCE_DIR) + "/examples/traces/synthetic-input-bound.json.gz")));
   return b;
 }
 
@@ -229,8 +234,10 @@ Run run(const std::string& args, const std::string& stdin_shell, double bound_s)
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   // timeout -s KILL exits 137; a crash inside ferret shows as 128 + signal from bash.
-  if (code == 137) r.timed_out = true;
-  else if (code > 128) r.signal = code - 128;
+  if (code == 137)
+    r.timed_out = true;
+  else if (code > 128)
+    r.signal = code - 128;
   r.exit_code = code;
   r.out = read_file(out);
   r.err = read_file(err);
@@ -315,9 +322,12 @@ class ClassTally {
     };
     for (const Run& r : runs) {
       max_seconds_ = std::max(max_seconds_, r.seconds);
-      if (r.timed_out) fail("hung: still running after " + std::to_string(bound) + " s");
-      else if (r.signal) fail("crashed with signal " + std::to_string(r.signal) + "; stderr: " + r.err.substr(0, 500));
-      else if (r.exit_code != 0 && r.exit_code != 2) fail("exit code " + std::to_string(r.exit_code) + "; stderr: " + r.err.substr(0, 500));
+      if (r.timed_out)
+        fail("hung: still running after " + std::to_string(bound) + " s");
+      else if (r.signal)
+        fail("crashed with signal " + std::to_string(r.signal) + "; stderr: " + r.err.substr(0, 500));
+      else if (r.exit_code != 0 && r.exit_code != 2)
+        fail("exit code " + std::to_string(r.exit_code) + "; stderr: " + r.err.substr(0, 500));
     }
     if (!ok) return false;
 
@@ -341,7 +351,8 @@ class ClassTally {
       for (const char* key : {"repairs", "skips"})
         for (const json& issue : t[key]) {
           issues += issue.value("count", std::uint64_t{0});
-          if (issue.value("first", std::string()).empty()) fail(std::string(key) + " entry without a location: " + issue.dump());
+          if (issue.value("first", std::string()).empty())
+            fail(std::string(key) + " entry without a location: " + issue.dump());
         }
       notes = t["notes"].size();
       truncated = t.value("truncated", false);
@@ -349,9 +360,12 @@ class ClassTally {
     if (events < c.min_events)
       fail("kept " + std::to_string(events) + " events; the " + std::to_string(c.min_events) +
            " complete events before the damage must all be kept");
-    if (info.exit_code == 2 && c.min_events > 0) fail("info gave up although sound events remain: " + info.err.substr(0, 300));
-    if (analyze.exit_code == 2 && c.min_timed > 0) fail("analyze gave up although timed events remain: " + analyze.err.substr(0, 300));
-    if (c.must_reject && info.exit_code != 2 && analyze.exit_code != 2) fail("expected exit 2: nothing in this input is usable");
+    if (info.exit_code == 2 && c.min_events > 0)
+      fail("info gave up although sound events remain: " + info.err.substr(0, 300));
+    if (analyze.exit_code == 2 && c.min_timed > 0)
+      fail("analyze gave up although timed events remain: " + analyze.err.substr(0, 300));
+    if (c.must_reject && info.exit_code != 2 && analyze.exit_code != 2)
+      fail("expected exit 2: nothing in this input is usable");
     if (c.must_count && info.exit_code == 0 && issues + notes == 0) fail("the damage is not counted in info --json");
 
     // analyze: the same counts, and the same output twice.
@@ -366,8 +380,10 @@ class ClassTally {
       if (c.must_count && shown == 0) fail("the damage is not counted in analyze --json");
       if (issues + notes > 0 && shown == 0) fail("info counts repairs or notes that analyze does not show");
     }
-    if (repeatable && analyze.out != analyze_again.out) fail("analyze --json differs between two runs of the same input");
-    if (repeatable && analyze.exit_code != markdown.exit_code) fail("analyze --md and --json disagree on the exit code");
+    if (repeatable && analyze.out != analyze_again.out)
+      fail("analyze --json differs between two runs of the same input");
+    if (repeatable && analyze.exit_code != markdown.exit_code)
+      fail("analyze --md and --json disagree on the exit code");
     if (!c.same_analysis_as.empty()) {
       // Repair locations name events by their position in the file, which the shuffle changed.
       auto without_locations = [](const std::string& text) {
@@ -383,15 +399,19 @@ class ClassTally {
         std::size_t at = 0;
         while (at < got.size() && at < want.size() && got[at] == want[at]) ++at;
         fail("analyze --json differs from the output for the same events in their original order, at: " +
-             got.substr(at > 200 ? at - 200 : 0, 400) + "\n---- expected ----\n" + want.substr(at > 200 ? at - 200 : 0, 400));
+             got.substr(at > 200 ? at - 200 : 0, 400) + "\n---- expected ----\n" +
+             want.substr(at > 200 ? at - 200 : 0, 400));
       }
     }
     if (c.check_output && markdown.exit_code == 0) c.check_output(markdown.out, text.out);
 
     Outcome outcome = kLoaded;
-    if (info.exit_code == 2) outcome = kRejected;
-    else if (truncated) outcome = kStoppedEarly;
-    else if (issues > 0) outcome = kRepaired;
+    if (info.exit_code == 2)
+      outcome = kRejected;
+    else if (truncated)
+      outcome = kStoppedEarly;
+    else if (issues > 0)
+      outcome = kRepaired;
     ++outcomes_[outcome];
     return ok;
   }
@@ -428,7 +448,8 @@ Case with_event(const Base& b, std::string label, const std::string& event, bool
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -436,13 +457,15 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 // The input classes.
 
 TEST(BrokenInputs, Truncation) {
-  ClassTally tally("truncation", "cut at many offsets, including inside a string, a number, an escape and a multi-byte character");
+  ClassTally tally("truncation",
+                   "cut at many offsets, including inside a string, a number, an escape and a multi-byte character");
   for (const Base* b : {&real_cpu_base(), &kineto_base()}) {
     const std::string text = b->text();
     std::vector<std::size_t> cuts;
     for (std::size_t k = 0; k <= 40; ++k) cuts.push_back(text.size() * k / 40);
     // Targeted cuts: inside strings, numbers, escapes and UTF-8 sequences.
-    for (const char* needle : {"\"name\":\"", "\"ts\":", "\\\"", "\\\\", "\\u00", "\xc3", "\xe2\x98", "\xf0\x9f\x94", "1600.5", "},"}) {
+    for (const char* needle :
+         {"\"name\":\"", "\"ts\":", "\\\"", "\\\\", "\\u00", "\xc3", "\xe2\x98", "\xf0\x9f\x94", "1600.5", "},"}) {
       const std::size_t at = text.find(needle);
       if (at == std::string::npos) continue;
       const std::size_t len = std::string_view(needle).size();
@@ -488,19 +511,27 @@ TEST(BrokenInputs, ByteFlips) {
 }
 
 TEST(BrokenInputs, InvalidUtf8) {
-  ClassTally tally("invalid UTF-8", "stray, overlong, surrogate and cut-off sequences in names, categories, args and keys");
-  const std::vector<std::pair<std::string, std::string>> sequences = {
-      {"stray 0xff", "\xff"},          {"lone lead byte", "\xc3"},     {"overlong slash", "\xc0\xaf"},
-      {"UTF-16 surrogate", "\xed\xa0\x80"}, {"cut 4-byte sequence", "\xf0\x9f\x94"}, {"continuation only", "\x80\x80"}};
+  ClassTally tally("invalid UTF-8",
+                   "stray, overlong, surrogate and cut-off sequences in names, categories, args and keys");
+  const std::vector<std::pair<std::string, std::string>> sequences = {{"stray 0xff", "\xff"},
+                                                                      {"lone lead byte", "\xc3"},
+                                                                      {"overlong slash", "\xc0\xaf"},
+                                                                      {"UTF-16 surrogate", "\xed\xa0\x80"},
+                                                                      {"cut 4-byte sequence", "\xf0\x9f\x94"},
+                                                                      {"continuation only", "\x80\x80"}};
   for (const Base* b : {&real_cpu_base(), &kineto_base()}) {
     for (const auto& [what, seq] : sequences) {
       for (const char* where : {"name", "cat", "arg", "key"}) {
         std::string event;
         const std::string w = where;
-        if (w == "name") event = R"({"ph":"X","cat":"cpu_op","name":"bad)" + seq + R"(name","pid":1,"tid":1,"ts":5,"dur":1})";
+        if (w == "name")
+          event = R"({"ph":"X","cat":"cpu_op","name":"bad)" + seq + R"(name","pid":1,"tid":1,"ts":5,"dur":1})";
         if (w == "cat") event = R"({"ph":"X","cat":"cpu)" + seq + R"(","name":"x","pid":1,"tid":1,"ts":5,"dur":1})";
-        if (w == "arg") event = R"({"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":5,"dur":1,"args":{"Input type":")" + seq + R"("}})";
-        if (w == "key") event = R"({"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":5,"dur":1,"args":{"k)" + seq + R"(":1}})";
+        if (w == "arg")
+          event = R"({"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":5,"dur":1,"args":{"Input type":")" + seq +
+                  R"("}})";
+        if (w == "key")
+          event = R"({"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":5,"dur":1,"args":{"k)" + seq + R"(":1}})";
         // Bytes inside an unknown key are never decoded, so only the others must be counted.
         tally.check(with_event(*b, b->name + ": " + what + " in " + w, event, w != "key"));
       }
@@ -515,8 +546,9 @@ TEST(BrokenInputs, ControlCharacters) {
                                   std::string("\n"), std::string("\x7f")}) {
       for (const char* where : {"name", "cat"}) {
         const std::string w = where;
-        const std::string event = w == "name" ? R"({"ph":"X","cat":"cpu_op","name":"a)" + ch + R"(b","pid":1,"tid":1,"ts":5,"dur":1})"
-                                              : R"({"ph":"X","cat":"cpu)" + ch + R"(op","name":"ab","pid":1,"tid":1,"ts":5,"dur":1})";
+        const std::string event =
+            w == "name" ? R"({"ph":"X","cat":"cpu_op","name":"a)" + ch + R"(b","pid":1,"tid":1,"ts":5,"dur":1})"
+                        : R"({"ph":"X","cat":"cpu)" + ch + R"(op","name":"ab","pid":1,"tid":1,"ts":5,"dur":1})";
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(ch[0]));
         // DEL is a legal character in JSON strings; the others must be repaired.
@@ -529,17 +561,20 @@ TEST(BrokenInputs, ControlCharacters) {
 TEST(BrokenInputs, SpecialNumbers) {
   ClassTally tally("NaN, Infinity, 1e999", "non-JSON and out-of-range numbers in ts, dur, pid, tid and numeric args");
   const Base& b = kineto_base();
-  const std::vector<std::pair<std::string, bool>> values = {  // value, must be counted wherever it is
-      {"NaN", true}, {"Infinity", true}, {"-Infinity", true}, {"1e999", false}, {"-1e999", false},
-      {"1e308", false}, {"-0", false}, {"1.5e-400", false}, {"0x10", true}, {"+5", true}, {".5", true}};
+  const std::vector<std::pair<std::string, bool>> values = {
+      // value, must be counted wherever it is
+      {"NaN", true}, {"Infinity", true},  {"-Infinity", true}, {"1e999", false}, {"-1e999", false}, {"1e308", false},
+      {"-0", false}, {"1.5e-400", false}, {"0x10", true},      {"+5", true},     {".5", true}};
   const std::vector<std::pair<std::string, std::string>> fields = {
       {"ts", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":@,"dur":1})"},
       {"dur", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":@})"},
       {"pid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":@,"tid":100,"ts":5,"dur":1})"},
       {"tid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":@,"ts":5,"dur":1})"},
-      {"args.correlation", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":@}})"},
+      {"args.correlation",
+       R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":@}})"},
       {"args.grid", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"grid":[@,1,1]}})"},
-      {"args.Bytes", R"({"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"Bytes":@}})"},
+      {"args.Bytes",
+       R"({"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"Bytes":@}})"},
   };
   for (const auto& [field, event] : fields) {
     for (const auto& [value, always] : values) {
@@ -560,9 +595,12 @@ TEST(BrokenInputs, IntegersPastInt64) {
       {"ts", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":@,"dur":1})"},
       {"dur", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":@})"},
       {"pid", R"({"ph":"X","cat":"cpu_op","name":"n","pid":@,"tid":100,"ts":5,"dur":1})"},
-      {"args.External id", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"External id":@}})"},
-      {"args.correlation", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":@}})"},
-      {"args.Total Allocated", R"({"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"Total Allocated":@}})"},
+      {"args.External id",
+       R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"External id":@}})"},
+      {"args.correlation",
+       R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":@}})"},
+      {"args.Total Allocated",
+       R"({"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"Total Allocated":@}})"},
   };
   for (const auto& [field, event] : fields) {
     for (const std::string& value : values) {
@@ -570,7 +608,8 @@ TEST(BrokenInputs, IntegersPastInt64) {
       // pattern (they are compared, never added); everything else must be counted.
       const bool id = field == "args.External id" || field == "args.correlation";
       const bool fits_uint64 = value == "9223372036854775808";
-      tally.check(with_event(b, field + " = " + value, replace_all(event, "@", value), field != "pid" && !(id && fits_uint64)));
+      tally.check(
+          with_event(b, field + " = " + value, replace_all(event, "@", value), field != "pid" && !(id && fits_uint64)));
     }
   }
 }
@@ -578,19 +617,25 @@ TEST(BrokenInputs, IntegersPastInt64) {
 std::string nested(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 TEST(BrokenInputs, DeepNesting) {
-  ClassTally tally("deep nesting", "arrays and objects nested 100 to 1,000,000 deep in args, as events and in the header");
+  ClassTally tally("deep nesting",
+                   "arrays and objects nested 100 to 1,000,000 deep in args, as events and in the header");
   const Base& b = kineto_base();
   for (std::size_t depth : {100u, 10000u, 1000000u}) {
     const std::string d = std::to_string(depth);
     // Unknown args are skipped unread, so nesting inside them costs nothing and needs no count.
-    tally.check(with_event(b, "args value nested " + d, R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"deep":)" + nested(depth) + "}}", false));
+    tally.check(with_event(b, "args value nested " + d,
+                           R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"deep":)" +
+                               nested(depth) + "}}",
+                           false));
     std::vector<std::string> evs = b.events;
     evs.insert(evs.begin() + 2, nested(depth));
     tally.check(whole(b, "event array element nested " + d, b.text_of(evs), true));
     std::string objects;
     for (std::size_t i = 0; i < depth; ++i) objects += "{\"a\":";
     objects += "1" + std::string(depth, '}');
-    tally.check(with_event(b, "args object nested " + d, R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":)" + objects + "}", false));
+    tally.check(with_event(
+        b, "args object nested " + d,
+        R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":)" + objects + "}", false));
     Base deep_header = b;
     deep_header.prologue = "{\n  \"deep\": " + nested(depth) + ",\n" + b.prologue.substr(2);
     tally.check(whole(b, "header value nested " + d, deep_header.text(), false));
@@ -603,33 +648,45 @@ TEST(BrokenInputs, LongNames) {
   for (std::size_t mib : {1u, 16u}) {
     const std::string big(mib << 20, 'a');
     const std::string m = std::to_string(mib) + " MiB";
-    Case name = with_event(b, "kernel name of " + m, R"({"ph":"X","cat":"kernel","name":")" + big + R"(","pid":0,"tid":7,"ts":1300,"dur":50,"args":{"correlation":99}})", false);
+    Case name = with_event(b, "kernel name of " + m,
+                           R"({"ph":"X","cat":"kernel","name":")" + big +
+                               R"(","pid":0,"tid":7,"ts":1300,"dur":50,"args":{"correlation":99}})",
+                           false);
     // Reports abbreviate names: a long name must not flood the output.
     name.check_output = [](const std::string& md, const std::string& text) {
       EXPECT_LT(md.size(), 64u << 10) << "markdown output carries the whole long name";
       EXPECT_LT(text.size(), 64u << 10) << "text output carries the whole long name";
     };
     tally.check(name);
-    tally.check(with_event(b, "category of " + m, R"({"ph":"X","cat":")" + big + R"(","name":"n","pid":100,"tid":100,"ts":5,"dur":1})", false));
-    tally.check(with_event(b, "Input Dims of " + m, R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"Input Dims":")" + big + R"("}})", false));
+    tally.check(with_event(b, "category of " + m,
+                           R"({"ph":"X","cat":")" + big + R"(","name":"n","pid":100,"tid":100,"ts":5,"dur":1})",
+                           false));
+    tally.check(
+        with_event(b, "Input Dims of " + m,
+                   R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"Input Dims":")" +
+                       big + R"("}})",
+                   false));
   }
 }
 
 TEST(BrokenInputs, DuplicateKeys) {
   ClassTally tally("duplicate keys", "repeated ts, dur, name, ph and args in an event; repeated top-level keys");
   const Base& b = kineto_base();
-  for (const char* event : {R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"ts":7,"dur":1})",
-                            R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"dur":2})",
-                            R"({"ph":"X","cat":"cpu_op","name":"a","name":"b","pid":100,"tid":100,"ts":5,"dur":1})",
-                            R"({"ph":"X","ph":"i","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1})",
-                            R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":1},"args":{"correlation":2}})"})
+  for (
+      const char* event :
+      {R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"ts":7,"dur":1})",
+       R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"dur":2})",
+       R"({"ph":"X","cat":"cpu_op","name":"a","name":"b","pid":100,"tid":100,"ts":5,"dur":1})",
+       R"({"ph":"X","ph":"i","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1})",
+       R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"correlation":1},"args":{"correlation":2}})"})
     tally.check(with_event(b, event, event, false));
   for (const char* key : {"deviceProperties", "distributedInfo", "baseTimeNanoseconds", "schemaVersion"}) {
     Base twice = b;
     const std::size_t at = b.prologue.find(std::string("\"") + key + "\"");
     ASSERT_NE(at, std::string::npos) << key;
     const std::size_t line_end = b.prologue.find('\n', at);
-    twice.prologue = b.prologue.substr(0, line_end + 1) + "  " + b.prologue.substr(at, line_end + 1 - at) + b.prologue.substr(line_end + 1);
+    twice.prologue = b.prologue.substr(0, line_end + 1) + "  " + b.prologue.substr(at, line_end + 1 - at) +
+                     b.prologue.substr(line_end + 1);
     tally.check(whole(b, std::string("top-level ") + key + " twice", twice.text(), false));
   }
 }
@@ -643,9 +700,12 @@ TEST(BrokenInputs, WrongTypes) {
   };
   const std::string op = R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":{"F":@}})";
   const std::string kernel = R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
-  const std::string copy = R"({"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
-  const std::string mem = R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"F":@}})";
-  const std::string coll = R"({"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
+  const std::string copy =
+      R"({"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
+  const std::string mem =
+      R"({"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":100,"tid":100,"ts":5,"args":{"F":@}})";
+  const std::string coll =
+      R"({"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":5,"dur":1,"args":{"F":@}})";
   std::vector<Field> fields = {
       {"ph", R"({"ph":@,"cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1})", "s"},
       {"name", R"({"ph":"X","cat":"cpu_op","name":@,"pid":100,"tid":100,"ts":5,"dur":1})", "s"},
@@ -657,17 +717,25 @@ TEST(BrokenInputs, WrongTypes) {
       {"id", R"({"ph":"s","cat":"ac2g","name":"f","pid":100,"tid":100,"ts":5,"id":@})", "sn"},
       {"args", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":1,"args":@})", "o"},
   };
-  for (const char* f : {"External id", "Sequence number", "Fwd thread id"}) fields.push_back({std::string("args.") + f, replace_all(op, "\"F\"", std::string("\"") + f + "\""), "n"});
-  for (const char* f : {"Input Dims", "Input type"}) fields.push_back({std::string("args.") + f, replace_all(op, "\"F\"", std::string("\"") + f + "\""), "snoab"});
-  for (const char* f : {"correlation", "registers per thread", "shared memory", "blocks per SM", "warps per SM", "est. achieved occupancy %"})
+  for (const char* f : {"External id", "Sequence number", "Fwd thread id"})
+    fields.push_back({std::string("args.") + f, replace_all(op, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"Input Dims", "Input type"})
+    fields.push_back({std::string("args.") + f, replace_all(op, "\"F\"", std::string("\"") + f + "\""), "snoab"});
+  for (const char* f : {"correlation", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
+                        "est. achieved occupancy %"})
     fields.push_back({std::string("args.") + f, replace_all(kernel, "\"F\"", std::string("\"") + f + "\""), "n"});
-  for (const char* f : {"grid", "block"}) fields.push_back({std::string("args.") + f, replace_all(kernel, "\"F\"", std::string("\"") + f + "\""), "a"});
-  for (const char* f : {"bytes", "memory bandwidth (GB/s)"}) fields.push_back({std::string("args.") + f, replace_all(copy, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"grid", "block"})
+    fields.push_back({std::string("args.") + f, replace_all(kernel, "\"F\"", std::string("\"") + f + "\""), "a"});
+  for (const char* f : {"bytes", "memory bandwidth (GB/s)"})
+    fields.push_back({std::string("args.") + f, replace_all(copy, "\"F\"", std::string("\"") + f + "\""), "n"});
   for (const char* f : {"Bytes", "Total Allocated", "Total Reserved", "Addr", "Device Id", "Device Type"})
     fields.push_back({std::string("args.") + f, replace_all(mem, "\"F\"", std::string("\"") + f + "\""), "n"});
-  for (const char* f : {"In msg nelems", "Out msg nelems", "Group size", "Rank", "Seq"}) fields.push_back({std::string("args.") + f, replace_all(coll, "\"F\"", std::string("\"") + f + "\""), "n"});
-  for (const char* f : {"Collective name", "dtype", "Process Group Name", "Process Group Ranks"}) fields.push_back({std::string("args.") + f, replace_all(coll, "\"F\"", std::string("\"") + f + "\""), "snoab"});
-  const std::vector<std::pair<char, std::string>> values = {{'s', "\"text\""}, {'n', "7"}, {'o', "{\"a\":[1]}"}, {'a', "[1,\"x\"]"}, {'b', "true"}};
+  for (const char* f : {"In msg nelems", "Out msg nelems", "Group size", "Rank", "Seq"})
+    fields.push_back({std::string("args.") + f, replace_all(coll, "\"F\"", std::string("\"") + f + "\""), "n"});
+  for (const char* f : {"Collective name", "dtype", "Process Group Name", "Process Group Ranks"})
+    fields.push_back({std::string("args.") + f, replace_all(coll, "\"F\"", std::string("\"") + f + "\""), "snoab"});
+  const std::vector<std::pair<char, std::string>> values = {
+      {'s', "\"text\""}, {'n', "7"}, {'o', "{\"a\":[1]}"}, {'a', "[1,\"x\"]"}, {'b', "true"}};
   for (const Field& f : fields) {
     for (const auto& [type, value] : values) {
       if (f.accepts.find(type) != std::string::npos) continue;
@@ -677,18 +745,26 @@ TEST(BrokenInputs, WrongTypes) {
 }
 
 TEST(BrokenInputs, Durations) {
-  ClassTally tally("negative and absurd times", "negative, zero, century-long and overflowing durations and timestamps");
+  ClassTally tally("negative and absurd times",
+                   "negative, zero, century-long and overflowing durations and timestamps");
   const Base& b = kineto_base();
   const std::vector<std::tuple<std::string, std::string, bool>> cases = {
       {"dur -1", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":-1})", true},
-      {"dur -1e9", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":-1e9,"args":{"correlation":1}})", true},
+      {"dur -1e9", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":-1e9,"args":{"correlation":1}})",
+       true},
       {"dur 0", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":0})", false},
-      {"dur of 100 years", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":3155760000000000})", true},
-      {"dur past int64 ns", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":9300000000000000})", true},
+      {"dur of 100 years", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5,"dur":3155760000000000})",
+       true},
+      {"dur past int64 ns", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":5,"dur":9300000000000000})",
+       true},
       {"ts -1", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":-1,"dur":1})", false},
-      {"ts past int64 ns", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":9300000000000000,"dur":1})", true},
-      {"ts + dur past int64 ns", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5000000000000000,"dur":5000000000000000})", true},
-      {"step with negative dur", R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#9","pid":100,"tid":100,"ts":1900,"dur":-100})", true},
+      {"ts past int64 ns", R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":9300000000000000,"dur":1})",
+       true},
+      {"ts + dur past int64 ns",
+       R"({"ph":"X","cat":"cpu_op","name":"n","pid":100,"tid":100,"ts":5000000000000000,"dur":5000000000000000})",
+       true},
+      {"step with negative dur",
+       R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#9","pid":100,"tid":100,"ts":1900,"dur":-100})", true},
   };
   for (const auto& [label, event, counted] : cases) tally.check(with_event(b, label, event, counted));
 }
@@ -700,7 +776,8 @@ TEST(BrokenInputs, OutOfOrder) {
     const std::string sorted = b->text();
     for (int k = 0; k < 3; ++k) {
       std::vector<std::string> evs = b->events;
-      if (k == 0) std::reverse(evs.begin(), evs.end());
+      if (k == 0)
+        std::reverse(evs.begin(), evs.end());
       else
         for (std::size_t i = evs.size(); i > 1; --i) std::swap(evs[i - 1], evs[rng.below(i)]);
       Case c = whole(*b, b->name + (k == 0 ? " reversed" : " shuffled #" + std::to_string(k)), b->text_of(evs), false);
@@ -718,19 +795,27 @@ TEST(BrokenInputs, DanglingLinks) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"flow start without end", R"({"ph":"s","cat":"ac2g","name":"ac2g","pid":100,"tid":100,"ts":20,"id":4242})"},
       {"flow end without start", R"({"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","pid":0,"tid":7,"ts":50,"id":4343})"},
-      {"flow start reusing a correlation id", R"({"ph":"s","cat":"ac2g","name":"ac2g","pid":100,"tid":100,"ts":20,"id":1})"},
-      {"kernel whose correlation matches no launch", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":987654}})"},
-      {"launch whose correlation matches no kernel", R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":876543,"External id":5}})"},
-      {"second kernel with the same correlation", R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":1}})"},
-      {"correlation 0", R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":0}})"},
-      {"negative correlation", R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":-5}})"},
-      {"External id pointing at no op", R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":3,"External id":123456}})"},
+      {"flow start reusing a correlation id",
+       R"({"ph":"s","cat":"ac2g","name":"ac2g","pid":100,"tid":100,"ts":20,"id":1})"},
+      {"kernel whose correlation matches no launch",
+       R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":987654}})"},
+      {"launch whose correlation matches no kernel",
+       R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":876543,"External id":5}})"},
+      {"second kernel with the same correlation",
+       R"({"ph":"X","cat":"kernel","name":"k2","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":1}})"},
+      {"correlation 0",
+       R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1400,"dur":10,"args":{"correlation":0}})"},
+      {"negative correlation",
+       R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":-5}})"},
+      {"External id pointing at no op",
+       R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1400,"dur":3,"args":{"correlation":3,"External id":123456}})"},
   };
   for (const auto& [label, event] : cases) tally.check(with_event(b, label, event, false));
 }
 
 TEST(BrokenInputs, EmptyAndMetadataOnly) {
-  ClassTally tally("empty or metadata only", "empty traceEvents, only metadata, no traceEvents, scalars and empty documents");
+  ClassTally tally("empty or metadata only",
+                   "empty traceEvents, only metadata, no traceEvents, scalars and empty documents");
   const std::vector<std::pair<std::string, std::string>> docs = {
       {"empty file", ""},
       {"whitespace only", " \n\t \n"},
@@ -738,8 +823,10 @@ TEST(BrokenInputs, EmptyAndMetadataOnly) {
       {"empty bare array", "[]"},
       {"empty object", "{}"},
       {"header without traceEvents", R"({"schemaVersion": 1, "deviceProperties": []})"},
-      {"only metadata", R"({"traceEvents": [{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"python"}},{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main"}}]})"},
-      {"only flow events", R"({"traceEvents": [{"ph":"s","cat":"ac2g","name":"ac2g","pid":1,"tid":1,"ts":5,"id":1},{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","pid":0,"tid":7,"ts":9,"id":1}]})"},
+      {"only metadata",
+       R"({"traceEvents": [{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"python"}},{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main"}}]})"},
+      {"only flow events",
+       R"({"traceEvents": [{"ph":"s","cat":"ac2g","name":"ac2g","pid":1,"tid":1,"ts":5,"id":1},{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","pid":0,"tid":7,"ts":9,"id":1}]})"},
       {"null", "null"},
       {"a number", "42"},
       {"a string", "\"traceEvents\""},
@@ -756,7 +843,9 @@ TEST(BrokenInputs, EmptyAndMetadataOnly) {
 }
 
 TEST(BrokenInputs, FileSystem) {
-  ClassTally tally("files that cannot be read", "a directory, a missing file, an unreadable file, a named pipe with no writer, a symlink loop, /dev/null");
+  ClassTally tally(
+      "files that cannot be read",
+      "a directory, a missing file, an unreadable file, a named pipe with no writer, a symlink loop, /dev/null");
   const std::string dir = temp_path("reliability-fs");
   fs::remove_all(dir);
   fs::create_directories(dir + "/a-directory.json");
@@ -788,7 +877,8 @@ TEST(BrokenInputs, FileSystem) {
 }
 
 TEST(BrokenInputs, DecompressionBombs) {
-  ClassTally tally("decompression bombs", "gzip and zstd inflating past 1 GiB at over 1000:1, after a few sound events");
+  ClassTally tally("decompression bombs",
+                   "gzip and zstd inflating past 1 GiB at over 1000:1, after a few sound events");
   const Base& b = kineto_base();
   const std::string spaces(64u << 20, ' ');
   const std::string space_member = gzip_member(spaces);
@@ -819,7 +909,8 @@ TEST(BrokenInputs, DecompressionBombs) {
     while (chunk.pos < chunk.size) ZSTD_compressStream2(cctx, &out, &chunk, ZSTD_e_continue);
   }
   ZSTD_inBuffer none{nullptr, 0, 0};
-  while (ZSTD_compressStream2(cctx, &out, &none, ZSTD_e_end) != 0) {}
+  while (ZSTD_compressStream2(cctx, &out, &none, ZSTD_e_end) != 0) {
+  }
   ZSTD_freeCCtx(cctx);
   zs.resize(out.pos);
   c.label = "zstd: 1.25 GiB of whitespace, " + std::to_string(zs.size() >> 10) + " KiB";
@@ -828,8 +919,9 @@ TEST(BrokenInputs, DecompressionBombs) {
 }
 
 TEST(BrokenInputs, EndlessStdin) {
-  ClassTally tally("endless stdin", "streams that never end: whitespace, scalars, one endless string, events past "
-                                    "--max-memory, events that are all skipped");
+  ClassTally tally("endless stdin",
+                   "streams that never end: whitespace, scalars, one endless string, events past "
+                   "--max-memory, events that are all skipped");
   const std::string event = R"({"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":5,"dur":1})";
   const std::string skipped = R"({"ph":"B","name":"x","pid":1,"tid":1,"ts":5})";
   struct Stream {
@@ -840,8 +932,10 @@ TEST(BrokenInputs, EndlessStdin) {
       {"whitespace", "yes ' '", "", true},
       {"scalars in the event array", "(printf '['; yes '1,')", "", true},
       {"one endless name", "(printf '{\"traceEvents\":[{\"name\":\"'; yes aaaaaaaaaaaaaaaaaaaaaaa)", "", true},
-      {"events until --max-memory 64MiB", "(printf '{\"traceEvents\":['; yes " + shell_quote(event + ",") + ")", "--max-memory 64MiB", false},
-      {"begin/end events, all skipped", "(printf '{\"traceEvents\":['; yes " + shell_quote(skipped + ",") + ")", "", true},
+      {"events until --max-memory 64MiB", "(printf '{\"traceEvents\":['; yes " + shell_quote(event + ",") + ")",
+       "--max-memory 64MiB", false},
+      {"begin/end events, all skipped", "(printf '{\"traceEvents\":['; yes " + shell_quote(skipped + ",") + ")", "",
+       true},
   };
   for (const Stream& s : streams) {
     Case c;
@@ -858,7 +952,8 @@ TEST(BrokenInputs, EndlessStdin) {
 }
 
 TEST(BrokenInputs, MarkupInNames) {
-  ClassTally tally("markup and paths in trace text", "HTML, Markdown and file paths in names: escaped in --md, never opened");
+  ClassTally tally("markup and paths in trace text",
+                   "HTML, Markdown and file paths in names: escaped in --md, never opened");
   const Base& b = kineto_base();
   const std::string dir = temp_path("reliability-paths");
   fs::remove_all(dir);
@@ -871,9 +966,12 @@ TEST(BrokenInputs, MarkupInNames) {
     // reaches the findings and the tables of every report.
     const std::string quoted = json(name).dump();
     std::vector<std::string> evs = b.events;
-    evs.push_back(R"({"ph":"X","cat":"cpu_op","name":)" + quoted + R"(,"pid":100,"tid":100,"ts":1400,"dur":50,"args":{"External id":77}})");
-    evs.push_back(R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1410,"dur":5,"args":{"External id":77,"correlation":77}})");
-    evs.push_back(R"({"ph":"X","cat":"kernel","name":)" + quoted + R"(,"pid":0,"tid":7,"ts":1420,"dur":500,"args":{"correlation":77,"stream":7}})");
+    evs.push_back(R"({"ph":"X","cat":"cpu_op","name":)" + quoted +
+                  R"(,"pid":100,"tid":100,"ts":1400,"dur":50,"args":{"External id":77}})");
+    evs.push_back(
+        R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1410,"dur":5,"args":{"External id":77,"correlation":77}})");
+    evs.push_back(R"({"ph":"X","cat":"kernel","name":)" + quoted +
+                  R"(,"pid":0,"tid":7,"ts":1420,"dur":500,"args":{"correlation":77,"stream":7}})");
     Case c = whole(b, name, b.text_of(evs), false);
     c.check_output = [name](const std::string& md, const std::string&) {
       EXPECT_EQ(md.find("<script"), std::string::npos) << "raw <script> in markdown";
@@ -886,8 +984,8 @@ TEST(BrokenInputs, MarkupInNames) {
   }
   // A trace that names files in its header and args: ferret never opens or creates them.
   Base header = b;
-  header.prologue = "{\n  \"traceName\": " + json(dir + "/trace-name.json").dump() + ",\n  \"source\": " +
-                    json(dir + "/source.json").dump() + ",\n" + b.prologue.substr(2);
+  header.prologue = "{\n  \"traceName\": " + json(dir + "/trace-name.json").dump() +
+                    ",\n  \"source\": " + json(dir + "/source.json").dump() + ",\n" + b.prologue.substr(2);
   tally.check(whole(b, "file paths in the header", header.text(), false));
   for (const char* f : {"/written-if-opened.json", "/traversal.json", "/trace-name.json", "/source.json"})
     EXPECT_FALSE(fs::exists(dir + f)) << "ferret created a file named in the trace: " << f;

@@ -35,7 +35,8 @@ TEST(AnalyzeReport, JsonHasTheDocumentedKeys) {
   EXPECT_EQ(j["steps"]["count"], 1);
   EXPECT_DOUBLE_EQ(j["steps"]["avg_us"].get<double>(), 100.0);  // the step span; GPU work ends at 70 us
   double sum = 0;
-  for (const char* key : {"kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other"}) {
+  for (const char* key :
+       {"kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other"}) {
     ASSERT_TRUE(j["breakdown_us"].contains(key)) << key;
     ASSERT_TRUE(j["breakdown_pct"].contains(key)) << key;
     sum += j["breakdown_us"][key].get<double>();
@@ -44,7 +45,8 @@ TEST(AnalyzeReport, JsonHasTheDocumentedKeys) {
   EXPECT_DOUBLE_EQ(j["breakdown_us"]["kernel"].get<double>(), 60.0);  // the kernel's 60 us
   ASSERT_EQ(j["gpus"].size(), 1u);
   EXPECT_DOUBLE_EQ(j["gpus"][0]["utilization_pct"].get<double>(), 60.0);
-  for (const char* key : {"idle_us", "compute_us", "non_compute_us", "span_us"}) EXPECT_TRUE(j["temporal"].contains(key));
+  for (const char* key : {"idle_us", "compute_us", "non_compute_us", "span_us"})
+    EXPECT_TRUE(j["temporal"].contains(key));
   for (const char* key : {"headline", "dimension", "max_speedup"}) EXPECT_TRUE(j["verdict"].contains(key));
   EXPECT_TRUE(j["findings"].is_array());
   EXPECT_EQ(j["hot_spots"]["kernels"][0]["name"], "<script>alert(1)</script>|*x*");  // JSON keeps text as is

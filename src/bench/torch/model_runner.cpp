@@ -58,15 +58,14 @@ torch::Tensor make_input(const InputSpec& spec, const torch::Device& device) {
   const std::vector<std::int64_t>& shape = spec.shape;
   torch::Tensor t;
   switch (spec.dtype) {
-    case DType::kFloat32: case DType::kFloat16: case DType::kBFloat16: case DType::kFloat64:
-      t = torch::randn(shape, torch::kFloat32);
-      break;
-    case DType::kInt64: case DType::kInt32: case DType::kUInt8:
-      t = torch::randint(0, 10, shape, torch::kInt64);
-      break;
-    case DType::kBool:
-      t = torch::randint(0, 2, shape, torch::kInt64);
-      break;
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat64: t = torch::randn(shape, torch::kFloat32); break;
+    case DType::kInt64:
+    case DType::kInt32:
+    case DType::kUInt8: t = torch::randint(0, 10, shape, torch::kInt64); break;
+    case DType::kBool: t = torch::randint(0, 2, shape, torch::kInt64); break;
   }
   return t.to(device, scalar_type(spec.dtype)).contiguous();
 }
@@ -133,8 +132,7 @@ class AllocatorPeakListener final : public c10::MemoryReportingInfoBase {
  public:
   explicit AllocatorPeakListener(c10::DeviceType type) : type_(type) {}
   bool memoryProfilingEnabled() const override { return true; }
-  void reportMemoryUsage(void*, int64_t, int64_t total_allocated, int64_t total_reserved,
-                         c10::Device device) override {
+  void reportMemoryUsage(void*, int64_t, int64_t total_allocated, int64_t total_reserved, c10::Device device) override {
     if (device.type() != type_) return;
     raise(peak_allocated_, total_allocated);
     raise(peak_reserved_, total_reserved);
@@ -157,18 +155,19 @@ class AllocatorPeakListener final : public c10::MemoryReportingInfoBase {
 
 void check_cuda(const DeviceSpec& device) {
   if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
-    throw BenchError(fmt::format(
-        "--device {}: this libtorch ({}) was built without CUDA (Debian's libtorch-dev is CPU-only); "
-        "use --device cpu, or build ferret against a CUDA libtorch (-DCMAKE_PREFIX_PATH=/path/to/libtorch)",
-        device.text(), TORCH_VERSION));
+    throw BenchError(
+        fmt::format("--device {}: this libtorch ({}) was built without CUDA (Debian's libtorch-dev is CPU-only); "
+                    "use --device cpu, or build ferret against a CUDA libtorch (-DCMAKE_PREFIX_PATH=/path/to/libtorch)",
+                    device.text(), TORCH_VERSION));
   const std::size_t count = torch::cuda::device_count();
   if (count == 0)
-    throw BenchError(fmt::format("--device {}: libtorch has CUDA but finds no GPU (driver missing, "
-                                 "CUDA_VISIBLE_DEVICES empty?); use --device cpu",
-                                 device.text()));
+    throw BenchError(
+        fmt::format("--device {}: libtorch has CUDA but finds no GPU (driver missing, "
+                    "CUDA_VISIBLE_DEVICES empty?); use --device cpu",
+                    device.text()));
   if (static_cast<std::size_t>(device.index) >= count)
-    throw BenchError(fmt::format("--device {}: only {} CUDA device{} visible", device.text(), count,
-                                 count == 1 ? "" : "s"));
+    throw BenchError(
+        fmt::format("--device {}: only {} CUDA device{} visible", device.text(), count, count == 1 ? "" : "s"));
 }
 
 // One forward call and how it is timed.
@@ -193,8 +192,10 @@ class Caller {
       torch::cuda::synchronize(device_index_);
       std::optional<double> ms;
       const Clock::time_point start = Clock::now();
-      if (events_) ms = events_->time_ms([&] { output_ = module_.forward(inputs_); });
-      else output_ = module_.forward(inputs_);
+      if (events_)
+        ms = events_->time_ms([&] { output_ = module_.forward(inputs_); });
+      else
+        output_ = module_.forward(inputs_);
       torch::cuda::synchronize(device_index_);
       seconds = ms ? *ms / 1e3 : seconds_between(start, Clock::now());
     } else {
@@ -261,8 +262,10 @@ void measure(const BenchOptions& o, Caller& caller, BenchResult& result, std::st
   Ticker ticker;
   const double first = caller.timed_call();
   double first_call = 0;  // counted here when a fixed warm-up of 0 calls does not take it
-  if (warmup.done()) first_call = first;
-  else warmup.add(first);
+  if (warmup.done())
+    first_call = first;
+  else
+    warmup.add(first);
   phase = "during warm-up";
   while (!warmup.done()) {
     warmup.add(caller.timed_call());
@@ -292,7 +295,8 @@ void measure(const BenchOptions& o, Caller& caller, BenchResult& result, std::st
   if (o.device.cuda || o.allocator_pass_on_cpu) {
     phase = "during the memory pass";
     result.allocator.device = o.device.cuda ? "cuda" : "cpu";
-    auto listener = std::make_shared<AllocatorPeakListener>(o.device.cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
+    auto listener =
+        std::make_shared<AllocatorPeakListener>(o.device.cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU);
     {
       c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, listener);
       for (std::size_t i = 0; i < kMemoryPassCalls; ++i) caller.untimed_call();
@@ -302,8 +306,8 @@ void measure(const BenchOptions& o, Caller& caller, BenchResult& result, std::st
     result.allocator.allocated_bytes = listener->peak_allocated();
     result.allocator.reserved_bytes = listener->peak_reserved();
     if (!result.allocator.measured)
-      result.notes.push_back(fmt::format("the {} allocator reported no allocation during the memory pass",
-                                         result.allocator.device));
+      result.notes.push_back(
+          fmt::format("the {} allocator reported no allocation during the memory pass", result.allocator.device));
   }
 
   // The profile: extra calls after the timed ones, each in a ProfilerStep#N span so that
@@ -338,8 +342,9 @@ BenchResult run_benchmark(const BenchOptions& o) {
   if (o.device.cuda) check_cuda(o.device);
   if (o.threads > 0) torch::set_num_threads(o.threads);
   result.threads = torch::get_num_threads();
-  const torch::Device device = o.device.cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(o.device.index))
-                                             : torch::Device(torch::kCPU);
+  const torch::Device device = o.device.cuda
+                                   ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(o.device.index))
+                                   : torch::Device(torch::kCPU);
 
   report(o, "loading", 0);
   if (!std::ifstream(o.model_path)) throw BenchError(fmt::format("cannot open the model file {}", o.model_path));
@@ -363,8 +368,9 @@ BenchResult run_benchmark(const BenchOptions& o) {
     Caller caller(module, std::move(inputs), o.device);
     result.timing = caller.timing();
     if (o.device.cuda && !caller.uses_events())
-      result.notes.push_back("the CUDA runtime's event API was not found: calls are timed on the host clock "
-                             "between two device synchronizations");
+      result.notes.push_back(
+          "the CUDA runtime's event API was not found: calls are timed on the host clock "
+          "between two device synchronizations");
     measure(o, caller, result, phase);
   } catch (const BenchError&) {
     throw;

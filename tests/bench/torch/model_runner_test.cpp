@@ -4,8 +4,8 @@
 // libtorch. Every expectation is a property (counts, ordering, identities) or a fact known
 // without running ferret (the planted slowdown's direction and rough size, the bytes of a tensor
 // the model allocates, the number of profiled calls asked for).
-#include <torch/script.h>
 #include <torch/cuda.h>
+#include <torch/script.h>
 #include <torch/version.h>
 
 #include <cmath>
@@ -160,7 +160,8 @@ def forward(self, a, b, c, d, e, f, g, h):
     return a.sum() + b.float().sum() + c.float().sum() + d.float().sum() + e.sum() + f.sum() + g.sum() + h.sum()
 )");
   BenchOptions o = quick_options(model, "2x3:float32", 10);
-  for (const char* spec : {"2x3:float16", "2x3:bfloat16", "2x3:float64", "64:int64", "2x3:int32", "2x3:uint8", "5:bool"})
+  for (const char* spec :
+       {"2x3:float16", "2x3:bfloat16", "2x3:float64", "64:int64", "2x3:int32", "2x3:uint8", "5:bool"})
     o.inputs.push_back(parse_input_spec(spec));
   parse_warmup("1", o);
   EXPECT_EQ(run_benchmark(o).record.samples.size(), 10u);
@@ -354,8 +355,8 @@ TEST(BenchCli, ModelSavedByPython) {
       model);
   if (std::system(script.c_str()) != 0) GTEST_SKIP() << "SKIPPED: /usr/bin/python3 has no torch (python3-torch)";
   const std::string trace = temp_path("py.json");
-  const nlohmann::json j = parse_json(
-      run_ferret("bench " + model + " --input 2x3x32x32 --threads 1 --runs 30 --json --profile " + trace));
+  const nlohmann::json j =
+      parse_json(run_ferret("bench " + model + " --input 2x3x32x32 --threads 1 --runs 30 --json --profile " + trace));
   EXPECT_EQ(j["samples_s"].size(), 30u);
   EXPECT_EQ(j["batch_size"], 2);
   EXPECT_NE(test::read_file(trace).find("aten::conv2d"), std::string::npos);
@@ -440,15 +441,14 @@ struct Diffed {
 };
 
 std::string profile(const std::string& model, const std::string& trace) {
-  const test::CommandResult r = run_ferret("bench " + model + " --input 32x64 --threads 1 --runs 5 --profile " + trace +
-                                           " --profile-calls 12");
+  const test::CommandResult r =
+      run_ferret("bench " + model + " --input 32x64 --threads 1 --runs 5 --profile " + trace + " --profile-calls 12");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return trace;
 }
 
 Diffed diff(const std::string& base, const std::string& next) {
-  const test::CommandResult r =
-      run_ferret("diff " + base + " " + next + " --json --fail-if-slower " + kGatePct);
+  const test::CommandResult r = run_ferret("diff " + base + " " + next + " --json --fail-if-slower " + kGatePct);
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   return {r.exit_code, nlohmann::json::parse(r.out)};
 }
@@ -502,7 +502,6 @@ TEST(BenchProof, IdenticalRecordingsAreNotFlaggedByTraceDiff) {
   EXPECT_FALSE(flagged_every_time);
   std::remove(model.c_str());
 }
-
 
 }  // namespace
 }  // namespace ferret::bench
