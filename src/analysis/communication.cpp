@@ -241,12 +241,13 @@ struct DeviceIntervals {
   std::int32_t device;
   std::vector<Interval> comm;
   std::vector<Interval> compute;
+  std::vector<Interval> exposed;  // comm - compute, once both are merged
 };
 
 DeviceIntervals& device_slot(std::vector<DeviceIntervals>& slots, std::int32_t device) {
   for (DeviceIntervals& s : slots)
     if (s.device == device) return s;
-  slots.push_back({device, {}, {}});
+  slots.push_back({device, {}, {}, {}});
   return slots.back();
 }
 
@@ -368,10 +369,13 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
     const std::int64_t comm = total_length(slot.comm);
     result.comm_device_ns += comm;
     result.overlapped_ns += total_length(intersect(slot.comm, slot.compute));
-    const std::vector<Interval> exposed = subtract(slot.comm, slot.compute);
+    slot.exposed = subtract(slot.comm, slot.compute);
     comm_all.insert(comm_all.end(), slot.comm.begin(), slot.comm.end());
-    exposed_all.insert(exposed_all.end(), exposed.begin(), exposed.end());
+    exposed_all.insert(exposed_all.end(), slot.exposed.begin(), slot.exposed.end());
   }
+  for (CollectiveCall& c : result.calls)
+    for (const DeviceIntervals& slot : slots)
+      if (slot.device == c.device) c.exposed_ns = covered_length(slot.exposed, c.start_ns, c.start_ns + c.dur_ns);
   merge_intervals(comm_all);
   merge_intervals(exposed_all);
   result.comm_ns = total_length(comm_all);

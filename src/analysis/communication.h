@@ -64,6 +64,9 @@ struct CollectiveCall {
   // collective's sequence number in it, which identify the same call on every rank.
   StrId process_group = kEmptyStr;
   std::int64_t seq = kNoId;
+  // The part of this kernel no compute kernel on its device overlaps (clipped to the window): the
+  // time a wait or transfer inside it can cost the step.
+  std::int64_t exposed_ns = 0;
 };
 
 struct CollectiveStats {

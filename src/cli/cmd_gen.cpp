@@ -49,6 +49,7 @@ struct JobArgs {
   int ranks_per_host = 8;
   int straggler = -1;
   std::string straggler_cause = "compute";
+  std::string sharding = "ddp";
   double straggler_delay_ms = 5.0;
   int slow_link = -1;
   double clock_skew_ms = 0.0;
@@ -162,6 +163,7 @@ JobOptions job_options(const JobArgs& args) {
   options.seed = args.seed;
   options.straggler = args.straggler;
   options.straggler_cause = args.straggler_cause;
+  options.sharding = args.sharding;
   options.straggler_delay_ms = args.straggler_delay_ms;
   options.slow_link_host = args.slow_link;
   options.clock_skew_ms = args.clock_skew_ms;
@@ -264,6 +266,11 @@ void add_job_options(CLI::App* cmd, JobArgs& args) {
   cmd->add_option("--clock-skew-ms", args.clock_skew_ms,
                   "Host clock offsets drawn uniformly in +-this (host 0 is exact)")
       ->capture_default_str();
+  cmd->add_option("--sharding", args.sharding,
+                  "How gradients are synchronised: ddp (an all-reduce per bucket) or zero2 (a reduce-scatter per "
+                  "bucket, AdamW on each rank's shard, then an all-gather of the parameters per bucket)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ddp", "zero2"}));
   cmd->add_flag("--no-seq", args.no_seq, "Leave the Seq arg out of the collectives (older torch)");
   cmd->add_flag("--no-distributed-info", args.no_distributed_info,
                 "Leave distributedInfo and the Rank arg out: the rank is only in the file name");

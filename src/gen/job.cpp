@@ -48,6 +48,12 @@ jobsim::StragglerCause parse_cause(const std::string& text) {
   throw std::invalid_argument(fmt::format("--straggler-cause must be compute, input or sync (got \"{}\")", text));
 }
 
+jobsim::Sharding parse_sharding(const std::string& text) {
+  if (text == "ddp") return jobsim::Sharding::kDdp;
+  if (text == "zero2") return jobsim::Sharding::kZero2;
+  throw std::invalid_argument(fmt::format("--sharding must be ddp or zero2 (got \"{}\")", text));
+}
+
 struct JobSetup {
   JobPlan plan;
   std::vector<std::int64_t> host_offsets_ns;
@@ -75,6 +81,7 @@ JobSetup make_setup(const JobOptions& o, int ranks, bool lenient) {
   p.steps = o.steps;
   p.seed = o.seed;
   p.straggler_cause = parse_cause(o.straggler_cause);
+  p.sharding = parse_sharding(o.sharding);
   p.straggler_delay_ns = ms_to_ns(o.straggler_delay_ms);
   p.seq = o.seq;
   p.distributed_info = o.distributed_info;
@@ -102,15 +109,44 @@ JobSetup make_setup(const JobOptions& o, int ranks, bool lenient) {
 // ---------------------------------------------------------------------------------------------
 // The physics pass: every rank in lockstep, the collectives settled across ranks.
 struct JobPhysics {
-  std::vector<std::int64_t> transfer_ns;                     // per bucket
-  std::vector<std::vector<std::int64_t>> collective_end_ns;  // [step][bucket]
+  // Per collective of a step: the buckets' all-reduces (DDP), or their reduce-scatters and then
+  // their all-gathers (ZeRO-2).
+  std::vector<std::int64_t> transfer_ns;
+  std::vector<std::vector<std::int64_t>> collective_end_ns;  // [step][collective]
   std::vector<std::vector<RankStepRecord>> records;          // [rank][step]
 };
 
+// What one bucket's collective moves in all (nccl-tests' size): its gradients, padded to whole
+// shards when sharded.
+std::int64_t collective_bytes(const JobPlan& plan, const jobsim::GradientBucket& b) {
+  return plan.sharding == jobsim::Sharding::kZero2 ? 4 * plan.padded_elements(b.elements) : b.bytes();
+}
+
+// Every participant's kernel ends when the last one to arrive has moved the data; calls on the
+// NCCL stream run in order. `previous_end` carries the stream across calls.
+std::vector<std::int64_t> settle(const std::vector<const std::vector<RankSimulator::CollectiveArrival>*>& arrivals,
+                                 std::span<const std::int64_t> transfer_ns, std::int64_t& previous_end) {
+  std::vector<std::int64_t> ends(transfer_ns.size());
+  for (std::size_t k = 0; k < transfer_ns.size(); ++k) {
+    std::int64_t latest_start = 0;
+    for (const auto* rank : arrivals)
+      latest_start = std::max(latest_start, jobsim::collective_start((*rank)[k], previous_end));
+    ends[k] = latest_start + transfer_ns[k];
+    previous_end = ends[k];
+  }
+  return ends;
+}
+
 JobPhysics simulate(const JobPlan& plan) {
   const auto& buckets = jobsim::gradient_buckets();
+  const bool sharded = plan.sharding == jobsim::Sharding::kZero2;
   JobPhysics physics;
-  for (const auto& b : buckets) physics.transfer_ns.push_back(plan.transfer_ns(b.bytes()));
+  for (const auto& b : buckets) physics.transfer_ns.push_back(plan.backward_transfer_ns(collective_bytes(plan, b)));
+  if (sharded)
+    for (const auto& b : buckets) physics.transfer_ns.push_back(plan.ring_pass_ns(collective_bytes(plan, b)));
+  const std::span<const std::int64_t> backward(physics.transfer_ns.data(), buckets.size());
+  const std::span<const std::int64_t> gathers(physics.transfer_ns.data() + buckets.size(),
+                                              physics.transfer_ns.size() - buckets.size());
   std::vector<std::unique_ptr<RankSimulator>> ranks;
   for (int r = 0; r < plan.world_size; ++r) ranks.push_back(std::make_unique<RankSimulator>(plan, r, false));
   physics.records.assign(static_cast<std::size_t>(plan.world_size), {});
@@ -118,19 +154,14 @@ JobPhysics simulate(const JobPlan& plan) {
   std::int64_t previous_end = 0;  // the NCCL streams are idle before the first step
   for (int step = 0; step < plan.steps; ++step) {
     for (std::size_t r = 0; r < ranks.size(); ++r) arrivals[r] = &ranks[r]->begin_step(step);
-    // Every participant's kernel ends when the last one to arrive has moved the data.
-    std::vector<std::int64_t> ends(buckets.size());
-    for (std::size_t k = 0; k < buckets.size(); ++k) {
-      std::int64_t latest_start = 0;
-      for (std::size_t r = 0; r < ranks.size(); ++r)
-        latest_start = std::max(latest_start, jobsim::collective_start((*arrivals[r])[k], previous_end));
-      ends[k] = latest_start + physics.transfer_ns[k];
-      previous_end = ends[k];
+    std::vector<std::int64_t> ends = settle(arrivals, backward, previous_end);
+    for (std::size_t r = 0; r < ranks.size(); ++r) arrivals[r] = &ranks[r]->finish_step(ends);
+    if (sharded) {
+      const std::vector<std::int64_t> gather_ends = settle(arrivals, gathers, previous_end);
+      for (auto& rank : ranks) rank->finish_gathers(gather_ends);
+      ends.insert(ends.end(), gather_ends.begin(), gather_ends.end());
     }
-    for (std::size_t r = 0; r < ranks.size(); ++r) {
-      ranks[r]->finish_step(ends);
-      physics.records[r].push_back(ranks[r]->step_record());
-    }
+    for (std::size_t r = 0; r < ranks.size(); ++r) physics.records[r].push_back(ranks[r]->step_record());
     physics.collective_end_ns.push_back(std::move(ends));
   }
   return physics;
@@ -169,7 +200,13 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   t["steps"] = plan.steps;
   t["first_step"] = jobsim::kFirstStepNumber;
   t["device"] = "NVIDIA H100 80GB HBM3";
-  t["model"] = "GPT-2 small (124,439,808 parameters), bf16 autocast, 16 x 1024 tokens per rank and step, DDP, AdamW";
+  const bool sharded = plan.sharding == jobsim::Sharding::kZero2;
+  t["model"] =
+      fmt::format("GPT-2 small (124,439,808 parameters), bf16 autocast, 16 x 1024 tokens per rank and step, {}",
+                  sharded ? "ZeRO-2 (gradients reduce-scattered, AdamW on each rank's shard, parameters "
+                            "all-gathered)"
+                          : "DDP, AdamW");
+  t["sharding"] = jobsim::sharding_name(plan.sharding);
   t["world_size"] = plan.world_size;
   t["hosts"] = plan.hosts;
   t["ranks_per_host"] = plan.ranks_per_host;
@@ -199,12 +236,22 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
 
   // Collectives: the planted transfer time, and each rank's waiting (kernel time beyond it).
   nlohmann::ordered_json c;
-  c["collective"] = "allreduce";
-  c["dtype"] = "Float";
-  c["process_group"] = "0";
-  c["kernel"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
-  c["per_step"] = buckets.size();
-  c["total"] = buckets.size() * steps;
+  const std::size_t per_step = physics.transfer_ns.size();
+  if (sharded) {
+    c["collective"] =
+        "_reduce_scatter_base per bucket in backward, then _allgather_base per bucket after the optimizer";
+    c["dtype"] = "Float";
+    c["process_group"] = "0";
+    c["kernel"] = "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+    c["gather_kernel"] = "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+  } else {
+    c["collective"] = "allreduce";
+    c["dtype"] = "Float";
+    c["process_group"] = "0";
+    c["kernel"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+  }
+  c["per_step"] = per_step;
+  c["total"] = per_step * steps;
   c["link"] = plan.link_name();
   c["link_busbw_gbps"] = plan.link_busbw_gbps();
   c["nvlink_busbw_gbps"] = jobsim::kNvlinkBusbwGBps;
@@ -214,39 +261,54 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
       plan.slow_link_host >= 0 ? nlohmann::ordered_json(plan.slow_link_host) : nlohmann::ordered_json();
   c["slow_link_busbw_gbps"] =
       plan.slow_link_host >= 0 ? nlohmann::ordered_json(jobsim::kSlowLinkBusbwGBps) : nlohmann::ordered_json();
-  c["alpha_ns"] = plan.alpha_ns();
+  c["alpha_ns"] = sharded ? plan.ring_pass_alpha_ns() : plan.alpha_ns();
   c["formula"] =
-      "transfer_ns = ceil(2(n-1)/n x bytes / link_busbw) + alpha_ns, alpha_ns = 8000 + 2(n-1) x (500 inside one host, "
-      "1500 across hosts); link_busbw = NVLink 450 GB/s inside one host, else the slowest host link (InfiniBand 50, "
-      "slow link 12); on every rank the NCCL kernel starts when that rank reaches it and ends at max over ranks of "
-      "start + transfer_ns";
+      sharded
+          ? "transfer_ns = ceil((n-1)/n x bytes / link_busbw) + alpha_ns for a reduce-scatter or all-gather of bytes "
+            "in all (the bucket padded to n shards), alpha_ns = 8000 + (n-1) x (500 inside one host, 1500 across "
+            "hosts); link_busbw = NVLink 450 GB/s inside one host, else the slowest host link (InfiniBand 50, slow "
+            "link 12); on every rank the NCCL kernel starts when that rank reaches it and ends at max over ranks of "
+            "start + transfer_ns"
+          : "transfer_ns = ceil(2(n-1)/n x bytes / link_busbw) + alpha_ns, alpha_ns = 8000 + 2(n-1) x (500 inside one "
+            "host, "
+            "1500 across hosts); link_busbw = NVLink 450 GB/s inside one host, else the slowest host link (InfiniBand "
+            "50, "
+            "slow link 12); on every rank the NCCL kernel starts when that rank reaches it and ends at max over ranks "
+            "of "
+            "start + transfer_ns";
   nlohmann::ordered_json bucket_list = nlohmann::ordered_json::array();
   std::int64_t bytes_per_step = 0, transfer_per_step = 0;
+  // nccl-tests' bus factor: 2(n-1)/n for an all-reduce, (n-1)/n for a reduce-scatter or all-gather.
+  const double bus_factor = sharded ? (n - 1) / n : 2 * (n - 1) / n;
   for (std::size_t k = 0; k < buckets.size(); ++k) {
-    const std::int64_t bytes = buckets[k].bytes();
+    const std::int64_t bytes = collective_bytes(plan, buckets[k]);
     const std::int64_t transfer = physics.transfer_ns[k];
     bytes_per_step += bytes;
     transfer_per_step += transfer;
     nlohmann::ordered_json b;
     b["bucket"] = k;
     b["elements"] = buckets[k].elements;
+    if (sharded) b["padded_elements"] = plan.padded_elements(buckets[k].elements);
     b["bytes"] = bytes;
     b["transfer_ns"] = transfer;
+    if (sharded) b["all_gather_transfer_ns"] = physics.transfer_ns[buckets.size() + k];
     // nccl-tests' busbw over the whole transfer (alpha included), and without alpha (the link).
-    b["busbw_gbps"] = rounded(static_cast<double>(bytes) * 2 * (n - 1) / n / static_cast<double>(transfer), 3);
+    b["busbw_gbps"] = rounded(static_cast<double>(bytes) * bus_factor / static_cast<double>(transfer), 3);
     b["link_busbw_gbps"] = plan.link_busbw_gbps();
     bucket_list.push_back(b);
   }
+  for (std::size_t k = buckets.size(); k < per_step; ++k) transfer_per_step += physics.transfer_ns[k];
   c["buckets"] = bucket_list;
-  c["allreduce_bytes_per_step"] = bytes_per_step;
+  c[sharded ? "reduce_scatter_bytes_per_step" : "allreduce_bytes_per_step"] = bytes_per_step;
+  if (sharded) c["all_gather_bytes_per_step"] = bytes_per_step;
   c["transfer_ns_per_step"] = transfer_per_step;
   std::vector<std::int64_t> mean_wait;
   for (std::size_t r = 0; r < ranks; ++r) {
     std::int64_t wait = 0;
     for (std::size_t s = 0; s < steps; ++s)
-      for (std::size_t k = 0; k < buckets.size(); ++k)
+      for (std::size_t k = 0; k < per_step; ++k)
         wait += physics.collective_end_ns[s][k] - physics.records[r][s].collective_start_ns[k] - physics.transfer_ns[k];
-    mean_wait.push_back(wait / static_cast<std::int64_t>(steps * buckets.size()));
+    mean_wait.push_back(wait / static_cast<std::int64_t>(steps * per_step));
   }
   c["mean_wait_ns_by_rank"] = mean_wait;
   t["collectives"] = c;
@@ -280,7 +342,8 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
     st["lateness_ns_by_bucket"] = by_bucket;
     st["last_to_start_share"] = rounded(static_cast<double>(last_count) / static_cast<double>(steps * buckets.size()));
     st["lateness_definition"] =
-        "per collective: the straggler's NCCL kernel start minus the latest start among the other ranks (true time); "
+        "per bucket's collective in backward: the straggler's NCCL kernel start minus the latest start among the other "
+        "ranks (true time); "
         "means are integer divisions over all collectives, over steps for first_collective and by_bucket";
     t["straggler"] = st;
   } else {
@@ -309,11 +372,20 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   t["exposed_comm_ns_per_step_by_rank"] = exposed_by_rank;
 
   std::vector<std::string> findings;
-  findings.push_back(fmt::format(
-      "communication: every step all-reduces {:.1f} MB of fp32 gradients in {} DDP buckets over {}; planted transfer "
-      "{:.2f} ms per step",
-      static_cast<double>(bytes_per_step) / 1e6, buckets.size(), findings_link(plan),
-      static_cast<double>(transfer_per_step) / 1e6));
+  if (sharded)
+    findings.push_back(fmt::format(
+        "communication: every step reduce-scatters {:.1f} MB of fp32 gradients in {} buckets during backward and, "
+        "after "
+        "AdamW steps each rank's shard, all-gathers as many bytes of parameters with no compute left to hide them "
+        "(ZeRO-2), over {}; planted transfer {:.2f} ms per step",
+        static_cast<double>(bytes_per_step) / 1e6, buckets.size(), findings_link(plan),
+        static_cast<double>(transfer_per_step) / 1e6));
+  else
+    findings.push_back(fmt::format(
+        "communication: every step all-reduces {:.1f} MB of fp32 gradients in {} DDP buckets over {}; planted "
+        "transfer {:.2f} ms per step",
+        static_cast<double>(bytes_per_step) / 1e6, buckets.size(), findings_link(plan),
+        static_cast<double>(transfer_per_step) / 1e6));
   if (plan.straggler >= 0) {
     const char* signature = "";
     switch (plan.straggler_cause) {
@@ -428,7 +500,11 @@ RankFile write_rank(const JobSetup& setup, const JobPhysics& physics, int rank, 
   std::int64_t last_end = jobsim::kTraceStartNs;
   for (int step = 0; step < plan.steps; ++step) {
     sim.begin_step(step);
-    sim.finish_step(physics.collective_end_ns[static_cast<std::size_t>(step)]);
+    const std::vector<std::int64_t>& ends = physics.collective_end_ns[static_cast<std::size_t>(step)];
+    const std::size_t backward = jobsim::gradient_buckets().size();
+    sim.finish_step(std::span<const std::int64_t>(ends.data(), backward));
+    if (plan.sharding == jobsim::Sharding::kZero2)
+      sim.finish_gathers(std::span<const std::int64_t>(ends.data() + backward, ends.size() - backward));
     const RankStepRecord& replayed = sim.step_record();
     const RankStepRecord& simulated = physics.records[static_cast<std::size_t>(rank)][static_cast<std::size_t>(step)];
     if (replayed.end_ns != simulated.end_ns || replayed.collective_start_ns != simulated.collective_start_ns)

@@ -25,6 +25,7 @@ struct JobOptions {
   std::uint64_t seed = 1;
   int straggler = -1;                       // rank, or -1
   std::string straggler_cause = "compute";  // compute | input | sync
+  std::string sharding = "ddp";             // ddp (all-reduce) | zero2 (reduce-scatter, then all-gather)
   double straggler_delay_ms = 5.0;
   int slow_link_host = -1;         // host, or -1
   double clock_skew_ms = 0.0;      // per-host offsets uniform in +-skew (host 0 exactly 0)

@@ -19,6 +19,8 @@ const char* straggler_cause_name(StragglerCause cause) {
   return "compute";
 }
 
+const char* sharding_name(Sharding sharding) { return sharding == Sharding::kZero2 ? "zero2" : "ddp"; }
+
 std::int64_t JobPlan::link_busbw_gbps() const {
   if (hosts <= 1) return kNvlinkBusbwGBps;
   return slow_link_host >= 0 && slow_link_host < hosts ? kSlowLinkBusbwGBps : kInfinibandBusbwGBps;
@@ -39,6 +41,27 @@ std::int64_t JobPlan::transfer_ns(std::int64_t bytes) const {
   const std::int64_t bus_bytes_times_n = bytes * 2 * (n - 1);  // bus bytes x n, kept exact
   const std::int64_t bytes_per_ns_times_n = link_busbw_gbps() * n;
   return (bus_bytes_times_n + bytes_per_ns_times_n - 1) / bytes_per_ns_times_n + alpha_ns();
+}
+
+std::int64_t JobPlan::ring_pass_alpha_ns() const {
+  const std::int64_t hop_ns = hosts > 1 ? 1500 : 500;
+  return 8000 + static_cast<std::int64_t>(world_size - 1) * hop_ns;
+}
+
+std::int64_t JobPlan::ring_pass_ns(std::int64_t bytes) const {
+  const std::int64_t n = world_size;
+  const std::int64_t bus_bytes_times_n = bytes * (n - 1);
+  const std::int64_t bytes_per_ns_times_n = link_busbw_gbps() * n;
+  return (bus_bytes_times_n + bytes_per_ns_times_n - 1) / bytes_per_ns_times_n + ring_pass_alpha_ns();
+}
+
+std::int64_t JobPlan::backward_transfer_ns(std::int64_t bytes) const {
+  return sharding == Sharding::kZero2 ? ring_pass_ns(bytes) : transfer_ns(bytes);
+}
+
+std::int64_t JobPlan::padded_elements(std::int64_t elements) const {
+  const std::int64_t n = world_size;
+  return (elements + n - 1) / n * n;
 }
 
 const std::vector<GradientBucket>& gradient_buckets() {
@@ -236,6 +259,15 @@ const KernelShape kNcclAllReduce{"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDe
                                  96,
                                  87568,
                                  0};
+const KernelShape kNcclReduceScatter{
+    "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+    {24, 1, 1},
+    {640, 1, 1},
+    96,
+    87568,
+    0};
+const KernelShape kNcclAllGather{
+    "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", {24, 1, 1}, {640, 1, 1}, 96, 87568, 0};
 }  // namespace kernels
 
 // ---------------------------------------------------------------------------------------------
@@ -456,6 +488,9 @@ struct RankSimulator::Impl {
   std::vector<std::int64_t> forward_sequence;  // autograd Sequence number of each forward op
   std::size_t forward_cursor = 0;
   std::vector<Args> bucket_args;  // collective args up to "Process Group Ranks"
+  std::vector<Args> gather_args;  // ZeRO-2's parameter all-gathers, the same way
+  std::vector<CollectiveArrival> gather_arrivals;
+  std::vector<Pending> gather_pending;
 
   // Members initialize in declaration order: the pid, then the autograd thread, are drawn first.
   Impl(const JobPlan& p, int r, bool rec)
@@ -474,18 +509,30 @@ struct RankSimulator::Impl {
     next_step_start = kTraceStartNs + us(400) + rng.between(0, us(300));  // profilers start within ~0.3 ms
     if (record) {
       const std::string ranks = fmt::format("[{}]", kineto::rank_list(plan.world_size));
-      for (const GradientBucket& b : gradient_buckets())
-        bucket_args.push_back(Args()
-                                  .string("Collective name", "allreduce")
-                                  .string("dtype", "Float")
-                                  .integer("In msg nelems", b.elements)
-                                  .integer("Out msg nelems", b.elements)
-                                  .integer("Group size", plan.world_size)
-                                  .string("In split size", "[]")
-                                  .string("Out split size", "[]")
-                                  .string("Process Group Name", "0")
-                                  .string("Process Group Description", "default_pg")
-                                  .string("Process Group Ranks", ranks));
+      const auto collective = [&](std::string_view name, std::int64_t in, std::int64_t out) {
+        return Args()
+            .string("Collective name", name)
+            .string("dtype", "Float")
+            .integer("In msg nelems", in)
+            .integer("Out msg nelems", out)
+            .integer("Group size", plan.world_size)
+            .string("In split size", "[]")
+            .string("Out split size", "[]")
+            .string("Process Group Name", "0")
+            .string("Process Group Description", "default_pg")
+            .string("Process Group Ranks", ranks);
+      };
+      const std::int64_t n = plan.world_size;
+      for (const GradientBucket& b : gradient_buckets()) {
+        if (plan.sharding == Sharding::kDdp) {
+          bucket_args.push_back(collective("allreduce", b.elements, b.elements));
+        } else {
+          // reduce_scatter_tensor / all_gather_into_tensor on the flat buffer padded to n shards.
+          const std::int64_t padded = plan.padded_elements(b.elements);
+          bucket_args.push_back(collective("_reduce_scatter_base", padded, padded / n));
+          gather_args.push_back(collective("_allgather_base", padded / n, padded));
+        }
+      }
     }
   }
 
@@ -533,29 +580,65 @@ struct RankSimulator::Impl {
   // record_param_comms > nccl:all_reduce > event record, stream wait, cudaLaunchKernelExC of the
   // NCCL kernel on the NCCL stream. The kernel's start is settled across ranks (finish_step).
   void all_reduce(std::size_t bucket) {
+    const bool sharded = plan.sharding == Sharding::kZero2;
+    issue_collective(record ? bucket_args[bucket] : Args(), sharded ? "nccl:_reduce_scatter_base" : "nccl:all_reduce",
+                     sharded ? kernels::kNcclReduceScatter : kernels::kNcclAllReduce, pending, arrivals);
+  }
+
+  // ZeRO-2, once the optimizer has stepped this rank's shard: all-gather one bucket's updated
+  // parameters, from the main thread, after the optimizer's kernels on the compute stream.
+  void all_gather(std::size_t bucket) {
+    issue_collective(record ? gather_args[bucket] : Args(), "nccl:_all_gather_base", kernels::kNcclAllGather,
+                     gather_pending, gather_arrivals);
+  }
+
+  // record_param_comms > nccl:<op> > event record, stream wait, cudaLaunchKernelExC of the NCCL
+  // kernel on the NCCL stream, which waits for what the compute stream has queued so far. The
+  // kernel's start is settled across ranks (place_collectives).
+  void issue_collective(Args args, std::string_view annotation, const KernelShape& kernel,
+                        std::vector<Pending>& pending_out, std::vector<CollectiveArrival>& arrivals_out) {
     const std::int64_t seq = ids.collective_seq++;
-    Args args;
     if (record) {
-      args = bucket_args[bucket];
       if (plan.distributed_info) args.integer("Rank", rank);
       if (plan.seq) args.integer("Seq", seq);
     }
-    kineto::open_all_reduce(t, args);
-    // The NCCL stream waits for the gradients computed so far on the compute stream.
-    const std::int64_t gradients_ready = t.stream_free(kComputeStream);
+    kineto::open_collective(t, args, annotation);
+    const std::int64_t inputs_ready = t.stream_free(kComputeStream);
     const std::int64_t launch_ns = rng.between(9000, 14000);
     const std::int64_t corr = ids.correlation++;
     const std::int64_t ext = t.innermost_external_id();
     const std::int64_t launch_latency = rng.between(1500, 4000);
     CollectiveArrival arrival;
-    arrival.ready_ns = std::max(t.now() + launch_ns + launch_latency, gradients_ready);
+    arrival.ready_ns = std::max(t.now() + launch_ns + launch_latency, inputs_ready);
     arrival.queue_gap_ns = rng.between(800, 2000);
-    // Written with no time yet: finish_step places the kernel and its flow.
+    // Written with no time yet: place_collectives places the kernel and its flow.
     const auto launched =
-        t.launch_at(kernels::kNcclAllReduce, 0, launch_ns, kNcclStream, 0, args, "cudaLaunchKernelExC", 430, corr, ext);
-    pending.push_back({launched.kernel_event, launched.flow_event});
-    arrivals.push_back(arrival);
-    kineto::close_all_reduce(t);
+        t.launch_at(kernel, 0, launch_ns, kNcclStream, 0, args, "cudaLaunchKernelExC", 430, corr, ext);
+    pending_out.push_back({launched.kernel_event, launched.flow_event});
+    arrivals_out.push_back(arrival);
+    kineto::close_collective(t);
+  }
+
+  // Places settled NCCL kernels: each starts at max(ready, previous end + gap), ends at its end.
+  void place_collectives(const std::vector<CollectiveArrival>& arrived, const std::vector<Pending>& events,
+                         std::span<const std::int64_t> ends) {
+    if (ends.size() != arrived.size()) throw std::logic_error("job simulation: one collective end per call expected");
+    std::int64_t previous_end = nccl_free;
+    for (std::size_t k = 0; k < arrived.size(); ++k) {
+      const std::int64_t start = collective_start(arrived[k], previous_end);
+      const std::int64_t end = ends[k];
+      if (end <= start) throw std::logic_error("job simulation: a collective ends before it starts");
+      if (record) {
+        TraceEvent& kernel = t.events()[static_cast<std::size_t>(events[k].kernel_event)];
+        kernel.ts = start;
+        kernel.dur = end - start;
+        t.events()[static_cast<std::size_t>(events[k].flow_event)].ts = start;
+      }
+      t.gpu().push_back({start, end, GpuKind::kCommunication});
+      step.collective_start_ns.push_back(start);
+      previous_end = end;
+    }
+    nccl_free = previous_end;
   }
 
   void forward(std::int64_t sync_work_ns_total) {
@@ -648,6 +731,8 @@ struct RankSimulator::Impl {
     t.restart(next_step_start);
     pending.clear();
     arrivals.clear();
+    gather_pending.clear();
+    gather_arrivals.clear();
     step = RankStepRecord{};
     t.on_thread(main_tid);
     step.start_ns = t.now();
@@ -687,25 +772,9 @@ struct RankSimulator::Impl {
     return arrivals;
   }
 
-  void finish_step(std::span<const std::int64_t> collective_end_ns) {
-    if (collective_end_ns.size() != arrivals.size())
-      throw std::logic_error("job simulation: one collective end per bucket expected");
-    std::int64_t previous_end = nccl_free;
-    for (std::size_t k = 0; k < arrivals.size(); ++k) {
-      const std::int64_t start = collective_start(arrivals[k], previous_end);
-      const std::int64_t end = collective_end_ns[k];
-      if (end <= start) throw std::logic_error("job simulation: a collective ends before it starts");
-      if (record) {
-        TraceEvent& kernel = t.events()[static_cast<std::size_t>(pending[k].kernel_event)];
-        kernel.ts = start;
-        kernel.dur = end - start;
-        t.events()[static_cast<std::size_t>(pending[k].flow_event)].ts = start;
-      }
-      t.gpu().push_back({start, end, GpuKind::kCommunication});
-      step.collective_start_ns.push_back(start);
-      previous_end = end;
-    }
-    nccl_free = previous_end;
+  const std::vector<CollectiveArrival>& finish_step(std::span<const std::int64_t> collective_end_ns) {
+    place_collectives(arrivals, pending, collective_end_ns);
+    const bool sharded = plan.sharding == Sharding::kZero2;
 
     // DDP's finalize makes the compute stream wait for the NCCL stream; AdamW (foreach) follows.
     t.advance(rng.between(us(8), us(15)));
@@ -718,11 +787,33 @@ struct RankSimulator::Impl {
           "aten::_foreach_sqrt", "aten::_foreach_div_", "aten::_foreach_add_", "aten::_foreach_addcdiv_"}) {
       t.open("cpu_op", op);
       t.advance(rng.between(us(8), us(16)));
-      const std::int64_t kernel_ns = rng.between(us(250), us(400));
+      std::int64_t kernel_ns = rng.between(us(250), us(400));
+      if (sharded) kernel_ns = std::max<std::int64_t>(2000, kernel_ns / plan.world_size);  // its shard only
       t.launch(kernels::kAdamForeach, kernel_ns, rng.between(6000, 9000), kComputeStream, after_nccl);
       t.advance(rng.between(1000, 3000));
       t.close();
     }
+    if (sharded) {
+      t.advance(rng.between(us(5), us(10)));
+      for (std::size_t k = 0; k < gradient_buckets().size(); ++k) all_gather(k);
+      return gather_arrivals;  // the optimizer span stays open until the gathers are placed
+    }
+    end_step();
+    return gather_arrivals;  // empty
+  }
+
+  void finish_gathers(std::span<const std::int64_t> gather_end_ns) {
+    if (plan.sharding != Sharding::kZero2) throw std::logic_error("job simulation: gathers only with ZeRO-2");
+    place_collectives(gather_arrivals, gather_pending, gather_end_ns);
+    // The next forward reads the gathered parameters: the compute stream waits for the NCCL stream.
+    t.advance(rng.between(us(3), us(6)));
+    t.runtime("cudaStreamWaitEvent", rng.between(1500, 3000), 147);
+    t.set_stream_free(kComputeStream, std::max(t.stream_free(kComputeStream), nccl_free));
+    end_step();
+  }
+
+  // The end of the optimizer span, zero_grad, the loss read-out and the end of the step.
+  void end_step() {
     t.advance(rng.between(us(5), us(10)));
     t.close();
     t.open("user_annotation", "Optimizer.zero_grad#AdamW.zero_grad");
@@ -766,8 +857,12 @@ RankSimulator::~RankSimulator() = default;
 const std::vector<RankSimulator::CollectiveArrival>& RankSimulator::begin_step(int index) {
   return impl_->begin_step(index);
 }
-void RankSimulator::finish_step(std::span<const std::int64_t> collective_end_ns) {
-  impl_->finish_step(collective_end_ns);
+const std::vector<RankSimulator::CollectiveArrival>& RankSimulator::finish_step(
+    std::span<const std::int64_t> collective_end_ns) {
+  return impl_->finish_step(collective_end_ns);
+}
+void RankSimulator::finish_gathers(std::span<const std::int64_t> gather_end_ns) {
+  impl_->finish_gathers(gather_end_ns);
 }
 const RankStepRecord& RankSimulator::step_record() const { return impl_->step; }
 std::vector<TraceEvent>& RankSimulator::step_events() { return impl_->t.events(); }

@@ -1,11 +1,15 @@
-// The simulation behind `ferret gen job`: one data-parallel training job on H100s (DDP, NCCL
-// all-reduce of gradient buckets), as seen by each rank's profiler.
+// The simulation behind `ferret gen job`: one data-parallel training job on H100s, as seen by each
+// rank's profiler. Gradients are synchronised either as DDP does it (an NCCL all-reduce per
+// gradient bucket) or as ZeRO-2 does (a reduce-scatter per bucket in backward; each rank steps
+// the optimizer on its shard, then all-gathers the updated parameters).
 //
 // Each rank is a RankSimulator: a deterministic function of (job plan, rank, the end times of the
 // job's collectives). A step is built in two halves around the collectives that couple the ranks:
 // begin_step() runs the rank up to the end of backward and says when each bucket's all-reduce
 // could start there; the caller settles every collective across ranks (collective_end below);
-// finish_step() then fills in the NCCL kernels and runs the optimizer, which waits for them.
+// finish_step() then fills in the NCCL kernels and runs the optimizer, which waits for them. With
+// ZeRO-2 the optimizer's all-gathers couple the ranks again: finish_step() returns their arrivals,
+// the caller settles them, and finish_gathers() ends the step.
 // The same simulator with the same inputs gives the same events, so a job can be simulated once
 // for its physics (events not recorded) and replayed rank by rank to write the files.
 //
@@ -27,6 +31,9 @@ namespace ferret::jobsim {
 enum class StragglerCause { kCompute, kInput, kSync };
 const char* straggler_cause_name(StragglerCause cause);  // "compute", "input", "sync"
 
+enum class Sharding { kDdp, kZero2 };
+const char* sharding_name(Sharding sharding);  // "ddp", "zero2"
+
 // Link bandwidths (nccl-tests bus bandwidth), bytes per ns = GB/s. NVLink 4 on H100 ~450 GB/s per
 // direction; 400 Gb/s InfiniBand ~50 GB/s; a NIC fallen back to TCP sockets ~12 GB/s.
 inline constexpr std::int64_t kNvlinkBusbwGBps = 450;
@@ -46,6 +53,7 @@ struct JobPlan {
   int slow_link_host = -1;       // host whose network link is slow, or -1
   bool seq = true;               // "Seq" in the collective args
   bool distributed_info = true;  // "Rank" in the collective args (and distributedInfo, job.cpp)
+  Sharding sharding = Sharding::kDdp;
 
   int host_of(int rank) const { return rank / ranks_per_host; }
   int local_rank(int rank) const { return rank % ranks_per_host; }
@@ -57,6 +65,15 @@ struct JobPlan {
   std::int64_t alpha_ns() const;
   // Ring all-reduce: ceil(2(n-1)/n x bytes / busbw) + alpha.
   std::int64_t transfer_ns(std::int64_t bytes) const;
+  // Ring reduce-scatter or all-gather of `bytes` in all (n-1 ring steps, half an all-reduce):
+  // ceil((n-1)/n x bytes / busbw) + kernel setup + (n-1) hops.
+  std::int64_t ring_pass_alpha_ns() const;
+  std::int64_t ring_pass_ns(std::int64_t bytes) const;
+  // What one bucket's collective in backward takes: the all-reduce (DDP) or the reduce-scatter
+  // (ZeRO-2) of its gradients.
+  std::int64_t backward_transfer_ns(std::int64_t bytes) const;
+  // A bucket's elements padded to a multiple of the world size (the sharded flat buffer).
+  std::int64_t padded_elements(std::int64_t elements) const;
 };
 
 // DDP's gradient buckets of the simulated model (GPT-2 small, 124M parameters, fp32 gradients):
@@ -81,11 +98,12 @@ using TraceEvent = kineto::TraceEvent;
 
 // What one step did on one rank, for the ground truth.
 struct RankStepRecord {
-  std::int64_t start_ns = 0, end_ns = 0;          // the ProfilerStep span
-  std::vector<std::int64_t> collective_start_ns;  // per bucket: the NCCL kernel's start
-  std::int64_t comm_ns = 0;                       // union of NCCL kernels
-  std::int64_t exposed_ns = 0;                    // NCCL time no compute kernel overlaps
-  std::int64_t compute_ns = 0;                    // union of compute kernels
+  std::int64_t start_ns = 0, end_ns = 0;  // the ProfilerStep span
+  // Per bucket: the NCCL kernel's start in backward; with ZeRO-2 then each bucket's all-gather.
+  std::vector<std::int64_t> collective_start_ns;
+  std::int64_t comm_ns = 0;     // union of NCCL kernels
+  std::int64_t exposed_ns = 0;  // NCCL time no compute kernel overlaps
+  std::int64_t compute_ns = 0;  // union of compute kernels
 };
 
 // Deterministic randomness, as the scenarios draw it.
@@ -111,7 +129,10 @@ class RankSimulator {
   const std::vector<CollectiveArrival>& begin_step(int index);
   // Completes the step given each bucket's collective end (true time, same on every rank).
   // The NCCL kernel of bucket k starts at max(ready, previous collective's end + queue gap).
-  void finish_step(std::span<const std::int64_t> collective_end_ns);
+  // DDP: the step ends here and the result is empty. ZeRO-2: runs the sharded optimizer and
+  // returns the arrivals of the parameter all-gathers (one per bucket), for finish_gathers().
+  const std::vector<CollectiveArrival>& finish_step(std::span<const std::int64_t> collective_end_ns);
+  void finish_gathers(std::span<const std::int64_t> gather_end_ns);
 
   const RankStepRecord& step_record() const;
   std::vector<TraceEvent>& step_events();  // the finished step's events (when recording)

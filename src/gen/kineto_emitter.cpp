@@ -407,11 +407,13 @@ void open_autograd_node(HostTimeline& t, std::string_view node, std::int64_t seq
   t.advance(overhead_ns / 3 + t.rng().between(200, 600));
 }
 
-void open_all_reduce(HostTimeline& t, const Args& collective) {
+void open_all_reduce(HostTimeline& t, const Args& collective) { open_collective(t, collective, "nccl:all_reduce"); }
+
+void open_collective(HostTimeline& t, const Args& collective, std::string_view annotation) {
   Random& rng = t.rng();
   t.open("cpu_op", "record_param_comms", collective);
   t.advance(rng.between(us(3), us(6)));
-  t.open("user_annotation", "nccl:all_reduce");
+  t.open("user_annotation", annotation);
   t.advance(rng.between(us(2), us(4)));
   t.runtime("cudaEventRecord", rng.between(1500, 3000), 135);
   t.runtime("cudaStreamWaitEvent", rng.between(1200, 2500), 147);

@@ -249,6 +249,9 @@ void open_autograd_node(HostTimeline& t, std::string_view node, std::int64_t seq
 // stream). The caller launches the NCCL kernel in between; close_all_reduce ends both spans.
 void open_all_reduce(HostTimeline& t, const Args& collective);
 void close_all_reduce(HostTimeline& t);
+// The same around any collective, its annotation named as torch names it ("nccl:_all_gather_base").
+void open_collective(HostTimeline& t, const Args& collective, std::string_view annotation);
+inline void close_collective(HostTimeline& t) { close_all_reduce(t); }
 
 // ---------------------------------------------------------------------------------------------
 // The document around the events.

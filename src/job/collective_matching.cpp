@@ -279,7 +279,7 @@ CollectiveMatching match_collectives(const std::vector<RankResult>& ranks) {
       const RankClock& clock = m.clocks[static_cast<std::size_t>(ref.rank_index)];
       if (!clock.aligned) continue;
       const RankCollective& c = at(ranks, ref);
-      call.participants.push_back({ref.rank_index, c.start_ns + clock.offset_ns, c.dur_ns});
+      call.participants.push_back({ref.rank_index, c.start_ns + clock.offset_ns, c.dur_ns, c.exposed_ns});
     }
     // Drop participants whose end is not this call's end.
     std::vector<std::int64_t> ends;

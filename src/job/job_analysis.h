@@ -50,6 +50,7 @@ struct Participant {
   std::int32_t rank_index = -1;  // into JobAnalysis::ranks
   std::int64_t start_ns = 0;
   std::int64_t dur_ns = 0;
+  std::int64_t exposed_ns = 0;  // of dur_ns, what no compute kernel on the rank's GPU overlaps
   std::int64_t end_ns() const { return start_ns + dur_ns; }
 };
 

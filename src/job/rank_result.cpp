@@ -153,6 +153,7 @@ RankResult summarize_rank(const TraceAnalysis& a, const Diagnosis& d) {
     rc.bytes = c.bytes;
     rc.group_size = c.group_size;
     rc.device = c.device;
+    rc.exposed_ns = c.exposed_ns;
     r.collectives.push_back(rc);
   }
 
@@ -193,7 +194,7 @@ std::vector<std::uint8_t> encode_rank_result(const RankResult& r) {
   json collectives = json::array();
   for (const RankCollective& c : r.collectives)
     collectives.push_back({static_cast<int>(c.kind), c.process_group, c.seq, c.step, c.start_ns, c.dur_ns, c.bytes,
-                           c.group_size, c.device});
+                           c.group_size, c.device, c.exposed_ns});
   json findings = json::array();
   for (const RankFinding& f : r.findings)
     findings.push_back(
@@ -278,6 +279,7 @@ RankResult decode_rank_result(const std::vector<std::uint8_t>& bytes) {
       c.bytes = get_at<std::int64_t>(row, 6);
       c.group_size = get_at<std::int32_t>(row, 7);
       c.device = get_at<std::int32_t>(row, 8);
+      c.exposed_ns = get_at<std::int64_t>(row, 9);
       r.collectives.push_back(c);
     }
     r.verdict = doc.at("verdict").get<std::string>();

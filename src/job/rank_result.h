@@ -39,6 +39,7 @@ struct RankCollective {
   std::int64_t bytes = -1;       // nccl-tests size; -1 unknown
   std::int32_t group_size = -1;  // -1 unknown
   std::int32_t device = -1;
+  std::int64_t exposed_ns = 0;  // of dur_ns, what no compute kernel on its GPU overlaps
 };
 
 // One step of the rank, with what its time went to. Everything here is on the rank's own clock

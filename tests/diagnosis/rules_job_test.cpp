@@ -52,6 +52,7 @@ std::vector<RankResult> make_ranks(int ranks, int steps, const std::vector<Plann
         call.bytes = calls[c].bytes;
         call.group_size = ranks;
         call.device = r;
+        call.exposed_ns = call.dur_ns;
         rr.collectives.push_back(call);
         step.comm_ns += call.dur_ns;
         step.exposed_comm_ns += call.dur_ns;
@@ -122,6 +123,7 @@ TEST(RulesJob, ExposedAllGatherAndReduceScatterGiveTheShardingFixes) {
       c.bytes = 4;
       c.group_size = 4;
       c.device = r.rank;
+      c.exposed_ns = c.dur_ns;
       r.collectives.push_back(c);
       s.comm_ns += c.dur_ns;
       s.exposed_comm_ns += c.dur_ns;
@@ -164,6 +166,24 @@ TEST(RulesJob, WaitingThatMovesBetweenRanksIsCollectiveSkew) {
   EXPECT_DOUBLE_EQ(f->evidence[0].value, 60.0);  // wait_share_pct
   EXPECT_NEAR(f->time_share, 0.03, 1e-12);
   EXPECT_EQ(f->severity, Severity::kLow);
+}
+
+// The same moving skew while backward still computes beside every collective: only the last
+// 1 ms of each kernel (the transfer) is exposed, the waiting before it is hidden. Waiting is
+// still 60% of collective time, but it costs nothing, so it is not a finding. With the last
+// 1 ms of each wait exposed too, 3 waiting ranks x 2 calls x 4 steps x 1 ms = 24 ms of the
+// ranks' 1600 ms (1.5%) is lost, and it is.
+TEST(RulesJob, SkewThatComputeHidesIsNotAFinding) {
+  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB}, {Collective::kAllReduce, 64 * kMiB}};
+  std::vector<RankResult> ranks = make_ranks(4, 4, calls, 1, 2, [](int s) { return s % 4; });
+  for (RankResult& r : ranks)
+    for (RankCollective& c : r.collectives) c.exposed_ns = 1 * kMs;
+  EXPECT_EQ(find(diagnose_job(analyze_job(ranks)), "collective-skew"), nullptr);
+  for (RankResult& r : ranks)
+    for (RankCollective& c : r.collectives) c.exposed_ns = c.dur_ns == 3 * kMs ? 2 * kMs : 1 * kMs;
+  const Finding* f = find(diagnose_job(analyze_job(ranks)), "collective-skew");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->time_share, 0.015, 1e-12);
 }
 
 // The same waiting, always for rank 2: a straggler explains it, so it is not also skew; and the

@@ -116,6 +116,45 @@ std::uint64_t count_named(const TraceModel& m, std::string_view name) {
   return n;
 }
 
+// ZeRO-2: per step and bucket a reduce-scatter in backward, then after AdamW an all-gather; each
+// kernel lasts at least its planted transfer, (n-1)/n of the padded bucket over the link plus
+// the ring's latency, and every rank's kernel of one call ends at the same moment.
+TEST(GenJob, Zero2ReduceScattersThenAllGathers) {
+  TempDir dir("job-zero2");
+  JobOptions o = options_for(dir, 6, 2);
+  o.sharding = "zero2";
+  const LoadedJob job = generate(o);
+  EXPECT_EQ(job.truth["sharding"], "zero2");
+  const std::size_t per_step = job.truth["collectives"]["per_step"].get<std::size_t>();
+  ASSERT_EQ(per_step, 26u);
+  const nlohmann::json& bucket0 = job.truth["collectives"]["buckets"][0];
+  // 7,089,408 elements padded to 6 shards: 7,089,408 (already a multiple), 28,357,632 bytes;
+  // ceil(5/6 x 28,357,632 / 450) + 8000 + 5 x 500 = 52,515 + 10,500.
+  EXPECT_EQ(bucket0["padded_elements"], 7089408);
+  EXPECT_EQ(bucket0["transfer_ns"], 52515 + 10500);
+  EXPECT_EQ(bucket0["all_gather_transfer_ns"], 52515 + 10500);
+  for (std::size_t r = 0; r < job.ranks.size(); ++r) {
+    const TraceModel& m = job.ranks[r].model;
+    EXPECT_EQ(m.report.repair_count(), 0u);
+    EXPECT_EQ(m.relations.unmatched_gpu, 0u);
+    EXPECT_EQ(count_named(m, "nccl:_reduce_scatter_base"), 2 * 13u);
+    EXPECT_EQ(count_named(m, "nccl:_all_gather_base"), 2 * 13u);
+    EXPECT_EQ(count_named(m, "nccl:all_reduce"), 0u);
+    ASSERT_EQ(job.ranks[r].nccl.size(), 2 * per_step);
+    for (std::size_t k = 0; k < job.ranks[r].nccl.size(); ++k) {
+      const NcclKernel& call = job.ranks[r].nccl[k];
+      const bool gather = k % per_step >= 13;
+      // reduce-scatter: In = the padded bucket; all-gather: In = one shard.
+      const std::int64_t padded = job.truth["collectives"]["buckets"][k % 13]["padded_elements"].get<std::int64_t>();
+      EXPECT_EQ(call.elements, gather ? padded / 6 : padded) << k;
+      EXPECT_EQ(call.seq, static_cast<std::int64_t>(k) + 1) << k;
+      EXPECT_GE(call.end - call.start, job.truth["collectives"]["buckets"][k % 13]["transfer_ns"].get<std::int64_t>())
+          << k;
+      EXPECT_EQ(call.end - job.ranks[0].nccl[k].end, 0) << r << " " << k;  // one host, one clock
+    }
+  }
+}
+
 TEST(GenJob, EveryRankLoadsCleanlyAndSaysWhoItIs) {
   TempDir dir("job-clean");
   JobOptions o = options_for(dir, 12, 3);  // 12 ranks at 8 per host: hosts of 8 and 4

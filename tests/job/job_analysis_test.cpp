@@ -41,6 +41,7 @@ std::vector<RankResult> make_job(int ranks, int steps, int late, const std::vect
         call.start_ns = true_end - call.dur_ns + shift;
         call.bytes = 64ll << 20;
         call.group_size = ranks;
+        call.exposed_ns = call.dur_ns;  // nothing overlaps the collectives
         rr.collectives.push_back(call);
       }
     }
@@ -219,6 +220,7 @@ TEST(RankResult, EncodingRoundTripsExactly) {
   r.notes = {"last step excluded"};
   r.scale_up_link = "NVLink4";
   r.scale_up_gbps = 450;
+  r.collectives[2].exposed_ns = 123457;
   const RankResult back = decode_rank_result(encode_rank_result(r));
   EXPECT_EQ(encode_rank_result(back), encode_rank_result(r));
   EXPECT_EQ(back.gpu_utilization_pct, r.gpu_utilization_pct);
@@ -226,6 +228,7 @@ TEST(RankResult, EncodingRoundTripsExactly) {
   EXPECT_EQ(back.breakdown_pct, r.breakdown_pct);
   ASSERT_EQ(back.collectives.size(), r.collectives.size());
   EXPECT_EQ(back.collectives[3].start_ns, r.collectives[3].start_ns);
+  EXPECT_EQ(back.collectives[2].exposed_ns, 123457);
   EXPECT_EQ(back.steps[1].dataloader_ns, r.steps[1].dataloader_ns);
   EXPECT_EQ(back.findings[0].title, r.findings[0].title);
   EXPECT_THROW(decode_rank_result({0x01, 0x02}), std::runtime_error);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -44,6 +45,15 @@ const json* finding(const json& doc, const std::string& id) {
   for (const json& f : doc["findings"])
     if (f["id"] == id) return &f;
   return nullptr;
+}
+
+// The median rank's exposed communication per step over the mean step, from the generator.
+double truth_median_exposed_share(const Job& job) {
+  std::vector<double> shares;
+  for (const json& ns : job.truth["exposed_comm_ns_per_step_by_rank"])
+    shares.push_back(ns.get<double>() / job.truth["mean_step_ns"].get<double>());
+  std::sort(shares.begin(), shares.end());
+  return shares[shares.size() / 2];
 }
 
 TEST(JobCli, InputStragglerIsFoundWithItsCauseAndCost) {
@@ -126,11 +136,7 @@ TEST(JobCli, ExposedAllReduceOfADdpJob) {
   EXPECT_TRUE(doc["stragglers"].empty());
   const json* f = finding(doc, "job-exposed-communication");
   ASSERT_NE(f, nullptr) << doc["findings"].dump(2);
-  std::vector<double> shares;
-  for (const json& ns : job.truth["exposed_comm_ns_per_step_by_rank"])
-    shares.push_back(ns.get<double>() / job.truth["mean_step_ns"].get<double>());
-  std::sort(shares.begin(), shares.end());
-  const double median = shares[shares.size() / 2];
+  const double median = truth_median_exposed_share(job);
   EXPECT_GT(median, 0.5);  // the plant: a 12 GB/s ring cannot hide 500 MB per step
   EXPECT_NEAR((*f)["time_share"].get<double>(), median, 0.01);
   const std::string fixes = (*f)["fixes"].dump();
@@ -139,6 +145,38 @@ TEST(JobCli, ExposedAllReduceOfADdpJob) {
   EXPECT_NE((*f)["fixes"][0].get<std::string>().find("slow-collective-transport"), std::string::npos);
   EXPECT_EQ(doc["findings"][0]["id"], "slow-collective-transport");
   EXPECT_EQ(finding(doc, "collective-skew"), nullptr);  // ranks arrive together: transfer, not waiting
+}
+
+// ZeRO-2 over the same slow link: the exposed communication is now reduce-scatters and the
+// all-gathers after the optimizer, and the fixes are the sharding ones, not DDP's.
+TEST(JobCli, ExposedCommunicationOfAZero2JobGetsTheShardingFixes) {
+  const Job job = generate("job-zero2", "--ranks 16 --steps 4 --slow-link 1 --sharding zero2");
+  const json doc = analyze(job.dir);
+  EXPECT_EQ(doc["matching"]["matched"], 16 * job.truth["collectives"]["total"].get<int>());
+  std::set<std::string> kinds;
+  for (const json& c : doc["collectives"]) {
+    kinds.insert(c["kind"].get<std::string>());
+    EXPECT_NEAR(c["busbw_gbps"].get<double>(), job.truth["collectives"]["slow_link_busbw_gbps"].get<double>(), 0.6);
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"AllGather", "ReduceScatter"}));
+  const json* f = finding(doc, "job-exposed-communication");
+  ASSERT_NE(f, nullptr) << doc["findings"].dump(2);
+  EXPECT_NEAR((*f)["time_share"].get<double>(), truth_median_exposed_share(job), 0.01);
+  const std::string fixes = (*f)["fixes"].dump();
+  EXPECT_NE(fixes.find("HYBRID_SHARD"), std::string::npos) << fixes;
+  EXPECT_EQ(fixes.find("bucket_cap_mb"), std::string::npos) << fixes;
+}
+
+// A healthy job on one host: NVLink all-reduces hide behind backward, and the waiting inside
+// them (ranks finish each layer at slightly different times) is hidden too: no job finding.
+TEST(JobCli, AHealthyDdpJobHasNoJobFinding) {
+  for (const char* sharding : {"ddp", "zero2"}) {
+    const Job job =
+        generate(std::string("job-healthy-") + sharding, std::string("--ranks 8 --steps 4 --sharding ") + sharding);
+    const json doc = analyze(job.dir);
+    EXPECT_TRUE(doc["findings"].empty()) << sharding << doc["findings"].dump(2);
+    EXPECT_EQ(doc["verdict"]["finding_id"], "") << sharding;
+  }
 }
 
 // The per-rank table is each rank's own analysis: the breakdown, step count and mean step of a
