@@ -181,7 +181,8 @@ TEST(RulesJob, SkewThatComputeHidesIsNotAFinding) {
   EXPECT_EQ(find(diagnose_job(analyze_job(ranks)), "collective-skew"), nullptr);
   for (RankResult& r : ranks)
     for (RankCollective& c : r.collectives) c.exposed_ns = c.dur_ns == 3 * kMs ? 2 * kMs : 1 * kMs;
-  const Finding* f = find(diagnose_job(analyze_job(ranks)), "collective-skew");
+  const JobDiagnosis d = diagnose_job(analyze_job(ranks));  // kept: f points into it
+  const Finding* f = find(d, "collective-skew");
   ASSERT_NE(f, nullptr);
   EXPECT_NEAR(f->time_share, 0.015, 1e-12);
 }
