@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -31,6 +33,28 @@ void write_file(const std::string& path, const std::string& bytes) {
 std::string temp_path(const std::string& name) {
   const char* dir = std::getenv("TMPDIR");
   return std::string(dir ? dir : "/tmp") + "/ferret-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+std::string gzip_bytes(const std::string& plain, int level) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, plain.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
+  z.avail_in = static_cast<uInt>(plain.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string zstd_bytes(const std::string& plain) {
+  std::string out(ZSTD_compressBound(plain.size()), '\0');
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), plain.data(), plain.size(), 3);
+  EXPECT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
 }
 
 CommandResult run_ferret(const std::string& args, const std::string& stdin_file) {

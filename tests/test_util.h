@@ -19,6 +19,10 @@ std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 std::string temp_path(const std::string& name);
 
+// One gzip member (zlib, level 6 unless given) and one zstd frame (level 3) of the given bytes.
+std::string gzip_bytes(const std::string& plain, int level = 6);
+std::string zstd_bytes(const std::string& plain);
+
 struct CommandResult {
   int exit_code = -1;
   std::string out;

@@ -196,7 +196,9 @@ bool EventScanner::fill() {
       eof_ = true;
       return false;
     }
-    start_new_buffer(keep_from);
+    // Events found but not yet emitted point into this buffer: keep all of it (offsets unchanged)
+    // rather than let a batch read bytes that were moved or recycled.
+    start_new_buffer(pending_begin_.empty() ? keep_from : kHeadroom);
   }
   for (;;) {
     const std::size_t n = source_.read(buf_.get() + end_, capacity_ - kPadding - end_);
@@ -517,13 +519,9 @@ bool EventScanner::next(RawBatch& batch) {
       case Mode::kEvents: {
         scan_events();
         if (array_closed_) {
-          mode_ = summary_.root_is_array ? Mode::kDone : Mode::kRootObject;
-          if (summary_.root_is_array) {
-            skip_ws();
-            if (peek_byte() >= 0)
-              summary_.warnings.push_back(fmt::format("ignored data after the end of the JSON document at byte {}",
-                                                      buf_stream_offset_ + pos_ - kHeadroom));
-          }
+          // Emit before reading on: a read may move to a fresh buffer, and the pending events
+          // still point into this one.
+          mode_ = summary_.root_is_array ? Mode::kAfterRootArray : Mode::kRootObject;
           if (emit_if_ready(batch, true)) return true;
           break;
         }
@@ -533,6 +531,14 @@ bool EventScanner::next(RawBatch& batch) {
           if (depth_ > 0) summary_.truncated_at = buf_stream_offset_ + event_start_ - kHeadroom;
           if (emit_if_ready(batch, true)) return true;
         }
+        break;
+      }
+      case Mode::kAfterRootArray: {
+        skip_ws();
+        if (peek_byte() >= 0)
+          summary_.warnings.push_back(fmt::format("ignored data after the end of the JSON document at byte {}",
+                                                  buf_stream_offset_ + pos_ - kHeadroom));
+        mode_ = Mode::kDone;
         break;
       }
       case Mode::kDone: return emit_if_ready(batch, true);

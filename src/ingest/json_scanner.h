@@ -81,7 +81,7 @@ class EventScanner {
   const ScanSummary& summary() const { return summary_; }
 
  private:
-  enum class Mode { kStart, kRootObject, kEvents, kDone };
+  enum class Mode { kStart, kRootObject, kEvents, kAfterRootArray, kDone };
 
   bool fill();  // reads more input; false at end of stream
   void start_new_buffer(std::size_t keep_from);

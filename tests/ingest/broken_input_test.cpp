@@ -455,20 +455,6 @@ TEST(BrokenInputStructure, DuplicateTraceEventsKeysBothLoad) {
 
 // --- Damaged compression -----------------------------------------------------------------------
 
-std::string gzip_bytes(const std::string& plain) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, plain.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  z.avail_in = static_cast<uInt>(plain.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 // The independent reference for damaged gzip: zlib's own inflate, stopped at its first error or at
 // the end of input. Returns what it produced before that and zlib's message for the error.
 struct Inflated {
@@ -551,7 +537,7 @@ TEST(BrokenInputCompression, CorruptGzipFoundByTheDecoderMidStream) {
   // Flip one byte at a time from the middle on until zlib stops with a decoding error (not just
   // a bad checksum at the end): the stream is unreadable from there.
   const BuiltTrace t = varied_trace(3000);
-  const std::string gz = gzip_bytes(t.text);
+  const std::string gz = test::gzip_bytes(t.text);
   ASSERT_GT(gz.size(), 20000u);
   std::string damaged;
   for (std::size_t at = gz.size() / 2; at < gz.size() / 2 + 2000 && damaged.empty(); ++at) {
@@ -570,7 +556,7 @@ TEST(BrokenInputCompression, CorruptGzipFoundOnlyByTheChecksum) {
   // member tells (zlib: "incorrect data check"). The garbage happens to close the JSON document
   // early, so the checksum is only seen if the loader reads the stream to its end.
   const BuiltTrace t = varied_trace(3000);
-  std::string gz = gzip_bytes(t.text);
+  std::string gz = test::gzip_bytes(t.text);
   for (std::size_t i = gz.size() / 2; i < gz.size() / 2 + 16; ++i) gz[i] = static_cast<char>(gz[i] ^ 0xA5);
   ASSERT_EQ(zlib_inflate(gz).error, "incorrect data check");
   expect_damage_reported(t, gz, "corrupt-crc.json.gz");
@@ -580,7 +566,7 @@ TEST(BrokenInputCompression, ChecksumErrorInAWellFormedDocumentIsReported) {
   // The last 8 bytes of a gzip member are CRC-32 and size. A wrong CRC on an intact document is
   // still damage worth telling (the bytes cannot be trusted).
   const BuiltTrace t = varied_trace(200);
-  std::string gz = gzip_bytes(t.text);
+  std::string gz = test::gzip_bytes(t.text);
   gz[gz.size() - 8] = static_cast<char>(gz[gz.size() - 8] ^ 0x01);
   ASSERT_EQ(zlib_inflate(gz).error, "incorrect data check");
   const std::string path = test::temp_path("bad-crc.json.gz");
@@ -593,7 +579,7 @@ TEST(BrokenInputCompression, ChecksumErrorInAWellFormedDocumentIsReported) {
 
 TEST(BrokenInputCompression, GzipCutInHalfKeepsTheEventsBeforeTheCut) {
   const BuiltTrace t = varied_trace(3000);
-  const std::string gz = gzip_bytes(t.text);
+  const std::string gz = test::gzip_bytes(t.text);
   const std::string half = gz.substr(0, gz.size() / 2);
   const std::string prefix = zlib_inflate_prefix(half);
   ASSERT_EQ(common_prefix(prefix, t.text), prefix.size());
@@ -637,7 +623,7 @@ TEST(BrokenInputCompression, ZstdCutInHalfKeepsTheEventsBeforeTheCut) {
 TEST(BrokenInputCompression, GzipHeaderOnly) {
   // Ten bytes of gzip header and nothing else: nothing to read, said as an input error or an empty
   // damaged trace, never a crash.
-  const std::string gz = gzip_bytes("{}").substr(0, 10);
+  const std::string gz = test::gzip_bytes("{}").substr(0, 10);
   const std::string path = test::temp_path("header-only.json.gz");
   test::write_file(path, gz);
   try {

@@ -17,6 +17,9 @@
 namespace ferret {
 namespace {
 
+using test::gzip_bytes;
+using test::zstd_bytes;
+
 // A Kineto-2 style trace of n CPU ops with distinct names and ns-resolution timestamps.
 std::string make_trace(int n) {
   std::string s = R"({"schemaVersion": 1, "baseTimeNanoseconds": 1700000000000000000, "traceEvents": [)";
@@ -28,29 +31,6 @@ std::string make_trace(int n) {
   }
   s += R"(], "traceName": "t"})";
   return s;
-}
-
-// gzip through zlib: one member per call.
-std::string gzip_bytes(const std::string& plain) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, plain.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  z.avail_in = static_cast<uInt>(plain.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string zstd_bytes(const std::string& plain) {
-  std::string out(ZSTD_compressBound(plain.size()), '\0');
-  const std::size_t n = ZSTD_compress(out.data(), out.size(), plain.data(), plain.size(), 3);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
 }
 
 // Writes a gzip file through zlib's own file API (gzopen/gzwrite), independent of gzip_bytes.

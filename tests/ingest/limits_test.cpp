@@ -13,21 +13,6 @@
 namespace ferret {
 namespace {
 
-std::string gzip_bytes(const std::string& plain) {
-  uLongf size = compressBound(static_cast<uLong>(plain.size())) + 64;
-  std::string out(size, '\0');
-  z_stream z{};
-  deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  z.avail_in = static_cast<uInt>(plain.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 std::string event(int i) {
   std::string text = "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":";
   text += std::to_string(i * 10);
@@ -40,7 +25,7 @@ TEST(InflationLimit, BombStopsAndKeepsTheEventsBefore) {
   std::string plain = "{\"traceEvents\":[" + event(0) + "," + event(1) + ",";
   plain += std::string(64u << 20, ' ');
   plain += event(2) + "]}";
-  const std::string packed = gzip_bytes(plain);
+  const std::string packed = test::gzip_bytes(plain, 9);
   ASSERT_LT(packed.size(), plain.size() / 500);
   InflationLimits limits;
   limits.max_ratio = 100;
@@ -59,7 +44,7 @@ TEST(InflationLimit, OrdinaryCompressionPassesUntouched) {
   std::string plain = "{\"traceEvents\":[";
   for (int i = 0; i < 2000; ++i) plain += std::string(i ? "," : "") + event(i);
   plain += "]}";
-  auto source = guard_inflation(make_gzip_source(make_memory_source(gzip_bytes(plain)), "ok.gz"), "ok.gz", {});
+  auto source = guard_inflation(make_gzip_source(make_memory_source(test::gzip_bytes(plain, 9)), "ok.gz"), "ok.gz", {});
   const TraceModel model = load_trace_from(*source, "ok.gz", "gzip");
   EXPECT_EQ(model.size(), 2000u);
   EXPECT_FALSE(model.report.truncated);
