@@ -263,7 +263,7 @@ std::vector<CollectiveCall> scan(const TraceModel& model, const AnalysisContext&
     if (model.kind[i] != EventKind::kKernel) continue;
     const auto e = static_cast<EventIndex>(i);
     const std::int32_t device = model.pid[e];
-    if (!ctx.device_selected(device)) continue;
+    if (!ctx.counts_gpu_event(model, e)) continue;
     const std::int64_t start = model.ts_ns[e], end = start + model.dur_ns[e];
     if (end <= ws || start >= we) continue;
     const StrId name = model.name[e];

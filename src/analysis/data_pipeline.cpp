@@ -66,7 +66,7 @@ DataPipelineResult analyze_data_pipeline(const TraceModel& model, const Analysis
     const std::int64_t end = start + model.dur_ns[i];
     if (end <= lo || start >= hi) continue;
     if (gpu) {
-      if (ctx.device_selected(model.pid[i])) gpu_busy.push_back({start, end});
+      if (ctx.counts_gpu_event(model, static_cast<EventIndex>(i))) gpu_busy.push_back({start, end});
       continue;
     }
     const EventIndex e = static_cast<EventIndex>(i);

@@ -158,7 +158,7 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
   DeviceAccumulator* current = nullptr;  // the last kernel's device: kernels come in runs per device
   const std::size_t args_rows = model.kernel_args.size();
   for (const EventIndex e : rel.gpu_events) {
-    if (model.kind[e] != EventKind::kKernel || !ctx.device_selected(model.pid[e])) continue;
+    if (model.kind[e] != EventKind::kKernel || !ctx.counts_gpu_event(model, e)) continue;
     const std::int64_t start = model.ts_ns[e], end = model.end_ns(e);
     const std::int64_t ns = clipped_ns(start, end);
     if (ns <= 0) continue;
@@ -230,7 +230,7 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     if (!eligible(rel.launch_op[i])) continue;
     for (std::uint32_t g = rel.launch_gpu_begin[i]; g < rel.launch_gpu_begin[i + 1]; ++g) {
       const EventIndex e = rel.launch_gpu[g];
-      if (model.kind[e] != EventKind::kKernel || !ctx.device_selected(model.pid[e])) continue;
+      if (model.kind[e] != EventKind::kKernel || !ctx.counts_gpu_event(model, e)) continue;
       const std::int64_t ns = clipped_ns(model.ts_ns[e], model.end_ns(e));
       if (ns <= 0) continue;
       const std::uint8_t flags = flags_of(e);

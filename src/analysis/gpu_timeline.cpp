@@ -14,6 +14,9 @@ namespace ferret {
 namespace {
 
 enum TypeBit : std::uint8_t { kComputation = 1, kCommunication = 2, kMemory = 4 };
+// HTA's definition only: a stream wait (cuda_sync on a stream) is busy, non-compute, and of no
+// kernel type (HTA counts every event with a stream; its kernel types leave waits out).
+constexpr std::uint8_t kStreamWait = 8;
 
 // How a launch call counts in the launch statistics.
 enum class LaunchClass : std::uint8_t { kNone, kCounted, kGraph };
@@ -138,7 +141,7 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
                                          TimelineDefinition definition) {
   const Relations& rel = model.relations;
   const bool hta = definition == TimelineDefinition::kHta;
-  const bool clip_to_window = !hta && ctx.has_steps;
+  const bool clip_to_window = !hta && !ctx.whole_trace();
   const HtaCutoff cut = hta ? hta_cutoff(model) : HtaCutoff{};
   NameClasses names(model, definition);
   std::vector<Activity> out;
@@ -146,8 +149,12 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const EventIndex e = rel.gpu_events[g];
     const EventKind kind = model.kind[e];
-    if (kind != EventKind::kKernel && kind != EventKind::kMemcpy && kind != EventKind::kMemset) continue;
+    const bool hta_stream_wait = hta && kind == EventKind::kSync && model.tid[e] >= 0;
+    if (kind != EventKind::kKernel && kind != EventKind::kMemcpy && kind != EventKind::kMemset && !hta_stream_wait)
+      continue;
     if (!ctx.device_selected(model.pid[e])) continue;
+    // Work queued before profiling began is in no window (HTA drops it too: it has no launch).
+    if (!hta && model.relations.launched_before_trace_event(e)) continue;
     Activity a;
     a.device = model.pid[e];
     a.stream = model.tid[e];
@@ -180,7 +187,7 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
         a.in_window = a.raw_start >= ctx.window_start_ns && a.raw_start < ctx.window_end_ns;
       }
     }
-    a.type = names.type_of(e);
+    a.type = hta_stream_wait ? kStreamWait : names.type_of(e);
     out.push_back(a);
   }
   return out;
@@ -334,9 +341,10 @@ DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition
   std::vector<Interval> all;
   all.reserve(acts.size());
   for (const Activity& a : acts) {
+    all.push_back({a.start, a.end});
+    if (a.type == kStreamWait) continue;
     const int t = a.type == kComputation ? 0 : a.type == kCommunication ? 1 : 2;
     by_type[t].push_back({a.start, a.end});
-    all.push_back({a.start, a.end});
   }
   for (auto& list : by_type) merge_intervals(list);
   merge_intervals(all);

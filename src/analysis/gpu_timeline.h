@@ -39,8 +39,6 @@ inline constexpr std::int64_t kKernelWaitMaxGapNs = 30'000;     // gap < 30 us: 
 inline constexpr std::int64_t kShortKernelMaxCallNs = 50'000;   // launch call <= 50 us
 inline constexpr std::int64_t kLaunchDelayOutlierNs = 100'000;  // launch delay > 100 us
 
-enum class TimelineDefinition { kFerret, kHta };
-
 struct TemporalBreakdown {
   std::int64_t span_ns = 0;
   std::int64_t busy_ns = 0;  // |union of GPU activity|

@@ -178,7 +178,7 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
     const CopyArgs* args =
         (copy_row < copy_rows && model.copy_args[copy_row].event == e) ? &model.copy_args[copy_row] : nullptr;
     const std::int32_t device = model.pid[e];
-    if (!ctx.device_selected(device)) continue;
+    if (!ctx.counts_gpu_event(model, e)) continue;
     const std::int64_t ts = model.ts_ns[e];
     if (ts < ws || ts >= we) continue;
     const std::int64_t dur = model.dur_ns[e];

@@ -153,7 +153,7 @@ bool is_launch_call(std::string_view name) {
 HostBlockersResult analyze_host_blockers(const TraceModel& model, const AnalysisContext& ctx) {
   HostBlockersResult r;
   const Relations& rel = model.relations;
-  const Window window{ctx.window_start_ns, ctx.window_end_ns, !ctx.has_steps};
+  const Window window{ctx.window_start_ns, ctx.window_end_ns, ctx.whole_trace()};
   r.window_ns = ctx.window_ns();
   const std::size_t top = static_cast<std::size_t>(std::max(0, ctx.options.top_k));
   NameFlags flags(model);
@@ -167,7 +167,7 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const EventIndex e = rel.gpu_events[g];
     const EventKind k = model.kind[e];
-    if (!ctx.device_selected(model.pid[e]) || !window.contains(model.ts_ns[e])) continue;
+    if (!ctx.counts_gpu_event(model, e) || !window.contains(model.ts_ns[e])) continue;
     if (k == EventKind::kSync) {
       ++r.syncs.gpu_side_waits;
       continue;
@@ -236,6 +236,7 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
     if (model.phase[e] != 'X' || !(k == EventKind::kCpuOp || is_launch_api(k))) continue;
     const std::int64_t ts = model.ts_ns[e];
     if (!window.contains(ts)) continue;
+    if (ctx.is_edge_wait(e)) continue;  // waits on work from outside the window: not this window's cost
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
     const std::uint8_t f = flags.of(model.name[e]);
     if (is_sync_span(model, flags, e)) sync_candidates.push_back(e);

@@ -160,7 +160,7 @@ std::vector<OpStat> top_k(std::vector<OpGroup>& groups, std::size_t k, Metric me
 HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext& ctx) {
   HotSpotsResult r;
   const Relations& rel = model.relations;
-  const Window window{ctx.window_start_ns, ctx.window_end_ns, !ctx.has_steps};
+  const Window window{ctx.window_start_ns, ctx.window_end_ns, ctx.whole_trace()};
   r.window_ns = ctx.window_ns();
   const std::size_t top = static_cast<std::size_t>(std::max(0, ctx.options.top_k));
 
@@ -274,7 +274,7 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
     for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
       const EventIndex e = rel.gpu_events[g];
       const EventKind kind = model.kind[e];
-      if (!is_gpu_work(kind) || !ctx.device_selected(model.pid[e]) || !window.contains(model.ts_ns[e])) continue;
+      if (!is_gpu_work(kind) || !ctx.counts_gpu_event(model, e) || !window.contains(model.ts_ns[e])) continue;
       KernelRecord k{model.name[e], kEmptyStr, kEmptyStr, kind, -1.0f, std::max<std::int64_t>(0, model.dur_ns[e])};
       while (ka < model.kernel_args.size() && model.kernel_args[ka].event < e) ++ka;
       if (ka < model.kernel_args.size() && model.kernel_args[ka].event == e)

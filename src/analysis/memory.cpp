@@ -281,9 +281,10 @@ void measure_allocator_calls(const TraceModel& model, const AnalysisContext& ctx
 MemoryResult analyze_memory(const TraceModel& model, const AnalysisContext& ctx) {
   MemoryResult result;
   result.window_ns = ctx.window_ns();
-  // A peak is a peak whenever it happened in the profiled range; only an explicit --steps
-  // selection narrows peaks to the selected window.
-  result.whole_trace = !ctx.options.first_step && !ctx.options.last_step;
+  // A peak is a peak whenever it happened in the profiled range; only an explicit selection
+  // (--steps, --window, --time) narrows peaks to the selected window.
+  result.whole_trace = !ctx.options.first_step && !ctx.options.last_step && ctx.options.window_name.empty() &&
+                       !ctx.options.time_from_ms && !ctx.options.time_to_ms;
   for (const Step& s : ctx.steps) {
     MemoryStepChurn churn;
     churn.step = s.number;

@@ -116,7 +116,7 @@ StepBreakdownResult analyze_step_breakdown(const TraceModel& model, const Analys
       case EventKind::kKernel:
       case EventKind::kMemcpy:
       case EventKind::kMemset:
-        if (!ctx.device_selected(model.pid[i])) continue;
+        if (!ctx.counts_gpu_event(model, static_cast<EventIndex>(i))) continue;
         if (kind == EventKind::kMemcpy) {
           category = code(StepCategory::kMemcpy);
         } else if (kind == EventKind::kMemset) {

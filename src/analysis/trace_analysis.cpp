@@ -12,12 +12,15 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.breakdown = analyze_step_breakdown(model, a.context);
   a.gpu_metrics = analyze_gpu_metrics(model, a.context);
   a.timeline = analyze_gpu_timeline(model, a.context);
+  if (options.timeline_definition == TimelineDefinition::kHta)
+    a.hta_timeline = analyze_gpu_timeline(model, a.context, TimelineDefinition::kHta);
   a.hot_spots = analyze_hot_spots(model, a.context);
   a.data_pipeline = analyze_data_pipeline(model, a.context);
   a.host_blockers = analyze_host_blockers(model, a.context);
   a.memory = analyze_memory(model, a.context);
   a.communication = analyze_communication(model, a.context);
   a.hardware = analyze_hardware(model, a.context);
+  a.window_activity = analyze_window_activity(model, a.context);
   return a;
 }
 

@@ -1,6 +1,7 @@
 // Every analysis of one trace, run together: the input of diagnosis and of the reports.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "analysis/analysis.h"
@@ -14,6 +15,7 @@
 #include "analysis/memory.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_summary.h"
+#include "analysis/window_activity.h"
 
 namespace ferret {
 
@@ -23,13 +25,17 @@ struct TraceAnalysis {
   TraceSummary summary;
   StepBreakdownResult breakdown;
   GpuMetricsResult gpu_metrics;
-  GpuTimelineResult timeline;
+  GpuTimelineResult timeline;  // ferret's definition: what the rules read
+  // HolisticTraceAnalysis's definition, when asked for (--timeline-definition hta): what the
+  // reports show in place of ferret's timeline, so a user can check ferret against HTA.
+  std::optional<GpuTimelineResult> hta_timeline;
   HotSpotsResult hot_spots;
   DataPipelineResult data_pipeline;
   HostBlockersResult host_blockers;
   MemoryResult memory;
   CommunicationResult communication;
   HardwareResult hardware;
+  WindowActivityResult window_activity;
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);

@@ -29,6 +29,9 @@ struct AnalyzeCliOptions {
   bool markdown = false;
   int top = 10;
   std::string steps;
+  std::string window;  // --window NAME[#K]
+  std::string time;    // --time A-B (ms)
+  std::string timeline_definition = "ferret";
   int device = -1;
   unsigned threads = 0;
   unsigned jobs = 0;       // traces analysed at once; 0 = one per core
@@ -42,6 +45,9 @@ AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
   o.top_k = cli.top;
   if (cli.device >= 0) o.device = cli.device;
   parse_step_range(cli.steps, o);
+  parse_time_range(cli.time, o);
+  o.window_name = cli.window;
+  o.timeline_definition = parse_timeline_definition(cli.timeline_definition);
   return o;
 }
 
@@ -244,6 +250,13 @@ void register_analyze(CLI::App& app) {
   cmd->add_flag("--per-trace", opt->per_trace, "One report per trace, even for the ranks of one job");
   cmd->add_option("--top", opt->top, "Rows in top-N tables (default 10)")->check(CLI::Range(1, 1000));
   cmd->add_option("--steps", opt->steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
+  cmd->add_option("--window", opt->window,
+                  "Analyse only the K-th span named NAME (a record_function / user annotation, e.g. warmup or "
+                  "inference): NAME or NAME#K (docs/WINDOWS.md)");
+  cmd->add_option("--time", opt->time, "Analyse only this stretch: A-B or A- (milliseconds from the trace start)");
+  cmd->add_option("--timeline-definition", opt->timeline_definition,
+                  "GPU timeline as ferret defines it (default) or as HolisticTraceAnalysis does (hta: its window "
+                  "and rounding, to check ferret against HTA; docs/HTA.md)");
   cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--threads", opt->threads,
                   "Parser threads per trace (default: one per core for a single trace, "

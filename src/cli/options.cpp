@@ -66,6 +66,37 @@ void parse_step_range(const std::string& text, AnalysisOptions& options) {
   options.last_step = last;
 }
 
+void parse_time_range(const std::string& text, AnalysisOptions& options) {
+  if (text.empty()) return;
+  const std::size_t dash = text.find('-');
+  auto number = [](std::string_view s, std::optional<double>& out) {
+    if (s.empty()) return true;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || !(v >= 0) || v > 1e12) return false;
+    out = v;
+    return true;
+  };
+  std::optional<double> from, to;
+  const std::string_view all = text;
+  const bool ok = dash != std::string_view::npos && dash > 0 && number(all.substr(0, dash), from) &&
+                  number(all.substr(dash + 1), to) && (!to || *to > *from);
+  if (!ok) {
+    std::fprintf(stderr, "ferret: --time: expected A-B or A- (milliseconds from the trace start, A < B), got \"%s\"\n",
+                 text.c_str());
+    throw ExitCode{2};
+  }
+  options.time_from_ms = from;
+  options.time_to_ms = to;
+}
+
+TimelineDefinition parse_timeline_definition(const std::string& text) {
+  if (text == "ferret") return TimelineDefinition::kFerret;
+  if (text == "hta") return TimelineDefinition::kHta;
+  std::fprintf(stderr, "ferret: --timeline-definition: expected ferret or hta, got \"%s\"\n", text.c_str());
+  throw ExitCode{2};
+}
+
 std::uint64_t input_file_size(const std::string& path) {
   struct stat st {};
   return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;

@@ -15,6 +15,13 @@ std::uint64_t memory_limit(const std::string& text);
 // last_step; "" leaves them unset. Throws ExitCode{2} with a message when invalid.
 void parse_step_range(const std::string& text, AnalysisOptions& options);
 
+// "--time": "A-B" or "A-" (milliseconds from the trace start, decimals allowed) into
+// options.time_from_ms / time_to_ms; "" leaves them unset. Throws ExitCode{2} when invalid.
+void parse_time_range(const std::string& text, AnalysisOptions& options);
+
+// "--timeline-definition": "ferret" or "hta". Throws ExitCode{2} when invalid.
+TimelineDefinition parse_timeline_definition(const std::string& text);
+
 // Size of a regular file for the progress bar; 0 for "-", pipes and unreadable paths.
 std::uint64_t input_file_size(const std::string& path);
 

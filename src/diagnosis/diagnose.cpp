@@ -63,8 +63,22 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_distributed(analysis, d.findings);
   rules_hardware(analysis, d.findings);
   rules_cpu(analysis, d.findings);
+  rules_window(analysis, d.findings);
   rank_findings(d.findings);
   merge_same_cause(d.findings);
+
+  // A capture or initialisation window is not a steady state: saying so leads the report and is
+  // the verdict, so that no finding below is read as a description of the steady state.
+  if (auto window = std::find_if(d.findings.begin(), d.findings.end(), is_window_finding); window != d.findings.end()) {
+    std::rotate(d.findings.begin(), window, window + 1);
+    const Finding& top = d.findings.front();
+    d.verdict.bottleneck_found = false;
+    d.verdict.dimension = top.dimension;
+    d.verdict.finding_id = top.id;
+    d.verdict.max_speedup = 1.0;
+    d.verdict.headline = top.title + ".";
+    return d;
+  }
 
   // The verdict is the highest-gain finding that is more than informational. Low GPU
   // utilization and CPU-bound are symptoms: when a cause that explains them (launch-bound,

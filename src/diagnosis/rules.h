@@ -17,5 +17,9 @@ void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);  // copy bandwidth, pageable copies
 void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);       // traces without GPU work
+void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);    // capture / initialisation / edge waits
+
+// A finding that says the window is not a steady state: it leads, and it is the verdict.
+bool is_window_finding(const Finding& f);
 
 }  // namespace ferret

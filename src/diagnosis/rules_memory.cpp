@@ -195,7 +195,9 @@ void rule_allocation_churn(const MemoryResult& m, std::vector<Finding>& out) {
 
 void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out) {
   if (!a.memory.present) return;
-  rule_near_capacity(a.memory, out);
+  // Inference servers (vLLM, SGLang) reserve most of the device for their KV cache by design
+  // (gpu_memory_utilization, mem_fraction_static): near capacity is their normal state.
+  if (a.window_activity.inference_server.empty()) rule_near_capacity(a.memory, out);
   rule_fragmentation(a.memory, out);
   rule_allocation_churn(a.memory, out);
 }

@@ -36,7 +36,7 @@ void add_compute_kernels(const TraceModel& model, const AnalysisContext& ctx, st
   for (std::size_t i = 0; i < model.size(); ++i) {
     if (model.kind[i] != EventKind::kKernel) continue;
     const auto e = static_cast<EventIndex>(i);
-    if (!ctx.device_selected(model.pid[e])) continue;
+    if (!ctx.counts_gpu_event(model, e)) continue;
     const StrId name = model.name[e];
     if (comm_name[name] < 0) comm_name[name] = is_communication_kernel(model.strings.view(name)) ? 1 : 0;
     if (comm_name[name] == 1) continue;

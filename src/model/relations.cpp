@@ -1,6 +1,7 @@
 #include "model/relations.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -133,6 +134,35 @@ class IdIndex {
   std::vector<std::pair<std::int64_t, std::uint32_t>> pairs_;
 };
 
+// GPU work with no launch in the trace that was queued before profiling began: CUPTI and
+// roctracer number API calls in increasing order within a process, so an activity whose
+// correlation id is below every launch's in the trace, or that starts before the first launch
+// call, cannot have been launched by the recorded host. Judged only when linking works in this
+// trace (some activity matched a launch); unmatched work later on (a lost host event) stays in.
+void mark_launched_before_trace(TraceModel& model, const std::vector<std::uint32_t>& launch_of_gpu) {
+  Relations& rel = model.relations;
+  constexpr std::uint32_t kUnmatched = 0xFFFFFFFFu;
+  if (std::find_if(launch_of_gpu.begin(), launch_of_gpu.end(), [](std::uint32_t l) { return l != kUnmatched; }) ==
+      launch_of_gpu.end())
+    return;
+  std::int64_t first_correlation = std::numeric_limits<std::int64_t>::max();
+  std::int64_t first_launch_ns = std::numeric_limits<std::int64_t>::max();
+  for (const EventIndex launch : rel.launches) {
+    first_correlation = std::min(first_correlation, model.correlation[launch]);
+    first_launch_ns = std::min(first_launch_ns, model.ts_ns[launch]);
+  }
+  for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
+    const EventIndex e = rel.gpu_events[g];
+    if (launch_of_gpu[g] != kUnmatched || model.kind[e] == EventKind::kSync) continue;
+    const std::int64_t corr = model.correlation[e];
+    if (!((corr != kNoId && corr < first_correlation) || model.ts_ns[e] < first_launch_ns)) continue;
+    if (rel.launched_before_trace_bits.empty()) rel.launched_before_trace_bits.assign(model.size(), false);
+    rel.launched_before_trace_bits[e] = true;
+    ++rel.launched_before_trace;
+    rel.launched_before_trace_ns += std::max<std::int64_t>(0, model.dur_ns[e]);
+  }
+}
+
 void build_correlation(TraceModel& model) {
   Relations& rel = model.relations;
   const std::size_t n = model.size();
@@ -165,6 +195,7 @@ void build_correlation(TraceModel& model) {
       if (li < launch_pairs.size() && launch_pairs[li].first == corr) launch_of_gpu[g] = launch_pairs[li].second;
     }
   }
+  mark_launched_before_trace(model, launch_of_gpu);
   std::vector<std::uint32_t> count(rel.launches.size() + 1, 0);
   rel.gpu_launcher.resize(rel.gpu_events.size());
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
@@ -251,6 +282,29 @@ void build_steps(TraceModel& model) {
       const EventIndex gpu = rel.launch_gpu[g];
       step.end_ns = std::max(step.end_ns, model.end_ns(gpu));
       if (model.kind[gpu] == EventKind::kKernel) ++step.kernels;
+      if (model.kind[gpu] == EventKind::kSync) continue;  // a wait, not work
+      step.gpu_start_ns = step.gpu_end_ns == 0 ? model.ts_ns[gpu] : std::min(step.gpu_start_ns, model.ts_ns[gpu]);
+      step.gpu_end_ns = std::max(step.gpu_end_ns, model.end_ns(gpu));
+    }
+  }
+  // torch 2.x writes a GPU-side copy of each step (gpu_user_annotation ProfilerStep#N): Kineto's
+  // own span of the step's GPU work. It wins over the launch-derived span and extends the step.
+  for (std::size_t e = 0; e < model.size(); ++e) {
+    if (model.kind[e] != EventKind::kGpuUserAnnotation || model.phase[e] != 'X') continue;
+    const std::int64_t number = profiler_step_number(model.name_of(static_cast<EventIndex>(e)));
+    if (number < 0) continue;
+    for (Step& step : steps) {
+      if (step.number != number) continue;
+      if (!step.gpu_span_from_annotation) {
+        step.gpu_start_ns = model.ts_ns[e];
+        step.gpu_end_ns = model.end_ns(static_cast<EventIndex>(e));
+        step.gpu_span_from_annotation = true;
+      } else {  // one copy per device: their union
+        step.gpu_start_ns = std::min(step.gpu_start_ns, model.ts_ns[e]);
+        step.gpu_end_ns = std::max(step.gpu_end_ns, model.end_ns(static_cast<EventIndex>(e)));
+      }
+      step.end_ns = std::max(step.end_ns, step.gpu_end_ns);
+      break;
     }
   }
   // Steps never overlap: a step starts no earlier than the previous one's (GPU-extended) end,

@@ -193,6 +193,12 @@ struct Step {
   std::int64_t cpu_end_ns = 0;  // end of the ProfilerStep span itself
   std::int64_t end_ns = 0;      // extended to the end of GPU work launched within the step
   std::uint64_t kernels = 0;    // kernels launched from inside the step
+  // The step's own GPU work: first start .. last end of the activity launched inside it, or the
+  // GPU-side copy of the step (gpu_user_annotation ProfilerStep#N) when the trace has one.
+  // Both 0 when the step launched nothing.
+  std::int64_t gpu_start_ns = 0;
+  std::int64_t gpu_end_ns = 0;
+  bool gpu_span_from_annotation = false;
 };
 
 // Relations between events, built once after ingestion (see model/relations.h).
@@ -217,6 +223,15 @@ struct Relations {
   std::uint64_t nesting_repairs = 0;       // children that outlived their parent
   std::uint64_t unmatched_gpu = 0;         // GPU activity whose correlation matched no launch
   std::uint64_t launches_without_gpu = 0;  // kernel launch calls with no GPU activity in the trace
+  // GPU work launched before the trace began (queued before profiling started, running while it
+  // did): no launch in the trace, and a correlation id below every launch's or a start before the
+  // first launch call. It belongs to no step; analyses leave it out and reports count it apart.
+  std::vector<bool> launched_before_trace_bits;  // per event; empty when there is none
+  std::uint64_t launched_before_trace = 0;
+  std::int64_t launched_before_trace_ns = 0;  // summed durations
+  bool launched_before_trace_event(EventIndex e) const {
+    return !launched_before_trace_bits.empty() && launched_before_trace_bits[e];
+  }
 
   EventIndex launcher_of(EventIndex gpu_event) const;
   EventIndex op_of_launch(EventIndex launch) const;

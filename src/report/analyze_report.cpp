@@ -1,5 +1,6 @@
 #include "report/analyze_report.h"
 
+#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -24,14 +25,55 @@ std::string trace_line(const TraceAnalysis& a) {
   return line;
 }
 
-std::string steps_line(const TraceAnalysis& a) {
+// The window the report covers (docs/WINDOWS.md).
+std::string window_line(const TraceAnalysis& a) {
   const StepBreakdownResult& b = a.breakdown;
-  if (!b.has_steps)
-    return fmt::format("no ProfilerStep spans: the whole trace ({}) is one window",
-                       human_duration(a.context.window_ns()));
-  return fmt::format("{} step{} (ProfilerStep#{}..#{}), mean {}", b.steps.size(), b.steps.size() == 1 ? "" : "s",
-                     b.steps.front().number, b.steps.back().number,
-                     human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
+  const AnalysisContext& c = a.context;
+  switch (c.source) {
+    case WindowSource::kSteps:
+      return fmt::format("{} step{} (ProfilerStep#{}..#{}), mean {}", b.steps.size(), b.steps.size() == 1 ? "" : "s",
+                         b.steps.front().number, b.steps.back().number,
+                         human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
+    case WindowSource::kAnnotation:
+      return fmt::format("window: the span {} ({}), GPU work it launched included", c.label,
+                         human_duration(c.window_ns()));
+    case WindowSource::kTimeRange:
+      return fmt::format("window: {} from the trace start ({})", c.label, human_duration(c.window_ns()));
+    case WindowSource::kWholeTrace: break;
+  }
+  return fmt::format("no ProfilerStep spans: the whole trace ({}) is one window", human_duration(c.window_ns()));
+}
+
+// What kind of window this is, and what was kept out of it: GPU work queued before profiling
+// began (model/relations.cpp) and blocking waits at its edges (analysis/analysis.cpp).
+std::string window_notes(const TraceAnalysis& a) {
+  const Relations& r = a.model->relations;
+  std::vector<std::string> notes;
+  const WindowActivity activity = a.window_activity.activity;
+  if (activity == WindowActivity::kGraphCapture)
+    notes.push_back("this window is graph capture, not a steady state");
+  else if (activity == WindowActivity::kInitialisation)
+    notes.push_back("this window is mostly initialisation, not a steady state");
+  else if (activity == WindowActivity::kUnknown)
+    notes.push_back("no ProfilerStep marks a steady state in this window");
+  if (r.launched_before_trace > 0)
+    notes.push_back(
+        fmt::format("{} GPU activit{} ({}) ran work queued before profiling began: left out of every "
+                    "figure",
+                    r.launched_before_trace, r.launched_before_trace == 1 ? "y" : "ies",
+                    human_duration(r.launched_before_trace_ns)));
+  if (a.context.edge_trimmed_ns > 0)
+    notes.push_back(fmt::format("{} of blocking wait on work from outside the window cut off its edge",
+                                human_duration(a.context.edge_trimmed_ns)));
+  if (notes.empty()) return "";
+  std::string out = notes.front();
+  for (std::size_t i = 1; i < notes.size(); ++i) out += "; " + notes[i];
+  out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  return out + ".";
+}
+
+const GpuTimelineResult& reported_timeline(const TraceAnalysis& a) {
+  return a.hta_timeline ? *a.hta_timeline : a.timeline;
 }
 
 }  // namespace
@@ -40,7 +82,8 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   constexpr std::size_t kWidth = 80;
   std::string out;
   out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), kWidth), st.reset());
-  out += fmt::format("{}\n", fit_width(steps_line(a), kWidth));
+  out += fmt::format("{}\n", fit_width(window_line(a), kWidth));
+  if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, kWidth, "");
   out += '\n';
   out += st.bold();
   out += wrap(d.verdict.headline, kWidth, "");
@@ -71,10 +114,11 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
           g.tensor_core_pct);
     }
   }
-  if (a.timeline.has_gpu) {
-    const TemporalBreakdown& t = a.timeline.overall;
-    out += fmt::format("  timeline: idle {:.1f}%, compute {:.1f}%, non-compute {:.1f}% of {}\n", t.idle_pct(),
-                       t.compute_pct(), t.non_compute_pct(), human_duration(t.span_ns));
+  if (const GpuTimelineResult& tl = reported_timeline(a); tl.has_gpu) {
+    const TemporalBreakdown& t = tl.overall;
+    out += fmt::format("  timeline{}: idle {:.1f}%, compute {:.1f}%, non-compute {:.1f}% of {}\n",
+                       a.hta_timeline ? " (HTA's definition)" : "", t.idle_pct(), t.compute_pct(), t.non_compute_pct(),
+                       human_duration(t.span_ns));
   }
 
   // Operator layer: where the time goes by op and by kernel.
@@ -131,6 +175,23 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
   j["source"] = m.info.source;
   j["format"] = format_generation_name(m.info.generation);
   j["platform"] = platform_name(m.info.platform);
+  const AnalysisContext& c = a.context;
+  j["window"] = {
+      {"source", window_source_name(c.source)},
+      {"label", c.label},
+      {"activity", window_activity_name(a.window_activity.activity)},
+      {"start_us", round3(us(static_cast<double>(c.window_start_ns)))},
+      {"duration_us", round3(us(static_cast<double>(c.window_ns())))},
+      {"launched_before_trace",
+       {{"activities", m.relations.launched_before_trace},
+        {"time_us", round3(us(static_cast<double>(m.relations.launched_before_trace_ns)))}}},
+      {"edge_waits", a.window_activity.edge_waits.size()},
+      {"edge_trimmed_us", round3(us(static_cast<double>(c.edge_trimmed_ns)))},
+      {"one_time_share_pct", round2(100 * a.window_activity.one_time_share)},
+      {"captured_launches", a.window_activity.captured_launches},
+      {"kernel_launches", a.window_activity.kernel_launches},
+      {"inference_server",
+       a.window_activity.inference_server.empty() ? json(nullptr) : json(a.window_activity.inference_server)}};
   const StepBreakdownResult& b = a.breakdown;
   json step_list = json::array();
   for (const StepCost& s : b.steps) {
@@ -167,8 +228,10 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"kernels", g.kernels}});
   }
   j["gpus"] = gpus;
-  const TemporalBreakdown& t = a.timeline.overall;
+  const GpuTimelineResult& tl = reported_timeline(a);
+  const TemporalBreakdown& t = tl.overall;
   j["temporal"] = {
+      {"definition", tl.definition == TimelineDefinition::kHta ? "hta" : "ferret"},
       {"idle_us", round3(us(static_cast<double>(t.idle_ns)))},
       {"compute_us", round3(us(static_cast<double>(t.compute_ns)))},
       {"non_compute_us", round3(us(static_cast<double>(t.non_compute_ns)))},
@@ -176,11 +239,10 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
       {"idle_pct", round2(t.idle_pct())},
       {"compute_pct", round2(t.compute_pct())},
       {"non_compute_pct", round2(t.non_compute_pct())},
-      {"comm_comp_overlap_pct",
-       a.timeline.comm_comp_overlap_pct < 0 ? json(nullptr) : json(round2(a.timeline.comm_comp_overlap_pct))},
-      {"launches", a.timeline.launch.launches},
-      {"short_kernels", a.timeline.launch.short_kernels},
-      {"median_launch_delay_us", round3(us(static_cast<double>(a.timeline.launch.median_delay_ns)))}};
+      {"comm_comp_overlap_pct", tl.comm_comp_overlap_pct < 0 ? json(nullptr) : json(round2(tl.comm_comp_overlap_pct))},
+      {"launches", tl.launch.launches},
+      {"short_kernels", tl.launch.short_kernels},
+      {"median_launch_delay_us", round3(us(static_cast<double>(tl.launch.median_delay_ns)))}};
   auto op_json = [](const OpStat& op) {
     json o = {{"name", op.name},
               {"calls", op.calls},
@@ -263,7 +325,8 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   std::string out;
   out += fmt::format("### ferret: {}\n\n", escape_markdown(trace_line(a)));
   out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline));
-  out += fmt::format("{}\n\n", escape_markdown(steps_line(a)));
+  out += fmt::format("{}\n\n", escape_markdown(window_line(a)));
+  if (const std::string notes = window_notes(a); !notes.empty()) out += fmt::format("{}\n\n", escape_markdown(notes));
   const StepBreakdownResult& b = a.breakdown;
   if (!b.steps.empty()) {
     out += "| category | mean per step | share |\n|---|---:|---:|\n";

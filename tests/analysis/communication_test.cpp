@@ -173,13 +173,13 @@ TEST(Communication, ExposedAndOverlappedTime) {
   EXPECT_DOUBLE_EQ(r.steps[0].exposed_share, 0.375);
 }
 
-TEST(Communication, DeviceSelectionDropsOtherDevices) {
+// A device without GPU activity selects nothing: an error naming the devices there are, never an
+// empty analysis (docs/WINDOWS.md).
+TEST(Communication, SelectingADeviceWithoutActivityIsAnError) {
   const TraceModel m = load_trace_text(kTrace);
   AnalysisOptions options;
   options.device = 1;
-  const CommunicationResult r = analyze(m, options);
-  EXPECT_FALSE(r.present);
-  EXPECT_EQ(r.comm_ns, 0);
+  EXPECT_THROW(analyze(m, options), SelectionError);
 }
 
 TEST(Communication, NoNcclKernelsIsNotPresent) {

@@ -381,7 +381,6 @@ TEST(CorpusHta, FerretDefinitionWithinOnePointWhereHtaIsSound) {
       {"b200-eager-rank0of8.json.gz", "b200-eager-rank0of8"},
       {"inference-old-categories.json.gz", "inference-old-categories"},
       {"mi250-rocm62-toy.json.gz", "mi250-rocm62-toy"},
-      {"mi300-resnet-actckpt-rank0of8.json.gz", "mi300-resnet-actckpt-rank0of8"},
       {"param-simple-add-a100-sync.json.gz", "param-simple-add-a100-sync"},
   };
   for (const auto& [file, ref_name] : traces) {
@@ -419,6 +418,10 @@ TEST(CorpusHta, FerretDeviationsArePinned) {
       {"resnet-ddp-v100-2024-ns.pt.trace.json.gz", 1.58, 97.53, 0.90},
       // HTA 78.71 / 18.63 / 2.66: HTA counts 4 cuda_sync waits as non-compute GPU work.
       {"event-sync.json.gz", 80.61, 18.63, 0.76},
+      // HTA 2.73 / 30.11 / 67.16: HTA times steps 15-16 (it drops the last); ferret times each of
+      // steps 15-17's own GPU work, without the 968 activities (31.8 ms) queued before profiling
+      // began that run inside step 15's host span (HTA drops those too: they have no launch).
+      {"mi300-resnet-actckpt-rank0of8.json.gz", 0.50, 34.03, 65.47},
       // HTA 99.27 / 0.71 / 0.01: HTA counts Triton cpu_ops (they carry a "stream" arg) as kernels.
       {"mi300-vllm-decode-graph-capture.pt.trace.json.gz", 99.95, 0.03, 0.02},
   };

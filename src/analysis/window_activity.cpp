@@ -1,0 +1,176 @@
+#include "analysis/window_activity.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+
+#include "analysis/intervals.h"
+
+namespace ferret {
+
+const char* window_activity_name(WindowActivity a) {
+  switch (a) {
+    case WindowActivity::kSteady: return "steady";
+    case WindowActivity::kGraphCapture: return "graph_capture";
+    case WindowActivity::kInitialisation: return "initialisation";
+    case WindowActivity::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool has(std::string_view name, std::string_view part) { return name.find(part) != std::string_view::npos; }
+
+bool is_kernel_launch(std::string_view name) {
+  return has(name, "LaunchKernel") || has(name, "LaunchCooperativeKernel");  // cuda*, hip*, hipModule*, cu*
+}
+
+// One-time work, by name. Each class is something a steady-state step never does (or does not
+// do every step): the reason the window is not representative.
+enum OneTimeClass : int {
+  kModuleLoad,
+  kAllocation,
+  kHandles,
+  kAutotuning,
+  kCompilation,
+  kOneTimeClassCount,
+};
+constexpr std::array<const char*, kOneTimeClassCount> kOneTimeNames = {
+    "GPU code module loading", "device memory allocation (cudaMalloc/hipMalloc: first touch)",
+    "cuDNN / cuBLAS / MIOpen handle creation", "cuDNN / MIOpen autotuning (cudnn.benchmark)",
+    "torch.compile: Dynamo / Inductor / Triton compilation"};
+
+int one_time_class(EventKind kind, std::string_view name) {
+  if (is_launch_api(kind)) {
+    if (has(name, "ModuleLoad") || has(name, "LibraryLoad")) return kModuleLoad;
+    if ((has(name, "Malloc") || has(name, "MemCreate")) && !has(name, "Async")) return kAllocation;
+  }
+  if (has(name, "cudnnCreate") || has(name, "cublasCreate") || has(name, "cublasLtCreate") ||
+      has(name, "miopenCreate") || has(name, "rocblas_create_handle") || has(name, "hipblasCreate") ||
+      has(name, "hipblasLtCreate"))
+    return kHandles;
+  if (has(name, "cudnnFind") || has(name, "FindConvolution") || has(name, "miopenFind")) return kAutotuning;
+  if (kind == EventKind::kPythonFunction &&
+      (has(name, "_inductor/compile_fx") || has(name, "_dynamo/convert_frame") || has(name, "triton/compiler") ||
+       has(name, "_inductor/codecache") || has(name, "_inductor/async_compile")))
+    return kCompilation;
+  return -1;
+}
+
+}  // namespace
+
+WindowActivityResult analyze_window_activity(const TraceModel& model, const AnalysisContext& ctx) {
+  WindowActivityResult r;
+  r.window_ns = ctx.window_ns();
+  r.edge_waits = ctx.edge_waits;
+  for (const EdgeWait& w : r.edge_waits) r.edge_wait_ns += w.duration_ns;
+  const std::int64_t ws = ctx.window_start_ns, we = ctx.window_end_ns;
+  auto in_window = [&](std::int64_t t) { return t >= ws && (t < we || (ctx.whole_trace() && t == we)); };
+
+  // Inference servers by name: any interned string (ops, annotations, Python frames) from them.
+  for (std::size_t id = 0; id < model.strings.size() && r.inference_server.empty(); ++id) {
+    const std::string_view s = model.strings.view(static_cast<StrId>(id));
+    if (has(s, "vllm/") || has(s, "vllm.")) r.inference_server = "vLLM";
+    if (has(s, "sglang/") || has(s, "sglang.")) r.inference_server = "SGLang";
+  }
+
+  // One pass over host spans: capture regions per thread, kernel launches, one-time work.
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<std::pair<std::int64_t, int>>> capture_marks;
+  std::vector<std::pair<std::pair<std::int32_t, std::int32_t>, std::int64_t>> launches;
+  std::array<std::vector<Interval>, kOneTimeClassCount> one_time;
+  std::array<std::uint64_t, kOneTimeClassCount> one_time_count{};
+  EventIndex first_runtime = kNoEvent;
+  std::vector<std::int8_t> name_class(model.strings.size(), -2);  // -2: not classified yet
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    const EventKind k = model.kind[e];
+    if (model.phase[e] != 'X') continue;
+    if (k == EventKind::kKernel && ctx.counts_gpu_event(model, e) && in_window(model.ts_ns[e])) ++r.kernels_executed;
+    if (!is_host_span(k)) continue;
+    const std::int64_t t = model.ts_ns[e];
+    if (is_launch_api(k) && (first_runtime == kNoEvent || t < model.ts_ns[first_runtime])) first_runtime = e;
+    if (!in_window(t)) continue;
+    const std::string_view name = model.name_of(e);
+    if (is_launch_api(k)) {
+      if (has(name, "BeginCapture")) capture_marks[{model.pid[e], model.tid[e]}].push_back({t, +1});
+      if (has(name, "EndCapture")) capture_marks[{model.pid[e], model.tid[e]}].push_back({model.end_ns(e), -1});
+      if (has(name, "GraphInstantiate")) ++r.graph_instantiations;
+      if (is_kernel_launch(name)) launches.push_back({{model.pid[e], model.tid[e]}, t});
+    }
+    std::int8_t& cls = name_class[model.name[e]];
+    if (cls == -2) cls = static_cast<std::int8_t>(one_time_class(k, name));
+    if (cls >= 0) {
+      one_time[static_cast<std::size_t>(cls)].push_back({t, std::min(we, model.end_ns(e))});
+      ++one_time_count[static_cast<std::size_t>(cls)];
+    }
+  }
+
+  // Capture regions: Begin..End pairs per thread, in time order (an unclosed one runs to the end).
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Interval>> regions;
+  std::vector<Interval> all_regions;
+  for (auto& [thread, marks] : capture_marks) {
+    std::sort(marks.begin(), marks.end());
+    std::int64_t open_at = std::numeric_limits<std::int64_t>::min();
+    for (const auto& [t, delta] : marks) {
+      if (delta > 0 && open_at == std::numeric_limits<std::int64_t>::min()) open_at = t;
+      if (delta < 0 && open_at != std::numeric_limits<std::int64_t>::min()) {
+        regions[thread].push_back({open_at, t});
+        open_at = std::numeric_limits<std::int64_t>::min();
+      }
+    }
+    if (open_at != std::numeric_limits<std::int64_t>::min()) regions[thread].push_back({open_at, we});
+    r.capture_regions += regions[thread].size();
+    all_regions.insert(all_regions.end(), regions[thread].begin(), regions[thread].end());
+  }
+  merge_intervals(all_regions);
+  r.capture_ns = total_length(all_regions);
+  r.kernel_launches = launches.size();
+  for (const auto& [thread, t] : launches) {
+    auto it = regions.find(thread);
+    if (it == regions.end()) continue;
+    for (const Interval& region : it->second)
+      if (t >= region.start && t < region.end) {
+        ++r.captured_launches;
+        break;
+      }
+  }
+
+  // One-time costs: lazy context creation is the first runtime call when it takes long.
+  std::vector<Interval> all_one_time;
+  if (first_runtime != kNoEvent && in_window(model.ts_ns[first_runtime]) &&
+      model.dur_ns[first_runtime] >= kContextCreationMinNs) {
+    const Interval span{model.ts_ns[first_runtime], std::min(we, model.end_ns(first_runtime))};
+    r.one_time.push_back(
+        {"CUDA/HIP context creation (first runtime call, " + std::string(model.name_of(first_runtime)) + ")", 1,
+         span.end - span.start});
+    all_one_time.push_back(span);
+  }
+  for (int c = 0; c < kOneTimeClassCount; ++c) {
+    auto& spans = one_time[static_cast<std::size_t>(c)];
+    if (spans.empty()) continue;
+    all_one_time.insert(all_one_time.end(), spans.begin(), spans.end());
+    merge_intervals(spans);
+    r.one_time.push_back(
+        {kOneTimeNames[static_cast<std::size_t>(c)], one_time_count[static_cast<std::size_t>(c)], total_length(spans)});
+  }
+  std::stable_sort(r.one_time.begin(), r.one_time.end(),
+                   [](const OneTimeCost& a, const OneTimeCost& b) { return a.ns > b.ns; });
+  merge_intervals(all_one_time);
+  r.one_time_ns = total_length(all_one_time);
+  if (r.window_ns > 0) r.one_time_share = static_cast<double>(r.one_time_ns) / static_cast<double>(r.window_ns);
+
+  const bool mostly_captured =
+      r.capture_regions > 0 && r.kernel_launches > 0 &&
+      static_cast<double>(r.captured_launches) >= kCaptureLaunchShare * static_cast<double>(r.kernel_launches);
+  if (mostly_captured)
+    r.activity = WindowActivity::kGraphCapture;
+  else if (r.one_time_share >= kOneTimeShare)
+    r.activity = WindowActivity::kInitialisation;
+  else if (ctx.source == WindowSource::kSteps)
+    r.activity = WindowActivity::kSteady;
+  return r;
+}
+
+}  // namespace ferret

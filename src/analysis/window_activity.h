@@ -1,0 +1,59 @@
+// What kind of window this is. Real traces are often not a steady-state step: an inference
+// server's trace may record CUDA/HIP graph capture (launches that do not run), a training trace
+// may be mostly one-time initialisation (CUDA context, library handles, autotuning, compilation).
+// Read as a steady step, such a window gives confident, wrong advice; this analysis says what it
+// is, with the evidence (docs/WINDOWS.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+
+namespace ferret {
+
+enum class WindowActivity { kSteady, kGraphCapture, kInitialisation, kUnknown };
+const char* window_activity_name(WindowActivity a);  // "steady", "graph_capture", "initialisation", "unknown"
+
+// Thresholds, each with its reason:
+// - a capture window: most kernel launches of the window were captured into graphs (recorded, not
+//   run) - at least half of them, the point where the window's GPU picture is mostly absent;
+inline constexpr double kCaptureLaunchShare = 0.5;
+// - an initialisation window: one-time costs cover at least half of the window's wall time, so
+//   they, not the repeated work, decide every share the report computes;
+inline constexpr double kOneTimeShare = 0.5;
+// - a first CUDA/HIP runtime call this long is lazy context creation (typically 0.1-10 s; an
+//   ordinary call takes microseconds).
+inline constexpr std::int64_t kContextCreationMinNs = 50'000'000;
+
+struct OneTimeCost {
+  std::string what;  // "CUDA context creation (first runtime call)", "Inductor/Triton compilation", ...
+  std::uint64_t count = 0;
+  std::int64_t ns = 0;  // wall time (union of its spans)
+};
+
+struct WindowActivityResult {
+  WindowActivity activity = WindowActivity::kUnknown;
+  std::int64_t window_ns = 0;
+  // Graph capture: Begin..EndCapture regions (CUDA or HIP) and the kernel launches inside them.
+  std::uint64_t capture_regions = 0;
+  std::uint64_t kernel_launches = 0;    // kernel launch calls in the window
+  std::uint64_t captured_launches = 0;  // of which inside a capture region
+  std::uint64_t kernels_executed = 0;   // kernels that ran in the window
+  std::uint64_t graph_instantiations = 0;
+  std::int64_t capture_ns = 0;  // wall time inside capture regions
+  // Inference server recognised from op, annotation and Python frame names ("vLLM", "SGLang"), or "".
+  std::string inference_server;
+  // One-time costs and their union's share of the window.
+  std::vector<OneTimeCost> one_time;
+  std::int64_t one_time_ns = 0;
+  double one_time_share = 0;
+  // Blocking calls at the window's edges waiting on work from outside it (AnalysisContext).
+  std::vector<EdgeWait> edge_waits;
+  std::int64_t edge_wait_ns = 0;
+};
+
+WindowActivityResult analyze_window_activity(const TraceModel& model, const AnalysisContext& ctx);
+
+}  // namespace ferret

@@ -1,0 +1,148 @@
+// Rules on the window itself: a window that records graph capture or initialisation is not a
+// steady state, and a blocking call at its edge waits on work from outside it. Said first, so
+// that no other finding is read as a description of the steady state (docs/WINDOWS.md).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis/window_activity.h"
+#include "diagnosis/rules.h"
+#include "report/format.h"
+
+namespace ferret {
+
+namespace {
+
+double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// graph-capture-window. Threshold: at least half of the window's kernel launches were captured
+// (window_activity.h); capture launches record graph nodes and run nothing, so the GPU picture
+// (utilisation, kernels, memory) is that of the capture, not of serving.
+void rule_graph_capture(const TraceAnalysis& a, const WindowActivityResult& w, std::vector<Finding>& out) {
+  if (w.activity != WindowActivity::kGraphCapture) return;
+  const std::string api = a.model->info.platform == Platform::kRocm ? "HIP" : "CUDA";
+  Finding f;
+  f.id = "graph-capture-window";
+  f.dimension = Dimension::kBenchmark;
+  f.layer = Layer::kMacro;
+  f.severity = Severity::kHigh;
+  f.title = fmt::format(
+      "This window records {} graph capture, not {}: {} of {} kernel launches were captured, "
+      "{} kernel{} ran",
+      api, w.inference_server.empty() ? "the steady state" : "serving", w.captured_launches, w.kernel_launches,
+      w.kernels_executed, w.kernels_executed == 1 ? "" : "s");
+  f.detail = fmt::format(
+      "{} capture region{} ({:.1f} ms) record{} graph nodes: the launches inside them do not run, so GPU utilisation, "
+      "kernel times and memory in this trace describe the capture, not the replays that serve requests. {}The numbers "
+      "below are kept for reference only.",
+      w.capture_regions, w.capture_regions == 1 ? "" : "s", ms(w.capture_ns), w.capture_regions == 1 ? "s" : "",
+      w.inference_server.empty()
+          ? ""
+          : fmt::format("{} captures its graphs at start-up and then replays them; ", w.inference_server));
+  f.evidence = {{"capture_regions", static_cast<double>(w.capture_regions), "count"},
+                {"captured_launches", static_cast<double>(w.captured_launches), "count"},
+                {"kernel_launches", static_cast<double>(w.kernel_launches), "count"},
+                {"kernels_executed", static_cast<double>(w.kernels_executed), "count"},
+                {"capture_ms", ms(w.capture_ns), "ms"}};
+  if (w.graph_instantiations > 0)
+    f.evidence.push_back({"graph_instantiations", static_cast<double>(w.graph_instantiations), "count"});
+  if (w.inference_server == "vLLM")
+    f.fixes.push_back(
+        "Profile replay, not capture: start the server with VLLM_TORCH_PROFILER_DIR=/tmp/prof, send warm-up "
+        "requests, then POST /start_profile, send the requests to study, POST /stop_profile");
+  if (w.inference_server == "SGLang")
+    f.fixes.push_back(
+        "Profile replay, not capture: after the server is ready and warmed up, POST /start_profile (or "
+        "python -m sglang.bench_one_batch --profile), then analyse that trace");
+  f.fixes.push_back(
+      "Start the profiler after the graphs are captured: torch.profiler.profile(schedule="
+      "torch.profiler.schedule(wait=2, warmup=2, active=3)) around the replayed steps, calling prof.step() per step");
+  f.fixes.push_back(
+      fmt::format("In the replay trace, graph launches ({}GraphLaunch) carry the replayed kernels; "
+                  "ferret attributes them to the ops that captured them",
+                  api == "HIP" ? "hip" : "cuda"));
+  f.threshold = "at least 50% of the window's kernel launches inside stream capture (ferret)";
+  f.time_share = 0;
+  f.max_speedup = 1.0;
+  out.push_back(std::move(f));
+}
+
+// initialisation-window. Threshold: one-time costs cover at least half of the window's wall time
+// (window_activity.h): every share in the report is then mostly a share of start-up.
+void rule_initialisation(const TraceAnalysis& a, const WindowActivityResult& w, std::vector<Finding>& out) {
+  if (w.activity != WindowActivity::kInitialisation) return;
+  Finding f;
+  f.id = "initialisation-window";
+  f.dimension = Dimension::kBenchmark;
+  f.layer = Layer::kMacro;
+  f.severity = Severity::kHigh;
+  f.title = fmt::format(
+      "This window is mostly initialisation, not steady state: one-time costs take {:.0f}% of it "
+      "({:.1f} of {:.1f} ms)",
+      100 * w.one_time_share, ms(w.one_time_ns), ms(w.window_ns));
+  std::string what;
+  for (std::size_t i = 0; i < w.one_time.size() && i < 4; ++i)
+    what += fmt::format("{}{} {:.1f} ms ({}x)", i ? "; " : "", w.one_time[i].what, ms(w.one_time[i].ns),
+                        w.one_time[i].count);
+  f.detail = fmt::format(
+      "{}. These costs are paid once per process (or once per new shape); a profile of them says little about the "
+      "step time of a long run. The findings below are dominated by them.",
+      what);
+  for (const OneTimeCost& c : w.one_time) f.evidence.push_back({c.what, ms(c.ns), "ms"});
+  f.evidence.push_back({"one_time_share_pct", 100 * w.one_time_share, "%"});
+  f.fixes = {"Profile the steady state: torch.profiler.schedule(wait=1, warmup=2, active=3) skips the first iterations",
+             "Analyse the steady part of this trace: ferret analyze --window NAME (a record_function span) or "
+             "--time A-B (ms from the trace start)",
+             "torch.compile: run a few iterations before profiling; compilation happens on the first call per shape",
+             "Initialise CUDA before timing (torch.cuda.init(), one warm-up iteration); with cudnn.benchmark=True the "
+             "first iterations of each input shape autotune"};
+  f.threshold = "one-time costs >= 50% of the window (ferret)";
+  f.time_share = w.one_time_share;
+  f.max_speedup = 1.0;  // not a cost of the steady state: nothing to gain there
+  (void)a;
+  out.push_back(std::move(f));
+}
+
+// window-edge-wait. No threshold beyond its definition (AnalysisContext: >= 1 ms, GPU busy < 10%
+// of it): informational, and kept out of the host-sync and synchronous-copy rules' evidence.
+void rule_edge_wait(const TraceAnalysis& a, const WindowActivityResult& w, std::vector<Finding>& out) {
+  if (w.edge_waits.empty()) return;
+  const TraceModel& m = *a.model;
+  const EdgeWait& longest =
+      *std::max_element(w.edge_waits.begin(), w.edge_waits.end(),
+                        [](const EdgeWait& x, const EdgeWait& y) { return x.duration_ns < y.duration_ns; });
+  Finding f;
+  f.id = "window-edge-wait";
+  f.dimension = Dimension::kBenchmark;
+  f.layer = Layer::kFramework;
+  f.severity = Severity::kInfo;
+  f.title = fmt::format(
+      "A {:.1f} ms {} at the window's {} waits on work from outside it (the GPU shows no work "
+      "during it)",
+      ms(longest.duration_ns), m.name_of(longest.event), longest.at_start ? "start" : "end");
+  f.detail = fmt::format(
+      "{} blocking call{} ({:.1f} ms in all) at the edges of the window wait on GPU work launched before profiling "
+      "began (or after it ended): the trace holds none of it. They are not a cost of this window: a wait that opens "
+      "or closes the window is cut off it, and none counts in the host-sync or synchronous-copy findings.",
+      w.edge_waits.size(), w.edge_waits.size() == 1 ? "" : "s", ms(w.edge_wait_ns));
+  f.evidence = {{"edge_waits", static_cast<double>(w.edge_waits.size()), "count"},
+                {"edge_wait_ms", ms(w.edge_wait_ns), "ms"},
+                {"longest_ms", ms(longest.duration_ns), "ms"}};
+  f.fixes = {
+      "Synchronise before starting the profiler (torch.cuda.synchronize()) so the trace starts with an idle "
+      "queue, or skip the first steps with torch.profiler.schedule(wait=1, warmup=1, active=N)"};
+  f.threshold = "blocking call >= 1 ms at the window's edge with the GPU busy < 10% of it (ferret)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rules_window(const TraceAnalysis& a, std::vector<Finding>& out) {
+  rule_graph_capture(a, a.window_activity, out);
+  rule_initialisation(a, a.window_activity, out);
+  rule_edge_wait(a, a.window_activity, out);
+}
+
+bool is_window_finding(const Finding& f) { return f.id == "graph-capture-window" || f.id == "initialisation-window"; }
+
+}  // namespace ferret
