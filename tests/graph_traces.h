@@ -28,6 +28,9 @@ struct GraphTraceOptions {
   bool permuted_node_ids = false;        // node ids gemm 13, add_k 11, relu_k 12 (not in launch order)
   bool extra_replay_node = false;        // each replay also runs a memset node 14 the capture does not show
   bool eager_kernel_in_capture = false;  // a launch inside the capture whose kernel ran there and then
+  // Zero-length GPU records of the captured launches (1 us after each call) with their graph and node
+  // ids, as a profiler may write them at capture time.
+  bool capture_gpu_records = false;
 };
 
 inline std::string graph_trace(const GraphTraceOptions& o = {}) {
@@ -67,6 +70,11 @@ inline std::string graph_trace(const GraphTraceOptions& o = {}) {
       span("cuda_runtime", api + "LaunchKernel", 1, 1, 102, 2, R"("correlation":10)"),
       span("kernel", "copy_kernel", 0, 7, 106, 1, R"("correlation":10)"),
   };
+  if (o.capture_gpu_records) {
+    ev.push_back(span("kernel", "gemm", 0, 7, 7, 0, fmt::format(R"("correlation":1{})", node_args(7, gemm_node))));
+    ev.push_back(span("kernel", "add_k", 0, 7, 19, 0, fmt::format(R"("correlation":2{})", node_args(7, add_node))));
+    ev.push_back(span("kernel", "relu_k", 0, 7, 27, 0, fmt::format(R"("correlation":3{})", node_args(7, relu_node))));
+  }
   if (o.eager_kernel_in_capture) {
     ev.push_back(span("cuda_runtime", api + "LaunchKernel", 1, 1, 27, 1, R"("correlation":4)"));
     ev.push_back(span("kernel", "side_kernel", 0, 8, 29, 1, R"("correlation":4)"));

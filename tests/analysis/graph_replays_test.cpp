@@ -176,6 +176,16 @@ TEST(GraphReplayTimeline, ReplayedCopiesAndFillsCountAsActivities) {
   EXPECT_EQ(t.overall.busy_ns, 69'000);
 }
 
+// Capture-time GPU records of the three captured launches (0 us each, 1 us after 2 us calls) did
+// not run then: no launch delay, no short kernel from them, and they are no replays.
+TEST(GraphReplayTimeline, CaptureTimeRecordsStayOutOfLaunchStats) {
+  const GpuTimelineResult t = timeline_of({.capture_gpu_records = true});
+  EXPECT_EQ(t.launch.launches, 1u);
+  EXPECT_EQ(t.launch.short_kernels, 1u);
+  EXPECT_EQ(t.launch.median_delay_ns, 2'000);
+  EXPECT_EQ(t.launch.graph_activities, 6u);
+}
+
 TEST(GraphReplayTimeline, Hip) {
   const GpuTimelineResult t = timeline_of({.hip = true});
   EXPECT_EQ(t.launch.launches, 1u);  // hipLaunchKernel, eager

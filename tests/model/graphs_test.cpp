@@ -9,6 +9,7 @@
 
 #include "graph_traces.h"
 #include "ingest/trace_loader.h"
+#include "test_util.h"
 
 namespace ferret {
 namespace {
@@ -94,6 +95,19 @@ TEST(GraphRelations, CaptureMappedByNodeIdWhenTheCaptureSideCarriesIt) {
             (std::vector<std::string>{"aten::mm", "aten::add", "aten::relu", "aten::mm", "aten::add", "aten::relu"}));
 }
 
+// The same, with the ids on zero-length GPU records of the captured launches instead of on the
+// calls: those records mark the launches as captured (not run), and give the node ids.
+TEST(GraphRelations, CaptureMappedByNodeIdFromCaptureTimeGpuRecords) {
+  const TraceModel m = load_trace_text(graph_trace({.permuted_node_ids = true, .capture_gpu_records = true}));
+  ASSERT_EQ(m.relations.graph_captures.size(), 1u);
+  const GraphCapture& c = m.relations.graph_captures[0];
+  EXPECT_EQ(c.launches_end - c.launches_begin, 3u);
+  EXPECT_EQ(c.mapping, GraphNodeMapping::kNodeId);
+  EXPECT_EQ(m.relations.graph_replays.size(), 6u);  // the records are not replays
+  EXPECT_EQ(replay_ops(m),
+            (std::vector<std::string>{"aten::mm", "aten::add", "aten::relu", "aten::mm", "aten::add", "aten::relu"}));
+}
+
 // A launch inside the capture whose kernel ran then (no graph id) was not captured: still three
 // captured launches, and the order mapping holds.
 TEST(GraphRelations, WorkThatRanDuringTheCaptureIsNotCaptured) {
@@ -153,6 +167,25 @@ TEST(GraphRelations, PlainTraceHasNone) {
   EXPECT_TRUE(m.relations.graph_replays.empty());
   EXPECT_TRUE(m.relations.graph_captures.empty());
   EXPECT_EQ(m.graph_nodes.size(), 0u);
+}
+
+// vLLM decode on MI300X: one hipStreamBeginCapture .. hipStreamEndCapture on thread 851 holding 421
+// launch calls without GPU work (252 hipModuleLaunchKernel, 97 hipLaunchKernel, 72
+// hipExtModuleLaunchKernel, counted with Python), and no graph launch: nothing replayed or mapped.
+TEST(GraphRelationsCorpus, VllmCaptureWithoutReplays) {
+  FERRET_REQUIRE_CORPUS(path, "mi300-vllm-decode-graph-capture.pt.trace.json.gz");
+  const TraceModel m = load_trace(path);
+  const Relations& r = m.relations;
+  ASSERT_EQ(r.graph_captures.size(), 1u);
+  const GraphCapture& c = r.graph_captures[0];
+  EXPECT_EQ(m.name_of(c.begin), "hipStreamBeginCapture");
+  ASSERT_NE(c.end, kNoEvent);
+  EXPECT_EQ(m.name_of(c.end), "hipStreamEndCapture");
+  EXPECT_EQ(m.pid[c.begin], 851);
+  EXPECT_EQ(c.launches_end - c.launches_begin, 421u);
+  EXPECT_EQ(c.graph_id, kNoId);
+  EXPECT_EQ(c.mapping, GraphNodeMapping::kNone);
+  EXPECT_TRUE(r.graph_replays.empty());
 }
 
 }  // namespace
