@@ -225,21 +225,29 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     for (EventIndex q : chain) op_eligible[q] = answer ? 1 : 0;
     return answer;
   };
+  auto count_eligible = [&](EventIndex e) {
+    if (model.kind[e] != EventKind::kKernel || !ctx.counts_gpu_event(model, e)) return;
+    const std::int64_t ns = clipped_ns(model.ts_ns[e], model.end_ns(e));
+    if (ns <= 0) return;
+    const std::uint8_t flags = flags_of(e);
+    if (flags & kCommunication) return;
+    DeviceMetrics& m = device_of(model.pid[e]).metrics;
+    m.tc_eligible_ns += ns;
+    if (!(flags & kTensorCore)) m.tc_eligible_without_tc_ns += ns;
+    if (!(flags & kMatmulConv)) m.matmul_conv_ns += ns;  // not yet counted by its name
+  };
+  const bool has_replays = !rel.graph_replays.empty();
   for (std::size_t i = 0; i < rel.launches.size(); ++i) {
     if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1] || rel.launch_op[i] == kNoEvent) continue;
+    // A graph launch's kernels belong to the ops that captured them (below), not the op around it.
+    if (has_replays && rel.replay_of(rel.launch_gpu[rel.launch_gpu_begin[i]]) != nullptr) continue;
     if (!eligible(rel.launch_op[i])) continue;
-    for (std::uint32_t g = rel.launch_gpu_begin[i]; g < rel.launch_gpu_begin[i + 1]; ++g) {
-      const EventIndex e = rel.launch_gpu[g];
-      if (model.kind[e] != EventKind::kKernel || !ctx.counts_gpu_event(model, e)) continue;
-      const std::int64_t ns = clipped_ns(model.ts_ns[e], model.end_ns(e));
-      if (ns <= 0) continue;
-      const std::uint8_t flags = flags_of(e);
-      if (flags & kCommunication) continue;
-      DeviceMetrics& m = device_of(model.pid[e]).metrics;
-      m.tc_eligible_ns += ns;
-      if (!(flags & kTensorCore)) m.tc_eligible_without_tc_ns += ns;
-      if (!(flags & kMatmulConv)) m.matmul_conv_ns += ns;  // not yet counted by its name
-    }
+    for (std::uint32_t g = rel.launch_gpu_begin[i]; g < rel.launch_gpu_begin[i + 1]; ++g)
+      count_eligible(rel.launch_gpu[g]);
+  }
+  for (const GraphReplay& r : rel.graph_replays) {
+    const EventIndex op = r.captured_launch != kNoEvent ? rel.op_of_launch(r.captured_launch) : kNoEvent;
+    if (op != kNoEvent && eligible(op)) count_eligible(r.gpu);
   }
 
   auto pct = [](std::int64_t part, std::int64_t whole) {

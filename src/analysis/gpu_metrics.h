@@ -8,7 +8,8 @@
 //                    (analysis/tensor_cores.h)
 // plus what the plugin's mixed-precision advice reads: the share of kernel time launched by
 // Tensor-Core-eligible operators (conv, mm, bmm, addmm, linear, matmul and their backwards),
-// and of that, the part that ran without Tensor Cores. Kernel time is each kernel's duration
+// and of that, the part that ran without Tensor Cores (a graph-replayed kernel counts for the op
+// that captured it, when known: model/graphs.h). Kernel time is each kernel's duration
 // clipped to the window (a sum, not a union), as in the plugin's Tensor Core ratio.
 #pragma once
 

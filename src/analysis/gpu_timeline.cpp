@@ -34,6 +34,9 @@ struct Activity {
   std::uint8_t type = kComputation;
   LaunchClass launch_class = LaunchClass::kNone;
   bool in_window = true;  // raw start inside the window: counts in the launch statistics
+  bool kernel = false;
+  bool replayed = false;        // run by a graph launch (model/graphs.h)
+  bool capture_record = false;  // carries a graph id but was not replayed: recorded at capture
 };
 
 // HTA rounds float microsecond timestamps inward (start up, end down) to whole microseconds, so
@@ -146,6 +149,8 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
   NameClasses names(model, definition);
   std::vector<Activity> out;
   out.reserve(rel.gpu_events.size());
+  // Graph replays and graph-node args are in GPU event order: walked alongside.
+  std::size_t replay = 0, node = 0;
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const EventIndex e = rel.gpu_events[g];
     const EventKind kind = model.kind[e];
@@ -156,6 +161,12 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
     // Work queued before profiling began is in no window (HTA drops it too: it has no launch).
     if (!hta && model.relations.launched_before_trace_event(e)) continue;
     Activity a;
+    a.kernel = kind == EventKind::kKernel;
+    while (replay < rel.graph_replays.size() && rel.graph_replays[replay].gpu < e) ++replay;
+    a.replayed = replay < rel.graph_replays.size() && rel.graph_replays[replay].gpu == e;
+    while (node < model.graph_nodes.size() && model.graph_nodes[node].event < e) ++node;
+    a.capture_record = !a.replayed && node < model.graph_nodes.size() && model.graph_nodes[node].event == e &&
+                       model.graph_nodes[node].graph_id != kNoId;
     a.device = model.pid[e];
     a.stream = model.tid[e];
     a.raw_start = model.ts_ns[e];
@@ -368,16 +379,24 @@ DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition
     dt.comm_comp_overlap_pct =
         100.0 * static_cast<double>(dt.communication_overlap_ns) / static_cast<double>(dt.communication_ns);
 
+  // Graph replays: counted apart, and the busy time they cover.
+  std::vector<Interval> replayed;
+  for (const Activity& a : acts)
+    if (a.replayed) replayed.push_back({a.start, a.end});
+  merge_intervals(replayed);
+  dt.graph_replayed_ns = total_length(replayed);
+
   // Launch statistics.
   std::vector<std::int64_t> delays;
   for (const Activity& a : acts) {
-    if (!a.in_window || a.launcher == kNoEvent) continue;
-    if (a.launch_class == LaunchClass::kGraph) {
+    if (!a.in_window) continue;
+    if (a.replayed) {
       ++dt.launch.graph_activities;
-      graph_launchers.push_back(a.launcher);
+      if (a.kernel) ++dt.launch.graph_kernels;
+      if (a.launcher != kNoEvent) graph_launchers.push_back(a.launcher);
       continue;
     }
-    if (a.launch_class != LaunchClass::kCounted) continue;
+    if (a.launcher == kNoEvent || a.capture_record || a.launch_class != LaunchClass::kCounted) continue;
     LaunchStats& ls = dt.launch;
     ++ls.launches;
     const std::int64_t call = a.launch_end - a.launch_start;
@@ -467,6 +486,8 @@ GpuTimelineResult analyze_gpu_timeline(const TraceModel& model, const AnalysisCo
     r.launch.delay_outliers += d.launch.delay_outliers;
     r.launch.launch_call_ns += d.launch.launch_call_ns;
     r.launch.graph_activities += d.launch.graph_activities;
+    r.launch.graph_kernels += d.launch.graph_kernels;
+    r.graph_replayed_ns += d.graph_replayed_ns;
   }
   if (r.communication_ns > 0)
     r.comm_comp_overlap_pct =

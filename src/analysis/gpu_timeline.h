@@ -25,6 +25,13 @@
 // inward to whole microseconds, activity launched before the start of the last ProfilerStep (the last
 // step dropped), span = first to last such activity, gaps from the previous activity's end, and only
 // cudaLaunchKernel / cudaLaunchKernelExC / cudaMemcpyAsync / cudaMemsetAsync in launch statistics.
+//
+// CUDA/HIP graph replays (model/graphs.h) are left out of the launch delay and short-kernel counts in
+// both definitions: a replayed node was queued with its whole graph, so the delay from the graph
+// launch call says nothing about launch latency, and a graph launch call lasts as long as it lasts
+// whatever its nodes do. They are counted apart (graph launches, replayed activities and kernels), and
+// the share of busy GPU time they cover is reported. GPU work recorded for a launch made during a
+// capture (it carries a graph id) did not run then and is left out of the launch statistics too.
 #pragma once
 
 #include <cstdint>
@@ -78,7 +85,8 @@ struct LaunchStats {
   std::int64_t p90_delay_ns = 0;
   std::int64_t launch_call_ns = 0;     // host time inside those launch calls
   std::uint64_t graph_launches = 0;    // cudaGraphLaunch / hipGraphLaunch calls (not in the counts above)
-  std::uint64_t graph_activities = 0;  // GPU activities those graph launches ran
+  std::uint64_t graph_activities = 0;  // GPU activities replayed by graphs (kernels, memcpys, memsets)
+  std::uint64_t graph_kernels = 0;     // ... of which kernels
 };
 
 struct StreamTimeline {
@@ -109,7 +117,12 @@ struct DeviceTimeline {
   std::int64_t communication_overlap_ns = 0;  // |communication ∩ computation|
   double comm_comp_overlap_pct = -1;          // -1 when there is no communication
   LaunchStats launch;
+  std::int64_t graph_replayed_ns = 0;   // |union of graph-replayed activity|
   std::vector<StreamTimeline> streams;  // by stream id
+  double graph_replayed_pct() const { return replayed_share(graph_replayed_ns, breakdown.busy_ns); }
+  static double replayed_share(std::int64_t replayed, std::int64_t busy) {
+    return busy > 0 ? 100.0 * static_cast<double>(replayed) / static_cast<double>(busy) : 0.0;
+  }
 };
 
 struct GpuTimelineResult {
@@ -124,6 +137,9 @@ struct GpuTimelineResult {
   std::int64_t communication_overlap_ns = 0;
   double comm_comp_overlap_pct = -1;
   LaunchStats launch;
+  std::int64_t graph_replayed_ns = 0;  // summed over devices
+  // Share of busy GPU time (overall.busy_ns) in which graph-replayed work ran.
+  double graph_replayed_pct() const { return DeviceTimeline::replayed_share(graph_replayed_ns, overall.busy_ns); }
 };
 
 GpuTimelineResult analyze_gpu_timeline(const TraceModel& model, const AnalysisContext& ctx);

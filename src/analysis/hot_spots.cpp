@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <tuple>
 #include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "analysis/tensor_cores.h"
 #include "model/relations.h"
@@ -34,7 +37,18 @@ struct OpGroup {
   std::int64_t device_total_ns = 0;
   std::int64_t device_self_ns = 0;
   std::uint64_t kernels = 0;
+  std::int64_t device_replayed_ns = 0;
+  // A graph-replay row (name empty): replays whose capturing op is unknown, per graph id.
+  bool replay_row = false;
+  bool hip = false;
+  std::int64_t replay_graph = kNoId;
 };
+
+std::string replay_row_name(const OpGroup& g) {
+  const char* api = g.hip ? "HIP" : "CUDA";
+  if (g.replay_graph == kNoId) return fmt::format("{} graph replay (graph id not recorded)", api);
+  return fmt::format("{} graph replay (graph {})", api, g.replay_graph);
+}
 
 struct Window {
   std::int64_t start = 0;
@@ -120,6 +134,7 @@ std::vector<OpGroup> groups_by_name(const std::vector<OpGroup>& by_shape, std::s
     n.device_total_ns += g.device_total_ns;
     n.device_self_ns += g.device_self_ns;
     n.kernels += g.kernels;
+    n.device_replayed_ns += g.device_replayed_ns;
   }
   return out;
 }
@@ -131,7 +146,8 @@ std::vector<OpStat> top_k(std::vector<OpGroup>& groups, std::size_t k, Metric me
     const std::int64_t ma = metric(a), mb = metric(b);
     if (ma != mb) return ma > mb;
     if (a.host_self_ns != b.host_self_ns) return a.host_self_ns > b.host_self_ns;
-    return std::tie(a.name, a.dims, a.types) < std::tie(b.name, b.dims, b.types);  // stable output
+    return std::tie(a.name, a.dims, a.types, a.replay_graph) <
+           std::tie(b.name, b.dims, b.types, b.replay_graph);  // stable output
   };
   const std::size_t n = std::min(k, groups.size());
   std::partial_sort(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(n), groups.end(), better);
@@ -139,8 +155,9 @@ std::vector<OpStat> top_k(std::vector<OpGroup>& groups, std::size_t k, Metric me
   for (std::size_t i = 0; i < n; ++i) {
     const OpGroup& g = groups[i];
     OpStat s;
-    s.name = std::string(model.strings.view(g.name));
-    if (with_shapes) {
+    s.name = g.replay_row ? replay_row_name(g) : std::string(model.strings.view(g.name));
+    s.graph_replay = g.replay_row;
+    if (with_shapes && !g.replay_row) {
       s.input_dims = compact_json(model.strings.view(g.dims));
       s.input_types = compact_json(model.strings.view(g.types));
     }
@@ -150,6 +167,7 @@ std::vector<OpStat> top_k(std::vector<OpGroup>& groups, std::size_t k, Metric me
     s.device_total_ns = g.device_total_ns;
     s.device_self_ns = g.device_self_ns;
     s.kernels = g.kernels;
+    s.device_replayed_ns = g.device_replayed_ns;
     out.push_back(std::move(s));
   }
   return out;
@@ -217,9 +235,14 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
   // 3. Device time: the GPU work of each launch is device self time of the launch's innermost op
   //    (relations.launch_op) and device total time of that op and of each op enclosing it. Walking
   //    up from each launch (ops nest a few levels deep) needs no ordering of the ops.
+  const bool has_replays = !rel.graph_replays.empty();
   for (std::size_t li = 0; li < rel.launches.size() && !calls.empty(); ++li) {
     const EventIndex op = rel.launch_op[li];
     if (op == kNoEvent || slot[op] == kNoSlot) continue;
+    // A graph launch's work is all replays, attributed in 3b.
+    if (has_replays && rel.launch_gpu_begin[li] < rel.launch_gpu_begin[li + 1] &&
+        rel.replay_of(rel.launch_gpu[rel.launch_gpu_begin[li]]) != nullptr)
+      continue;
     std::int64_t gpu_ns = 0;
     std::uint32_t count = 0;
     for (std::uint32_t g = rel.launch_gpu_begin[li]; g < rel.launch_gpu_begin[li + 1]; ++g) {
@@ -238,6 +261,66 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
       while (p != kNoEvent && model.kind[p] != EventKind::kCpuOp) p = rel.parent[p];
     }
   }
+
+  // 3b. Graph replays: to the op that captured the node, else to a row per graph.
+  std::vector<OpGroup> replay_rows;
+  if (has_replays) {
+    auto group_of_op = [&](EventIndex op) {
+      if (slot[op] != kNoSlot) return calls[slot[op]].group;
+      const OpArgs* args = model.op_args_of(op);
+      return shape_groups.group_of(model.name[op], args ? args->input_dims : kEmptyStr,
+                                   args ? args->input_types : kEmptyStr);
+    };
+    // Per captured launch: the group of its op, then those of the ops enclosing it.
+    std::unordered_map<EventIndex, std::vector<std::uint32_t>> chains;
+    auto chain_of = [&](EventIndex captured) -> const std::vector<std::uint32_t>& {
+      auto [it, fresh] = chains.try_emplace(captured);
+      const EventIndex op = fresh ? rel.op_of_launch(captured) : kNoEvent;
+      if (op != kNoEvent && model.kind[op] == EventKind::kCpuOp)
+        for (EventIndex p = op; p != kNoEvent; p = rel.parent[p])
+          if (model.kind[p] == EventKind::kCpuOp && !is_step_marker(model.name[p]))
+            it->second.push_back(group_of_op(p));
+      return it->second;
+    };
+    std::map<std::int64_t, std::uint32_t> row_of_graph;
+    std::vector<std::pair<std::uint32_t, EventIndex>> row_launches;  // (row, graph launch), for call counts
+    for (const GraphReplay& rp : rel.graph_replays) {
+      const EventIndex gpu = rp.gpu;
+      if (!ctx.device_selected(model.pid[gpu])) continue;
+      if (!window.contains(model.ts_ns[rp.graph_launch != kNoEvent ? rp.graph_launch : gpu])) continue;
+      const std::int64_t ns = std::max<std::int64_t>(0, model.dur_ns[gpu]);
+      r.replayed_device_ns += ns;
+      const std::vector<std::uint32_t>* chain =
+          rp.captured_launch != kNoEvent ? &chain_of(rp.captured_launch) : nullptr;
+      if (chain != nullptr && !chain->empty()) {
+        OpGroup& self = groups[chain->front()];
+        self.device_self_ns += ns;
+        self.device_replayed_ns += ns;
+        ++self.kernels;
+        for (std::uint32_t g : *chain) groups[g].device_total_ns += ns;
+        continue;
+      }
+      r.replayed_unattributed_ns += ns;
+      auto [it, fresh] = row_of_graph.try_emplace(rp.graph_id, static_cast<std::uint32_t>(replay_rows.size()));
+      if (fresh) {
+        OpGroup row;
+        row.replay_row = true;
+        row.replay_graph = rp.graph_id;
+        row.hip = rp.graph_launch != kNoEvent ? model.name_of(rp.graph_launch).substr(0, 3) == "hip"
+                                              : model.info.platform == Platform::kRocm;
+        replay_rows.push_back(row);
+      }
+      OpGroup& row = replay_rows[it->second];
+      row.device_self_ns += ns;
+      row.device_total_ns += ns;
+      row.device_replayed_ns += ns;
+      ++row.kernels;
+      if (rp.graph_launch != kNoEvent) row_launches.emplace_back(it->second, rp.graph_launch);
+    }
+    std::sort(row_launches.begin(), row_launches.end());
+    row_launches.erase(std::unique(row_launches.begin(), row_launches.end()), row_launches.end());
+    for (const auto& [row, launch] : row_launches) ++replay_rows[row].calls;
+  }
   std::vector<std::uint32_t>().swap(slot);
   std::vector<OpCall>().swap(calls);
 
@@ -250,7 +333,18 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
   }
   auto device_self = [](const OpGroup& g) { return g.device_self_ns; };
   auto host_self = [](const OpGroup& g) { return g.host_self_ns; };
-  r.ops_by_host = top_k(by_name, top, host_self, model, false);
+  if (!has_replays) {
+    r.ops_by_host = top_k(by_name, top, host_self, model, false);
+  } else {
+    // Ops there only for the replays they captured before the window ran no host time in it.
+    std::vector<OpGroup> called;
+    for (const OpGroup& g : by_name)
+      if (g.calls > 0) called.push_back(g);
+    r.ops_by_host = top_k(called, top, host_self, model, false);
+  }
+  for (const OpGroup& row : replay_rows) r.attributed_device_ns += row.device_self_ns;
+  by_name.insert(by_name.end(), replay_rows.begin(), replay_rows.end());
+  if (r.has_shapes) by_shape.insert(by_shape.end(), replay_rows.begin(), replay_rows.end());
   if (r.attributed_device_ns > 0) {
     r.ops_by_device = top_k(by_name, top, device_self, model, false);
     r.shapes_by_device = top_k(by_shape, top, device_self, model, true);
@@ -271,6 +365,7 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
   std::vector<KernelRecord> recs;
   {
     std::size_t ka = 0;
+    std::size_t ri = 0;  // graph replays are in GPU event order too
     for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
       const EventIndex e = rel.gpu_events[g];
       const EventKind kind = model.kind[e];
@@ -283,6 +378,13 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
       if (launcher != kNoEvent) {
         k.runtime = model.name[launcher];
         const EventIndex op = rel.op_of_launch(launcher);
+        if (op != kNoEvent) k.op = model.name[op];
+      }
+      // A replayed kernel's op is the one that captured it; the launch call stays cudaGraphLaunch.
+      while (ri < rel.graph_replays.size() && rel.graph_replays[ri].gpu < e) ++ri;
+      if (ri < rel.graph_replays.size() && rel.graph_replays[ri].gpu == e &&
+          rel.graph_replays[ri].captured_launch != kNoEvent) {
+        const EventIndex op = rel.op_of_launch(rel.graph_replays[ri].captured_launch);
         if (op != kNoEvent) k.op = model.name[op];
       }
       recs.push_back(k);

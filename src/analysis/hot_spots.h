@@ -8,6 +8,11 @@
 //   device total device self of the op and of every op nested under it
 // An op nested under another op with the same name counts in both (as torch.profiler's totals do);
 // self times never double count.
+// CUDA/HIP graph replays (model/graphs.h, docs/GRAPHS.md), counted when their graph launch call
+// starts in the window: device self time of the op that captured the node (even when that op ran
+// before the window: capture runs once, replays run every step) and device total of it and its
+// enclosing ops; where the node's capture is unknown, a row of their own per graph ("CUDA graph
+// replay (graph 7)"), never the op around cudaGraphLaunch, which only launched them.
 // Kernels (GPU activity starting in the window): calls, total/mean/min/max, kernel-time-weighted
 // mean of CUPTI's "est. achieved occupancy %", Tensor Core use by name (analysis/tensor_cores.h),
 // and the operator -> launch call paths that launched them.
@@ -30,7 +35,9 @@ struct OpStat {
   std::int64_t host_self_ns = 0;
   std::int64_t device_total_ns = 0;
   std::int64_t device_self_ns = 0;
-  std::uint64_t kernels = 0;  // GPU activities launched directly
+  std::uint64_t kernels = 0;            // GPU activities launched directly
+  std::int64_t device_replayed_ns = 0;  // the part of device_self_ns replayed by CUDA/HIP graphs
+  bool graph_replay = false;            // a row for graph replays whose capturing op is unknown
 };
 
 struct KernelLaunchPath {
@@ -55,16 +62,18 @@ struct KernelStat {
 
 struct HotSpotsResult {
   std::int64_t window_ns = 0;
-  std::uint64_t op_calls = 0;             // cpu ops starting in the window
-  std::int64_t host_op_ns = 0;            // host self time summed over all ops (= time inside ops)
-  std::uint64_t gpu_activities = 0;       // kernels, memcpys, memsets starting in the window
-  std::int64_t device_ns = 0;             // their summed durations
-  std::int64_t attributed_device_ns = 0;  // the part launched from an op in the window
-  std::int64_t tensor_core_ns = 0;        // kernel time in Tensor Core kernels
-  bool has_shapes = false;                // the trace recorded input shapes (record_shapes=True)
+  std::uint64_t op_calls = 0;                 // cpu ops starting in the window
+  std::int64_t host_op_ns = 0;                // host self time summed over all ops (= time inside ops)
+  std::uint64_t gpu_activities = 0;           // kernels, memcpys, memsets starting in the window
+  std::int64_t device_ns = 0;                 // their summed durations
+  std::int64_t attributed_device_ns = 0;      // the part launched from an op in the window, or replayed
+  std::int64_t replayed_device_ns = 0;        // GPU time replayed by graph launches in the window
+  std::int64_t replayed_unattributed_ns = 0;  // ... of which in graph-replay rows (capturing op unknown)
+  std::int64_t tensor_core_ns = 0;            // kernel time in Tensor Core kernels
+  bool has_shapes = false;                    // the trace recorded input shapes (record_shapes=True)
 
   // Top-K (ctx.options.top_k) rows each.
-  std::vector<OpStat> ops_by_device;     // by name, device self time descending
+  std::vector<OpStat> ops_by_device;     // by name (and graph-replay rows), device self time descending
   std::vector<OpStat> ops_by_host;       // by name, host self time descending
   std::vector<OpStat> shapes_by_device;  // by name + input shapes, device self (host self without GPU)
   std::vector<KernelStat> kernels;       // by name, total time descending

@@ -322,8 +322,9 @@ bool is_communication_op(std::string_view op) {
 
 void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
   if (hs.attributed_device_ns <= 0 || hs.window_ns <= 0) return;
+  // A graph-replay row (its capturing ops unknown) is many operators' work, not one to optimize.
   const auto it = std::find_if(hs.ops_by_device.begin(), hs.ops_by_device.end(),
-                               [](const OpStat& o) { return !is_communication_op(o.name); });
+                               [](const OpStat& o) { return !is_communication_op(o.name) && !o.graph_replay; });
   if (it == hs.ops_by_device.end()) return;
   const OpStat& op = *it;
   const double of_gpu = share_of(op.device_self_ns, hs.attributed_device_ns);
@@ -343,8 +344,13 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
     for (const KernelLaunchPath& p : k.launched_by)
       if (p.op == op.name && top_kernel == nullptr) top_kernel = &k;
   f.detail = fmt::format(
-      "{} launched {} GPU activities for {:.2f} ms of the {:.2f} ms launched from operators ({:.1f}% of the window){}.",
+      "{} launched {} GPU activities for {:.2f} ms of the {:.2f} ms launched from operators ({:.1f}% of the "
+      "window){}{}.",
       op.name, op.kernels, ms(op.device_self_ns), ms(hs.attributed_device_ns), pct(share),
+      op.device_replayed_ns > 0
+          ? fmt::format(" ({:.0f}% of it replays of graph nodes it captured)",
+                        100.0 * static_cast<double>(op.device_replayed_ns) / static_cast<double>(op.device_self_ns))
+          : std::string(),
       top_kernel
           ? fmt::format("; its largest kernel is {} ({} calls, mean {:.1f} us{})", top_kernel->name, top_kernel->calls,
                         top_kernel->mean_ns / 1e3, top_kernel->tensor_core ? ", Tensor Cores" : ", no Tensor Cores")

@@ -57,6 +57,7 @@ void ParsedBatch::clear() {
   collective_args.clear();
   memory_args.clear();
   counters.clear();
+  graph_nodes.clear();
   meta_names.clear();
   strings.clear();
   cats.clear();
@@ -80,7 +81,9 @@ struct EventRow {
   std::int32_t pid = 0, tid = 0;
   std::int64_t correlation = kNoId, external_id = kNoId, flow_id = kNoId;
   bool kernel_seen = false, copy_seen = false, op_seen = false, coll_seen = false, mem_seen = false;
+  bool graph_seen = false;
   KernelArgs kernel;
+  GraphNodeArgs graph;
   CopyArgs copy;
   OpArgs op;
   CollectiveArgs coll;
@@ -277,6 +280,20 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         if (key == "grid") {
           if (!read_triplet(v, row.kernel.grid)) row.bad_type = "args.grid";
           row.kernel_seen = true;
+          continue;
+        }
+        if (key == "graph id") {
+          if (read_int(v, n))
+            row.graph.graph_id = n, row.graph_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.graph id";
+          continue;
+        }
+        if (key == "graph node id") {
+          if (read_int(v, n))
+            row.graph.node_id = n, row.graph_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.graph node id";
           continue;
         }
         break;
@@ -659,6 +676,12 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
         out.counters.push_back({index, out.strings.intern(series), value});
       break;
     default: break;
+  }
+  // Graph node ids on GPU work (replayed or captured) and on the launch calls of a capture.
+  if (row.graph_seen &&
+      (kind == EventKind::kKernel || kind == EventKind::kMemcpy || kind == EventKind::kMemset || is_launch_api(kind))) {
+    row.graph.event = index;
+    out.graph_nodes.push_back(row.graph);
   }
   if (row.coll_seen &&
       (kind == EventKind::kCpuOp || kind == EventKind::kKernel || kind == EventKind::kUserAnnotation)) {

@@ -59,6 +59,7 @@ struct ParsedBatch {
   std::vector<CollectiveArgs> collective_args;
   std::vector<MemoryArgs> memory_args;
   std::vector<CounterSample> counters;
+  std::vector<GraphNodeArgs> graph_nodes;
 
   // Metadata events: (pid, tid or INT32_MIN for process-level, local string id of the name).
   struct MetaName {

@@ -107,6 +107,10 @@ class ModelBuilder {
       c.series = string_map_[c.series];
       model_.counters.push_back(c);
     }
+    for (GraphNodeArgs g : batch.graph_nodes) {
+      g.event += base;
+      model_.graph_nodes.push_back(g);
+    }
     for (const auto& meta : batch.meta_names) {
       const std::string text(model_.strings.view(string_map_[meta.text]));
       if (meta.is_thread)

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "model/graphs.h"
+
 namespace ferret {
 
 std::int64_t profiler_step_number(std::string_view name) {
@@ -334,6 +336,7 @@ void build_relations(TraceModel& model) {
   model.relations = Relations{};
   build_nesting(model);
   build_correlation(model);
+  build_graph_relations(model);
   build_steps(model);
   model.relations.built = true;
 }

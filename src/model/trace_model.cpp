@@ -27,6 +27,15 @@ const char* platform_name(Platform p) {
   return "unknown";
 }
 
+const char* graph_node_mapping_name(GraphNodeMapping m) {
+  switch (m) {
+    case GraphNodeMapping::kNodeId: return "node_id";
+    case GraphNodeMapping::kLaunchOrder: return "launch_order";
+    case GraphNodeMapping::kNone: break;
+  }
+  return "none";
+}
+
 void IngestReport::repair(const std::string& reason, const std::string& where, std::uint64_t n) {
   Issue& issue = repairs[reason];
   if (issue.count == 0) {
@@ -81,18 +90,21 @@ const KernelArgs* TraceModel::kernel_args_of(EventIndex e) const { return find_r
 const CopyArgs* TraceModel::copy_args_of(EventIndex e) const { return find_row(copy_args, e); }
 const OpArgs* TraceModel::op_args_of(EventIndex e) const { return find_row(op_args, e); }
 const CollectiveArgs* TraceModel::collective_args_of(EventIndex e) const { return find_row(collective_args, e); }
+const GraphNodeArgs* TraceModel::graph_node_of(EventIndex e) const { return find_row(graph_nodes, e); }
 
 std::size_t TraceModel::memory_bytes() const {
   std::size_t n = kind.memory_bytes() + phase.memory_bytes() + category.memory_bytes() + name.memory_bytes() +
                   ts_ns.memory_bytes() + dur_ns.memory_bytes() + pid.memory_bytes() + tid.memory_bytes() +
                   correlation.memory_bytes() + external_id.memory_bytes();
   n += kernel_args.memory_bytes() + copy_args.memory_bytes() + op_args.memory_bytes() + collective_args.memory_bytes() +
-       memory_args.memory_bytes() + counters.memory_bytes();
+       memory_args.memory_bytes() + counters.memory_bytes() + graph_nodes.memory_bytes();
   n += strings.memory_bytes() + categories.memory_bytes();
   n += (relations.parent.capacity() + relations.gpu_events.capacity() + relations.gpu_launcher.capacity() +
         relations.launches.capacity() + relations.launch_op.capacity() + relations.launch_gpu_begin.capacity() +
-        relations.launch_gpu.capacity()) *
+        relations.launch_gpu.capacity() + relations.captured_launches.capacity()) *
        4;
+  n += relations.graph_replays.capacity() * sizeof(GraphReplay) +
+       relations.graph_captures.capacity() * sizeof(GraphCapture);
   return n;
 }
 
@@ -104,6 +116,12 @@ EventIndex Relations::launcher_of(EventIndex gpu_event) const {
 EventIndex Relations::op_of_launch(EventIndex launch) const {
   const std::size_t i = find_sorted(launches, launch);
   return i < launches.size() ? launch_op[i] : kNoEvent;
+}
+
+const GraphReplay* Relations::replay_of(EventIndex gpu_event) const {
+  auto it = std::lower_bound(graph_replays.begin(), graph_replays.end(), gpu_event,
+                             [](const GraphReplay& r, EventIndex e) { return r.gpu < e; });
+  return (it != graph_replays.end() && it->gpu == gpu_event) ? &*it : nullptr;
 }
 
 std::vector<EventIndex> Relations::gpu_of_launch(EventIndex launch) const {

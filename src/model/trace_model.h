@@ -71,6 +71,16 @@ struct CopyArgs {
   float bandwidth_gbps = -1;  // "memory bandwidth (GB/s)"
 };
 
+// A CUDA/HIP graph node, as torch >= 2.10 records it ("graph id", "graph node id") on kernels,
+// memcpys and memsets (replayed, or recorded while captured) and on launch calls made during a
+// capture. A table of its own, filled only when a trace carries the keys: older traces pay nothing
+// and the kernel and copy rows keep their size.
+struct GraphNodeArgs {
+  EventIndex event = kNoEvent;
+  std::int64_t graph_id = kNoId;
+  std::int64_t node_id = kNoId;
+};
+
 // Shapes and sequencing recorded on CPU ops (record_shapes=True).
 struct OpArgs {
   EventIndex event = kNoEvent;
@@ -201,6 +211,36 @@ struct Step {
   bool gpu_span_from_annotation = false;
 };
 
+// How a capture's launch calls were matched to the nodes of the graph it made (model/graphs.h).
+enum class GraphNodeMapping : std::uint8_t {
+  kNone,         // not matched: replays of that graph stay with their graph launch
+  kNodeId,       // the captured launches carry their graph node ids
+  kLaunchOrder,  // k-th captured launch = k-th smallest node id of the graph (counts equal)
+};
+const char* graph_node_mapping_name(GraphNodeMapping m);
+
+// One stream capture: cudaStreamBeginCapture .. cudaStreamEndCapture (hip* alike) on one thread,
+// the launch calls made inside it (captured_launches[launches_begin .. launches_end), by start
+// time), and the graph whose replays it was matched to.
+struct GraphCapture {
+  EventIndex begin = kNoEvent;
+  EventIndex end = kNoEvent;  // kNoEvent: the trace ends inside the capture
+  std::uint32_t launches_begin = 0;
+  std::uint32_t launches_end = 0;
+  std::int64_t graph_id = kNoId;  // kNoId: matched to no replayed graph
+  GraphNodeMapping mapping = GraphNodeMapping::kNone;
+};
+
+// A replayed GPU activity: launched by a graph launch call (cudaGraphLaunch, hipGraphLaunch,
+// cuGraphLaunch, sharing its correlation id), or carrying a graph id with no launch call found.
+struct GraphReplay {
+  EventIndex gpu = kNoEvent;
+  EventIndex graph_launch = kNoEvent;     // kNoEvent when the correlation matched no call
+  EventIndex captured_launch = kNoEvent;  // the launch call that captured its node, when known
+  std::int64_t graph_id = kNoId;
+  std::int64_t node_id = kNoId;
+};
+
 // Relations between events, built once after ingestion (see model/relations.h).
 // Sparse tables (GPU activity, launches) are sorted by event index and found by binary search,
 // so relations cost 4 bytes per event plus a few per GPU activity.
@@ -232,10 +272,15 @@ struct Relations {
   bool launched_before_trace_event(EventIndex e) const {
     return !launched_before_trace_bits.empty() && launched_before_trace_bits[e];
   }
+  // CUDA/HIP graphs (model/graphs.h). All empty for a trace without captures or graph launches.
+  std::vector<GraphCapture> graph_captures;  // by start time
+  std::vector<EventIndex> captured_launches;
+  std::vector<GraphReplay> graph_replays;  // by GPU event index
 
   EventIndex launcher_of(EventIndex gpu_event) const;
   EventIndex op_of_launch(EventIndex launch) const;
   std::vector<EventIndex> gpu_of_launch(EventIndex launch) const;
+  const GraphReplay* replay_of(EventIndex gpu_event) const;  // nullptr: not a graph replay
 };
 
 class TraceModel {
@@ -261,6 +306,7 @@ class TraceModel {
   Column<CollectiveArgs, 12> collective_args;
   Column<MemoryArgs, 12> memory_args;
   Column<CounterSample, 12> counters;
+  Column<GraphNodeArgs, 12> graph_nodes;
 
   StringTable strings;
   StringTable categories;                             // few distinct values; ids fit 16 bits
@@ -283,6 +329,7 @@ class TraceModel {
   const CopyArgs* copy_args_of(EventIndex e) const;
   const OpArgs* op_args_of(EventIndex e) const;
   const CollectiveArgs* collective_args_of(EventIndex e) const;
+  const GraphNodeArgs* graph_node_of(EventIndex e) const;
 };
 
 }  // namespace ferret

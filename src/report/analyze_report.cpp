@@ -25,6 +25,30 @@ std::string trace_line(const TraceAnalysis& a) {
   return line;
 }
 
+// "62.5% of GPU busy time replayed by CUDA graphs (2 graph launches, 6 kernels)", or "" without replays.
+std::string graph_replay_line(const TraceAnalysis& a) {
+  const GpuTimelineResult& t = a.timeline;
+  if (t.launch.graph_activities == 0) return {};
+  return fmt::format("{:.1f}% of GPU busy time replayed by {} graphs ({} graph launch{}, {} kernel{})",
+                     t.graph_replayed_pct(), a.model->info.platform == Platform::kRocm ? "HIP" : "CUDA",
+                     t.launch.graph_launches, t.launch.graph_launches == 1 ? "" : "es", t.launch.graph_kernels,
+                     t.launch.graph_kernels == 1 ? "" : "s");
+}
+
+// Where the operator table put replayed GPU time, or "" without replays.
+std::string replay_attribution_line(const HotSpotsResult& h) {
+  if (h.replayed_device_ns <= 0) return {};
+  const std::int64_t to_ops = h.replayed_device_ns - h.replayed_unattributed_ns;
+  if (h.replayed_unattributed_ns == 0)
+    return fmt::format("graph replays ({}) are counted for the ops that captured them", human_duration(to_ops));
+  if (to_ops == 0)
+    return fmt::format("graph replays ({}) are shown as graph-replay rows: no capture in the trace was matched to them",
+                       human_duration(h.replayed_unattributed_ns));
+  return fmt::format(
+      "graph replays: {} counted for the ops that captured them, {} in graph-replay rows (capture not matched)",
+      human_duration(to_ops), human_duration(h.replayed_unattributed_ns));
+}
+
 // The window the report covers (docs/WINDOWS.md).
 std::string window_line(const TraceAnalysis& a) {
   const StepBreakdownResult& b = a.breakdown;
@@ -119,6 +143,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
     out += fmt::format("  timeline{}: idle {:.1f}%, compute {:.1f}%, non-compute {:.1f}% of {}\n",
                        a.hta_timeline ? " (HTA's definition)" : "", t.idle_pct(), t.compute_pct(), t.non_compute_pct(),
                        human_duration(t.span_ns));
+    if (const std::string graphs = graph_replay_line(a); !graphs.empty()) out += wrap(graphs, kWidth, "  ");
   }
 
   // Operator layer: where the time goes by op and by kernel.
@@ -132,6 +157,8 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
       if (t <= 0) continue;
       out += fmt::format("  {:<46} {:>12} {:>8} calls\n", fit_width(op.name, 46), human_duration(t), op.calls);
     }
+    if (const std::string replays = replay_attribution_line(h); device_view && !replays.empty())
+      out += wrap(replays, kWidth, "  ");
   }
   if (!h.kernels.empty()) {
     out += fmt::format("\n{}Top kernels{} by total time\n", st.bold(), st.reset());
@@ -242,14 +269,21 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
       {"comm_comp_overlap_pct", tl.comm_comp_overlap_pct < 0 ? json(nullptr) : json(round2(tl.comm_comp_overlap_pct))},
       {"launches", tl.launch.launches},
       {"short_kernels", tl.launch.short_kernels},
-      {"median_launch_delay_us", round3(us(static_cast<double>(tl.launch.median_delay_ns)))}};
+      {"median_launch_delay_us", round3(us(static_cast<double>(tl.launch.median_delay_ns)))},
+      {"graph_launches", tl.launch.graph_launches},
+      {"graph_replayed_activities", tl.launch.graph_activities},
+      {"graph_replayed_kernels", tl.launch.graph_kernels},
+      {"graph_replayed_us", round3(us(static_cast<double>(tl.graph_replayed_ns)))},
+      {"graph_replayed_pct", round2(tl.graph_replayed_pct())}};
   auto op_json = [](const OpStat& op) {
     json o = {{"name", op.name},
               {"calls", op.calls},
               {"host_self_us", round3(us(static_cast<double>(op.host_self_ns)))},
               {"host_total_us", round3(us(static_cast<double>(op.host_total_ns)))},
               {"device_self_us", round3(us(static_cast<double>(op.device_self_ns)))},
-              {"device_total_us", round3(us(static_cast<double>(op.device_total_ns)))}};
+              {"device_total_us", round3(us(static_cast<double>(op.device_total_ns)))},
+              {"device_replayed_us", round3(us(static_cast<double>(op.device_replayed_ns)))},
+              {"graph_replay", op.graph_replay}};
     if (!op.input_dims.empty()) o["input_dims"] = op.input_dims;
     if (!op.input_types.empty()) o["input_types"] = op.input_types;
     return o;
@@ -275,8 +309,12 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
          {"tensor_core", k.tensor_core},
          {"launched_by", paths}});
   }
-  j["hot_spots"] = {
-      {"ops_by_device", by_device}, {"ops_by_host", by_host}, {"ops_by_shape", by_shape}, {"kernels", kernels}};
+  j["hot_spots"] = {{"ops_by_device", by_device},
+                    {"ops_by_host", by_host},
+                    {"ops_by_shape", by_shape},
+                    {"kernels", kernels},
+                    {"replayed_device_us", round3(us(static_cast<double>(h.replayed_device_ns)))},
+                    {"replayed_unattributed_us", round3(us(static_cast<double>(h.replayed_unattributed_ns)))}};
   json mem_devices = json::array();
   for (const MemoryDevice& md : a.memory.devices)
     mem_devices.push_back({{"device_type", md.device_type},
@@ -347,6 +385,8 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
           g.tensor_core_pct);
     out += "\n";
   }
+  if (const std::string graphs = graph_replay_line(a); !graphs.empty())
+    out += fmt::format("{}\n\n", escape_markdown(graphs));
   const HotSpotsResult& h = a.hot_spots;
   const bool device_view = h.gpu_activities > 0;
   const std::vector<OpStat>& ops = device_view ? h.ops_by_device : h.ops_by_host;
@@ -356,6 +396,8 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
       out += fmt::format("| {} | {} | {} |\n", escape_markdown(op.name),
                          human_duration(device_view ? op.device_self_ns : op.host_self_ns), op.calls);
     out += "\n";
+    if (const std::string replays = replay_attribution_line(h); device_view && !replays.empty())
+      out += escape_markdown(replays) + "\n\n";
   }
   out += findings_markdown(d.findings);
   return out;

@@ -224,6 +224,24 @@ TEST(RulesHost, HotOperator) {
   EXPECT_EQ(find(run(with_ops({op("aten::mm", 300'000)}, 1 * kMs, 1000 * kMs)), "hot-operator"), nullptr);
 }
 
+// A graph-replay row (70 of 100 ms, its capturing ops unknown) is many ops' work: skipped for the
+// next op, aten::add at 30%. An op whose time is replays of nodes it captured says so: 40 of its
+// 60 ms = 67%.
+TEST(RulesHost, HotOperatorSkipsGraphReplayRows) {
+  OpStat row = op("CUDA graph replay (graph 3)", 70 * kMs);
+  row.graph_replay = true;
+  std::vector<Finding> out = run(with_ops({row, op("aten::add", 30 * kMs)}, 100 * kMs, 200 * kMs));
+  const Finding* f = find(out, "hot-operator");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("aten::add"), std::string::npos) << f->title;
+  OpStat mm = op("aten::mm", 60 * kMs);
+  mm.device_replayed_ns = 40 * kMs;
+  out = run(with_ops({mm}, 100 * kMs, 200 * kMs));
+  f = find(out, "hot-operator");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->detail.find("(67% of it replays of graph nodes it captured)"), std::string::npos) << f->detail;
+}
+
 TEST(RulesHost, NothingToSayOnAnEmptyAnalysis) { EXPECT_TRUE(run(TraceAnalysis{}).empty()); }
 
 // --- Corpus: the rules over ferret's own analyses of real traces. ---
