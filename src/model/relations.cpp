@@ -274,6 +274,29 @@ void build_steps(TraceModel& model) {
   rel.steps = std::move(steps);
 }
 
+// Python call tree from the frames' own ids, not from nesting: a frame's "Python parent id" names
+// its caller even when clock skew or a missing span would break interval containment.
+void build_python_tree(TraceModel& model) {
+  Relations& rel = model.relations;
+  const std::size_t frames = model.python_frames.size();
+  rel.python_parent.assign(frames, kNoEvent);
+  if (frames == 0) return;
+  IdIndex frame_by_id;
+  for (std::size_t i = 0; i < frames; ++i)
+    if (model.python_frames[i].id != kNoId) frame_by_id.add(model.python_frames[i].id, static_cast<std::uint32_t>(i));
+  frame_by_id.finish();
+  for (std::size_t i = 0; i < frames; ++i) {
+    const PythonFrameArgs& frame = model.python_frames[i];
+    if (frame.parent_id == kNoId) continue;  // a root
+    const std::uint32_t parent = frame_by_id.find(frame.parent_id);
+    if (parent == IdIndex::kNone || parent == i) {
+      ++rel.python_orphans;  // its caller started before the profiler did, or was not recorded
+      continue;
+    }
+    rel.python_parent[i] = model.python_frames[parent].event;
+  }
+}
+
 }  // namespace
 
 void build_relations(TraceModel& model) {
@@ -281,6 +304,7 @@ void build_relations(TraceModel& model) {
   build_nesting(model);
   build_correlation(model);
   build_steps(model);
+  build_python_tree(model);
   model.relations.built = true;
 }
 

@@ -1,5 +1,6 @@
 // Relations built once after ingestion: host span nesting per thread, runtime call -> GPU activity
-// by correlation id, runtime call -> launching CPU op, and steps from ProfilerStep#N.
+// by correlation id, runtime call -> launching CPU op, steps from ProfilerStep#N, and the Python
+// call tree from python_function ids.
 #pragma once
 
 #include "model/trace_model.h"
