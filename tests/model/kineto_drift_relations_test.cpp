@@ -101,6 +101,29 @@ TEST(KinetoDriftPythonTree, ParentsFromPythonIdsWithAMissingCaller) {
   EXPECT_EQ(summarize_trace(m).python_frames, 5u);
 }
 
+TEST(KinetoDriftPythonTree, FramesOutOfIdOrderStillFindTheirCallers) {
+  // Two threads written one after the other: thread 8's frames (ids 20, 21) come before thread 7's
+  // (ids 10, 11, 12), so the ids are not in file order. 12's parent 9 is not in the trace.
+  const TraceModel m = load_trace_text(R"J({"traceEvents": [
+    {"ph": "X", "cat": "python_function", "name": "worker.py(5): run", "pid": 7, "tid": 8, "ts": 0, "dur": 50,
+     "args": {"Python id": 20, "Python parent id": 11}},
+    {"ph": "X", "cat": "python_function", "name": "worker.py(9): step", "pid": 7, "tid": 8, "ts": 5, "dur": 10,
+     "args": {"Python id": 21, "Python parent id": 20}},
+    {"ph": "X", "cat": "python_function", "name": "main.py(1): <module>", "pid": 7, "tid": 7, "ts": 0, "dur": 100,
+     "args": {"Python id": 10}},
+    {"ph": "X", "cat": "python_function", "name": "threading.py(990): start", "pid": 7, "tid": 7, "ts": 1, "dur": 2,
+     "args": {"Python id": 11, "Python parent id": 10}},
+    {"ph": "X", "cat": "python_function", "name": "main.py(7): late", "pid": 7, "tid": 7, "ts": 60, "dur": 2,
+     "args": {"Python id": 12, "Python parent id": 9}}
+  ]})J");
+  EXPECT_EQ(m.python_parent_of(find(m, "worker.py(9): step")), find(m, "worker.py(5): run"));
+  EXPECT_EQ(m.python_parent_of(find(m, "worker.py(5): run")), find(m, "threading.py(990): start"));
+  EXPECT_EQ(m.python_parent_of(find(m, "threading.py(990): start")), find(m, "main.py(1): <module>"));
+  EXPECT_EQ(m.python_parent_of(find(m, "main.py(1): <module>")), kNoEvent);
+  EXPECT_EQ(m.python_parent_of(find(m, "main.py(7): late")), kNoEvent);
+  EXPECT_EQ(m.relations.python_orphans, 1u);
+}
+
 TEST(KinetoDriftPythonTree, FramesSplitAcrossBatchesKeepTheirTree) {
   // The loader merges batches of about 1 MB: enough frames to span several batches, each the child
   // of the one before (ids 1000, 1001, ...), so parents cross batch boundaries.
