@@ -366,5 +366,33 @@ TEST(KinetoDriftInductor, BackendHashFlopsAndBytesKept) {
   EXPECT_NE(info.find("recorded       2 Inductor kernels\n"), std::string::npos) << info;  // nothing else recorded
 }
 
+TEST(KinetoDriftWrongTypes, NewFieldsOfTheWrongTypeAreIgnoredAndCounted) {
+  // Each event has a wrong-typed new field: 6 repairs, one per event; nulls are absent, not errors.
+  const TraceModel m = load_trace_text(R"J({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"priority": "high"}},
+    {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 2, "dur": 1, "args": {"occupancy": 5}},
+    {"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 7, "ts": 3, "dur": 1,
+     "args": {"occupancy": {"limitingFactors": 4}, "Comms Id": null, "priority": null}},
+    {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": 4, "dur": 1,
+     "args": {"Collective name": "allreduce", "Comms Id": [1]}},
+    {"ph": "X", "cat": "cpu_op", "name": "t", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
+     "args": {"kernel_backend": 3, "kernel_flop": "lots", "kernel_num_gb": null}},
+    {"ph": "X", "cat": "python_function", "name": "p", "pid": 1, "tid": 1, "ts": 6, "dur": 1,
+     "args": {"Python id": "x", "Python parent id": null}}
+  ]})J");
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m.report.repair_count(), 6u);
+  EXPECT_EQ(m.report.skip_count(), 0u);
+  for (EventIndex e = 0; e < 3; ++e) {
+    const KernelArgs* k = m.kernel_args_of(e);
+    if (k == nullptr) continue;
+    EXPECT_EQ(k->priority, kNoPriority);
+    EXPECT_EQ(k->limiting_factor, kEmptyStr);
+  }
+  EXPECT_EQ(m.collective_args_of(3)->comms_id, kNoId);
+  EXPECT_EQ(m.inductor_kernel_of(4), nullptr);  // nothing usable was given
+  EXPECT_EQ(m.python_frame_of(5), nullptr);
+}
+
 }  // namespace
 }  // namespace ferret
