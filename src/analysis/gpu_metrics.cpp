@@ -103,6 +103,37 @@ double sm_busy_ns(const std::vector<KernelSpan>& kernels, const std::vector<Inte
   return busy;
 }
 
+// Which PM-sampling metric a counter series (or its event name) is.
+enum class HardwareMetric : std::uint8_t { kUnknown, kNone, kSmActive, kTensorActive };
+
+HardwareMetric hardware_metric(std::string_view name) {
+  auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };
+  if (starts("sm__pipe_tensor") || starts("Tensor Active")) return HardwareMetric::kTensorActive;
+  if (starts("sm__cycles_active") || starts("SM Active")) return HardwareMetric::kSmActive;
+  return HardwareMetric::kNone;
+}
+
+struct CounterPoint {
+  std::int64_t ts;
+  double value;
+};
+
+// Time-weighted mean of a step function (each value holds until the next point) within the
+// windows; the covered time goes to `covered_ns`. -1 when no interval falls in the windows.
+double time_weighted_mean(std::vector<CounterPoint>& points, const std::vector<Interval>& windows,
+                          std::int64_t& covered_ns) {
+  std::stable_sort(points.begin(), points.end(),
+                   [](const CounterPoint& a, const CounterPoint& b) { return a.ts < b.ts; });
+  double weighted = 0;
+  covered_ns = 0;
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) {
+    const std::int64_t ns = covered_length(windows, points[i].ts, points[i + 1].ts);
+    weighted += points[i].value * static_cast<double>(ns);
+    covered_ns += ns;
+  }
+  return covered_ns > 0 ? weighted / static_cast<double>(covered_ns) : -1;
+}
+
 }  // namespace
 
 GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisContext& ctx) {
@@ -250,6 +281,34 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     if (op != kNoEvent && eligible(op)) count_eligible(r.gpu);
   }
 
+  // Pass 3: PM sampling counters, per device (the counter events' pid) and metric.
+  std::map<int, std::vector<CounterPoint>> sm_active, tensor_active;
+  if (!model.counters.empty()) {
+    std::uint16_t hw_category = 0;
+    for (std::size_t c = 1; c < model.categories.size(); ++c)
+      if (model.categories.view(static_cast<StrId>(c)) == "hardware_counters")
+        hw_category = static_cast<std::uint16_t>(c);
+    std::vector<HardwareMetric> metric_of(hw_category != 0 ? model.strings.size() : 0, HardwareMetric::kUnknown);
+    auto metric = [&](StrId id) {
+      HardwareMetric& m = metric_of[id];
+      if (m == HardwareMetric::kUnknown) m = hardware_metric(model.strings.view(id));
+      return m;
+    };
+    for (const CounterSample& c : model.counters) {
+      if (hw_category == 0) break;
+      const EventIndex e = c.event;
+      if (model.category[e] != hw_category || !ctx.device_selected(model.pid[e])) continue;
+      if (devices.find(model.pid[e]) == devices.end()) continue;  // only devices that ran kernels
+      // The series is the metric ("sm__cycles_active...": 71.5) or a value of the event's metric.
+      HardwareMetric m = metric(c.series);
+      if (m == HardwareMetric::kNone) m = metric(model.name[e]);
+      if (m == HardwareMetric::kSmActive)
+        sm_active[model.pid[e]].push_back({model.ts_ns[e], c.value});
+      else if (m == HardwareMetric::kTensorActive)
+        tensor_active[model.pid[e]].push_back({model.ts_ns[e], c.value});
+    }
+  }
+
   auto pct = [](std::int64_t part, std::int64_t whole) {
     return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
   };
@@ -269,6 +328,13 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     m.tc_eligible_pct = pct(m.tc_eligible_ns, m.kernel_ns);
     m.tc_eligible_without_tc_pct = pct(m.tc_eligible_without_tc_ns, m.kernel_ns);
     m.matmul_conv_pct = pct(m.matmul_conv_ns, m.compute_kernel_ns);
+    std::int64_t covered = 0;
+    if (auto it = sm_active.find(id); it != sm_active.end()) {
+      m.measured_sm_active_pct = time_weighted_mean(it->second, windows, covered);
+      m.measured_coverage_pct = pct(covered, window_ns);
+    }
+    if (auto it = tensor_active.find(id); it != tensor_active.end())
+      m.measured_tensor_active_pct = time_weighted_mean(it->second, windows, covered);
     result.devices.push_back(std::move(m));
   }
   return result;

@@ -6,6 +6,9 @@
 //   occupancy        kernel-time-weighted mean of CUPTI's "est. achieved occupancy %"
 //   Tensor Cores     share of kernel time in kernels whose names show Tensor Core use
 //                    (analysis/tensor_cores.h)
+// and, when the trace holds CUPTI PM sampling (`hardware_counters` counter events, Kineto 2025+),
+// the measured SM-active and Tensor-active percentages: time-weighted means over the window, each
+// sample holding its value until the next sample of its series (the last one marks the end).
 // plus what the plugin's mixed-precision advice reads: the share of kernel time launched by
 // Tensor-Core-eligible operators (conv, mm, bmm, addmm, linear, matmul and their backwards),
 // and of that, the part that ran without Tensor Cores (a graph-replayed kernel counts for the op
@@ -50,6 +53,11 @@ struct DeviceMetrics {
   double tc_eligible_without_tc_pct = 0;       // of kernel_ns
   std::int64_t matmul_conv_ns = 0;             // GEMM / convolution / attention kernels (by name or launching op)
   double matmul_conv_pct = 0;                  // of compute_kernel_ns
+  // Measured by PM sampling, -1 without samples: sm__cycles_active ("SM Active") and
+  // sm__pipe_tensor_cycles_active ("Tensor Active"), % of peak, beside the estimates above.
+  double measured_sm_active_pct = -1;
+  double measured_tensor_active_pct = -1;
+  double measured_coverage_pct = 0;  // share of the window the SM-active samples cover
 };
 
 struct GpuMetricsResult {

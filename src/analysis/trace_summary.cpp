@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <map>
+#include <set>
 
 namespace ferret {
 
@@ -44,6 +45,13 @@ TraceSummary summarize_trace(const TraceModel& model) {
     s.last_ns = last;
   }
   for (auto& [key, st] : streams) s.streams.push_back(st);
+  s.python_frames = model.python_frames.size();
+  s.inductor_kernels = model.inductor_kernels.size();
+  // A series is (event name, arg): PM sampling writes either the metric as the arg or "value".
+  std::set<std::pair<StrId, StrId>> series;
+  for (const CounterSample& c : model.counters)
+    if (model.category_of(c.event) == "hardware_counters") series.emplace(model.name[c.event], c.series);
+  s.hardware_counter_series = series.size();
   for (auto& [key, th] : threads) {
     if (auto it = model.thread_names.find(key); it != model.thread_names.end())
       th.name = it->second;

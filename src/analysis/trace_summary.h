@@ -32,6 +32,10 @@ struct TraceSummary {
   std::int64_t first_ns = 0, last_ns = 0;  // span of all timed events (relative ts)
   std::vector<StreamSummary> streams;
   std::vector<ThreadSummary> threads;
+  // Newer profiler records, counted for `ferret info`.
+  std::uint64_t python_frames = 0;            // python_function frames with their Python ids
+  std::uint64_t inductor_kernels = 0;         // Inductor kernel cpu_ops (kernel_backend, ...)
+  std::uint64_t hardware_counter_series = 0;  // distinct PM sampling series (hardware_counters)
 };
 
 TraceSummary summarize_trace(const TraceModel& model);

@@ -58,6 +58,8 @@ void ParsedBatch::clear() {
   memory_args.clear();
   counters.clear();
   graph_nodes.clear();
+  inductor_kernels.clear();
+  python_frames.clear();
   meta_names.clear();
   strings.clear();
   cats.clear();
@@ -80,14 +82,18 @@ struct EventRow {
   std::int64_t ts = 0, dur = 0;
   std::int32_t pid = 0, tid = 0;
   std::int64_t correlation = kNoId, external_id = kNoId, flow_id = kNoId;
+  std::int64_t stream = kNoId;  // args.stream: places sync rows (tid = stream + offset) on their stream
   bool kernel_seen = false, copy_seen = false, op_seen = false, coll_seen = false, mem_seen = false;
   bool graph_seen = false;
+  bool inductor_seen = false, python_seen = false;
   KernelArgs kernel;
   GraphNodeArgs graph;
   CopyArgs copy;
   OpArgs op;
   CollectiveArgs coll;
   MemoryArgs mem;
+  InductorKernelArgs inductor;
+  PythonFrameArgs python;
   std::string_view meta_name;
   bool has_meta_name = false;
   std::vector<std::pair<std::string_view, double>> counter_values;
@@ -231,6 +237,50 @@ bool read_triplet(od::value v, std::int32_t (&dst)[3]) {
   return ok;
 }
 
+// The nested "occupancy" object of CUDA 12+ kernels: only its limiting factors are kept. The key
+// is "limitingFactors" in Kineto's typed metadata ("REGS|SMEM"); "limiting factor" in older drafts.
+void parse_occupancy(od::object occupancy, EventRow& row, ParsedBatch& out) {
+  for (auto field_result : occupancy) {
+    od::field field;
+    if (const auto error = std::move(field_result).get(field)) throw simdjson::simdjson_error(error);
+    const std::string_view key = field_key(field);
+    if (key != "limitingFactors" && key != "limiting factor") continue;
+    od::value v = field.value();
+    if (v.type() == od::json_type::string) {
+      row.kernel.limiting_factor = out.strings.intern(string_value(v));
+      row.kernel_seen = true;
+    } else if (v.type() != od::json_type::null) {
+      row.bad_type = "args.occupancy.limitingFactors";
+    }
+  }
+}
+
+// Inductor's kernel_* args on Triton cpu_ops ("kernel_backend", "kernel_hash", "kernel_flop",
+// "kernel_num_gb"); kernel_file, kernel_name and kernel_kwargs are not kept.
+void parse_inductor_arg(std::string_view key, od::value v, EventRow& row, ParsedBatch& out) {
+  const od::json_type type = v.type();
+  if (key == "kernel_backend" || key == "kernel_hash") {
+    if (type == od::json_type::string) {
+      (key[7] == 'b' ? row.inductor.backend : row.inductor.hash) = out.strings.intern(string_value(v));
+      row.inductor_seen = true;
+    } else if (type != od::json_type::null) {
+      row.bad_type = key[7] == 'b' ? "args.kernel_backend" : "args.kernel_hash";
+    }
+  } else if (key == "kernel_flop") {
+    std::int64_t n = 0;
+    if (read_int(v, n, false))
+      row.inductor.flop = n, row.inductor_seen = true;
+    else if (type != od::json_type::null)
+      row.bad_type = "args.kernel_flop";
+  } else if (key == "kernel_num_gb") {
+    double d = 0;
+    if (read_double(v, d))
+      row.inductor.num_gb = d, row.inductor_seen = true;
+    else if (type != od::json_type::null)
+      row.bad_type = "args.kernel_num_gb";
+  }
+}
+
 void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
   for (auto field_result : args) {
     od::field field;
@@ -242,6 +292,30 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
     double d = 0;
     if (key.empty()) continue;
     switch (key[0]) {
+      case 'k':
+        if (key.size() > 7 && key.substr(0, 7) == "kernel_") {
+          parse_inductor_arg(key, v, row, out);
+          continue;
+        }
+        break;
+      case 'o':
+        if (key == "occupancy") {
+          if (type == od::json_type::object)
+            parse_occupancy(v.get_object(), row, out);
+          else if (type != od::json_type::null)
+            row.bad_type = "args.occupancy";
+          continue;
+        }
+        break;
+      case 'p':
+        if (key == "priority") {
+          if (read_int(v, n) && n >= INT32_MIN + 1 && n <= INT32_MAX)
+            row.kernel.priority = static_cast<std::int32_t>(n), row.kernel_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.priority";
+          continue;
+        }
+        break;
       case 'c':
         if (key == "correlation") {
           if (read_int(v, n))
@@ -335,6 +409,10 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
             row.bad_type = "args.shared memory";
           continue;
         }
+        if (key == "stream") {
+          if (read_int(v, n)) row.stream = n;  // ROCm may write a 64-bit HIP stream here: only compared
+          continue;
+        }
         break;
       case 'w':
         if (key == "warps per SM") {
@@ -413,6 +491,13 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           row.coll_seen = true;
           continue;
         }
+        if (key == "Comms Id") {
+          if (read_int(v, n))
+            row.coll.comms_id = n, row.coll_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Comms Id";
+          continue;
+        }
         break;
       case 'd':
         if (key == "dtype") {
@@ -448,6 +533,20 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         if (key == "Process Group Ranks") {
           row.coll.process_group_ranks = out.strings.intern(raw_value_text(v));
           row.coll_seen = true;
+          continue;
+        }
+        if (key == "Python id") {
+          if (read_int(v, n))
+            row.python.id = n, row.python_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Python id";
+          continue;
+        }
+        if (key == "Python parent id") {
+          if (read_int(v, n))
+            row.python.parent_id = n, row.python_seen = true;
+          else if (type != od::json_type::null)
+            row.bad_type = "args.Python parent id";
           continue;
         }
         break;
@@ -624,6 +723,11 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
   } else {
     row.dur = 0;
   }
+  // Kineto 2025+ draws stream N's syncs on a row of their own, tid N + 1000000 ("stream N (sync)"):
+  // they are still waits of stream N, so they go back on it.
+  if (kind == EventKind::kSync && row.tid >= kSyncRowTidOffset && row.stream >= 0 &&
+      row.stream == row.tid - kSyncRowTidOffset)
+    row.tid = static_cast<std::int32_t>(row.stream);
   const auto index = static_cast<EventIndex>(out.kind.size());
   out.kind.push_back(kind);
   out.phase.push_back(row.ph);
@@ -656,6 +760,16 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
       if (row.op_seen) {
         row.op.event = index;
         out.op_args.push_back(row.op);
+      }
+      if (row.inductor_seen) {
+        row.inductor.event = index;
+        out.inductor_kernels.push_back(row.inductor);
+      }
+      break;
+    case EventKind::kPythonFunction:
+      if (row.python_seen) {
+        row.python.event = index;
+        out.python_frames.push_back(row.python);
       }
       break;
     case EventKind::kMemoryInstant:

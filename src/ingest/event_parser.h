@@ -60,6 +60,8 @@ struct ParsedBatch {
   std::vector<MemoryArgs> memory_args;
   std::vector<CounterSample> counters;
   std::vector<GraphNodeArgs> graph_nodes;
+  std::vector<InductorKernelArgs> inductor_kernels;  // StrIds local
+  std::vector<PythonFrameArgs> python_frames;
 
   // Metadata events: (pid, tid or INT32_MIN for process-level, local string id of the name).
   struct MetaName {

@@ -78,6 +78,7 @@ class ModelBuilder {
     }
     for (KernelArgs k : batch.kernel_args) {
       k.event += base;
+      k.limiting_factor = string_map_[k.limiting_factor];
       model_.kernel_args.push_back(k);
     }
     for (CopyArgs c : batch.copy_args) {
@@ -110,6 +111,16 @@ class ModelBuilder {
     for (GraphNodeArgs g : batch.graph_nodes) {
       g.event += base;
       model_.graph_nodes.push_back(g);
+    }
+    for (InductorKernelArgs k : batch.inductor_kernels) {
+      k.event += base;
+      k.backend = string_map_[k.backend];
+      k.hash = string_map_[k.hash];
+      model_.inductor_kernels.push_back(k);
+    }
+    for (PythonFrameArgs p : batch.python_frames) {
+      p.event += base;
+      model_.python_frames.push_back(p);
     }
     for (const auto& meta : batch.meta_names) {
       const std::string text(model_.strings.view(string_map_[meta.text]));

@@ -14,6 +14,7 @@ const char* event_kind_name(EventKind kind) {
     case EventKind::kMemcpy: return "memcpy";
     case EventKind::kMemset: return "memset";
     case EventKind::kSync: return "sync";
+    case EventKind::kCudaEvent: return "cuda_event";
     case EventKind::kMemoryInstant: return "memory_instant";
     case EventKind::kInstant: return "instant";
     case EventKind::kFlowStart: return "flow_start";
@@ -44,6 +45,7 @@ EventKind classify_span_category(std::string_view cat) {
   if (cat == "gpu_memcpy" || cat == "Memcpy") return EventKind::kMemcpy;
   if (cat == "gpu_memset" || cat == "Memset") return EventKind::kMemset;
   if (cat == "cuda_sync") return EventKind::kSync;
+  if (cat == "cuda_event") return EventKind::kCudaEvent;
   if (cat == "overhead") return EventKind::kOverhead;
   // Other back ends name their APIs "<backend>_runtime" / "<backend>_driver" (mtia, privateuse1).
   if (ends_with(cat, "_runtime")) return EventKind::kCudaRuntime;

@@ -330,6 +330,60 @@ void build_steps(TraceModel& model) {
   rel.steps = std::move(steps);
 }
 
+// Index of `id` in `ids` (sorted ascending), searched outward from position `near`: a frame's
+// caller is usually a few frames back, so this costs a few cached compares, not a binary search
+// over every frame. ids.size() when absent.
+std::size_t find_sorted_near(const std::vector<std::int64_t>& ids, std::size_t near, std::int64_t id) {
+  std::size_t lo = near, hi = near + 1;
+  std::size_t step = 1;
+  if (ids[near] >= id) {
+    while (step <= near && ids[near - step] > id) step *= 2;
+    lo = step <= near ? near - step : 0;
+  } else {
+    while (near + step < ids.size() && ids[near + step] < id) step *= 2;
+    hi = std::min(ids.size(), near + step + 1);
+  }
+  const auto it = std::lower_bound(ids.begin() + static_cast<std::ptrdiff_t>(lo),
+                                   ids.begin() + static_cast<std::ptrdiff_t>(hi), id);
+  return (it != ids.begin() + static_cast<std::ptrdiff_t>(hi) && *it == id) ? static_cast<std::size_t>(it - ids.begin())
+                                                                            : ids.size();
+}
+
+// Python call tree from the frames' own ids, not from nesting: a frame's "Python parent id" names
+// its caller even when clock skew or a missing span would break interval containment.
+void build_python_tree(TraceModel& model) {
+  Relations& rel = model.relations;
+  const std::size_t frames = model.python_frames.size();
+  rel.python_parent.assign(frames, kNoEvent);
+  if (frames == 0) return;
+  std::vector<std::int64_t> ids(frames);
+  for (std::size_t i = 0; i < frames; ++i) ids[i] = model.python_frames[i].id;
+  // torch numbers frames as they start and writes them in that order, so the ids are usually
+  // sorted already; then a frame's position is its row. Otherwise sort (id, row) pairs.
+  const bool in_row_order = std::is_sorted(ids.begin(), ids.end());
+  IdIndex frame_by_id;
+  if (!in_row_order) {
+    for (std::size_t i = 0; i < frames; ++i)
+      if (ids[i] != kNoId) frame_by_id.add(ids[i], static_cast<std::uint32_t>(i));
+    frame_by_id.finish();
+  }
+  for (std::size_t i = 0; i < frames; ++i) {
+    const std::int64_t parent_id = model.python_frames[i].parent_id;
+    if (parent_id == kNoId) continue;  // a root
+    std::size_t parent = frames;
+    if (in_row_order) {
+      parent = find_sorted_near(ids, i, parent_id);
+    } else if (const std::uint32_t row = frame_by_id.find(parent_id); row != IdIndex::kNone) {
+      parent = row;
+    }
+    if (parent == frames || parent == i) {
+      ++rel.python_orphans;  // its caller started before the profiler did, or was not recorded
+      continue;
+    }
+    rel.python_parent[i] = model.python_frames[parent].event;
+  }
+}
+
 }  // namespace
 
 void build_relations(TraceModel& model) {
@@ -338,6 +392,7 @@ void build_relations(TraceModel& model) {
   build_correlation(model);
   build_graph_relations(model);
   build_steps(model);
+  build_python_tree(model);
   model.relations.built = true;
 }
 

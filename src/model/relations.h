@@ -1,6 +1,7 @@
 // Relations built once after ingestion: host span nesting per thread, runtime call -> GPU activity
 // by correlation id, runtime call -> launching CPU op, graph replays -> the launch call that captured
-// each node (model/graphs.h), and steps from ProfilerStep#N.
+// each node (model/graphs.h), steps from ProfilerStep#N, and the Python call tree from
+// python_function ids.
 #pragma once
 
 #include "model/trace_model.h"

@@ -67,8 +67,9 @@ std::uint64_t IngestReport::skip_count() const {
 }
 
 namespace {
+// The row of event `e` in a side table, or rows.size().
 template <class Table>
-auto find_row(const Table& rows, EventIndex e) -> decltype(&rows[0]) {
+std::size_t find_row_index(const Table& rows, EventIndex e) {
   std::size_t lo = 0, hi = rows.size();
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
@@ -77,7 +78,13 @@ auto find_row(const Table& rows, EventIndex e) -> decltype(&rows[0]) {
     else
       hi = mid;
   }
-  return (lo < rows.size() && rows[lo].event == e) ? &rows[lo] : nullptr;
+  return (lo < rows.size() && rows[lo].event == e) ? lo : rows.size();
+}
+
+template <class Table>
+auto find_row(const Table& rows, EventIndex e) -> decltype(&rows[0]) {
+  const std::size_t i = find_row_index(rows, e);
+  return i < rows.size() ? &rows[i] : nullptr;
 }
 
 std::size_t find_sorted(const std::vector<EventIndex>& v, EventIndex e) {
@@ -91,17 +98,26 @@ const CopyArgs* TraceModel::copy_args_of(EventIndex e) const { return find_row(c
 const OpArgs* TraceModel::op_args_of(EventIndex e) const { return find_row(op_args, e); }
 const CollectiveArgs* TraceModel::collective_args_of(EventIndex e) const { return find_row(collective_args, e); }
 const GraphNodeArgs* TraceModel::graph_node_of(EventIndex e) const { return find_row(graph_nodes, e); }
+const InductorKernelArgs* TraceModel::inductor_kernel_of(EventIndex e) const { return find_row(inductor_kernels, e); }
+const PythonFrameArgs* TraceModel::python_frame_of(EventIndex e) const { return find_row(python_frames, e); }
+
+EventIndex TraceModel::python_parent_of(EventIndex e) const {
+  const std::size_t row = find_row_index(python_frames, e);
+  return row < relations.python_parent.size() ? relations.python_parent[row] : kNoEvent;
+}
 
 std::size_t TraceModel::memory_bytes() const {
   std::size_t n = kind.memory_bytes() + phase.memory_bytes() + category.memory_bytes() + name.memory_bytes() +
                   ts_ns.memory_bytes() + dur_ns.memory_bytes() + pid.memory_bytes() + tid.memory_bytes() +
                   correlation.memory_bytes() + external_id.memory_bytes();
   n += kernel_args.memory_bytes() + copy_args.memory_bytes() + op_args.memory_bytes() + collective_args.memory_bytes() +
-       memory_args.memory_bytes() + counters.memory_bytes() + graph_nodes.memory_bytes();
+       memory_args.memory_bytes() + counters.memory_bytes() + graph_nodes.memory_bytes() +
+       inductor_kernels.memory_bytes() + python_frames.memory_bytes();
   n += strings.memory_bytes() + categories.memory_bytes();
   n += (relations.parent.capacity() + relations.gpu_events.capacity() + relations.gpu_launcher.capacity() +
         relations.launches.capacity() + relations.launch_op.capacity() + relations.launch_gpu_begin.capacity() +
-        relations.launch_gpu.capacity() + relations.captured_launches.capacity()) *
+        relations.launch_gpu.capacity() + relations.captured_launches.capacity() +
+        relations.python_parent.capacity()) *
        4;
   n += relations.graph_replays.capacity() * sizeof(GraphReplay) +
        relations.graph_captures.capacity() * sizeof(GraphCapture);

@@ -30,6 +30,7 @@ enum class EventKind : std::uint8_t {
   kMemcpy,
   kMemset,
   kSync,           // cuda_sync: GPU-side stream/event waits
+  kCudaEvent,      // cuda_event: a cudaEventRecord reached on a stream (a marker, no GPU work)
   kMemoryInstant,  // [memory] allocation / free records
   kInstant,        // other instant events
   kFlowStart,
@@ -44,13 +45,18 @@ const char* event_kind_name(EventKind kind);  // stable snake_case name used in 
 
 inline bool is_gpu_activity(EventKind k) {
   return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset || k == EventKind::kSync ||
-         k == EventKind::kGpuUserAnnotation;
+         k == EventKind::kCudaEvent || k == EventKind::kGpuUserAnnotation;
 }
 inline bool is_launch_api(EventKind k) { return k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver; }
 inline bool is_host_span(EventKind k) {
   return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kPythonFunction ||
          k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver || k == EventKind::kOverhead;
 }
+
+inline constexpr std::int32_t kNoPriority = INT32_MIN;  // CUDA priorities are 0 or negative
+
+// Kineto (2025+) puts cuda_sync events of stream N on their own row, tid N + this offset.
+inline constexpr std::int32_t kSyncRowTidOffset = 1000000;
 
 // Kernel launch configuration and CUPTI's occupancy estimate.
 struct KernelArgs {
@@ -61,7 +67,9 @@ struct KernelArgs {
   std::int32_t shared_memory = -1;
   float blocks_per_sm = -1;
   float warps_per_sm = -1;
-  float est_occupancy_pct = -1;  // "est. achieved occupancy %"
+  float est_occupancy_pct = -1;         // "est. achieved occupancy %"
+  StrId limiting_factor = kEmptyStr;    // occupancy.limitingFactors ("REGS|SMEM"), CUDA 12+ Kineto
+  std::int32_t priority = kNoPriority;  // stream priority the kernel ran at (CUDA 13.1+ Kineto)
 };
 
 // Memcpy / memset payload.
@@ -102,6 +110,24 @@ struct CollectiveArgs {
   StrId process_group_name = kEmptyStr;
   StrId process_group_ranks = kEmptyStr;  // raw JSON text
   std::int64_t seq = kNoId;
+  std::int64_t comms_id = kNoId;  // "Comms Id": the same collective on the cpu_op and its kernel
+};
+
+// Inductor-generated kernels recorded as cpu_ops (kernel_backend "triton", ...): what a roofline
+// needs from the compiler's own estimate.
+struct InductorKernelArgs {
+  EventIndex event = kNoEvent;
+  StrId backend = kEmptyStr;  // "kernel_backend"
+  StrId hash = kEmptyStr;     // "kernel_hash"
+  std::int64_t flop = -1;     // "kernel_flop"
+  double num_gb = -1;         // "kernel_num_gb": bytes moved, in GB
+};
+
+// A python_function frame's ids (with_stack=True); the call tree is Relations::python_parent.
+struct PythonFrameArgs {
+  EventIndex event = kNoEvent;
+  std::int64_t id = kNoId;         // "Python id"
+  std::int64_t parent_id = kNoId;  // "Python parent id"
 };
 
 // A [memory] instant: one allocation (bytes > 0) or free (bytes < 0).
@@ -276,6 +302,10 @@ struct Relations {
   std::vector<GraphCapture> graph_captures;  // by start time
   std::vector<EventIndex> captured_launches;
   std::vector<GraphReplay> graph_replays;  // by GPU event index
+  // Python call tree: per row of TraceModel::python_frames, the frame whose "Python id" is its
+  // "Python parent id", or kNoEvent (a root, or a parent the trace does not hold).
+  std::vector<EventIndex> python_parent;
+  std::uint64_t python_orphans = 0;  // frames naming a parent id absent from the trace
 
   EventIndex launcher_of(EventIndex gpu_event) const;
   EventIndex op_of_launch(EventIndex launch) const;
@@ -307,6 +337,8 @@ class TraceModel {
   Column<MemoryArgs, 12> memory_args;
   Column<CounterSample, 12> counters;
   Column<GraphNodeArgs, 12> graph_nodes;
+  Column<InductorKernelArgs, 12> inductor_kernels;
+  Column<PythonFrameArgs, 12> python_frames;
 
   StringTable strings;
   StringTable categories;                             // few distinct values; ids fit 16 bits
@@ -330,6 +362,10 @@ class TraceModel {
   const OpArgs* op_args_of(EventIndex e) const;
   const CollectiveArgs* collective_args_of(EventIndex e) const;
   const GraphNodeArgs* graph_node_of(EventIndex e) const;
+  const InductorKernelArgs* inductor_kernel_of(EventIndex e) const;
+  const PythonFrameArgs* python_frame_of(EventIndex e) const;
+  // The python_function frame that called frame `e`, or kNoEvent (needs relations).
+  EventIndex python_parent_of(EventIndex e) const;
 };
 
 }  // namespace ferret

@@ -136,6 +136,14 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
           g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
           g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
           g.tensor_core_pct);
+      // SM efficiency above is estimated from launch sizes; PM sampling measures it.
+      if (g.measured_sm_active_pct >= 0 || g.measured_tensor_active_pct >= 0)
+        out += fmt::format(
+            "    measured: SM active {}  Tensor active {}  ({:.0f}% of window sampled)\n",
+            g.measured_sm_active_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.measured_sm_active_pct),
+            g.measured_tensor_active_pct < 0 ? std::string("n/a")
+                                             : fmt::format("{:.1f}%", g.measured_tensor_active_pct),
+            g.measured_coverage_pct);
     }
   }
   if (const GpuTimelineResult& tl = reported_timeline(a); tl.has_gpu) {
@@ -249,6 +257,11 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"sm_efficiency_pct", g.sm_efficiency_pct < 0 ? json(nullptr) : json(round2(g.sm_efficiency_pct))},
                     {"achieved_occupancy_pct",
                      g.achieved_occupancy_pct < 0 ? json(nullptr) : json(round2(g.achieved_occupancy_pct))},
+                    {"measured_sm_active_pct",
+                     g.measured_sm_active_pct < 0 ? json(nullptr) : json(round2(g.measured_sm_active_pct))},
+                    {"measured_tensor_active_pct",
+                     g.measured_tensor_active_pct < 0 ? json(nullptr) : json(round2(g.measured_tensor_active_pct))},
+                    {"measured_coverage_pct", round2(g.measured_coverage_pct)},
                     {"tensor_core_pct", round2(g.tensor_core_pct)},
                     {"tc_eligible_without_tc_pct", round2(g.tc_eligible_without_tc_pct)},
                     {"kernel_us", round3(us(static_cast<double>(g.kernel_ns)))},

@@ -98,7 +98,11 @@ nlohmann::ordered_json info_json(const TraceModel& model, const TraceSummary& su
   j["threads"] = threads;
   j["relations"] = {{"nesting_repairs", model.relations.nesting_repairs},
                     {"gpu_without_launch", model.relations.unmatched_gpu},
-                    {"launches_without_gpu", model.relations.launches_without_gpu}};
+                    {"launches_without_gpu", model.relations.launches_without_gpu},
+                    {"python_frames_without_caller", model.relations.python_orphans}};
+  j["recorded"] = {{"python_frames", summary.python_frames},
+                   {"inductor_kernels", summary.inductor_kernels},
+                   {"hardware_counter_series", summary.hardware_counter_series}};
   j["repairs"] = issues_json(model.report.repairs);
   j["skips"] = issues_json(model.report.skips);
   j["notes"] = model.report.notes;
@@ -159,6 +163,16 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
   for (const auto& s : summary.streams)
     out += fmt::format("    device {} stream {:<6} {:>8} kernels {:>6} memcpy {:>6} memset  busy {}\n", s.device,
                        s.stream, s.kernels, s.memcpys, s.memsets, human_ns(s.busy_ns));
+  // Newer profiler records, named only when present.
+  std::string recorded;
+  auto add = [&](const std::string& part) { recorded += (recorded.empty() ? "" : ", ") + part; };
+  if (summary.python_frames > 0)
+    add(fmt::format("{} Python frames ({} callers outside the trace)", summary.python_frames,
+                    model.relations.python_orphans));
+  if (summary.inductor_kernels > 0) add(fmt::format("{} Inductor kernels", summary.inductor_kernels));
+  if (summary.hardware_counter_series > 0)
+    add(fmt::format("{} hardware counter series", summary.hardware_counter_series));
+  if (!recorded.empty()) line("recorded", recorded);
   line("threads", std::to_string(summary.threads.size()));
   for (const auto& t : summary.threads)
     out += fmt::format("    pid {:<8} tid {:<8} {:>9} events  {}{}\n", t.pid, t.tid, t.events, t.name,

@@ -94,6 +94,7 @@ TEST(CliInfoJson, DocumentHasTheSchemaAndEveryKey) {
         "steps",        "events",      "events_by_kind",   "streams",    "threads", "relations",   "repairs",
         "skips",        "notes",       "truncated"})
     EXPECT_TRUE(t.contains(key)) << key;
+  EXPECT_TRUE(t.contains("recorded"));
 }
 
 TEST(CliInfoJson, ValuesForTheTinyFixture) {
@@ -153,7 +154,7 @@ TEST(CliInfoJson, ValuesForTheTinyFixture) {
   // 3 cpu_op, 2 cuda_runtime, 2 kernel, 2 metadata (thread_name, process_name).
   EXPECT_EQ(t.at("events"), 11);
   const json& kinds = t.at("events_by_kind");
-  EXPECT_EQ(kinds.size(), 18u);  // every kind, zeros included
+  EXPECT_EQ(kinds.size(), 19u);  // every kind, zeros included
   EXPECT_EQ(kinds.at("user_annotation"), 2);
   EXPECT_EQ(kinds.at("cpu_op"), 3);
   EXPECT_EQ(kinds.at("cuda_runtime"), 2);
@@ -172,8 +173,10 @@ TEST(CliInfoJson, ValuesForTheTinyFixture) {
   EXPECT_EQ(
       t.at("threads"),
       json::parse(R"J([{"pid": 100, "tid": 100, "process": "python3", "name": "thread 100 (python)", "events": 7}])J"));
-  EXPECT_EQ(t.at("relations"),
-            json::parse(R"({"nesting_repairs": 0, "gpu_without_launch": 0, "launches_without_gpu": 0})"));
+  EXPECT_EQ(t.at("relations"), json::parse(R"({"nesting_repairs": 0, "gpu_without_launch": 0,
+                                               "launches_without_gpu": 0, "python_frames_without_caller": 0})"));
+  EXPECT_EQ(t.at("recorded"),
+            json::parse(R"({"python_frames": 0, "inductor_kernels": 0, "hardware_counter_series": 0})"));
 
   // aten::relu (event #8) had dur -1; aten::no_ts (event #9) had no ts.
   const std::size_t relu_at = content.find(R"({"ph": "X", "cat": "cpu_op", "name": "aten::relu")");

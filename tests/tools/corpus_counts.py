@@ -13,7 +13,7 @@ from ferret's code):
   'X' spans by "cat":  cpu_op / Operator -> cpu_op, user_annotation, gpu_user_annotation,
     python_function, cuda_runtime / Runtime -> cuda_runtime, cuda_driver,
     kernel / Kernel -> kernel, gpu_memcpy / Memcpy -> memcpy, gpu_memset / Memset -> memset,
-    cuda_sync -> sync, overhead; no "cat" at all (legacy autograd export) -> cpu_op;
+    cuda_sync -> sync, cuda_event -> cuda_event, overhead; no "cat" at all (legacy autograd export) -> cpu_op;
     anything else (e.g. "Trace", "cuda_profiler_range") -> other.
   'i' instants named "[memory]" -> memory_instant, other instants -> instant;
   's' -> flow_start, 'f' -> flow_end, 'M' -> metadata, 'C' -> counter.
@@ -39,9 +39,10 @@ SPAN_KIND = {
     "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
     "gpu_memset": "memset", "Memset": "memset",
     "cuda_sync": "sync",
+    "cuda_event": "cuda_event",
     "overhead": "overhead",
 }
-GPU_KINDS = {"kernel", "memcpy", "memset", "sync", "gpu_user_annotation"}
+GPU_KINDS = {"kernel", "memcpy", "memset", "sync", "cuda_event", "gpu_user_annotation"}
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
 
