@@ -116,8 +116,7 @@ std::size_t TraceModel::memory_bytes() const {
   n += strings.memory_bytes() + categories.memory_bytes();
   n += (relations.parent.capacity() + relations.gpu_events.capacity() + relations.gpu_launcher.capacity() +
         relations.launches.capacity() + relations.launch_op.capacity() + relations.launch_gpu_begin.capacity() +
-        relations.launch_gpu.capacity() + relations.captured_launches.capacity() +
-        relations.python_parent.capacity()) *
+        relations.launch_gpu.capacity() + relations.captured_launches.capacity() + relations.python_parent.capacity()) *
        4;
   n += relations.graph_replays.capacity() * sizeof(GraphReplay) +
        relations.graph_captures.capacity() * sizeof(GraphCapture);
