@@ -1,0 +1,189 @@
+// What kind of window: steady, graph capture, initialisation; blocking waits at its edges.
+#include "analysis/window_activity.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/step_breakdown.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
+                 const std::string& args = "") {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
+                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
+                args.empty() ? "" : "}");
+  return buf;
+}
+std::string corr(int c) { return "\"correlation\":" + std::to_string(c); }
+std::string trace(const std::vector<std::string>& events) {
+  std::string out = R"({"traceEvents":[)";
+  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? "," : "") + events[i];
+  return out + "]}";
+}
+
+WindowActivityResult analyze(const TraceModel& m) { return analyze_window_activity(m, make_analysis_context(m, {})); }
+
+// Capture [100, 200) on thread 1 holds four kernel launches (corr 2-5, no kernel runs for them);
+// one eager launch at 300 (corr 6) runs a kernel. 4 of 5 launches captured >= 50%: capture.
+const std::vector<std::string> kCaptureEvents = {
+    span("cuda_runtime", "cudaStreamBeginCapture", 1, 1, 100, 1, corr(1)),
+    span("cuda_runtime", "cudaLaunchKernel", 1, 1, 110, 5, corr(2)),
+    span("cuda_runtime", "cudaLaunchKernel", 1, 1, 120, 5, corr(3)),
+    span("cuda_runtime", "cudaLaunchKernel", 1, 1, 130, 5, corr(4)),
+    span("cuda_runtime", "cudaLaunchKernel", 1, 1, 140, 5, corr(5)),
+    span("cuda_runtime", "cudaStreamEndCapture", 1, 1, 190, 10, corr(7)),
+    span("cuda_runtime", "cudaGraphInstantiate", 1, 1, 210, 40, corr(8)),
+    span("cuda_runtime", "cudaLaunchKernel", 1, 1, 300, 5, corr(6)),
+    span("kernel", "warm_kernel", 0, 7, 310, 20, corr(6)),
+};
+const std::string kCapture = trace(kCaptureEvents);
+
+TEST(WindowActivity, CaptureWindowByHand) {
+  const TraceModel m = load_trace_text(kCapture);
+  const WindowActivityResult r = analyze(m);
+  EXPECT_EQ(r.activity, WindowActivity::kGraphCapture);
+  EXPECT_EQ(r.capture_regions, 1u);
+  EXPECT_EQ(r.kernel_launches, 5u);
+  EXPECT_EQ(r.captured_launches, 4u);
+  EXPECT_EQ(r.kernels_executed, 1u);
+  EXPECT_EQ(r.graph_instantiations, 1u);
+  EXPECT_EQ(r.capture_ns, 100000);  // 100 .. 200 us (EndCapture returns at 200)
+  EXPECT_TRUE(r.inference_server.empty());
+}
+
+TEST(WindowActivity, FewCapturedLaunchesAreNotACaptureWindow) {
+  // The same capture among six more eager launches: 4 of 11 < 50%.
+  std::vector<std::string> events = {span("cuda_runtime", "cudaStreamBeginCapture", 1, 1, 100, 1, corr(1)),
+                                     span("cuda_runtime", "cudaLaunchKernel", 1, 1, 110, 5, corr(2)),
+                                     span("cuda_runtime", "cudaLaunchKernel", 1, 1, 120, 5, corr(3)),
+                                     span("cuda_runtime", "cudaLaunchKernel", 1, 1, 130, 5, corr(4)),
+                                     span("cuda_runtime", "cudaLaunchKernel", 1, 1, 140, 5, corr(5)),
+                                     span("cuda_runtime", "cudaStreamEndCapture", 1, 1, 190, 10, corr(7))};
+  for (int i = 0; i < 7; ++i) {
+    events.push_back(span("cuda_runtime", "cudaLaunchKernel", 1, 1, 300 + 50 * i, 5, corr(20 + i)));
+    events.push_back(span("kernel", "k", 0, 7, 310 + 50 * i, 20, corr(20 + i)));
+  }
+  const WindowActivityResult r = analyze(load_trace_text(trace(events)));
+  EXPECT_EQ(r.captured_launches, 4u);
+  EXPECT_EQ(r.kernel_launches, 11u);
+  EXPECT_NE(r.activity, WindowActivity::kGraphCapture);
+}
+
+TEST(WindowActivity, InferenceServerFromFrameNames) {
+  std::vector<std::string> events = kCaptureEvents;
+  events.push_back(
+      span("python_function", "vllm/v1/worker/gpu_model_runner.py(5467): _capture_cudagraphs", 1, 1, 90, 200));
+  EXPECT_EQ(analyze(load_trace_text(trace(events))).inference_server, "vLLM");
+}
+
+// One step of 1,000 ms: cudaFree at 0 takes 600 ms (the first runtime call: lazy context
+// creation), cudaMalloc [600, 700) ms, cuModuleLoadData [700, 750) ms, then ordinary work.
+// One-time union = 600 + 100 + 50 = 750 ms of 1,000: 75% >= 50%.
+TEST(WindowActivity, InitialisationWindowByHand) {
+  const TraceModel m = load_trace_text(trace({
+      span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000000),
+      span("cuda_runtime", "cudaFree", 1, 1, 0, 600000, corr(1)),
+      span("cuda_runtime", "cudaMalloc", 1, 1, 600000, 100000, corr(2)),
+      span("cuda_driver", "cuModuleLoadData", 1, 1, 700000, 50000, corr(3)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 800000, 10, corr(4)),
+      span("kernel", "k", 0, 7, 800020, 100000, corr(4)),
+  }));
+  const WindowActivityResult r = analyze(m);
+  EXPECT_EQ(r.activity, WindowActivity::kInitialisation);
+  EXPECT_EQ(r.one_time_ns, 750000000);
+  EXPECT_NEAR(r.one_time_share, 0.75, 1e-9);
+  ASSERT_EQ(r.one_time.size(), 3u);
+  EXPECT_NE(r.one_time[0].what.find("context creation"), std::string::npos);  // 600 ms, the largest
+  EXPECT_EQ(r.one_time[0].ns, 600000000);
+  EXPECT_EQ(r.one_time[1].ns, 100000000);  // allocation
+  EXPECT_EQ(r.one_time[2].ns, 50000000);   // module loading
+}
+
+TEST(WindowActivity, OrdinaryStepsAreSteady) {
+  const TraceModel m = load_trace_text(trace({
+      span("user_annotation", "ProfilerStep#1", 1, 1, 0, 100),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 10, 5, corr(1)),
+      span("kernel", "k", 0, 7, 20, 50, corr(1)),
+      span("user_annotation", "ProfilerStep#2", 1, 1, 100, 100),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 110, 5, corr(2)),
+      span("kernel", "k", 0, 7, 120, 50, corr(2)),
+  }));
+  EXPECT_EQ(analyze(m).activity, WindowActivity::kSteady);
+  // The same work without ProfilerStep marks: nothing says it is a steady state.
+  const TraceModel bare = load_trace_text(trace({
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 10, 5, corr(1)),
+      span("kernel", "k", 0, 7, 20, 50, corr(1)),
+  }));
+  EXPECT_EQ(analyze(bare).activity, WindowActivity::kUnknown);
+}
+
+// A step opens with a 20 ms cudaDeviceSynchronize at 0.1 ms during which no GPU work of the trace
+// runs (it waits on work queued before profiling): an edge wait, cut off the window. The step
+// then launches one 5 ms kernel. Step span [0, 30 ms).
+TEST(EdgeWait, BlockingCallOpeningTheWindowIsCutOff) {
+  const TraceModel m = load_trace_text(trace({
+      span("user_annotation", "ProfilerStep#1", 1, 1, 0, 30000),
+      span("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 100, 20000, corr(1)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 20200, 10, corr(2)),
+      span("kernel", "k", 0, 7, 20300, 5000, corr(2)),
+  }));
+  const AnalysisContext ctx = make_analysis_context(m, {});
+  ASSERT_EQ(ctx.edge_waits.size(), 1u);
+  EXPECT_TRUE(ctx.edge_waits[0].at_start);
+  EXPECT_EQ(ctx.edge_waits[0].duration_ns, 20000000);
+  EXPECT_EQ(ctx.edge_waits[0].gpu_busy_ns, 0);
+  EXPECT_EQ(ctx.window_start_ns, 20100000);  // the wait's end
+  EXPECT_EQ(ctx.edge_trimmed_ns, 20100000);  // 0.1 ms before it + the 20 ms wait
+  // The step is now 30 - 20.1 = 9.9 ms; its kernel is 5 ms of it.
+  const StepBreakdownResult b = analyze_step_breakdown(m, ctx);
+  ASSERT_EQ(b.steps.size(), 1u);
+  EXPECT_EQ(b.steps[0].duration_ns, 9900000);
+  EXPECT_EQ(b.steps[0].ns[static_cast<int>(StepCategory::kKernel)], 5000000);
+}
+
+TEST(EdgeWait, WaitWhileTheTracesOwnWorkRunsIsNotAnEdgeWait) {
+  // The kernel launched at 0.05 ms runs during the sync: the sync waits on the window's own work.
+  const TraceModel m = load_trace_text(trace({
+      span("user_annotation", "ProfilerStep#1", 1, 1, 0, 30000),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 50, 10, corr(2)),
+      span("kernel", "k", 0, 7, 70, 19000, corr(2)),
+      span("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 100, 20000, corr(1)),
+  }));
+  EXPECT_TRUE(make_analysis_context(m, {}).edge_waits.empty());
+}
+
+// The corpus: a real vLLM decode trace on MI300X records HIP graph capture (421 of the 428 kernel
+// launches were captured, counted from the raw events; 7 kernels ran).
+TEST(WindowActivityCorpus, VllmDecodeTraceIsCapture) {
+  FERRET_REQUIRE_CORPUS(path, "mi300-vllm-decode-graph-capture.pt.trace.json.gz");
+  const TraceModel m = load_trace(path);
+  const WindowActivityResult r = analyze(m);
+  EXPECT_EQ(r.activity, WindowActivity::kGraphCapture);
+  EXPECT_EQ(r.captured_launches, 421u);
+  EXPECT_EQ(r.kernel_launches, 428u);
+  EXPECT_EQ(r.kernels_executed, 7u);
+  EXPECT_EQ(r.inference_server, "vLLM");
+}
+
+// The Qwen H100 trace's one step opens with a 14.1 ms cudaDeviceSynchronize (100.8 us after the
+// step starts) waiting on work queued before profiling (read off the raw events).
+TEST(WindowActivityCorpus, QwenStepOpensWithAnEdgeWait) {
+  FERRET_REQUIRE_CORPUS(path, "h100-qwen0.5b-inference-torch2.json.gz");
+  const TraceModel m = load_trace(path);
+  const AnalysisContext ctx = make_analysis_context(m, {});
+  ASSERT_EQ(ctx.edge_waits.size(), 1u);
+  EXPECT_EQ(m.name_of(ctx.edge_waits[0].event), "cudaDeviceSynchronize");
+  EXPECT_NEAR(static_cast<double>(ctx.edge_waits[0].duration_ns), 14102.5e3, 1e3);
+  EXPECT_NEAR(static_cast<double>(ctx.edge_trimmed_ns), (100.8 + 14102.5) * 1e3, 1e3);
+  EXPECT_EQ(analyze_window_activity(m, ctx).activity, WindowActivity::kSteady);
+}
+
+}  // namespace
+}  // namespace ferret

@@ -1,0 +1,106 @@
+// A window that is not a steady state says so first: the window finding is finding #1 and the
+// verdict; a blocking wait at the window's edge is named and kept out of other rules' evidence.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_analysis.h"
+#include "diagnosis/diagnose.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
+                 const std::string& args = "") {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
+                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
+                args.empty() ? "" : "}");
+  return buf;
+}
+std::string corr(int c) { return "\"correlation\":" + std::to_string(c); }
+std::string trace(const std::vector<std::string>& events) {
+  std::string out = R"({"traceEvents":[)";
+  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? "," : "") + events[i];
+  return out + "]}";
+}
+
+bool has_finding(const Diagnosis& d, const std::string& id) {
+  return std::any_of(d.findings.begin(), d.findings.end(), [&](const Finding& f) { return f.id == id; });
+}
+
+TEST(RulesWindow, CaptureIsTheVerdictAndFindingOne) {
+  // Four launches inside a capture, one eager launch whose kernel runs; the host is otherwise busy
+  // for 1 ms, so the GPU looks mostly idle - a "bottleneck" that only describes the capture.
+  const TraceModel m = load_trace_text(trace({
+      span("python_function", "sglang/srt/model_executor/cuda_graph_runner.py(300): capture", 1, 1, 0, 1000),
+      span("cuda_runtime", "cudaStreamBeginCapture", 1, 1, 100, 1, corr(1)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 110, 5, corr(2)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 120, 5, corr(3)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 130, 5, corr(4)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 140, 5, corr(5)),
+      span("cuda_runtime", "cudaStreamEndCapture", 1, 1, 190, 10, corr(7)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 300, 5, corr(6)),
+      span("kernel", "warm_kernel", 0, 7, 310, 20, corr(6)),
+  }));
+  const TraceAnalysis a = analyze_trace(m, {});
+  const Diagnosis d = diagnose(a);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings.front().id, "graph-capture-window");
+  EXPECT_EQ(d.verdict.finding_id, "graph-capture-window");
+  EXPECT_FALSE(d.verdict.bottleneck_found);
+  EXPECT_NE(d.verdict.headline.find("not serving: 4 of 5 kernel launches were captured, 1 kernel ran"),
+            std::string::npos)
+      << d.verdict.headline;
+  // SGLang's own way to profile replay is among the fixes.
+  const Finding& f = d.findings.front();
+  EXPECT_TRUE(std::any_of(f.fixes.begin(), f.fixes.end(), [](const std::string& s) {
+    return s.find("SGLang") != std::string::npos || s.find("sglang") != std::string::npos;
+  }));
+}
+
+TEST(RulesWindow, InitialisationIsTheVerdict) {
+  const TraceModel m = load_trace_text(trace({
+      span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000000),
+      span("cuda_runtime", "cudaFree", 1, 1, 0, 600000, corr(1)),
+      span("cuda_runtime", "cudaMalloc", 1, 1, 600000, 100000, corr(2)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 800000, 10, corr(4)),
+      span("kernel", "k", 0, 7, 800020, 100000, corr(4)),
+  }));
+  const Diagnosis d = diagnose(analyze_trace(m, {}));
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings.front().id, "initialisation-window");
+  EXPECT_EQ(d.verdict.finding_id, "initialisation-window");
+  // 700 ms of 1,000: context creation 600 + allocation 100.
+  EXPECT_NE(d.verdict.headline.find("70%"), std::string::npos) << d.verdict.headline;
+}
+
+// The SGLang prefill case: the trace opens with a 493 ms hipMemcpyWithStream while the GPU shows
+// nothing of the trace's own (the copy it issues runs at its end). It was reported as "synchronous
+// copies, up to 2.00x"; it is a wait on work from before profiling.
+TEST(RulesWindow, BlockingCopyAtTheTraceStartIsAnEdgeWaitNotASyncCopyFinding) {
+  std::vector<std::string> events = {
+      span("cuda_runtime", "hipMemcpyWithStream", 1, 1, 0, 493000, corr(1)),
+      span("gpu_memcpy", "Memcpy HtoD (Host -> Device)", 0, 7, 492990, 8, corr(1)),
+  };
+  // Then 100 ms of ordinary launches keeping the GPU busy half of the time.
+  for (int i = 0; i < 100; ++i) {
+    events.push_back(span("cuda_runtime", "hipLaunchKernel", 1, 1, 493100 + 1000 * i, 10, corr(10 + i)));
+    events.push_back(span("kernel", "k", 0, 7, 493200 + 1000 * i, 500, corr(10 + i)));
+  }
+  const TraceModel m = load_trace_text(trace(events));
+  const TraceAnalysis a = analyze_trace(m, {});
+  const Diagnosis d = diagnose(a);
+  EXPECT_TRUE(has_finding(d, "window-edge-wait"));
+  EXPECT_FALSE(has_finding(d, "sync-copy"));
+  EXPECT_EQ(a.host_blockers.copies.sync_copy_calls, 0u);
+  // The window starts when the copy returns: 493 ms are not this window's.
+  EXPECT_EQ(a.context.window_start_ns, 493000000);
+}
+
+}  // namespace
+}  // namespace ferret
