@@ -35,6 +35,23 @@ std::string temp_path(const std::string& name) {
   return std::string(dir ? dir : "/tmp") + "/ferret-test-" + std::to_string(::getpid()) + "-" + name;
 }
 
+std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
+                 const std::string& args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
+                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
+                args.empty() ? "" : "}");
+  return buf;
+}
+
+std::string corr(int c) { return "\"correlation\":" + std::to_string(c); }
+
+std::string trace(const std::vector<std::string>& events) {
+  std::string out = R"({"traceEvents":[)";
+  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? "," : "") + events[i];
+  return out + "]}";
+}
+
 std::string gzip_bytes(const std::string& plain, int level) {
   z_stream z{};
   EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);

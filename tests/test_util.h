@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace ferret::test {
 
@@ -18,6 +19,14 @@ std::string corpus_path(const std::string& name);
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 std::string temp_path(const std::string& name);
+
+// Hand-made trace events for tests: an 'X' span with the given category, name, pid, tid, ts and
+// dur in microseconds and optional args (the text inside "args": {...}); "correlation": c; and a
+// {"traceEvents": [...]} document of events.
+std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
+                 const std::string& args = "");
+std::string corr(int c);
+std::string trace(const std::vector<std::string>& events);
 
 // One gzip member (zlib, level 6 unless given) and one zstd frame (level 3) of the given bytes.
 std::string gzip_bytes(const std::string& plain, int level = 6);

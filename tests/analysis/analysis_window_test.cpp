@@ -16,15 +16,8 @@
 namespace ferret {
 namespace {
 
-std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
-                 const std::string& args = "") {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
-                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
-                args.empty() ? "" : "}");
-  return buf;
-}
-std::string corr(int c) { return "\"correlation\":" + std::to_string(c); }
+using test::corr;
+using test::span;
 
 // Times in us. Host thread (pid 1, tid 1):
 //   warmup        [0, 100)    launches corr 10 at 10 -> kernel [20, 150) on device 0 stream 7

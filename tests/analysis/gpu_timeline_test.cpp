@@ -14,20 +14,9 @@
 namespace ferret {
 namespace {
 
-std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
-                 const std::string& args = "") {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
-                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
-                args.empty() ? "" : "}");
-  return buf;
-}
-std::string corr(int c) { return "\"correlation\":" + std::to_string(c); }
-std::string trace(const std::vector<std::string>& events) {
-  std::string out = R"({"traceEvents":[)";
-  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? "," : "") + events[i];
-  return out + "]}";
-}
+using test::corr;
+using test::span;
+using test::trace;
 
 const StreamTimeline* find_stream(const GpuTimelineResult& r, int device, int stream) {
   for (const DeviceTimeline& d : r.devices)

@@ -10,25 +10,15 @@
 namespace ferret {
 namespace {
 
-std::string span(const char* cat, const std::string& name, int pid, int tid, double ts, double dur,
-                 const std::string& args = "") {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, R"({"ph":"X","cat":"%s","name":"%s","pid":%d,"tid":%d,"ts":%.3f,"dur":%.3f%s%s%s})",
-                cat, name.c_str(), pid, tid, ts, dur, args.empty() ? "" : ",\"args\":{", args.c_str(),
-                args.empty() ? "" : "}");
-  return buf;
-}
+using test::span;
+using test::trace;
+
 std::string host(const char* cat, const std::string& name, double ts, double dur, int corr = -1) {
   return span(cat, name, 1, 1, ts, dur, corr >= 0 ? "\"correlation\":" + std::to_string(corr) : "");
 }
 std::string gpu(const char* cat, const std::string& name, double ts, double dur, int corr,
                 const std::string& extra = "") {
   return span(cat, name, 0, 7, ts, dur, "\"correlation\":" + std::to_string(corr) + extra);
-}
-std::string trace(const std::vector<std::string>& events) {
-  std::string out = R"({"traceEvents":[)";
-  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? "," : "") + events[i];
-  return out + "]}";
 }
 
 TEST(HostBlockers, NameClasses) {
