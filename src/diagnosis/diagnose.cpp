@@ -48,6 +48,8 @@ std::string describe_window(const TraceAnalysis& a) {
   if (ctx.has_steps)
     return fmt::format("{} step{} averaging {:.1f} ms", ctx.steps.size(), ctx.steps.size() == 1 ? "" : "s",
                        static_cast<double>(ctx.window_ns()) / 1e6 / static_cast<double>(ctx.steps.size()));
+  if (!ctx.whole_trace())
+    return fmt::format("the {:.1f} ms window {}", static_cast<double>(ctx.window_ns()) / 1e6, ctx.label);
   return fmt::format("{:.1f} ms of trace (no ProfilerStep spans)", static_cast<double>(ctx.window_ns()) / 1e6);
 }
 

@@ -19,6 +19,10 @@ void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);  // copy
 void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);       // traces without GPU work
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);    // capture / initialisation / edge waits
 
+// "trace" for a whole trace, "window" for a span or stretch chosen with --window / --time: what
+// a rule's text calls the analysed time when there are no steps.
+inline const char* window_noun(const TraceAnalysis& a) { return a.context.whole_trace() ? "trace" : "window"; }
+
 // A finding that says the window is not a steady state: it leads, and it is the verdict.
 bool is_window_finding(const Finding& f);
 

@@ -31,8 +31,8 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
       b.has_steps
           ? fmt::format("Input-bound: {:.0f}% of each {:.0f} ms step waits for the DataLoader ({:.1f} ms per step)",
                         100 * share, ms(b.average_duration_ns), ms(b.average_of(StepCategory::kDataLoader)))
-          : fmt::format("Input-bound: {:.0f}% of the {:.0f} ms trace waits for the DataLoader", 100 * share,
-                        ms(b.average_duration_ns));
+          : fmt::format("Input-bound: {:.0f}% of the {:.0f} ms {} waits for the DataLoader", 100 * share,
+                        ms(b.average_duration_ns), window_noun(a));
   f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kFramework;
   f.severity = share >= kInputBoundHigh ? Severity::kHigh : Severity::kMedium;
@@ -49,8 +49,9 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
       "The training loop spends {:.1f} ms of {} inside enumerate(DataLoader) ({:.0f}%; {:.1f} calls, the longest "
       "{:.1f} ms), and for {:.1f} ms of it ({:.0f}%) no GPU work runs.{} Input waits add straight to the step time: "
       "the GPU cannot start a step before its batch arrives.",
-      ms(d.average_dataloader_ns), b.has_steps ? "each step" : "the trace", d.dataloader_pct, d.average_calls_per_step,
-      ms(static_cast<double>(d.longest_call_ns)), ms(b.average_of(StepCategory::kDataLoader)), 100 * share, how_built);
+      ms(d.average_dataloader_ns), b.has_steps ? "each step" : std::string("the ") + window_noun(a), d.dataloader_pct,
+      d.average_calls_per_step, ms(static_cast<double>(d.longest_call_ns)), ms(b.average_of(StepCategory::kDataLoader)),
+      100 * share, how_built);
   f.evidence = {{"dataloader_share_pct", 100 * share, "%"},
                 {"dataloader_ms_per_step", ms(b.average_of(StepCategory::kDataLoader)), "ms"},
                 {"step_ms", ms(b.average_duration_ns), "ms"},

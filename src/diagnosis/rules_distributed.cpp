@@ -14,7 +14,9 @@ namespace {
 double pct(double share) { return share * 100.0; }
 double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-std::string window_phrase(const TraceAnalysis& a) { return a.context.has_steps ? "of step time" : "of the trace"; }
+std::string window_phrase(const TraceAnalysis& a) {
+  return a.context.has_steps ? "of step time" : std::string("of the ") + window_noun(a);
+}
 
 // Per-step figure when the window is made of steps, else the total.
 double per_step_ms(const TraceAnalysis& a, std::int64_t ns) {
@@ -63,8 +65,8 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
   f.detail = fmt::format(
       "Communication kernels were active {:.1f} ms {} ({:.1f} ms per step): {}. {:.0f}% of that time overlapped "
       "compute kernels. The volume is the lever here: fewer or smaller collectives per sample.",
-      ms(c.comm_ns), a.context.has_steps ? "over the steps" : "in the trace", per_step_ms(a, c.comm_ns),
-      top_collectives(c), pct(c.overlap_share));
+      ms(c.comm_ns), a.context.has_steps ? "over the steps" : std::string("in the ") + window_noun(a),
+      per_step_ms(a, c.comm_ns), top_collectives(c), pct(c.overlap_share));
   f.evidence = {{"communication_pct", pct(c.comm_share), "%"},
                 {"exposed_communication_pct", pct(c.exposed_share), "%"},
                 {"overlap_pct", pct(c.overlap_share), "%"},
@@ -101,7 +103,8 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
       "{:.1f} ms {} of communication ran with no compute kernel beside it on the same GPU; only {:.0f}% of "
       "communication time overlapped compute. Collectives issued after backward finishes, or buckets too small to "
       "start early, leave the GPU idle while gradients move.",
-      per_step_ms(a, c.exposed_ns), a.context.has_steps ? "per step" : "in the trace", pct(c.overlap_share));
+      per_step_ms(a, c.exposed_ns), a.context.has_steps ? "per step" : std::string("in the ") + window_noun(a),
+      pct(c.overlap_share));
   f.evidence = {{"exposed_communication_pct", pct(c.exposed_share), "%"},
                 {"exposed_communication_ms_per_step", per_step_ms(a, c.exposed_ns), "ms"},
                 {"overlap_pct", pct(c.overlap_share), "%"},

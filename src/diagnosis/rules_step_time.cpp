@@ -86,7 +86,7 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
     f.detail = fmt::format(
         "Over {:.1f} ms of {} the device ran kernels for {:.1f} ms ({:.1f}%). Every idle interval is time the GPU "
         "waited for the host.{}",
-        ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : "trace",
+        ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : window_noun(a),
         ms(static_cast<double>(d.kernel_busy_ns)), d.utilization_pct,
         cause_text.empty() ? ""
                            : fmt::format(" While no GPU work ran, the step was in: {} (step breakdown).", cause_text));
@@ -147,7 +147,7 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   Finding f;
   f.id = "cpu-bound";
   const std::string period = b.has_steps ? fmt::format("each {:.1f} ms step", ms(b.average_duration_ns))
-                                         : fmt::format("the {:.1f} ms trace", ms(b.average_duration_ns));
+                                         : fmt::format("the {:.1f} ms {}", ms(b.average_duration_ns), window_noun(a));
   f.title = fmt::format(
       "CPU-bound: the GPU waits on the host for {:.0f}% of {} (CPU ops {:.0f}%, runtime {:.0f}%, other {:.0f}%)",
       100 * host, period, 100 * cpu_exec, 100 * runtime, 100 * other);
@@ -159,7 +159,7 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
       "CUDA runtime calls ({:.1f} ms) or code the profiler does not name, mostly Python between operators "
       "({:.1f} ms). The GPU finishes each launch faster than the host issues the next: work per launch is too "
       "small for the host's per-operator cost.",
-      ms(host * b.average_duration_ns), b.has_steps ? "each step" : "the trace",
+      ms(host * b.average_duration_ns), b.has_steps ? "each step" : std::string("the ") + window_noun(a),
       ms(b.average_of(StepCategory::kCpuExec)), ms(b.average_of(StepCategory::kRuntime)),
       ms(b.average_of(StepCategory::kOther)));
   f.evidence = {{"host_idle_gpu_pct", 100 * host, "%"},      {"cpu_exec_pct", 100 * cpu_exec, "%"},
