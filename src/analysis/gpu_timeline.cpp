@@ -140,6 +140,29 @@ HtaCutoff hta_cutoff(const TraceModel& model) {
   return cut;
 }
 
+// HTA takes every event with an args.stream for GPU work, and Inductor's Triton kernels are also
+// recorded as host cpu_ops carrying "stream" (with kernel_backend and friends): HTA counts those
+// host spans as computation on the rank's GPU. Its definition here does the same, on the one
+// device of the trace (a trace with several devices does not say which one the op launched on).
+void add_hta_host_kernel_ops(const TraceModel& model, const AnalysisContext& ctx, std::vector<Activity>& out) {
+  if (model.inductor_kernels.size() == 0 || out.empty()) return;
+  const std::int32_t device = out.front().device;
+  for (const Activity& a : out)
+    if (a.device != device) return;
+  if (!ctx.device_selected(device)) return;
+  for (std::size_t row = 0; row < model.inductor_kernels.size(); ++row) {
+    const EventIndex e = model.inductor_kernels[row].event;
+    if (model.kind[e] != EventKind::kCpuOp || model.phase[e] != 'X') continue;
+    Activity a;
+    a.device = device;
+    a.stream = -2;  // a stream of its own: HTA keys it by the op's "stream" value
+    a.start = a.raw_start = ceil_us(model.ts_ns[e]);
+    a.end = a.raw_end = std::max(a.start, floor_us(model.end_ns(e)));
+    a.type = kComputation;
+    out.push_back(a);
+  }
+}
+
 std::vector<Activity> collect_activities(const TraceModel& model, const AnalysisContext& ctx,
                                          TimelineDefinition definition) {
   const Relations& rel = model.relations;
@@ -201,6 +224,7 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
     a.type = hta_stream_wait ? kStreamWait : names.type_of(e);
     out.push_back(a);
   }
+  if (hta) add_hta_host_kernel_ops(model, ctx, out);
   return out;
 }
 
