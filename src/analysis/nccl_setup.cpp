@@ -98,6 +98,29 @@ std::string format_rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
+std::string format_rank_ranges(const std::vector<std::pair<int, int>>& ranges, std::size_t max_ranges) {
+  std::string out;
+  for (std::size_t i = 0; i < ranges.size() && i < max_ranges; ++i) {
+    if (!out.empty()) out += ", ";
+    const auto [first, last] = ranges[i];
+    out += last > first ? fmt::format("{}-{}", first, last) : fmt::format("{}", first);
+  }
+  if (ranges.size() > max_ranges) out += fmt::format(", ... ({} more ranges)", ranges.size() - max_ranges);
+  return out;
+}
+
+std::vector<std::pair<int, int>> missing_rank_ranges(const std::vector<int>& seen, int nranks) {
+  std::vector<std::pair<int, int>> gaps;
+  long long next = 0;  // the lowest rank not yet accounted for
+  for (int r : seen) {
+    if (r < next || r >= nranks) continue;
+    if (r > next) gaps.emplace_back(static_cast<int>(next), r - 1);
+    next = static_cast<long long>(r) + 1;
+  }
+  if (next < nranks) gaps.emplace_back(static_cast<int>(next), nranks - 1);
+  return gaps;
+}
+
 std::string NcclSetup::process_label(const std::string& host, int pid) const {
   const std::string key = fmt::format("{}:{}", host, pid);
   for (const auto& [process, ranks_of] : process_ranks)
@@ -206,8 +229,13 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
       }
     }
     // A log from a rank that printed only COMPLETE (its START filtered out) is not incomplete.
-    for (int r = 0; r < g.nranks && r < (1 << 20); ++r)
-      if (g.ranks.find(r) == g.ranks.end()) c.missing_ranks.push_back(r);
+    {
+      std::vector<int> seen;
+      seen.reserve(g.ranks.size());
+      for (const auto& [rank, unused] : g.ranks) seen.push_back(rank);
+      c.missing_ranks = missing_rank_ranges(seen, g.nranks);
+      for (const auto& [first, last] : c.missing_ranks) c.missing_count += static_cast<std::int64_t>(last) - first + 1;
+    }
     c.hosts = static_cast<int>(hosts.size());
     if (c.is_job)
       s.comms.insert(s.comms.begin(), std::move(c));

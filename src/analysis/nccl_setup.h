@@ -73,9 +73,13 @@ struct NcclHostSummary {
 struct NcclCommSummary {
   std::string comm_id;  // "" for NCCL without commId (grouped by size then)
   int nranks = -1;
-  int ranks_started = 0;              // distinct ranks with Init START
-  int ranks_complete = 0;             // distinct ranks with Init COMPLETE
-  std::vector<int> missing_ranks;     // never logged (neither START nor COMPLETE)
+  int ranks_started = 0;   // distinct ranks with Init START
+  int ranks_complete = 0;  // distinct ranks with Init COMPLETE
+  // Ranks of 0..nranks-1 never logged (neither START nor COMPLETE), as inclusive ranges
+  // [first, last], ascending: one entry per gap between the ranks seen, so the size follows the
+  // log, never nranks. missing_count is the number of ranks they cover.
+  std::vector<std::pair<int, int>> missing_ranks;
+  std::int64_t missing_count = 0;
   std::vector<int> incomplete_ranks;  // START without COMPLETE
   int hosts = 0;
   int nnodes = -1;         // `nNodes` of the graph line, when printed
@@ -176,5 +180,10 @@ void add_bandwidth_checks(NcclSetup& setup, const TraceModel& model);
 
 // "0-3, 5, 8-15"
 std::string format_rank_list(const std::vector<int>& ranks);
+// The same for ranges already made ([0, 3], [5, 5], [8, 15]); at most `max_ranges` are written,
+// then ", ... (N more ranges)".
+std::string format_rank_ranges(const std::vector<std::pair<int, int>>& ranges, std::size_t max_ranges = 64);
+// The gaps of 0..nranks-1 not in `seen` (ascending ranks; values outside 0..nranks-1 ignored).
+std::vector<std::pair<int, int>> missing_rank_ranges(const std::vector<int>& seen, int nranks);
 
 }  // namespace ferret

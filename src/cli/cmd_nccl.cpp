@@ -22,6 +22,7 @@ struct NcclCliOptions {
   bool json = false;
   bool markdown = false;
   unsigned threads = 0;
+  NcclReadLimits limits;
 };
 
 void run_nccl(const NcclCliOptions& cli) {
@@ -41,7 +42,9 @@ void run_nccl(const NcclCliOptions& cli) {
   std::vector<NcclInputError> errors;
   for (const std::string& path : cli.logs) {
     try {
-      parse_nccl_file(path, log);
+      parse_nccl_file(path, log, cli.limits);
+      if (!log.sources.back().stopped.empty())
+        std::fprintf(stderr, "ferret: %s: %s\n", path.c_str(), log.sources.back().stopped.c_str());
     } catch (const InputError& e) {
       std::fprintf(stderr, "ferret: %s\n", e.what());
       errors.push_back({path, e.what()});
@@ -98,6 +101,10 @@ void register_nccl(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.nccl/1, see docs/NCCL.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown (log text escaped)");
+  cmd->add_option("--max-bytes-without-progress", opt->limits.max_bytes_without_progress,
+                  "Stop reading a log after this many bytes without an NCCL line, keeping what was read "
+                  "(default 1 GiB; 0: no limit)")
+      ->type_name("BYTES");
   cmd->add_option("--threads", opt->threads, "Trace parser threads (default: one per core)");
   cmd->callback([opt] { run_nccl(*opt); });
 }

@@ -286,11 +286,22 @@ void rule_config_mismatch(const NcclSetup& s, std::vector<Finding>& out) {
 // ---- nccl-missing-ranks ---------------------------------------------------------------------------
 // Threshold: the job's communicator has nranks N but fewer ranks logged Init START/COMPLETE, or a
 // rank started init and never completed it (high: that is what an init hang looks like).
+// At most kMaxMissingRankFindings communicators get a finding each; the rest are counted in one
+// more, so a log of thousands of hung communicators does not give thousands of findings.
+constexpr std::size_t kMaxMissingRankFindings = 16;
 void rule_missing_ranks(const NcclSetup& s, std::vector<Finding>& out) {
+  std::size_t emitted = 0;
+  std::size_t more = 0, more_incomplete = 0;
   for (const NcclCommSummary& c : s.comms) {
     if (!c.is_job && c.incomplete_ranks.empty()) continue;
     if (c.missing_ranks.empty() && c.incomplete_ranks.empty()) continue;
-    const int logged = c.nranks - static_cast<int>(c.missing_ranks.size());
+    if (emitted == kMaxMissingRankFindings) {
+      ++more;
+      more_incomplete += !c.incomplete_ranks.empty();
+      continue;
+    }
+    ++emitted;
+    const std::int64_t logged = c.nranks - c.missing_count;
     Finding f;
     f.id = "nccl-missing-ranks";
     f.dimension = Dimension::kDistributed;
@@ -301,19 +312,19 @@ void rule_missing_ranks(const NcclSetup& s, std::vector<Finding>& out) {
       f.severity = Severity::kHigh;
     } else {
       f.title = fmt::format("Ranks missing from the logs: {} of {} logged, missing {}", logged, c.nranks,
-                            fit_width(format_rank_list(c.missing_ranks), 30));
+                            fit_width(format_rank_ranges(c.missing_ranks), 30));
       f.severity = Severity::kMedium;
     }
     f.detail = fmt::format("Communicator {}with {} ranks: ", c.comm_id.empty() ? "" : c.comm_id + " ", c.nranks);
     if (!c.missing_ranks.empty())
       f.detail += fmt::format("no line from rank{} {} (their logs were not given, or they never reached NCCL init). ",
-                              c.missing_ranks.size() == 1 ? "" : "s", format_rank_list(c.missing_ranks));
+                              c.missing_count == 1 ? "" : "s", format_rank_ranges(c.missing_ranks));
     if (!c.incomplete_ranks.empty())
       f.detail += fmt::format("rank{} {} printed Init START but no Init COMPLETE: init hung or failed there. ",
                               c.incomplete_ranks.size() == 1 ? "" : "s", format_rank_list(c.incomplete_ranks));
     f.evidence = {{"nranks", static_cast<double>(c.nranks), "count"},
                   {"ranks_logged", static_cast<double>(logged), "count"},
-                  {"ranks_missing", static_cast<double>(c.missing_ranks.size()), "count"},
+                  {"ranks_missing", static_cast<double>(c.missing_count), "count"},
                   {"ranks_incomplete", static_cast<double>(c.incomplete_ranks.size()), "count"}};
     f.fixes = {
         "Give ferret every rank's log: `export NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log` writes one file per process",
@@ -323,6 +334,23 @@ void rule_missing_ranks(const NcclSetup& s, std::vector<Finding>& out) {
     f.threshold = "fewer ranks with Init START/COMPLETE than nranks, or START without COMPLETE (ferret)";
     out.push_back(std::move(f));
   }
+  if (more == 0) return;
+  Finding f;
+  f.id = "nccl-missing-ranks";
+  f.dimension = Dimension::kDistributed;
+  f.layer = Layer::kFramework;
+  f.severity = more_incomplete > 0 ? Severity::kHigh : Severity::kMedium;
+  f.title = fmt::format("{} more communicators with missing or incomplete ranks", more);
+  f.detail = fmt::format(
+      "Beyond the {} communicators above, {} more have ranks missing from the logs or ranks that started init and "
+      "never completed it ({} of them); the communicators table lists them all.",
+      kMaxMissingRankFindings, more, more_incomplete);
+  f.evidence = {{"communicators", static_cast<double>(more), "count"},
+                {"communicators_incomplete", static_cast<double>(more_incomplete), "count"}};
+  f.fixes = {
+      "Give ferret every rank's log: `export NCCL_DEBUG_FILE=/shared/nccl.%h.%p.log` writes one file per process"};
+  f.threshold = "fewer ranks with Init START/COMPLETE than nranks, or START without COMPLETE (ferret)";
+  out.push_back(std::move(f));
 }
 
 // ---- nccl-slow-init -------------------------------------------------------------------------------

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <memory>
 
+#include <fmt/format.h>
+
 namespace ferret {
 
 namespace {
@@ -300,6 +302,25 @@ std::uint32_t NcclLogParser::intern_transport(std::string_view via) {
   return static_cast<std::uint32_t>(log_.transports.size() - 1);
 }
 
+void NcclLogParser::note_implausible(const NcclOrigin& origin, std::string what) {
+  NcclSource& src = source();
+  ++src.implausible_lines;
+  if (src.implausible_samples.size() < kMaxImplausibleSamples)
+    src.implausible_samples.push_back(fmt::format("{}:{}: {}", src.name, origin.line, what));
+}
+
+namespace {
+
+// Why a rank / nranks pair cannot come from a real job; "" when it can.
+std::string implausible_ranks(int rank, int nranks) {
+  if (nranks > kMaxNcclRanks)
+    return fmt::format("nranks {} above {} (the largest job ferret accepts): line ignored", nranks, kMaxNcclRanks);
+  if (rank < 0 || rank >= nranks) return fmt::format("rank {} outside 0..{}: line ignored", rank, nranks - 1);
+  return "";
+}
+
+}  // namespace
+
 void NcclLogParser::remember_process(std::string_view outer, const NcclOrigin& origin) {
   last_any_ = origin;
   for (LastProcess& p : last_process_)
@@ -533,6 +554,10 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     NcclInitTimingRecord r;
     r.origin = origin;
     if (!parse_init_timings(m, r)) return false;
+    if (std::string why = implausible_ranks(r.rank, r.nranks); !why.empty()) {
+      note_implausible(origin, "Init timings: " + why);
+      return true;
+    }
     log_.init_timings.push_back(std::move(r));
     return true;
   }
@@ -540,6 +565,10 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     NcclCommRecord r;
     r.origin = origin;
     if (!parse_comm(m, r)) return false;
+    if (std::string why = implausible_ranks(r.rank, r.nranks); !why.empty()) {
+      note_implausible(origin, "comm " + r.comm + ": " + why);
+      return true;
+    }
     log_.comms.push_back(std::move(r));
     return true;
   }
@@ -884,13 +913,25 @@ void NcclLogParser::feed_line(std::string_view line) {
 
 // ---- sources --------------------------------------------------------------------------------------
 
-void parse_nccl_source(ByteSource& source, const std::string& name, const std::string& compression, NcclLog& log) {
+void parse_nccl_source(ByteSource& source, const std::string& name, const std::string& compression, NcclLog& log,
+                       const NcclReadLimits& limits) {
   NcclLogParser parser(log, name, compression);
   constexpr std::size_t kChunk = 1 << 20;
   std::unique_ptr<char[]> buffer(new char[kChunk]);
   std::string carry;       // a line split across chunks
   bool carry_cut = false;  // the carried line is over kMaxLineBytes: the rest is dropped
   std::uint64_t bytes = 0;
+  // Progress is an NCCL line: the byte offset after the last one (or the start).
+  std::uint64_t progress_at_byte = 0;
+  std::uint64_t nccl_lines_seen = 0;
+  std::uint64_t line_end = 0;  // byte offset just past the line being fed
+  auto feed = [&](std::string_view line) {
+    parser.feed_line(line);
+    if (parser.source().nccl_lines != nccl_lines_seen) {
+      nccl_lines_seen = parser.source().nccl_lines;
+      progress_at_byte = line_end;
+    }
+  };
   while (true) {
     std::size_t n = 0;
     try {
@@ -901,6 +942,7 @@ void parse_nccl_source(ByteSource& source, const std::string& name, const std::s
       break;
     }
     if (n == 0) break;
+    const std::uint64_t chunk_start = bytes;
     bytes += n;
     std::string_view chunk(buffer.get(), n);
     while (!chunk.empty()) {
@@ -915,31 +957,45 @@ void parse_nccl_source(ByteSource& source, const std::string& name, const std::s
           carry_cut = true;
         break;
       }
+      line_end = chunk_start + static_cast<std::uint64_t>(piece.data() - buffer.get()) + len + 1;
       if (carry.empty() && !carry_cut) {
-        parser.feed_line(piece);
+        feed(piece);
       } else {
         if (carry.size() <= kMaxLineBytes) carry.append(piece.substr(0, kMaxLineBytes + 1 - carry.size()));
-        parser.feed_line(carry);
+        feed(carry);
         carry.clear();
         carry_cut = false;
       }
       chunk.remove_prefix(len + 1);
     }
+    if (limits.max_bytes_without_progress > 0 && bytes - progress_at_byte > limits.max_bytes_without_progress) {
+      parser.source().stopped = fmt::format(
+          "reading stopped at byte {}: {} bytes since {} without an NCCL line (limit {} bytes); what came before "
+          "is kept",
+          bytes, bytes - progress_at_byte,
+          nccl_lines_seen == 0 ? std::string("the start") : fmt::format("byte {}", progress_at_byte),
+          limits.max_bytes_without_progress);
+      carry.clear();
+      break;
+    }
   }
-  if (!carry.empty()) parser.feed_line(carry);
+  if (!carry.empty()) {
+    line_end = bytes;
+    feed(carry);
+  }
   parser.source().bytes = bytes;
   if (parser.source().damage.empty()) parser.source().damage = source.damage();
 }
 
-void parse_nccl_file(const std::string& path, NcclLog& log) {
+void parse_nccl_file(const std::string& path, NcclLog& log, const NcclReadLimits& limits) {
   OpenedSource opened = open_byte_source(path);
-  parse_nccl_source(*opened.source, path, opened.compression, log);
+  parse_nccl_source(*opened.source, path, opened.compression, log, limits);
 }
 
-NcclLog parse_nccl_text(std::string_view text, const std::string& name) {
+NcclLog parse_nccl_text(std::string_view text, const std::string& name, const NcclReadLimits& limits) {
   NcclLog log;
   std::unique_ptr<ByteSource> source = make_memory_source(std::string(text));
-  parse_nccl_source(*source, name, "none", log);
+  parse_nccl_source(*source, name, "none", log, limits);
   return log;
 }
 

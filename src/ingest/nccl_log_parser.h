@@ -12,6 +12,11 @@
 // Input is scanned line by line with std::string_view (no regex): the marker search is one
 // memmem per line, so text that is not NCCL costs little. Lines longer than kMaxLineBytes are
 // cut (counted) and binary or invalid UTF-8 is carried as bytes: nothing here throws on content.
+//
+// Hostile input is bounded (docs/NCCL.md, "Bounds"): no structure is sized by a number read from
+// the log; communicator and init-timing lines whose nranks exceeds kMaxNcclRanks, or whose rank
+// lies outside 0..nranks-1, are ignored and noted (file and line); reading stops, keeping what
+// was read, after NcclReadLimits::max_bytes_without_progress bytes without an NCCL line.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,18 @@ namespace ferret {
 
 inline constexpr std::size_t kMaxLineBytes = 64 * 1024;
 inline constexpr std::uint32_t kNoHost = 0xffffffffu;
+// The largest nranks taken from a log: 1,048,576 (65,536 hosts x 16 GPUs) is beyond any job run
+// to date; a larger value is damage (or an attack) and the line carrying it is ignored.
+inline constexpr int kMaxNcclRanks = 1 << 20;
+// How many ignored-value notes a source keeps (all are counted).
+inline constexpr std::size_t kMaxImplausibleSamples = 5;
+
+struct NcclReadLimits {
+  // Reading a source stops when this many bytes pass without an NCCL line: /dev/zero, `yes |`
+  // or any endless stream without NCCL content must not keep ferret running forever. What was
+  // read is kept and NcclSource::stopped says where reading stopped. 0: no limit.
+  std::uint64_t max_bytes_without_progress = std::uint64_t{1} << 30;
+};
 
 // Where a record came from: the NCCL prefix (host interned in NcclLog::hosts; -1 when absent)
 // and the position in the input.
@@ -211,6 +228,13 @@ struct NcclSource {
   std::uint64_t not_understood = 0;
   std::uint64_t long_lines = 0;  // lines cut at kMaxLineBytes
   std::string damage;            // a truncated compressed stream, as the ByteSource reports it
+  // Lines ignored for an implausible value (nranks above kMaxNcclRanks, rank outside 0..nranks-1),
+  // counted; the first kMaxImplausibleSamples described as "NAME:LINE: what was wrong".
+  std::uint64_t implausible_lines = 0;
+  std::vector<std::string> implausible_samples;
+  // "" when the source was read to its end; else why and at which byte reading stopped
+  // (NcclReadLimits::max_bytes_without_progress).
+  std::string stopped;
 };
 
 // Everything read from one or more logs.
@@ -266,15 +290,17 @@ class NcclLogParser {
   bool parse_message(std::string_view message, const NcclOrigin& origin);
   std::uint32_t intern_host(std::string_view host);
   std::uint32_t intern_transport(std::string_view via);
+  void note_implausible(const NcclOrigin& origin, std::string what);
 };
 
 // Reads a whole source line by line into `log`. Throws InputError only when reading fails
 // before anything was read; later failures are kept as the source's damage.
-void parse_nccl_source(ByteSource& source, const std::string& name, const std::string& compression, NcclLog& log);
+void parse_nccl_source(ByteSource& source, const std::string& name, const std::string& compression, NcclLog& log,
+                       const NcclReadLimits& limits = {});
 // Opens `path` ("-" is stdin; gzip/zstd by magic bytes) and parses it. Throws InputError when it
 // cannot be opened.
-void parse_nccl_file(const std::string& path, NcclLog& log);
+void parse_nccl_file(const std::string& path, NcclLog& log, const NcclReadLimits& limits = {});
 // Parses text held in memory (tests).
-NcclLog parse_nccl_text(std::string_view text, const std::string& name = "<text>");
+NcclLog parse_nccl_text(std::string_view text, const std::string& name = "<text>", const NcclReadLimits& limits = {});
 
 }  // namespace ferret

@@ -115,6 +115,13 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       out += wrap(fmt::format("{}: {} line{} longer than {} KiB cut", src.name, src.long_lines,
                               src.long_lines == 1 ? "" : "s", kMaxLineBytes / 1024),
                   kWidth, "  ");
+    if (!src.stopped.empty()) out += wrap(fmt::format("stopped: {}: {}", src.name, src.stopped), kWidth, "  ");
+    if (src.implausible_lines > 0) {
+      out += wrap(fmt::format("{}: {} line{} with an implausible value ignored", src.name, src.implausible_lines,
+                              src.implausible_lines == 1 ? "" : "s"),
+                  kWidth, "  ");
+      for (const std::string& note : src.implausible_samples) out += wrap(note, kWidth, "    ");
+    }
   }
   if (s.nccl_lines == 0) {
     out +=
@@ -195,7 +202,9 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
                          fit_width(c.comm_id.empty() ? "(no commId)" : c.comm_id, 20), c.nranks, c.ranks_started,
                          c.ranks_complete, c.hosts, c.init_max_s >= 0 ? fmt::format("{:.2f} s", c.init_max_s) : "-",
                          c.is_job ? "  job" : "");
-      if (!c.missing_ranks.empty()) out += wrap("missing ranks: " + format_rank_list(c.missing_ranks), kWidth, "    ");
+      if (!c.missing_ranks.empty())
+        out += wrap(fmt::format("missing ranks ({}): {}", c.missing_count, format_rank_ranges(c.missing_ranks)), kWidth,
+                    "    ");
       if (!c.incomplete_ranks.empty())
         out += wrap("START without COMPLETE: " + format_rank_list(c.incomplete_ranks), kWidth, "    ");
     }
@@ -272,6 +281,9 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                        {"recognised", src.recognised},
                        {"not_understood", src.not_understood},
                        {"long_lines", src.long_lines},
+                       {"implausible_lines", src.implausible_lines},
+                       {"implausible_samples", src.implausible_samples},
+                       {"stopped", src.stopped},
                        {"damage", src.damage}});
   j["sources"] = sources;
   json errs = json::array();
@@ -356,13 +368,17 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
   j["ranks"] = ranks;
 
   json comms = json::array();
-  for (const NcclCommSummary& cm : s.comms)
+  for (const NcclCommSummary& cm : s.comms) {
+    // Inclusive [first, last] ranges: the size follows the ranks logged, never nranks.
+    json missing = json::array();
+    for (const auto& [first, last] : cm.missing_ranks) missing.push_back(json::array({first, last}));
     comms.push_back({{"comm_id", cm.comm_id},
                      {"job", cm.is_job},
                      {"nranks", cm.nranks},
                      {"ranks_started", cm.ranks_started},
                      {"ranks_complete", cm.ranks_complete},
-                     {"missing_ranks", cm.missing_ranks},
+                     {"missing_ranks", missing},
+                     {"missing_count", cm.missing_count},
                      {"incomplete_ranks", cm.incomplete_ranks},
                      {"hosts", cm.hosts},
                      {"nnodes", optional_int(cm.nnodes)},
@@ -370,6 +386,7 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                      {"init_slowest_rank", optional_int(cm.init_slowest_rank)},
                      {"init_slowest_phase", cm.init_slowest_phase},
                      {"init_slowest_phase_seconds", optional_number(cm.init_slowest_phase_s)}});
+  }
   j["communicators"] = comms;
 
   json env = json::array();
@@ -418,7 +435,12 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
   if (!s.versions.empty()) out += ", NCCL " + md(join(s.versions, " / "));
   out += ". Network: " + md(job_network(s)) + "\n\n";
   for (const NcclInputError& e : errors) out += "- not read: " + md(e.source) + ": " + md(e.error) + "\n";
-  if (!errors.empty()) out += "\n";
+  bool notes = !errors.empty();
+  for (const NcclSource& src : s.sources) {
+    if (!src.stopped.empty()) out += "- stopped: " + md(src.name) + ": " + md(src.stopped) + "\n", notes = true;
+    for (const std::string& note : src.implausible_samples) out += "- ignored: " + md(note) + "\n", notes = true;
+  }
+  if (notes) out += "\n";
 
   out += findings_markdown(findings, /*with_rules=*/true);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "analysis/nccl_setup.h"
@@ -174,7 +175,8 @@ TEST(NcclSetup, OldNcclWithoutGdrAndAMissingRank) {
   ASSERT_EQ(s.comms.size(), 1u);
   EXPECT_EQ(s.comms[0].comm_id, "");
   EXPECT_EQ(s.comms[0].ranks_complete, 3);
-  EXPECT_EQ(s.comms[0].missing_ranks, (std::vector<int>{3}));
+  EXPECT_EQ(s.comms[0].missing_ranks, (std::vector<std::pair<int, int>>{{3, 3}}));
+  EXPECT_EQ(s.comms[0].missing_count, 1);
   // Channels 00 and 01: 3->0 receive, 1->2 send, 1->2 receive = 6 NET/IB lines, none GDRDMA.
   EXPECT_EQ(s.net_ib_connections, 6u);
   EXPECT_EQ(s.net_without_gdr, 6u);
@@ -226,6 +228,40 @@ TEST(NcclSetup, PerHostSettingsDifferingIsLow) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].id, "nccl-config-mismatch");
   EXPECT_EQ(fs[0].severity, Severity::kLow);
+}
+
+TEST(NcclSetup, MissingRankRangesFollowTheRanksSeen) {
+  using Ranges = std::vector<std::pair<int, int>>;
+  EXPECT_EQ(missing_rank_ranges({}, 3), (Ranges{{0, 2}}));
+  EXPECT_EQ(missing_rank_ranges({0, 1, 2}, 3), Ranges{});
+  EXPECT_EQ(missing_rank_ranges({0, 2, 5}, 8), (Ranges{{1, 1}, {3, 4}, {6, 7}}));
+  EXPECT_EQ(missing_rank_ranges({-4, 1, 1, 9}, 4), (Ranges{{0, 0}, {2, 3}}));  // out of range and repeats ignored
+  EXPECT_EQ(format_rank_ranges({{1, 1}, {3, 4}, {6, 7}}), "1, 3-4, 6-7");
+  EXPECT_EQ(format_rank_ranges({{1, 1}, {3, 4}, {6, 7}}, 2), "1, 3-4, ... (1 more ranges)");
+}
+
+// The security review's log: 50 communicators that each claim 1,048,576 ranks and log rank 0.
+// Each is summarised as one range of 1,048,575 missing ranks instead of a list that long.
+TEST(NcclSetup, HugeNranksGivesOneMissingRangePerCommunicator) {
+  std::string text;
+  for (int i = 0; i < 50; ++i)
+    text += fmt::format(
+        "h:1:1 [0] NCCL INFO comm 0x{0} rank 0 nranks 1048576 cudaDev 0 busId 1a000 commId 0x{0} - Init START\n", i);
+  text += "h:1:1 [0] NCCL INFO comm 0xbad rank 0 nranks 1048577 cudaDev 0 busId 1a000 commId 0xbad - Init START\n";
+  const NcclSetup s = analyze_nccl_setup(parse_nccl_text(text));
+  ASSERT_EQ(s.comms.size(), 50u);  // the 1,048,577-rank line is ignored
+  for (const NcclCommSummary& c : s.comms) {
+    EXPECT_EQ(c.nranks, 1048576);
+    EXPECT_EQ(c.missing_ranks, (std::vector<std::pair<int, int>>{{1, 1048575}}));
+    EXPECT_EQ(c.missing_count, 1048575);
+    EXPECT_EQ(c.incomplete_ranks, std::vector<int>{0});
+  }
+  ASSERT_EQ(s.sources.size(), 1u);
+  EXPECT_EQ(s.sources[0].implausible_lines, 1u);
+  const Finding* missing = find(findings_of(s), "nccl-missing-ranks");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(evidence(*missing, "ranks_missing"), 1048575);
+  EXPECT_EQ(evidence(*missing, "ranks_logged"), 1);
 }
 
 TEST(NcclSetup, EmptyLogHasNoFindings) {

@@ -1,6 +1,8 @@
 // `ferret nccl` through the built binary: the three formats, several logs at once, stdin, gzip,
 // unreadable and hostile input, and --trace. Numbers come from the corpus counts worked out in
 // tests/ingest/nccl_log_parser_test.cpp and tests/analysis/nccl_setup_test.cpp.
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,6 +21,35 @@ using test::run_ferret;
 std::string corpus(const std::string& name) { return std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/" + name; }
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// ferret under a 1 GiB address-space limit and a 60 s timeout (exit 124 when it runs past it):
+// the hostile-input tests must fail, not hang or take the machine down, on a ferret that
+// reads forever or builds its output in proportion to a number in the log.
+test::CommandResult run_bounded(const std::string& args, const std::string& stdin_file = "") {
+  test::CommandResult r;
+  const std::string out = test::temp_path("bounded.out"), err = test::temp_path("bounded.err");
+  std::string cmd =
+      "ulimit -v 1048576; timeout 60 " + std::string(FERRET_BINARY) + " " + args + " >" + out + " 2>" + err;
+  if (!stdin_file.empty()) cmd += " <" + stdin_file;
+  const int status = std::system(("sh -c '" + cmd + "'").c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = test::read_file(out);
+  r.err = test::read_file(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+// The security review's log: `lines` communicators that each claim 1,048,576 ranks and log rank 0.
+std::string hostile_init_lines(int lines) {
+  std::string text;
+  for (int i = 0; i < lines; ++i) {
+    const std::string id = "0x" + std::to_string(i);
+    text += "h:1:1 [0] NCCL INFO comm " + id + " rank 0 nranks 1048576 cudaDev 0 busId 1a000 commId " + id +
+            " - Init START\n";
+  }
+  return text;
 }
 
 TEST(NcclCli, HelpListsTheOptions) {
@@ -91,7 +122,8 @@ TEST(NcclCli, ReadsStdinAndGzip) {
   const json j = json::parse(r.out);
   EXPECT_EQ(j["sources"][0]["compression"], "gzip");
   EXPECT_EQ(j["lines"]["read"], 36);
-  EXPECT_EQ(j["communicators"][0]["missing_ranks"], json::array({3}));
+  EXPECT_EQ(j["communicators"][0]["missing_ranks"], json::parse("[[3, 3]]"));
+  EXPECT_EQ(j["communicators"][0]["missing_count"], 1);
 }
 
 TEST(NcclCli, UnreadableLogIsNamedAndOnlyFatalWhenNothingRemains) {
@@ -123,6 +155,105 @@ TEST(NcclCli, GarbageNeverCrashes) {
   const json j = json::parse(r.out);
   EXPECT_GE(j["sources"][0]["long_lines"].get<int>(), 1);
   EXPECT_GE(j["lines"]["not_understood"].get<int>(), 2);
+}
+
+// 50 lines (about 5 KB) once gave 836 MB of JSON: each communicator listed its 1,048,575
+// missing ranks one by one. Now each has one range, [1, 1048575], and the document is a few
+// hundred bytes per communicator.
+TEST(NcclCli, HugeNranksGivesSmallJson) {
+  const std::string path = test::temp_path("nccl_hostile50.log");
+  test::write_file(path, hostile_init_lines(50));
+  const auto r = run_bounded("nccl --json " + path);
+  const auto text = run_bounded("nccl " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.out.size(), 200u * 1024);
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["communicators"].size(), 50u);
+  for (const json& c : j["communicators"]) {
+    EXPECT_EQ(c["missing_ranks"], json::parse("[[1, 1048575]]"));
+    EXPECT_EQ(c["missing_count"], 1048575);
+  }
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_LT(text.out.size(), 200u * 1024);
+  EXPECT_TRUE(contains(text.out, "missing ranks (1048575): 1-1048575")) << text.out;
+}
+
+// 5,000 such lines (600 KB) once needed 24 GB. The output grows with the lines, not with nranks:
+// 5,000 communicators of about 430 bytes of JSON each (2.1 MB) plus 16 findings and one that counts
+// the other 4,984 stay under 4 MB, and ferret runs in 1 GiB.
+TEST(NcclCli, FiveThousandHugeCommunicatorsStayBounded) {
+  const std::string path = test::temp_path("nccl_hostile5000.log");
+  test::write_file(path, hostile_init_lines(5000));
+  const auto r = run_bounded("nccl --json " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.out.size(), 4u << 20);
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["communicators"].size(), 5000u);
+  EXPECT_EQ(j["communicators"][4999]["missing_ranks"], json::parse("[[1, 1048575]]"));
+  ASSERT_EQ(j["findings"].size(), 17u);
+  EXPECT_EQ(j["findings"][16]["title"], "4984 more communicators with missing or incomplete ranks");
+}
+
+// nranks beyond 1,048,576 is damage: the line is ignored and the report says where.
+TEST(NcclCli, ImplausibleNranksIsNamedWithFileAndLine) {
+  const std::string path = test::temp_path("nccl_hostile_big.log");
+  test::write_file(path,
+                   hostile_init_lines(1) +
+                       "h:1:1 [0] NCCL INFO comm 0x9 rank 0 nranks 2000000000 cudaDev 0 commId 0x9 - Init START\n");
+  const auto r = run_bounded("nccl --json " + path);
+  const auto text = run_bounded("nccl " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["communicators"].size(), 1u);
+  EXPECT_EQ(j["sources"][0]["implausible_lines"], 1);
+  const std::string note =
+      path + ":2: comm 0x9: nranks 2000000000 above 1048576 (the largest job ferret accepts): line ignored";
+  EXPECT_EQ(j["sources"][0]["implausible_samples"], json::array({note}));
+  EXPECT_TRUE(contains(text.out, "1 line with an implausible value")) << text.out;
+  EXPECT_TRUE(contains(text.out, ":2: comm 0x9: nranks 2000000000")) << text.out;
+}
+
+// `ferret nccl /dev/zero` reads the 4 bytes sniffed for a magic and 1,024 chunks of 1 MiB: at
+// 1,073,741,828 bytes it is 4 over the default limit (1 GiB) and stops,
+// naming the file and the byte offset.
+TEST(NcclCli, DevZeroStopsWithAMessage) {
+  const auto r = run_bounded("nccl --json /dev/zero");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "ferret: /dev/zero: reading stopped at byte 1073741828: 1073741828 bytes since the "
+                       "start without an NCCL line (limit 1073741824 bytes)"))
+      << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["sources"][0]["bytes"], 1073741828);
+}
+
+// Endless stdin with the limit made small: /dev/zero on stdin, and a `yes`-like file of 8 MiB of
+// "y\n" after one NCCL line (44 bytes). The first read of a file or stdin is the 4 bytes sniffed for
+// a gzip/zstd magic, then 1 MiB chunks: /dev/zero stops at 4 + 1,048,576 = 1,048,580 (over the
+// limit from the start); the `yes` file at 4 + 2 x 1,048,576 = 2,097,156, 2,097,112 bytes after
+// the NCCL line, which is kept.
+TEST(NcclCli, EndlessStdinStopsAtTheGivenLimit) {
+  const auto zero = run_bounded("nccl --json --max-bytes-without-progress 1048576 -", "/dev/zero");
+  ASSERT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_TRUE(contains(zero.err, "ferret: -: reading stopped at byte 1048580: 1048580 bytes since the start"))
+      << zero.err;
+
+  const std::string path = test::temp_path("nccl_yes.log");
+  std::string yes = "h:1:1 [0] NCCL INFO cudaDriverVersion 12020\n";
+  for (int i = 0; i < 4 << 20; ++i) yes += "y\n";
+  test::write_file(path, yes);
+  const auto r = run_bounded("nccl --json --max-bytes-without-progress 1048576 -", path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["sources"][0]["stopped"],
+            "reading stopped at byte 2097156: 2097112 bytes since byte 44 without an NCCL line (limit 1048576 "
+            "bytes); what came before is kept");
+  EXPECT_EQ(j["lines"]["nccl"], 1);
+  EXPECT_TRUE(contains(r.err, "ferret: -: reading stopped at byte 2097156")) << r.err;
 }
 
 TEST(NcclCli, TraceCrossCheck) {

@@ -455,5 +455,79 @@ TEST(NcclCorpus, VersionMismatch) {
   EXPECT_EQ(log.comms.size(), 7u);  // 4 START, 3 COMPLETE
 }
 
+// nranks above kMaxNcclRanks (1,048,576) or a rank outside 0..nranks-1 is damage: the line is
+// ignored, counted and described with its file and line; 1,048,576 itself is accepted.
+TEST(NcclLogParser, ImplausibleRanksAreIgnoredAndNoted) {
+  const NcclLog log = parse_nccl_text(
+      "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1048577 cudaDev 0 busId 1a000 commId 0x1 - Init START\n"
+      "h:1:1 [0] NCCL INFO comm 0x2 rank 0 nranks 1048576 cudaDev 0 busId 1a000 commId 0x2 - Init START\n"
+      "h:1:1 [0] NCCL INFO comm 0x3 rank 8 nranks 8 cudaDev 0 busId 1a000 commId 0x3 - Init START\n"
+      "h:1:1 [0] NCCL INFO Init timings: rank 0 nranks 2000000000 total 1.5 (kernels 0.1)\n"
+      "h:1:1 [0] NCCL INFO comm 0x4 rank -1 nranks 8 cudaDev 0 busId 1a000 commId 0x4 - Init START\n"
+      "h:1:1 [0] NCCL INFO comm 0x5 rank 7 nranks 8 cudaDev 0 busId 1a000 commId 0x5 - Init START\n"
+      "h:1:1 [0] NCCL INFO comm 0x6 rank 1 nranks 2147483647 cudaDev 0 busId 1a000 commId 0x6 - Init START\n",
+      "hostile.log");
+  ASSERT_EQ(log.comms.size(), 2u);
+  EXPECT_EQ(log.comms[0].comm, "0x2");
+  EXPECT_EQ(log.comms[0].nranks, 1048576);
+  EXPECT_EQ(log.comms[1].comm, "0x5");
+  EXPECT_TRUE(log.init_timings.empty());
+  EXPECT_EQ(log.total_recognised(), 7u);
+  EXPECT_EQ(log.total_not_understood(), 0u);
+  const NcclSource& src = log.sources[0];
+  EXPECT_EQ(src.implausible_lines, 5u);
+  ASSERT_EQ(src.implausible_samples.size(), 5u);  // kMaxImplausibleSamples
+  EXPECT_EQ(src.implausible_samples[0],
+            "hostile.log:1: comm 0x1: nranks 1048577 above 1048576 (the largest job ferret accepts): line ignored");
+  EXPECT_EQ(src.implausible_samples[1], "hostile.log:3: comm 0x3: rank 8 outside 0..7: line ignored");
+  EXPECT_EQ(src.implausible_samples[2],
+            "hostile.log:4: Init timings: nranks 2000000000 above 1048576 (the largest job ferret accepts): line "
+            "ignored");
+  EXPECT_EQ(src.implausible_samples[3], "hostile.log:5: comm 0x4: rank -1 outside 0..7: line ignored");
+  EXPECT_EQ(src.implausible_samples[4],
+            "hostile.log:7: comm 0x6: nranks 2147483647 above 1048576 (the largest job ferret accepts): line ignored");
+}
+
+// `yes | ferret nccl -`: lines without NCCL content. The first line is 44 bytes; then 3 MiB of
+// "y\n". Chunks are 1 MiB: after the first, 1,048,532 bytes have passed without progress (not
+// over the 1 MiB limit); after the second, 2,097,152 - 44 = 2,097,108 have, and reading stops
+// there, keeping the first line. The NCCL line after the flood is never reached.
+TEST(NcclLogParser, StopsAfterTooManyBytesWithoutAnNcclLine) {
+  std::string text = "h:1:1 [0] NCCL INFO cudaDriverVersion 12020\n";
+  ASSERT_EQ(text.size(), 44u);
+  for (int i = 0; i < 3 * 1024 * 1024 / 2; ++i) text += "y\n";
+  text += "h:2:2 [0] NCCL INFO cudaDriverVersion 12040\n";
+  NcclReadLimits limits;
+  limits.max_bytes_without_progress = 1 << 20;
+  const NcclLog log = parse_nccl_text(text, "yes.log", limits);
+  ASSERT_EQ(log.drivers.size(), 1u);
+  EXPECT_EQ(log.drivers[0].driver_version, 12020);
+  EXPECT_EQ(log.sources[0].bytes, 2097152u);
+  EXPECT_EQ(log.sources[0].stopped,
+            "reading stopped at byte 2097152: 2097108 bytes since byte 44 without an NCCL line (limit 1048576 "
+            "bytes); what came before is kept");
+  // Without a limit (0) the whole text is read.
+  limits.max_bytes_without_progress = 0;
+  const NcclLog all = parse_nccl_text(text, "yes.log", limits);
+  EXPECT_EQ(all.drivers.size(), 2u);
+  EXPECT_EQ(all.sources[0].stopped, "");
+  // The default (1 GiB) does not stop a 3 MiB log.
+  EXPECT_EQ(parse_nccl_text(text).drivers.size(), 2u);
+}
+
+// /dev/zero: NUL bytes and no newline. One line that never ends is neither buffered whole nor
+// read forever: nothing is kept from it and the stop counts from the start.
+TEST(NcclLogParser, StopsOnAnEndlessLineOfNulBytes) {
+  const std::string zeros(3 << 20, '\0');
+  NcclReadLimits limits;
+  limits.max_bytes_without_progress = 1 << 20;
+  const NcclLog log = parse_nccl_text(zeros, "zero", limits);
+  EXPECT_EQ(log.sources[0].bytes, 2097152u);
+  EXPECT_EQ(log.total_nccl_lines(), 0u);
+  EXPECT_EQ(log.sources[0].stopped,
+            "reading stopped at byte 2097152: 2097152 bytes since the start without an NCCL line (limit 1048576 "
+            "bytes); what came before is kept");
+}
+
 }  // namespace
 }  // namespace ferret
