@@ -8,6 +8,20 @@
 
 namespace ferret::test {
 
+// Sanitizer builds: 10-20x slower, and ASan reserves terabytes of address space for its shadow
+// memory, so address-space limits (ulimit -v) cannot apply there.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kUnderSanitizer = true;
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+
 // Path of a corpus file, or "" when ../shared is absent.
 std::string corpus_path(const std::string& name);
 

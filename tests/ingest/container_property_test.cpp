@@ -133,18 +133,7 @@ TEST_P(ContainerProperty, EveryEventKeptExactlyOnceInOrder) {
 }
 
 // Sanitizer builds are 10-20x slower; they stop at 4 MB, which still crosses many batch boundaries.
-#if defined(__SANITIZE_ADDRESS__)
-#define FERRET_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FERRET_UNDER_SANITIZER 1
-#endif
-#endif
-#ifdef FERRET_UNDER_SANITIZER
-constexpr std::size_t kLargest = 4u << 20;
-#else
-constexpr std::size_t kLargest = 100u << 20;
-#endif
+constexpr std::size_t kLargest = test::kUnderSanitizer ? 4u << 20 : 100u << 20;
 
 std::vector<std::size_t> sizes() {
   std::vector<std::size_t> out;
