@@ -62,5 +62,44 @@ TEST(ResourcesCli, TenThousandDevicesStayWithinMemoryAndTime) {
   }
 }
 
+TEST(ResourcesCli, ThreadsBeyondTheCapAreCappedNotFatal) {
+  const std::string path = temp_path("threads.json");
+  write_file(path, many_devices_trace(200));
+  const CommandResult one = run_ferret("analyze --json --threads 1 " + path);
+  const CommandResult many = run_ferret("analyze --json --threads 33000 --jobs 4096 " + path);
+  const CommandResult info = run_ferret("info --json --threads 33000 " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(many.exit_code, 0) << many.err;  // was SIGABRT: std::system_error from std::thread
+  EXPECT_EQ(many.out, one.out);
+  EXPECT_NE(many.err.find("--threads 33000 capped at"), std::string::npos) << many.err;
+  EXPECT_NE(many.err.find("--jobs 4096 capped at"), std::string::npos) << many.err;
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+}
+
+// FERRET_TEST_THREAD_LIMIT=N makes thread creation fail after N threads, as a low `ulimit -u`
+// does (root ignores RLIMIT_NPROC, so the limit itself cannot be used here): the parser falls
+// back to the threads it has, or to none, and gives the same answer.
+TEST(ResourcesCli, RefusedThreadsFallBackToFewer) {
+  const std::string path = temp_path("refused.json");
+  write_file(path, many_devices_trace(200));
+  const CommandResult one = run_ferret("analyze --json --threads 1 " + path);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  for (const char* limit : {"0", "1", "2"}) {
+    const CommandResult r =
+        run_shell(std::string("FERRET_TEST_THREAD_LIMIT=") + limit + " {ferret} analyze --json --threads 4 " + path);
+    EXPECT_EQ(r.exit_code, 0) << "limit " << limit << ": " << r.err;
+    EXPECT_EQ(r.out, one.out) << "limit " << limit;
+  }
+  const std::string second = temp_path("refused-2.json");
+  write_file(second, many_devices_trace(50));
+  const CommandResult jobs =
+      run_shell("FERRET_TEST_THREAD_LIMIT=0 {ferret} analyze --json --jobs 2 " + path + " " + second);
+  std::remove(path.c_str());
+  std::remove(second.c_str());
+  EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_NE(jobs.out.find("\"traces\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ferret::test
