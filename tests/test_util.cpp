@@ -74,10 +74,12 @@ std::string zstd_bytes(const std::string& plain) {
   return out;
 }
 
-CommandResult run_ferret(const std::string& args, const std::string& stdin_file) {
+namespace {
+
+CommandResult run_ferret_line(const std::string& command, const std::string& stdin_file = "") {
   CommandResult r;
   const std::string out = temp_path("cmd.out"), err = temp_path("cmd.err");
-  std::string cmd = std::string(FERRET_BINARY) + " " + args + " >" + out + " 2>" + err;
+  std::string cmd = command + " >" + out + " 2>" + err;
   if (!stdin_file.empty()) cmd += " <" + stdin_file;
   const int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -85,6 +87,23 @@ CommandResult run_ferret(const std::string& args, const std::string& stdin_file)
   r.err = read_file(err);
   std::remove(out.c_str());
   std::remove(err.c_str());
+  return r;
+}
+
+}  // namespace
+
+CommandResult run_ferret(const std::string& args, const std::string& stdin_file) {
+  return run_ferret_line(std::string(FERRET_BINARY) + " " + args, stdin_file);
+}
+
+CommandResult run_shell(const std::string& line) {
+  std::string cmd = line;
+  for (std::size_t at = cmd.find("{ferret}"); at != std::string::npos; at = cmd.find("{ferret}", at))
+    cmd.replace(at, 8, FERRET_BINARY);
+  const std::string script = temp_path("cmd.sh");
+  write_file(script, cmd + "\n");
+  CommandResult r = run_ferret_line("sh " + script);
+  std::remove(script.c_str());
   return r;
 }
 

@@ -53,5 +53,8 @@ struct CommandResult {
 };
 // Runs the built ferret binary with the given argument string (shell-quoted by the caller).
 CommandResult run_ferret(const std::string& args, const std::string& stdin_file = "");
+// Runs a shell command line through sh -c, capturing its exit code, stdout and stderr. `{ferret}`
+// in the line stands for the built binary (so a test can wrap it: ulimit, /usr/bin/time, prlimit).
+CommandResult run_shell(const std::string& line);
 
 }  // namespace ferret::test

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <unordered_map>
 
 #include "analysis/classify.h"
 #include "analysis/intervals.h"
@@ -150,22 +151,39 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
   const std::int64_t lo = windows.front().start, hi = windows.back().end;
 
   const Relations& rel = model.relations;
+  // Kernels per device, counted first so that each device reserves room for its own kernels only:
+  // reserving the whole trace's GPU events on every device costs devices x events of memory (with
+  // huge pages, at least 2 MiB a device however few kernels it ran).
+  std::unordered_map<int, std::size_t> kernels_on;
+  {
+    int last_pid = 0;
+    std::size_t* last = nullptr;  // kernels come in runs per device
+    for (const EventIndex e : rel.gpu_events) {
+      if (model.kind[e] != EventKind::kKernel) continue;
+      if (last == nullptr || model.pid[e] != last_pid) {
+        last_pid = model.pid[e];
+        last = &kernels_on[last_pid];
+      }
+      ++*last;
+    }
+  }
+  // The trace's device properties by id (the last entry for an id wins), looked up once per device
+  // rather than scanned: a trace may list as many devices as it has kernels.
+  std::unordered_map<int, const DeviceProperties*> properties_of;
+  for (const DeviceProperties& p : model.info.devices) properties_of[p.id] = &p;
   std::map<int, DeviceAccumulator> devices;
   auto device_of = [&](int id) -> DeviceAccumulator& {
     auto [it, inserted] = devices.try_emplace(id);
     if (inserted) {
-      // Reserving for every kernel costs address space only (pages are touched as they fill) and
-      // spares the copies of a growing vector.
-      it->second.kernels.reserve(rel.gpu_events.size());
+      if (auto n = kernels_on.find(id); n != kernels_on.end()) it->second.kernels.reserve(n->second);
       DeviceMetrics& m = it->second.metrics;
       m.device = id;
       m.window_ns = window_ns;
-      for (const DeviceProperties& p : model.info.devices) {
-        if (p.id != id) continue;
-        m.name = p.name;
-        m.compute_major = p.compute_major;
-        m.compute_minor = p.compute_minor;
-        m.num_sms = p.num_sms;
+      if (auto p = properties_of.find(id); p != properties_of.end()) {
+        m.name = p->second->name;
+        m.compute_major = p->second->compute_major;
+        m.compute_minor = p->second->compute_minor;
+        m.num_sms = p->second->num_sms;
       }
     }
     return it->second;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <unordered_map>
 
 #include "model/gpu_specs.h"
 
@@ -88,10 +89,10 @@ CopyKind parse_copy_name(std::string_view name) {
 
 namespace {
 
-DeviceLinks links_of(const TraceModel& model, std::int32_t device) {
+DeviceLinks links_of(const DeviceIndex& properties, std::int32_t device) {
   DeviceLinks d;
   d.device = device;
-  const DeviceProperties* props = find_device(model.info, device);
+  const DeviceProperties* props = properties.find(device);
   if (props == nullptr) {
     d.match_note = "no deviceProperties for this device: ceilings unknown";
     return d;
@@ -110,30 +111,46 @@ DeviceLinks links_of(const TraceModel& model, std::int32_t device) {
   return d;
 }
 
-DeviceLinks& links_slot(std::vector<DeviceLinks>& devices, const TraceModel& model, std::int32_t device) {
-  for (DeviceLinks& d : devices)
-    if (d.device == device) return d;
-  devices.push_back(links_of(model, device));
-  return devices.back();
+// A row per device (and copy kind, or collective): found through a hash of its key, not a scan of
+// the rows, which costs devices x events when a trace spreads its events over many devices.
+std::uint64_t row_key(std::int32_t device, unsigned a = 0, unsigned b = 0) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(device)) << 16) | ((a & 0xffu) << 8) | (b & 0xffu);
 }
 
-CopyStats& copy_slot(std::vector<CopyStats>& rows, std::int32_t device, CopyKind kind) {
-  for (CopyStats& r : rows)
-    if (r.device == device && r.direction == kind.direction && r.host_memory == kind.host_memory) return r;
-  CopyStats r;
-  r.device = device;
-  r.direction = kind.direction;
-  r.host_memory = kind.host_memory;
-  rows.push_back(r);
-  return rows.back();
-}
+struct RowIndex {
+  std::unordered_map<std::uint64_t, std::size_t> rows;
+  // The row for `key` in `table`, appended by `make` when new.
+  template <class T, class Make>
+  T& slot(std::vector<T>& table, std::uint64_t key, Make make) {
+    auto [it, inserted] = rows.try_emplace(key, table.size());
+    if (inserted) table.push_back(make());
+    return table[it->second];
+  }
+};
 
-MemsetStats& memset_slot(std::vector<MemsetStats>& rows, std::int32_t device) {
-  for (MemsetStats& r : rows)
-    if (r.device == device) return r;
-  rows.push_back({device, 0, 0, 0});
-  return rows.back();
-}
+struct Slots {
+  explicit Slots(const TraceModel& model) : properties(model.info) {}
+  DeviceIndex properties;
+  RowIndex links, copies, memsets;
+
+  DeviceLinks& links_slot(std::vector<DeviceLinks>& devices, std::int32_t device) {
+    return links.slot(devices, row_key(device), [&] { return links_of(properties, device); });
+  }
+  CopyStats& copy_slot(std::vector<CopyStats>& rows, std::int32_t device, CopyKind kind) {
+    const std::uint64_t key =
+        row_key(device, static_cast<unsigned>(kind.direction), static_cast<unsigned>(kind.host_memory));
+    return copies.slot(rows, key, [&] {
+      CopyStats r;
+      r.device = device;
+      r.direction = kind.direction;
+      r.host_memory = kind.host_memory;
+      return r;
+    });
+  }
+  MemsetStats& memset_slot(std::vector<MemsetStats>& rows, std::int32_t device) {
+    return memsets.slot(rows, row_key(device), [&] { return MemsetStats{device, 0, 0, 0}; });
+  }
+};
 
 // The link a copy runs on. A DtoD copy reads and writes HBM; CUPTI's own "memory bandwidth"
 // divides bytes once by duration, and so does this, so HBM's peak is the comparable ceiling.
@@ -164,6 +181,7 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
   const std::int64_t ws = ctx.window_start_ns, we = ctx.window_end_ns;
 
   // Copy kinds by interned name: parse each distinct name once.
+  Slots slots(model);
   std::vector<CopyKind> kind_of_name;
   std::vector<std::uint8_t> parsed(model.strings.size(), 0);
   kind_of_name.resize(model.strings.size());
@@ -183,9 +201,9 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
     if (ts < ws || ts >= we) continue;
     const std::int64_t dur = model.dur_ns[e];
     const std::int64_t bytes = (args != nullptr && args->bytes >= 0) ? args->bytes : -1;
-    links_slot(result.devices, model, device);
+    slots.links_slot(result.devices, device);
     if (k == EventKind::kMemset) {
-      MemsetStats& m = memset_slot(result.memsets, device);
+      MemsetStats& m = slots.memset_slot(result.memsets, device);
       ++m.count;
       if (bytes > 0) m.bytes += bytes;
       m.time_ns += dur;
@@ -197,7 +215,7 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
       parsed[name] = 1;
     }
     const CopyKind kind = kind_of_name[name];
-    CopyStats& c = copy_slot(result.copies, device, kind);
+    CopyStats& c = slots.copy_slot(result.copies, device, kind);
     ++c.count;
     c.time_ns += dur;
     if (bytes < 0) {
@@ -227,7 +245,7 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
   for (CopyStats& c : result.copies) {
     if (c.sized_time_ns > 0) c.achieved_gbps = static_cast<double>(c.bytes) / static_cast<double>(c.sized_time_ns);
     if (c.large_time_ns > 0) c.large_gbps = static_cast<double>(c.large_bytes) / static_cast<double>(c.large_time_ns);
-    set_peak(c, links_slot(result.devices, model, c.device));
+    set_peak(c, slots.links_slot(result.devices, c.device));
     if (c.peak_gbps > 0 && c.large_gbps >= 0) c.large_efficiency = c.large_gbps / c.peak_gbps;
   }
   std::sort(result.copies.begin(), result.copies.end(), [](const CopyStats& a, const CopyStats& b) {
@@ -238,17 +256,18 @@ HardwareResult analyze_hardware(const TraceModel& model, const AnalysisContext& 
 
   // NCCL bus bandwidth against the scale-up link, per device and collective.
   std::vector<double> weighted, time;  // per result.nccl row: sum busbw x duration, sum duration
+  std::unordered_map<std::uint64_t, std::size_t> nccl_row;
   for (const CollectiveCall& call : collect_collectives(model, ctx)) {
     if (call.busbw_gbps < 0) continue;
-    std::size_t row = 0;
-    while (row < result.nccl.size() && !(result.nccl[row].device == call.device && result.nccl[row].kind == call.kind))
-      ++row;
-    if (row == result.nccl.size()) {
+    const auto [found, inserted] =
+        nccl_row.try_emplace(row_key(call.device, static_cast<unsigned>(call.kind)), result.nccl.size());
+    const std::size_t row = found->second;
+    if (inserted) {
       NcclLinkUse u;
       u.device = call.device;
       u.kind = call.kind;
       u.group_size = call.group_size;
-      const DeviceLinks& links = links_slot(result.devices, model, call.device);
+      const DeviceLinks& links = slots.links_slot(result.devices, call.device);
       u.link = links.scale_up_link;
       u.link_gbps = links.scale_up_gbps;
       result.nccl.push_back(u);

@@ -49,13 +49,13 @@ int allocator_call_kind(std::string_view name) {
   return 0;
 }
 
-void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::size_t end, const TraceModel& model,
+void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::size_t end, const DeviceIndex& properties,
                     const AnalysisContext& ctx, MemoryResult& result) {
   MemoryDevice d;
   d.device_type = rows[begin].device_type;
   d.device_id = rows[begin].device_id;
   if (is_device_memory(d.device_type)) {
-    if (const DeviceProperties* p = find_device(model.info, d.device_id)) {
+    if (const DeviceProperties* p = properties.find(d.device_id)) {
       d.device_name = p->name;
       d.capacity_bytes = p->total_global_mem > 0 ? p->total_global_mem : -1;
     }
@@ -311,12 +311,15 @@ MemoryResult analyze_memory(const TraceModel& model, const AnalysisContext& ctx)
   auto type_rank = [](int t) { return t == kDeviceTypeCuda ? 0 : (t == kDeviceTypeCpu ? 2 : 1); };
   using DeviceKey = std::tuple<int, int, int>;  // (rank, type, id)
   auto key_of = [&](const MemRow& r) { return DeviceKey{type_rank(r.device_type), r.device_type, r.device_id}; };
+  // The distinct keys by sort and unique over runs of equal keys (a scan of the keys for each row
+  // would cost devices x rows).
   std::vector<DeviceKey> keys;
   for (const MemRow& r : rows) {
     const DeviceKey k = key_of(r);
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    if (keys.empty() || keys.back() != k) keys.push_back(k);
   }
   std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   if (keys.size() > 1) {
     std::vector<std::size_t> begin(keys.size() + 1, 0);
     std::vector<std::uint32_t> bucket(rows.size());
@@ -331,6 +334,7 @@ MemoryResult analyze_memory(const TraceModel& model, const AnalysisContext& ctx)
     rows.swap(sorted);
   }
   auto time_less = [](const MemRow& a, const MemRow& b) { return std::tie(a.ts, a.event) < std::tie(b.ts, b.event); };
+  const DeviceIndex properties(model.info);
   for (std::size_t i = 0; i < rows.size();) {
     std::size_t j = i;
     while (j < rows.size() && rows[j].device_type == rows[i].device_type && rows[j].device_id == rows[i].device_id) ++j;
@@ -338,7 +342,7 @@ MemoryResult analyze_memory(const TraceModel& model, const AnalysisContext& ctx)
                         time_less))
       std::sort(rows.begin() + static_cast<std::ptrdiff_t>(i), rows.begin() + static_cast<std::ptrdiff_t>(j),
                 time_less);
-    measure_device(rows, i, j, model, ctx, result);
+    measure_device(rows, i, j, properties, ctx, result);
     i = j;
   }
 

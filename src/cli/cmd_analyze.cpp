@@ -156,8 +156,8 @@ void run_analyze(const AnalyzeCliOptions& cli) {
   run.analysis = options;
   run.rendering = cli.json ? TraceRendering::kJson : cli.markdown ? TraceRendering::kMarkdown : TraceRendering::kText;
   run.style = style;
-  run.jobs = cli.jobs;
-  run.threads = cli.threads;
+  run.jobs = thread_option(cli.jobs, "--jobs");
+  run.threads = thread_option(cli.threads, "--threads");
   run.max_memory = memory_limit(cli.max_memory);
   run.progress = world.size == 1;
   std::vector<TraceOutcome> outcomes = analyze_trace_files(files, mine, run);

@@ -32,7 +32,7 @@ struct DiffCliOptions {
 
 TraceModel load_for_diff(const std::string& label, const std::string& path, const DiffCliOptions& cli) {
   LoadOptions load;
-  load.threads = cli.threads;
+  load.threads = thread_option(cli.threads, "--threads");
   // Two models live at once: without --max-memory each gets half of the loader's default.
   load.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() / 2 : memory_limit(cli.max_memory);
   load.progress = make_progress_bar(path, input_file_size(path));

@@ -29,7 +29,7 @@ void run_info(const InfoOptions& opt) {
   bool first = true;
   for (const std::string& path : opt.traces) {
     LoadOptions load;
-    load.threads = opt.threads;
+    load.threads = thread_option(opt.threads, "--threads");
     load.max_memory_bytes = memory_limit(opt.max_memory);
     load.progress = make_progress_bar(path, input_file_size(path));
     try {

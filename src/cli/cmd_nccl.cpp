@@ -58,7 +58,7 @@ void run_nccl(const NcclCliOptions& cli) {
   NcclSetup setup = analyze_nccl_setup(log);
   for (const std::string& path : cli.traces) {
     LoadOptions load;
-    load.threads = cli.threads;
+    load.threads = thread_option(cli.threads, "--threads");
     try {
       const TraceModel model = load_trace(path, load);
       add_bandwidth_checks(setup, model);

@@ -36,8 +36,8 @@ void run_scaling(const ScalingCliOptions& cli) {
   for (const std::string& dir : cli.runs) {
     const TraceInputs inputs = expand_inputs({dir});
     TraceRunOptions options;
-    options.jobs = cli.jobs;
-    options.threads = cli.threads;
+    options.jobs = thread_option(cli.jobs, "--jobs");
+    options.threads = thread_option(cli.threads, "--threads");
     options.max_memory = memory_limit(cli.max_memory);
     options.progress = false;
     std::vector<std::size_t> all(inputs.files.size());

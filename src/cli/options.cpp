@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include <fmt/format.h>
+
 #include <sys/stat.h>
 
 #include <cctype>
@@ -11,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "gen/trace_writer.h"
+#include "model/threads.h"
 
 namespace ferret::cli {
 
@@ -100,6 +103,13 @@ TimelineDefinition parse_timeline_definition(const std::string& text) {
 std::uint64_t input_file_size(const std::string& path) {
   struct stat st {};
   return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+unsigned thread_option(unsigned requested, const char* option) {
+  const unsigned cap = thread_cap();
+  if (requested <= cap) return requested;
+  fmt::print(stderr, "ferret: {} {} capped at {} (4 x {} cores)\n", option, requested, cap, cap / 4);
+  return cap;
 }
 
 }  // namespace ferret::cli

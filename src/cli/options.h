@@ -22,6 +22,10 @@ void parse_time_range(const std::string& text, AnalysisOptions& options);
 // "--timeline-definition": "ferret" or "hta". Throws ExitCode{2} when invalid.
 TimelineDefinition parse_timeline_definition(const std::string& text);
 
+// "--threads" / "--jobs": at most thread_cap() (4 x the cores); a larger value is capped with a
+// note on stderr. 0 (the default: one per core) is kept.
+unsigned thread_option(unsigned requested, const char* option);
+
 // Size of a regular file for the progress bar; 0 for "-", pipes and unreadable paths.
 std::uint64_t input_file_size(const std::string& path);
 

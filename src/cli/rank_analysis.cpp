@@ -12,6 +12,7 @@
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
 #include "job/rank_files.h"
+#include "model/threads.h"
 #include "report/analyze_report.h"
 
 namespace ferret::cli {
@@ -83,12 +84,18 @@ std::vector<TraceOutcome> analyze_trace_files(const std::vector<std::string>& fi
     return outcomes;
   }
   std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t k = next++; k < indices.size(); k = next++)
+      outcomes[k] = analyze_one(files[indices[k]], o, threads, max_memory, false);
+  };
+  // This thread works too, so when the system refuses threads (std::system_error: a low
+  // `ulimit -u`) the traces are still analysed by those that started.
   std::vector<std::thread> pool;
-  for (unsigned w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (std::size_t k = next++; k < indices.size(); k = next++)
-        outcomes[k] = analyze_one(files[indices[k]], o, threads, max_memory, false);
-    });
+  try {
+    for (unsigned w = 1; w < std::min(workers, thread_cap()); ++w) pool.push_back(start_thread(work));
+  } catch (const std::system_error&) {
+  }
+  work();
   for (std::thread& t : pool) t.join();
   return outcomes;
 }

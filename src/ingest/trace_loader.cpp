@@ -17,6 +17,7 @@
 #include "ingest/event_parser.h"
 #include "ingest/header_parser.h"
 #include "model/relations.h"
+#include "model/threads.h"
 
 namespace ferret {
 
@@ -166,9 +167,11 @@ class ModelBuilder {
 
 // Producer (scan) -> workers (parse) -> this thread (merge in order). Bounded queues keep at
 // most a few batches in flight, so memory stays independent of the input size.
+// When the system refuses a thread (std::system_error: a low `ulimit -u`), the pipeline runs with
+// the workers it has, or serially in this thread when it has none or no producer.
 void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder, unsigned threads,
                   const std::function<void()>& on_batch) {
-  if (threads <= 1) {
+  auto serial = [&] {
     EventParser parser;
     RawBatch raw;
     ParsedBatch parsed;
@@ -178,8 +181,9 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
       builder.merge(parsed);
       on_batch();
     }
-    return;
-  }
+  };
+  threads = std::min(threads, thread_cap());
+  if (threads <= 1) return serial();
 
   std::mutex mu;
   std::condition_variable cv_raw, cv_parsed, cv_space;
@@ -193,7 +197,7 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
   const std::size_t max_in_flight = 2 * threads + 2;
   std::size_t in_flight = 0;  // raw batches queued or being parsed, plus parsed not yet merged
 
-  std::thread producer([&] {
+  auto produce = [&] {
     try {
       for (;;) {
         RawBatch raw;
@@ -217,34 +221,54 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
     producer_done = true;
     cv_raw.notify_all();
     cv_parsed.notify_all();
-  });
+  };
 
+  // Workers first (they wait for batches), then the producer: if either cannot start, nothing has
+  // been read yet and the serial loop takes over.
   std::vector<std::thread> workers;
-  for (unsigned t = 0; t < threads; ++t) {
-    workers.emplace_back([&] {
-      EventParser parser;
-      for (;;) {
-        RawBatch raw;
-        std::unique_ptr<ParsedBatch> out;
-        {
-          std::unique_lock lock(mu);
-          cv_raw.wait(lock, [&] { return !raw_queue.empty() || producer_done; });
-          if (raw_queue.empty()) return;
-          raw = std::move(raw_queue.front());
-          raw_queue.pop_front();
-          if (!spare.empty()) {
-            out = std::move(spare.back());
-            spare.pop_back();
-          }
+  auto parse_batches = [&] {
+    EventParser parser;
+    for (;;) {
+      RawBatch raw;
+      std::unique_ptr<ParsedBatch> out;
+      {
+        std::unique_lock lock(mu);
+        cv_raw.wait(lock, [&] { return !raw_queue.empty() || producer_done; });
+        if (raw_queue.empty()) return;
+        raw = std::move(raw_queue.front());
+        raw_queue.pop_front();
+        if (!spare.empty()) {
+          out = std::move(spare.back());
+          spare.pop_back();
         }
-        if (!out) out = std::make_unique<ParsedBatch>();
-        parser.parse(raw, *out);
-        pool.give(std::move(raw.data), raw.capacity);
-        std::lock_guard lock(mu);
-        parsed.emplace(out->sequence, std::move(out));
-        cv_parsed.notify_all();
       }
-    });
+      if (!out) out = std::make_unique<ParsedBatch>();
+      parser.parse(raw, *out);
+      pool.give(std::move(raw.data), raw.capacity);
+      std::lock_guard lock(mu);
+      parsed.emplace(out->sequence, std::move(out));
+      cv_parsed.notify_all();
+    }
+  };
+  try {
+    for (unsigned t = 0; t < threads; ++t) workers.push_back(start_thread(parse_batches));
+  } catch (const std::system_error&) {
+  }
+  std::thread producer;
+  if (!workers.empty()) {
+    try {
+      producer = start_thread(produce);
+    } catch (const std::system_error&) {
+    }
+  }
+  if (!producer.joinable()) {
+    {
+      std::lock_guard lock(mu);
+      producer_done = true;
+      cv_raw.notify_all();
+    }
+    for (auto& w : workers) w.join();
+    return serial();
   }
 
   std::uint64_t next_seq = 0;

@@ -181,4 +181,14 @@ const DeviceProperties* find_device(const TraceInfo& info, int device_id) {
   return nullptr;
 }
 
+DeviceIndex::DeviceIndex(const TraceInfo& info) {
+  by_id_.reserve(info.devices.size());
+  for (const DeviceProperties& d : info.devices) by_id_.try_emplace(d.id, &d);
+}
+
+const DeviceProperties* DeviceIndex::find(int device_id) const {
+  const auto it = by_id_.find(device_id);
+  return it != by_id_.end() ? it->second : nullptr;
+}
+
 }  // namespace ferret

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "model/trace_model.h"
 
@@ -55,7 +56,18 @@ struct GpuMatch {
 // A device with an empty name is matched by its properties alone when exactly one row fits.
 GpuMatch match_gpu(const DeviceProperties& device);
 
-// The trace's device with this id (GPU events use the device index as pid), or nullptr.
+// The trace's device with this id (GPU events use the device index as pid), or nullptr. A linear
+// scan: per-device callers use DeviceIndex, since a trace may list as many devices as events.
 const DeviceProperties* find_device(const TraceInfo& info, int device_id);
+
+// find_device's answers (the first entry for an id) from a table built once.
+class DeviceIndex {
+ public:
+  explicit DeviceIndex(const TraceInfo& info);
+  const DeviceProperties* find(int device_id) const;
+
+ private:
+  std::unordered_map<int, const DeviceProperties*> by_id_;
+};
 
 }  // namespace ferret

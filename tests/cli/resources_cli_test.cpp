@@ -1,0 +1,105 @@
+// Hostile shapes of input that must cost memory and time in proportion to the input: one kernel on
+// each of many devices; more parser threads than the machine can start.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace ferret::test {
+namespace {
+
+using nlohmann::json;
+
+// One 10 us kernel on each of `devices` devices (pid d), starting at 1000 + d % 7 us, with a
+// 1 us memcpy and deviceProperties for each: the window is 1000..1016 us, so each device is busy
+// 10 of 16 us (62.5%).
+std::string many_devices_trace(int devices) {
+  std::vector<std::string> events;
+  events.reserve(2 * static_cast<std::size_t>(devices));
+  for (int d = 0; d < devices; ++d) {
+    events.push_back(span("kernel", "k", d, 7, 1000.0 + d % 7, 10.0, "\"device\":" + std::to_string(d)));
+    events.push_back(span("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", d, 8, 1011.0, 1.0,
+                          "\"device\":" + std::to_string(d) + ",\"bytes\":1024"));
+  }
+  std::string doc = trace(events);
+  doc.pop_back();  // the closing brace: deviceProperties follow
+  doc += ",\"deviceProperties\":[";
+  for (int d = 0; d < devices; ++d) {
+    if (d > 0) doc += ',';
+    doc += "{\"id\":" + std::to_string(d);
+    doc += ",\"name\":\"Test GPU\",\"totalGlobalMem\":1024,\"computeMajor\":9,\"computeMinor\":0,\"numSms\":132}";
+  }
+  return doc + "]}";
+}
+
+TEST(ResourcesCli, TenThousandDevicesStayWithinMemoryAndTime) {
+  constexpr int kDevices = 10000;
+  const std::string path = temp_path("many-devices.json");
+  write_file(path, many_devices_trace(kDevices));
+  // 400 MB of address space for a ~2 MB trace: reserving room for every GPU event on every device
+  // needed 2.4 GB of RSS for this trace and fails here with std::bad_alloc.
+  const auto t0 = std::chrono::steady_clock::now();
+  const CommandResult r = run_shell("ulimit -v 400000 && {ferret} analyze --json " + path);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(seconds, 5.0) << "per-device work should not cost devices x events";
+  json doc;
+  ASSERT_NO_THROW(doc = json::parse(r.out)) << r.out.substr(0, 2000);
+  const json& gpus = doc.at("traces")[0].at("gpus");
+  ASSERT_EQ(gpus.size(), static_cast<std::size_t>(kDevices));
+  for (int d = 0; d < kDevices; ++d) {
+    const json& g = gpus[static_cast<std::size_t>(d)];
+    ASSERT_EQ(g.at("device").get<int>(), d);
+    ASSERT_EQ(g.at("kernels").get<int>(), 1) << "device " << d;
+    ASSERT_DOUBLE_EQ(g.at("kernel_us").get<double>(), 10.0) << "device " << d;
+    ASSERT_DOUBLE_EQ(g.at("utilization_pct").get<double>(), 62.5) << "device " << d;
+    ASSERT_EQ(g.at("name").get<std::string>(), "Test GPU") << "device " << d;
+  }
+}
+
+TEST(ResourcesCli, ThreadsBeyondTheCapAreCappedNotFatal) {
+  const std::string path = temp_path("threads.json");
+  write_file(path, many_devices_trace(200));
+  const CommandResult one = run_ferret("analyze --json --threads 1 " + path);
+  const CommandResult many = run_ferret("analyze --json --threads 33000 --jobs 4096 " + path);
+  const CommandResult info = run_ferret("info --json --threads 33000 " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(many.exit_code, 0) << many.err;  // was SIGABRT: std::system_error from std::thread
+  EXPECT_EQ(many.out, one.out);
+  EXPECT_NE(many.err.find("--threads 33000 capped at"), std::string::npos) << many.err;
+  EXPECT_NE(many.err.find("--jobs 4096 capped at"), std::string::npos) << many.err;
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+}
+
+// FERRET_TEST_THREAD_LIMIT=N makes thread creation fail after N threads, as a low `ulimit -u`
+// does (root ignores RLIMIT_NPROC, so the limit itself cannot be used here): the parser falls
+// back to the threads it has, or to none, and gives the same answer.
+TEST(ResourcesCli, RefusedThreadsFallBackToFewer) {
+  const std::string path = temp_path("refused.json");
+  write_file(path, many_devices_trace(200));
+  const CommandResult one = run_ferret("analyze --json --threads 1 " + path);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  for (const char* limit : {"0", "1", "2"}) {
+    const CommandResult r =
+        run_shell(std::string("FERRET_TEST_THREAD_LIMIT=") + limit + " {ferret} analyze --json --threads 4 " + path);
+    EXPECT_EQ(r.exit_code, 0) << "limit " << limit << ": " << r.err;
+    EXPECT_EQ(r.out, one.out) << "limit " << limit;
+  }
+  const std::string second = temp_path("refused-2.json");
+  write_file(second, many_devices_trace(50));
+  const CommandResult jobs =
+      run_shell("FERRET_TEST_THREAD_LIMIT=0 {ferret} analyze --json --jobs 2 " + path + " " + second);
+  std::remove(path.c_str());
+  std::remove(second.c_str());
+  EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_NE(jobs.out.find("\"traces\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferret::test
