@@ -258,7 +258,8 @@ TEST(NcclSetup, HugeNranksGivesOneMissingRangePerCommunicator) {
   }
   ASSERT_EQ(s.sources.size(), 1u);
   EXPECT_EQ(s.sources[0].implausible_lines, 1u);
-  const Finding* missing = find(findings_of(s), "nccl-missing-ranks");
+  const std::vector<Finding> findings = findings_of(s);  // kept alive while `missing` points into it
+  const Finding* missing = find(findings, "nccl-missing-ranks");
   ASSERT_NE(missing, nullptr);
   EXPECT_EQ(evidence(*missing, "ranks_missing"), 1048575);
   EXPECT_EQ(evidence(*missing, "ranks_logged"), 1);
