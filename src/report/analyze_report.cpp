@@ -19,7 +19,7 @@ std::string trace_line(const TraceAnalysis& a) {
   const TraceModel& m = *a.model;
   std::string line = fmt::format("{} ({}, {})", m.info.source, format_generation_name(m.info.generation),
                                  platform_name(m.info.platform));
-  if (!m.info.devices.empty()) line += ", " + m.info.devices.front().name;
+  if (!m.info.devices.empty() && !m.info.devices.front().name.empty()) line += ", " + m.info.devices.front().name;
   if (m.info.distributed.present && m.info.distributed.world_size > 0)
     line += fmt::format(", rank {} of {}", m.info.distributed.rank, m.info.distributed.world_size);
   return line;
