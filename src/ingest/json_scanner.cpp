@@ -239,7 +239,9 @@ void EventScanner::finish_truncated(const char* what) {
   mode_ = Mode::kDone;
 }
 
-// Reads a root-level key (after its opening quote). Keys are short; escapes are kept verbatim.
+// Reads a root-level key (after its opening quote). Keys are short; escapes are kept verbatim,
+// backslash included ("evil\u001b_version" stays that text: never a raw control character, and
+// never mangled into "evilu001b_version").
 bool EventScanner::read_key(std::string& key) {
   key.clear();
   bool escaped = false;
@@ -250,7 +252,6 @@ bool EventScanner::read_key(std::string& key) {
       escaped = false;
     } else if (c == '\\') {
       escaped = true;
-      continue;
     } else if (c == '"') {
       return true;
     }

@@ -146,5 +146,18 @@ TEST(Scanner, EmptyAndWhitespaceOnlyEventArrays) {
   EXPECT_FALSE(m.report.truncated);
 }
 
+// Root keys keep their escapes verbatim: a key that spells ESC and BEL as \u escapes stays that
+// text (no raw control character can reach the terminal through it), and is not mangled into
+// "evilu001b..." by dropping the backslashes.
+TEST(Scanner, EscapedRootKeysAreKeptVerbatim) {
+  const TraceModel m = load_trace_text(
+      R"({"evil\u001b]0;x\u0007_version": "1", "traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})");
+  ASSERT_EQ(m.size(), 1u);
+  ASSERT_EQ(m.info.versions.count("evil\\u001b]0;x\\u0007_version"), 1u);
+  for (const auto& [key, value] : m.info.versions)
+    EXPECT_EQ(std::count_if(key.begin(), key.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }), 0)
+        << key;
+}
+
 }  // namespace
 }  // namespace ferret
