@@ -56,7 +56,9 @@ TraceOutcome analyze_one(const std::string& path, const TraceRunOptions& o, unsi
 TraceInputs expand_inputs(const std::vector<std::string>& args) {
   TraceInputs in;
   try {
-    in.files = expand_trace_inputs(args);
+    std::vector<std::string> left_out;
+    in.files = expand_trace_inputs(args, &left_out);
+    for (const std::string& entry : left_out) std::fprintf(stderr, "ferret: left out %s\n", entry.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ferret: %s\n", e.what());
     throw ExitCode{2};

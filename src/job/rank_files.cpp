@@ -32,7 +32,32 @@ bool looks_like_trace_file(std::string_view name) {
          ends_with(name, ".json.zstd");
 }
 
-std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs) {
+namespace {
+
+// Why a directory entry named like a trace is not read, or "" when it is a regular file (or a
+// link to one).
+std::string not_a_regular_file(const std::filesystem::directory_entry& entry) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status target = entry.status(ec);
+  if (ec) {
+    if (ec == std::errc::too_many_symbolic_link_levels) return "a symbolic link loop";
+    if (ec == std::errc::no_such_file_or_directory) return "a dangling symbolic link";
+    return "cannot be read (" + ec.message() + ")";
+  }
+  if (fs::is_regular_file(target)) return "";
+  if (!fs::exists(target)) return "a dangling symbolic link";
+  if (fs::is_fifo(target)) return "a FIFO (named pipe)";
+  if (fs::is_block_file(target) || fs::is_character_file(target)) return "a device file";
+  if (fs::is_directory(target)) return "a directory";
+  if (fs::is_socket(target)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs,
+                                             std::vector<std::string>* left_out) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
@@ -47,8 +72,12 @@ std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inp
     for (; it != fs::directory_iterator(); it.increment(ec)) {
       if (ec) throw std::runtime_error(input + ": cannot list the directory: " + ec.message());
       const std::string name = it->path().filename().string();
-      std::error_code type_ec;
-      if (looks_like_trace_file(name) && it->is_regular_file(type_ec)) found.push_back(it->path().string());
+      if (!looks_like_trace_file(name)) continue;
+      const std::string why = not_a_regular_file(*it);
+      if (why.empty())
+        found.push_back(it->path().string());
+      else if (left_out)
+        left_out->push_back(it->path().string() + ": " + why);
     }
     if (found.empty())
       throw std::runtime_error(input + ": no trace files in the directory (*.json, *.json.gz, *.json.zst)");

@@ -17,9 +17,12 @@ namespace ferret {
 bool looks_like_trace_file(std::string_view name);
 
 // DIR arguments become their trace files (sorted by name, so the order is the same everywhere);
-// file arguments stay as given. Throws std::runtime_error naming a directory that cannot be read
-// or holds no trace file.
-std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs);
+// file arguments stay as given. Entries named like traces that are not regular files (dangling
+// or looping symbolic links, FIFOs, device files, directories) are left out and, when `left_out`
+// is given, named there with the reason ("DIR/rank-2.json: a dangling symbolic link"). Throws
+// std::runtime_error naming a directory that cannot be read or holds no trace file.
+std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs,
+                                             std::vector<std::string>* left_out = nullptr);
 
 // The rank a file name says, or nullopt.
 std::optional<int> rank_from_file_name(std::string_view path);

@@ -222,6 +222,23 @@ TEST(JobCli, FilesNamingDistinctRanksAreOneJobUnlessAskedOtherwise) {
   EXPECT_NE(named.err.find("job_truth.json"), std::string::npos);
 }
 
+// Entries of a job directory named like traces that are not regular files are left out and
+// named, never skipped without a word (issue: hostile input, low list).
+TEST(JobCli, DirectoryEntriesThatAreNotFilesAreNamed) {
+  const Job job = generate("job-odd-entries", "--ranks 2 --steps 3");
+  std::filesystem::create_symlink(job.dir + "/no-such-file.json", job.dir + "/rank-7.json");  // dangling
+  std::filesystem::create_symlink(job.dir + "/rank-8.json", job.dir + "/rank-8.json");        // a loop
+  ASSERT_EQ(::mkfifo((job.dir + "/rank-9.json").c_str(), 0600), 0);
+  std::filesystem::create_directory(job.dir + "/rank-6.json");
+  const test::CommandResult r = run_ferret("analyze --json " + job.dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["ranks"].size(), 2u);  // the two generated ranks only
+  EXPECT_NE(r.err.find("rank-7.json: a dangling symbolic link"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank-8.json: a symbolic link loop"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank-9.json: a FIFO"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rank-6.json: a directory"), std::string::npos) << r.err;
+}
+
 TEST(JobCli, TextAndMarkdownFitAndEscape) {
   const Job job = generate("job-text", "--ranks 4 --steps 3 --straggler 1 --straggler-cause input");
   const test::CommandResult text = run_ferret("analyze " + job.dir);
