@@ -347,7 +347,11 @@ OpenedSource open_byte_source(const std::string& path, const InflationLimits& li
   if (magic.size() >= 2 && byte(0) == 0x1f && byte(1) == 0x8b) {
     opened.compression = "gzip";
     opened.source = guard_inflation(make_gzip_source(std::move(raw), name), name, limits);
-  } else if (magic.size() >= 4 && byte(0) == 0x28 && byte(1) == 0xb5 && byte(2) == 0x2f && byte(3) == 0xfd) {
+  } else if (magic.size() >= 4 &&
+             ((byte(0) == 0x28 && byte(1) == 0xb5 && byte(2) == 0x2f && byte(3) == 0xfd) ||
+              // a skippable frame (magic 0x184D2A50..5F, little-endian) may
+              // open a zstd stream: the decoder steps over it
+              ((byte(0) & 0xf0) == 0x50 && byte(1) == 0x2a && byte(2) == 0x4d && byte(3) == 0x18))) {
     opened.compression = "zstd";
     opened.source = guard_inflation(make_zstd_source(std::move(raw), name), name, limits);
   } else {

@@ -90,6 +90,8 @@ TEST_F(CompressionFiles, SameTraceLoadsIdenticallyWhateverTheCompressionAndName)
       {"plain-named-gzip.json.gz", plain, "none"},
       {"zstd-named-gzip.json.gz", zst, "zstd"},
       {"gzip-no-extension", gz, "gzip"},
+      // A zstd stream that opens with a skippable frame (magic 0x184D2A53, 5 bytes of payload).
+      {"skippable-then-zstd.json.zst", std::string("\x53\x2a\x4d\x18\x05\x00\x00\x00hello", 13) + zst, "zstd"},
   };
   for (const Case& c : cases) {
     const std::string path = file(c.name, c.bytes);
