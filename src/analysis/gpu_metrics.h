@@ -1,4 +1,4 @@
-// GPU metrics per device, as the TensorBoard profiler plugin defines them (DOMAIN.md section 3),
+// GPU metrics per device, as the TensorBoard profiler plugin defines them (kineto tb_plugin, docs/RULES.md),
 // over the analysis window (the selected steps, or the whole trace when it has none):
 //   utilization      |union of kernel intervals within the window| / window
 //   SM efficiency    integral over time of min(1, sum of running kernels' blocks per SM) / window,

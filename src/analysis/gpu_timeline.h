@@ -1,5 +1,5 @@
-// The GPU timeline per device and stream, as HolisticTraceAnalysis (HTA) defines it (DOMAIN.md
-// section 3), with ferret's corrections where HTA's definition is unsound (docs/HTA.md):
+// The GPU timeline per device and stream, as HolisticTraceAnalysis (HTA) defines it, with
+// ferret's corrections where HTA's definition is unsound (docs/HTA.md):
 //
 //   temporal breakdown   over a span: idle = span - |union of GPU activity|, compute = |union of
 //                        computation kernels| (not NCCL/RCCL, not memcpy/memset), non-compute =

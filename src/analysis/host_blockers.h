@@ -28,7 +28,7 @@ namespace ferret {
 // host time (HTA calls a kernel "short" when it is shorter than its launch call); 10 us is the top.
 inline constexpr std::int64_t kLaunchBoundMedianKernelNs = 10'000;
 // The GPU counts as starved below 70% busy (SageMaker Debugger's low-GPU-utilization rule fires at
-// p95 < 70%; DOMAIN.md section 3).
+// p95 < 70%).
 inline constexpr double kGpuStarvedBusyShare = 0.70;
 // Kernel launch overhead (host time in launch calls / window) at which XProf calls a job moderately
 // launch-bound (>= 3%; high at >= 15%, see rules_host.cpp).

@@ -504,10 +504,9 @@ Ceiling network_ceiling(const NcclSetup& s, const std::string& host) {
   const double per_nic = measured_speed ? h->nic_speed_gbps / 8.0 : kAssumedIbNicGbps;
   c.transport = fmt::format("NET/IB x{}{}", nics, s.net_without_gdr == 0 ? " (GDRDMA)" : "");
   c.gbps = nics * per_nic;
-  c.basis =
-      measured_speed
-          ? fmt::format("{} NIC{} x {:.0f} Gb/s as NCCL printed", nics, nics == 1 ? "" : "s", h->nic_speed_gbps)
-          : fmt::format("{} NIC{} x 50 GB/s (400 Gb/s InfiniBand assumed, DOMAIN.md)", nics, nics == 1 ? "" : "s");
+  c.basis = measured_speed
+                ? fmt::format("{} NIC{} x {:.0f} Gb/s as NCCL printed", nics, nics == 1 ? "" : "s", h->nic_speed_gbps)
+                : fmt::format("{} NIC{} x 50 GB/s (400 Gb/s InfiniBand assumed)", nics, nics == 1 ? "" : "s");
   return c;
 }
 
@@ -522,7 +521,7 @@ Ceiling host_ceiling(const NcclSetup& s, const TraceModel& model) {
     if (spec != nullptr && spec->host_link_gbps) {
       c.transport += fmt::format(" ({})", spec->host_link);
       c.gbps = *spec->host_link_gbps;
-      c.basis = fmt::format("{} host link of {} (GPUS.md)", spec->host_link, spec->model);
+      c.basis = fmt::format("{} host link of {}, vendor figure)", spec->host_link, spec->model);
     } else {
       c.basis = "GPU not recognised: host link unknown";
     }
@@ -536,11 +535,11 @@ Ceiling host_ceiling(const NcclSetup& s, const TraceModel& model) {
   if (spec->scale_up_gbps && spec->scale_up_link != "none") {
     c.transport += fmt::format(" ({})", spec->scale_up_link);
     c.gbps = *spec->scale_up_gbps;
-    c.basis = fmt::format("{} per direction of {} (GPUS.md)", spec->scale_up_link, spec->model);
+    c.basis = fmt::format("{} per direction of {}, vendor figure)", spec->scale_up_link, spec->model);
   } else if (spec->host_link_gbps) {
     c.transport += fmt::format(" ({})", spec->host_link);
     c.gbps = *spec->host_link_gbps;
-    c.basis = fmt::format("{} has no NVLink: {} (GPUS.md)", spec->model, spec->host_link);
+    c.basis = fmt::format("{} has no NVLink: {}, vendor figure)", spec->model, spec->host_link);
   }
   return c;
 }

@@ -104,7 +104,7 @@ struct NcclWarning {
   std::vector<std::string> processes;  // labels ("rank 3", "host:pid")
 };
 
-// Bus bandwidth measured in a trace against the transport the log claims (DOMAIN.md figures).
+// Bus bandwidth measured in a trace against the transport the log claims (vendor link figures).
 struct NcclBandwidthCheck {
   std::string trace;
   int trace_rank = -1;
@@ -124,7 +124,7 @@ struct NcclBandwidthCheck {
 // nccl-tests' busbw is measured against the same nominal figures and stays below them, so 10%
 // covers clock and rounding noise in one rank's kernel durations.
 inline constexpr double kCeilingTolerance = 1.10;
-// The log does not print link speeds. Per-NIC figures used when it does not say (DOMAIN.md §3:
+// The log does not print link speeds. Per-NIC figures used when it does not say (vendor figures:
 // 400 Gb/s InfiniBand ~ 50 GB/s; sockets: a 100 GbE interface, 12.5 GB/s, the fast end of
 // what cloud GPU hosts give one interface).
 inline constexpr double kAssumedIbNicGbps = 50.0;

@@ -1,4 +1,4 @@
-// Step time breakdown, as the TensorBoard profiler plugin defines it (DOMAIN.md section 3): every
+// Step time breakdown, as the TensorBoard profiler plugin defines it (kineto tb_plugin, docs/RULES.md): every
 // instant of a step is given to the first category active at that instant, in the priority
 //   Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other,
 // so the categories of a step sum exactly to its wall time.

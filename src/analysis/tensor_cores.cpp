@@ -46,7 +46,7 @@ bool is_gemm_like(std::string_view s) {  // s is lower-case
 
 bool is_tensor_core_kernel(std::string_view kernel_name) {
   const std::string s = lower(kernel_name);
-  // SIMT contrast (GPUS.md): FP32 FFMA GEMMs ("volta_sgemm_*", "cutlass_*_simt_sgemm_*",
+  // SIMT contrast (NVIDIA kernel naming): FP32 FFMA GEMMs ("volta_sgemm_*", "cutlass_*_simt_sgemm_*",
   // "sm80_xmma_gemm_f32f32_..._ffma_...") and matrix-vector kernels never use Tensor Cores.
   if (has_any(s, {"sgemm", "simt", "ffma", "gemv"})) return false;
   // xFormers / PyTorch memory-efficient attention in fp32 runs on SIMT ("fmha_cutlassF_f32_...").

@@ -2,7 +2,7 @@
 //
 // A trace records no instruction mix, so the kernel name is the only clue: cuBLAS, cuDNN, CUTLASS,
 // Tensile and Composable Kernel encode the MMA instruction shape or the word "tensorop" in their
-// kernel names (GPUS.md, "Which unit a kernel uses"; the TensorBoard plugin's allow-list, which
+// kernel names (NVIDIA and AMD kernel naming; the TensorBoard plugin's allow-list, which
 // came from NVIDIA PyProf). The lists cover Volta to Blackwell and AMD CDNA.
 #pragma once
 

@@ -46,7 +46,8 @@ double percentile(std::span<const double> sorted, double p);
 
 // ---- Noise -----------------------------------------------------------------------------------
 
-// Noise warning: IQR / |median| > 10%. Source: ../shared/DOMAIN.md, benchmark statistics
+// Noise warning: IQR / |median| > 10%. Source: common benchmarking practice (Google Benchmark's noise guidance),
+// benchmark statistics
 // ("a noise warning when IQR/median > 10%").
 inline constexpr double kNoisyRelativeIqr = 0.10;
 

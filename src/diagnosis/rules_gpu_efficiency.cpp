@@ -89,7 +89,7 @@ constexpr double kNoTensorCoresLow = 0.10, kNoTensorCoresMedium = 0.25, kNoTenso
 constexpr double kNoTensorCoresMaxCovered = 0.50;
 
 // Tensor Cores make matmul kernels faster, not free: the most they can gain is the ratio of the
-// device's dense FP16/BF16 Tensor peak to its FP32 peak (GPUS.md): V100 125/15.7 = 8x, A100
+// device's dense FP16/BF16 Tensor peak to its FP32 peak (vendor datasheets): V100 125/15.7 = 8x, A100
 // 312/19.5 = 16x, H100 989.5/67 = 14.8x, B200 2250/80 = 28x, Ada/Ampere workstation parts ~4x.
 // Unknown devices get the largest ratio, so the bound stays an upper bound.
 double tensor_core_speedup_bound(const DeviceMetrics& d) {
@@ -251,7 +251,7 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
       "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64");
   // Precision and better kernels make matmuls faster, not free. Off Tensor Cores the bound is the
   // device's Tensor/FP32 peak ratio; on them, the next precision step (FP8 doubles BF16's dense
-  // peak on Hopper and Blackwell, GPUS.md) - so at most half of their time goes.
+  // peak on Hopper and Blackwell, vendor datasheets) - so at most half of their time goes.
   const double matmul_speedup = on_tensor_cores < kMatmulOnTensorCoresEnough ? tensor_core_speedup_bound(d) : 2.0;
   f.time_share = wall_share(d, d.matmul_conv_ns) * (1.0 - 1.0 / matmul_speedup);
   f.max_speedup = amdahl_speedup(f.time_share);

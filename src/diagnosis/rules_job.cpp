@@ -258,7 +258,7 @@ void rule_waiting(const JobAnalysis& job, std::vector<Finding>& out) {
       "(DistributedSampler(drop_last=True)), and the same shapes.",
       "Remove per-rank work that varies: data augmentation with variable cost, logging on some ranks only."};
   f.threshold =
-      "waiting >= 50% of collective time with no consistent straggler (DOMAIN.md: shortest duration across "
+      "waiting >= 50% of collective time with no consistent straggler (HTA's convention: shortest duration across "
       "ranks approximates transfer), and waiting no compute hides >= 1% of the ranks' time (the straggler "
       "rule's floor)";
   out.push_back(std::move(f));
@@ -330,7 +330,7 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
                    : "Check `nvidia-smi topo -m` for NVLink between the GPUs, and that NCCL_P2P_DISABLE is unset."};
     f.threshold =
         "large messages (>= 16 MiB) below 25% of the scale-up link on one host, or below 25 GB/s (half of "
-        "400 Gb/s InfiniBand) across hosts (DOMAIN.md link figures); hosts: several clocks, a GPU index "
+        "400 Gb/s InfiniBand) across hosts (vendor link figures); hosts: several clocks, a GPU index "
         "used twice, or more than 8 ranks";
     out.push_back(std::move(f));
   }

@@ -37,7 +37,7 @@ std::string join(const std::vector<std::string>& items, std::size_t limit, const
 // Threshold: any inter-host connection over NET/Socket (or "Using network Socket" without
 // connection lines) on a job that spans >= 2 hosts. Why: the socket transport moves data through
 // the kernel's TCP stack and host memory; a 100 GbE interface tops out at 12.5 GB/s against
-// ~50 GB/s per 400 Gb/s InfiniBand NIC (DOMAIN.md section 3), and NCCL's docs call sockets the
+// ~50 GB/s per 400 Gb/s InfiniBand NIC (400 Gb/s = 50 GB/s), and NCCL's docs call sockets the
 // fallback when no RDMA network is found.
 void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
   if (!s.multi_host) return;
@@ -88,7 +88,7 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
       "`NET/Plugin: Loaded net plugin` in the log");
   f.threshold =
       "any inter-host NET/Socket connection on a job spanning >= 2 hosts (sockets ~12.5 GB/s per 100 GbE vs "
-      "~50 GB/s per 400 Gb/s IB NIC, DOMAIN.md)";
+      "~50 GB/s per 400 Gb/s IB NIC)";
   f.cause = "nccl-network";
   out.push_back(std::move(f));
 }
@@ -141,7 +141,7 @@ void rule_gdr_disabled(const NcclSetup& s, std::vector<Finding>& out) {
 // Threshold: any SHM connection (GPU to GPU of one host through host memory), a `P2P is disabled`
 // line or NCCL_P2P_DISABLE=1. Why: NCCL prefers P2P whenever two GPUs can reach each other; SHM
 // bounces data through host memory over PCIe (<= 64 GB/s on PCIe 5) where NVLink 4 gives 450 GB/s
-// per direction (DOMAIN.md section 3).
+// per direction (NVIDIA's NVLink 4 figure).
 void rule_p2p_disabled(const NcclSetup& s, std::vector<Finding>& out) {
   const std::string p2p_disable = env_value(s, "NCCL_P2P_DISABLE");
   if (s.intra_host_shm == 0 && s.p2p_disabled_lines == 0 && p2p_disable != "1") return;
@@ -184,7 +184,7 @@ void rule_p2p_disabled(const NcclSetup& s, std::vector<Finding>& out) {
   f.fixes.push_back("Containers: run with `--ipc=host` (or `--shm-size=16g`) so that CUDA IPC works between processes");
   f.threshold =
       "any SHM connection between GPUs of one host, a `P2P is disabled` line or NCCL_P2P_DISABLE=1 "
-      "(SHM over PCIe <= 64 GB/s vs NVLink4 450 GB/s, DOMAIN.md)";
+      "(SHM over PCIe <= 64 GB/s vs NVLink4 450 GB/s, vendor figures)";
   out.push_back(std::move(f));
 }
 
@@ -479,7 +479,7 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
     f.fixes = {
         "Collect the trace and NCCL_DEBUG=INFO logs from the same run (`NCCL_DEBUG_FILE=nccl.%h.%p.log` next "
         "to the profiler output)"};
-    f.threshold = "busbw > 110% of the transport's ceiling (GPUS.md / DOMAIN.md figures)";
+    f.threshold = "busbw > 110% of the transport's ceiling (vendor link figures)";
     out.push_back(std::move(f));
   }
   if (low != nullptr) {

@@ -17,7 +17,7 @@
 //   further than the tolerance from the call's median end are dropped as mismatches.
 // - Transfer and wait. The shortest duration of a call across its ranks approximates the
 //   transfer (the last rank to arrive waits for nobody); the rest of every other rank's
-//   duration is waiting (DOMAIN.md section 3, HTA's convention).
+//   duration is waiting (HolisticTraceAnalysis's convention, docs/DISTRIBUTED.md).
 // - Stragglers. The rank whose aligned start is last is the one every other rank waits for; its
 //   lateness is the gap to the next-latest start. Per step, the call with the largest lateness
 //   names that step's last rank (later calls of a step queue behind the first on NCCL's stream,

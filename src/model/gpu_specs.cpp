@@ -11,13 +11,13 @@ namespace {
 
 constexpr Figure kUnknown = std::nullopt;
 
-// ../shared/GPUS.md, "Ceilings". Dense tensor figures; FP16 and BF16 share the datasheet's
+// Vendor datasheets (NVIDIA, AMD product briefs). Dense tensor figures; FP16 and BF16 share the datasheet's
 // FP16/BF16 column except on V100, which has no BF16. Link figures are per direction.
 // Blank or "—" cells are kUnknown. Rows that share a name pattern (A100 SXM 40/80 GB) are told
 // apart by memory size, so both must carry it.
 constexpr std::array kTable = {
     // V100: the DGX Station part ("V100-DGXS") is the SXM2 module (NVLink2, same datasheet
-    // figures); the PCIe V100 has other clocks and is not in GPUS.md, so it stays unmatched.
+    // figures); the PCIe V100 has other clocks and is not in this table, so it stays unmatched.
     GpuSpec{"V100 SXM2", "NVIDIA", "V100-SXM2|V100 SXM2|V100-DGXS", "", "", 7, 0, 80, kUnknown, 0.90, 15.7, kUnknown,
             125, kUnknown, kUnknown, "PCIe3 x16", 16, "NVLink2", 150},
     GpuSpec{"A100 PCIe 40GB", "NVIDIA", "A100", "PCIE", "", 8, 0, 108, 40, 1.555, 19.5, 156, 312, 312, kUnknown,
@@ -51,7 +51,7 @@ constexpr std::array kTable = {
     GpuSpec{"A10", "NVIDIA", "A10", "", "A100|A10G", 8, 6, 72, 24, 0.60, 31.2, 62.5, 125, 125, kUnknown, "PCIe4 x16",
             32, "none", kUnknown},
     // ROCm names both parts "AMD Instinct MI250X/MI250": the CU count (110 per GCD) confirms
-    // MI250X; an MI250 (104 CUs per GCD) is not in GPUS.md and stays unknown.
+    // MI250X; an MI250 (104 CUs per GCD) is not in this table and stays unknown.
     GpuSpec{"MI250X (per GCD)", "AMD", "MI250X", "", "", 9, 0, 110, 64, 1.6, 23.9, kUnknown, 191.5, 191.5, kUnknown,
             "PCIe4", kUnknown, "Infinity Fabric GCD-GCD", 200},
     GpuSpec{"MI300X", "AMD", "MI300X", "", "", 9, 4, 304, 192, 5.3, 163.4, 653.7, 1307.4, 1307.4, 2614.9, "PCIe5 x16",

@@ -1,8 +1,8 @@
-// Device ceilings: the GPU table of ../shared/GPUS.md as data, and matching a trace's
+// Device ceilings: the vendors' datasheet figures as data, and matching a trace's
 // deviceProperties entry to one row of it.
 //
 // Figures are peak ceilings from vendor datasheets (tensor figures dense, never "with sparsity").
-// A figure GPUS.md leaves blank is std::nullopt here and stays unknown: a row never borrows
+// A figure the datasheet does not give is std::nullopt here and stays unknown: a row never borrows
 // another GPU's number, and an unmatched device gets no figures at all.
 #pragma once
 

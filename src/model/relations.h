@@ -9,7 +9,7 @@
 namespace ferret {
 
 // A last step with fewer than this share of the previous step's kernels is incomplete (the
-// profiler stopped mid-step). Source: the TensorBoard plugin's rule, DOMAIN.md section 3.
+// profiler stopped mid-step). Source: the TensorBoard profiler plugin's rule (docs/WINDOWS.md).
 inline constexpr double kIncompleteStepKernelShare = 0.80;
 
 void build_relations(TraceModel& model);

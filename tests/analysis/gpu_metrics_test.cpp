@@ -161,7 +161,7 @@ TEST(GpuMetrics, NoKernelsNoDevices) {
 }
 
 TEST(TensorCoreNames, KernelsThatUseTensorCores) {
-  // Real names from the corpus traces and GPUS.md, Volta to Blackwell and AMD.
+  // Real names from the corpus traces and the vendor datasheets, Volta to Blackwell and AMD.
   for (const char* name : {
            "volta_h884gemm_64x64_ldg8_nn",
            "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc2nchw_tn_v1",

@@ -38,7 +38,7 @@ TEST(Hardware, CopyNamesSayDirectionAndPinning) {
   is("Memset (Device)", CopyDirection::kUnknown, HostMemory::kUnknown);
 }
 
-// Device 0 is an "NVIDIA A100-SXM4-80GB" (GPUS.md: PCIe4 x16 ~32 GB/s, NVLink3 300 GB/s, HBM
+// Device 0 is an "NVIDIA A100-SXM4-80GB" (the vendor datasheets: PCIe4 x16 ~32 GB/s, NVLink3 300 GB/s, HBM
 // 2.039 TB/s). No steps: the window is the trace's span, 0-2000 us (the cpu op) = 2,000,000 ns.
 // Copies (bytes / duration; GB/s = bytes per ns):
 //   HtoD pageable 8,000,000 B / 1,000,000 ns = 8 GB/s -> 8 / 32 = 25% of PCIe4

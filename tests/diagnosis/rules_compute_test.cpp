@@ -230,7 +230,7 @@ TEST(NoTensorCores, VoltaGetsFp16AutocastWithLossScalingAndNoTf32) {
   EXPECT_EQ(f->layer, Layer::kOperator);
   EXPECT_NE(f->title.find("68%"), std::string::npos) << f->title;
   // Wall share: 68% of kernel time on a device busy half the window = 0.34, of which Tensor Cores
-  // can remove at most 1 - 1/8 (V100: 125 FP16 Tensor TFLOP/s vs 15.7 FP32, GPUS.md).
+  // can remove at most 1 - 1/8 (V100: 125 FP16 Tensor TFLOP/s vs 15.7 FP32, the vendor datasheets).
   EXPECT_NEAR(f->time_share, 0.34 * (1.0 - 1.0 / 8.0), 1e-9);
   EXPECT_TRUE(any_fix_contains(*f, "torch.autocast(\"cuda\", dtype=torch.float16)"));
   EXPECT_TRUE(any_fix_contains(*f, "GradScaler"));

@@ -166,7 +166,7 @@ TEST(Scenario, ComputeBoundKeepsTheGpuBusyInSimtSgemm) {
     const std::string_view name = m.name_of(e);
     kernel_ns += m.dur_ns[e];
     if (name.find("sgemm") != std::string_view::npos) sgemm_ns += m.dur_ns[e];
-    // No Tensor Core kernel names (DOMAIN.md's patterns).
+    // No Tensor Core kernel names (the reference tools' definitions's patterns).
     for (const char* tc : {"xmma", "gmma", "h884", "s884", "1688", "16816", "hmma", "tensorop"})
       EXPECT_EQ(name.find(tc), std::string_view::npos) << name;
   }

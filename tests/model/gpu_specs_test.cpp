@@ -21,7 +21,7 @@ std::string model_of(const DeviceProperties& d) {
   return m.spec ? std::string(m.spec->model) : std::string("none");
 }
 
-// Device names and properties as real traces write them (GPUS.md, "Recognising the device";
+// Device names and properties as real traces write them (the vendor datasheets, "Recognising the device";
 // the corpus's deviceProperties for the A100-PG509, H100, V100, B200 and MI300X entries).
 TEST(GpuSpecs, MatchesNamesSeenInRealTraces) {
   EXPECT_EQ(model_of(device("NVIDIA H100 80GB HBM3", 9, 0, 132, 85018279936)), "H100 SXM5");
@@ -45,7 +45,7 @@ TEST(GpuSpecs, MatchesNamesSeenInRealTraces) {
 }
 
 TEST(GpuSpecs, UnknownDevicesGetNoFigures) {
-  // Not in GPUS.md: the PCIe V100, the A10G, an MI250 (104 CUs per GCD), a consumer part.
+  // Not in the vendor datasheets: the PCIe V100, the A10G, an MI250 (104 CUs per GCD), a consumer part.
   EXPECT_EQ(model_of(device("Tesla V100-PCIE-32GB", 7, 0, 80)), "none");
   EXPECT_EQ(model_of(device("NVIDIA A10G", 8, 6, 80)), "none");
   EXPECT_EQ(model_of(device("AMD Instinct MI250X/MI250", 9, 0, 104)), "none");
@@ -97,21 +97,21 @@ TEST(GpuSpecs, FiguresAreGpusMdsAndBlanksStayUnknown) {
   const GpuSpec* nvl = match_gpu(device("NVIDIA H100 NVL", 9, 0, 132)).spec;
   ASSERT_NE(nvl, nullptr);
   EXPECT_EQ(*nvl->bf16_tflops, 835);
-  EXPECT_FALSE(nvl->fp32_tflops.has_value());  // blank in GPUS.md: never the SXM5's 67
+  EXPECT_FALSE(nvl->fp32_tflops.has_value());  // blank in the vendor datasheets: never the SXM5's 67
   EXPECT_FALSE(nvl->host_link_gbps.has_value());
   EXPECT_FALSE(nvl->scale_up_gbps.has_value());
   EXPECT_EQ(nvl->sms, -1);
 
   const GpuSpec* gb200 = match_gpu(device("NVIDIA GB200", 10, 0, 152)).spec;
   ASSERT_NE(gb200, nullptr);
-  EXPECT_FALSE(gb200->host_link_gbps.has_value());  // NVLink-C2C: no figure in GPUS.md
+  EXPECT_FALSE(gb200->host_link_gbps.has_value());  // NVLink-C2C: no figure in the vendor datasheets
   const GpuSpec* mi325 = match_gpu(device("AMD Instinct MI325X", 9, 4, 304)).spec;
   ASSERT_NE(mi325, nullptr);
   EXPECT_FALSE(mi325->host_link_gbps.has_value());  // "PCIe5" with no width
   EXPECT_EQ(*mi325->scale_up_gbps, 448);            // "as MI300X"
 }
 
-// GPUS.md's ridge points (peak FLOP/s / bandwidth): H100 SXM BF16 ~295, H200 ~206, A100 80GB ~153,
+// the vendor datasheets's ridge points (peak FLOP/s / bandwidth): H100 SXM BF16 ~295, H200 ~206, A100 80GB ~153,
 // MI300X ~247. Checks the table's BF16 and HBM columns against each other.
 TEST(GpuSpecs, RidgePointsMatchGpusMd) {
   auto ridge = [](const char* name, int major, int minor, int sms, std::int64_t memory) {

@@ -8,7 +8,7 @@ JSON file; run this script again when the corpus changes:
 
     /usr/bin/python3 tests/tools/corpus_counts.py [CORPUS_DIR] [OUTPUT]
 
-Event kinds follow the category table of DOMAIN.md section 2 (written here from the spec, not
+Event kinds follow the category table of the reference tools' definitions section 2 (written here from the spec, not
 from ferret's code):
   'X' spans by "cat":  cpu_op / Operator -> cpu_op, user_annotation, gpu_user_annotation,
     python_function, cuda_runtime / Runtime -> cuda_runtime, cuda_driver,
