@@ -104,6 +104,7 @@ std::vector<TraceOutcome> analyze_trace_files(const std::vector<std::string>& fi
 
 int report_trace_errors(std::vector<TraceOutcome>& outcomes, const std::vector<bool>& given_by_name) {
   int failures = 0;
+  std::size_t usable = 0;
   std::vector<TraceOutcome> kept;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     TraceOutcome& o = outcomes[i];
@@ -111,13 +112,20 @@ int report_trace_errors(std::vector<TraceOutcome>& outcomes, const std::vector<b
       std::fprintf(stderr, "ferret: left out %s: not a trace (%s)\n", o.path.c_str(), kNotATraceDocument);
       continue;
     }
-    if (!o.error.empty()) {
+    if (o.error.empty()) {
+      ++usable;
+    } else if (given_by_name[i]) {
       std::fprintf(stderr, "ferret: %s\n", o.error.c_str());
       ++failures;
+    } else {
+      // A broken rank found in a directory is named, and the report of the others still stands.
+      std::fprintf(stderr, "ferret: rank file left out of the report: %s\n", o.error.c_str());
     }
     kept.push_back(std::move(o));
   }
   outcomes = std::move(kept);
+  // Nothing usable at all is a failure even when every file came from a directory.
+  if (usable == 0) failures = std::max<int>(failures, static_cast<int>(outcomes.size()));
   return failures;
 }
 

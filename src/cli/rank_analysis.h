@@ -50,8 +50,10 @@ std::vector<TraceOutcome> analyze_trace_files(const std::vector<std::string>& fi
                                               const std::vector<std::size_t>& indices, const TraceRunOptions& options);
 
 // Files found in a directory that are not trace documents at all (another JSON file beside the
-// ranks) are dropped with a note on stderr; files named on the command line stay, as errors.
-// Prints every remaining error and returns how many there were.
+// ranks) are dropped with a note on stderr. Every other error is printed. Returns the number of
+// failures that make the exit status 2: errors of files named on the command line, or every
+// error when no file at all could be used; a broken rank found in a directory is named but
+// does not fail a report made from the others.
 int report_trace_errors(std::vector<TraceOutcome>& outcomes, const std::vector<bool>& given_by_name);
 
 }  // namespace ferret::cli

@@ -239,6 +239,37 @@ TEST(JobCli, DirectoryEntriesThatAreNotFilesAreNamed) {
   EXPECT_NE(r.err.find("rank-6.json: a directory"), std::string::npos) << r.err;
 }
 
+// A job directory with some broken ranks still gives the report of the others: the broken ones
+// are named on stderr and in the report, and the exit is 0; only a directory where no rank can be
+// read exits 2 (issue: hostile input, low list).
+TEST(JobCli, BrokenRanksInADirectoryAreNamedAndTheReportStands) {
+  const Job job = generate("job-broken-ranks", "--ranks 3 --steps 3");
+  test::write_file(job.dir + "/rank-1.json", "{\"traceEvents\": [ {\"ph\": ");  // cut in the first event
+  test::write_file(job.dir + "/rank-2.json", "");                               // empty
+  const test::CommandResult r = run_ferret("analyze --json " + job.dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["ranks"].size(), 3u);
+  EXPECT_FALSE(doc["ranks"][0].contains("error"));
+  EXPECT_TRUE(doc["ranks"][1].contains("error"));
+  EXPECT_TRUE(doc["ranks"][2].contains("error"));
+  EXPECT_NE(r.err.find("left out of the report: " + job.dir + "/rank-1.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("left out of the report: " + job.dir + "/rank-2.json"), std::string::npos) << r.err;
+
+  const test::CommandResult text = run_ferret("analyze " + job.dir);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("rank-1.json"), std::string::npos) << text.out;
+
+  // The same files named one by one: a file the user named that cannot be read is an error.
+  const test::CommandResult named =
+      run_ferret("analyze --json " + job.dir + "/rank-0.json " + job.dir + "/rank-1.json --job");
+  EXPECT_EQ(named.exit_code, 2) << named.err;
+
+  // Nothing usable: exit 2.
+  test::write_file(job.dir + "/rank-0.json", "not json");
+  EXPECT_EQ(run_ferret("analyze --json " + job.dir).exit_code, 2);
+}
+
 TEST(JobCli, TextAndMarkdownFitAndEscape) {
   const Job job = generate("job-text", "--ranks 4 --steps 3 --straggler 1 --straggler-cause input");
   const test::CommandResult text = run_ferret("analyze " + job.dir);
