@@ -23,6 +23,8 @@ struct NcclCliOptions {
   bool markdown = false;
   unsigned threads = 0;
   NcclReadLimits limits;
+  std::string max_bytes_without_progress;  // "1GiB"; empty = default
+  std::string max_memory;                  // "8GiB"; empty = default
 };
 
 void run_nccl(const NcclCliOptions& cli) {
@@ -38,11 +40,16 @@ void run_nccl(const NcclCliOptions& cli) {
     throw ExitCode{2};
   }
 
+  NcclReadLimits limits = cli.limits;
+  if (!cli.max_bytes_without_progress.empty())
+    limits.max_bytes_without_progress = size_option(cli.max_bytes_without_progress, "--max-bytes-without-progress");
+  limits.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() : memory_limit(cli.max_memory);
+
   NcclLog log;
   std::vector<NcclInputError> errors;
   for (const std::string& path : cli.logs) {
     try {
-      parse_nccl_file(path, log, cli.limits);
+      parse_nccl_file(path, log, limits);
       if (!log.sources.back().stopped.empty())
         std::fprintf(stderr, "ferret: %s: %s\n", path.c_str(), log.sources.back().stopped.c_str());
     } catch (const InputError& e) {
@@ -101,10 +108,13 @@ void register_nccl(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.nccl/1, see docs/NCCL.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown (log text escaped)");
-  cmd->add_option("--max-bytes-without-progress", opt->limits.max_bytes_without_progress,
+  cmd->add_option("--max-bytes-without-progress", opt->max_bytes_without_progress,
                   "Stop reading a log after this many bytes without an NCCL line, keeping what was read "
-                  "(default 1 GiB; 0: no limit)")
-      ->type_name("BYTES");
+                  "(default 1GiB; 0: no limit)")
+      ->type_name("SIZE");
+  cmd->add_option("--max-memory", opt->max_memory,
+                  "Stop reading logs when ferret holds this much memory, keeping what was read (default 3/4 of RAM)")
+      ->type_name("SIZE");
   cmd->add_option("--threads", opt->threads, "Trace parser threads (default: one per core)");
   cmd->callback([opt] { run_nccl(*opt); });
 }

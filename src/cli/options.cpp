@@ -28,6 +28,16 @@ std::uint64_t memory_limit(const std::string& text) {
   throw ExitCode{2};
 }
 
+std::uint64_t size_option(const std::string& text, const char* option) {
+  try {
+    return parse_size(text);
+  } catch (const std::exception&) {
+  }
+  std::fprintf(stderr, "ferret: %s: expected a size in bytes or such as 64MiB or 1GiB, got \"%s\"\n", option,
+               text.c_str());
+  throw ExitCode{2};
+}
+
 namespace {
 
 std::string_view trim(std::string_view s) {

@@ -10,6 +10,8 @@ namespace ferret::cli {
 
 // "--max-memory 8GiB" -> bytes; "" -> 0 (the loader's default). Throws ExitCode{2} when invalid.
 std::uint64_t memory_limit(const std::string& text);
+// "1GiB", "64MiB", "4096" -> bytes (0 allowed); throws ExitCode{2} naming `option` when invalid.
+std::uint64_t size_option(const std::string& text, const char* option);
 
 // "--steps": "A-B", "A-", "-B" (ProfilerStep numbers, inclusive) or "N" into options.first_step /
 // last_step; "" leaves them unset. Throws ExitCode{2} with a message when invalid.

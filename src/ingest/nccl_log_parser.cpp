@@ -1,7 +1,10 @@
 #include "ingest/nccl_log_parser.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -913,6 +916,25 @@ void NcclLogParser::feed_line(std::string_view line) {
 
 // ---- sources --------------------------------------------------------------------------------------
 
+namespace {
+
+// Resident bytes of this process (/proc/self/statm), 0 when unknown. What the kernel counts
+// against a memory limit, whatever allocator (or sanitizer) holds the records.
+std::uint64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size_pages = 0, resident_pages = 0;
+  const int got = std::fscanf(f, "%llu %llu", &size_pages, &resident_pages);
+  std::fclose(f);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return got == 2 && page > 0 ? resident_pages * static_cast<std::uint64_t>(page) : 0;
+}
+
+// Resident memory is read once per this many NCCL lines: cheap next to parsing them.
+constexpr std::uint64_t kLinesPerMemoryCheck = 8192;
+
+}  // namespace
+
 void parse_nccl_source(ByteSource& source, const std::string& name, const std::string& compression, NcclLog& log,
                        const NcclReadLimits& limits) {
   NcclLogParser parser(log, name, compression);
@@ -925,11 +947,22 @@ void parse_nccl_source(ByteSource& source, const std::string& name, const std::s
   std::uint64_t progress_at_byte = 0;
   std::uint64_t nccl_lines_seen = 0;
   std::uint64_t line_end = 0;  // byte offset just past the line being fed
+  bool over_memory = false;
   auto feed = [&](std::string_view line) {
     parser.feed_line(line);
     if (parser.source().nccl_lines != nccl_lines_seen) {
       nccl_lines_seen = parser.source().nccl_lines;
       progress_at_byte = line_end;
+      if (limits.max_memory_bytes > 0 && nccl_lines_seen % kLinesPerMemoryCheck == 0) {
+        const std::uint64_t held = resident_bytes();
+        if (held > limits.max_memory_bytes) {
+          parser.source().stopped = fmt::format(
+              "reading stopped at byte {} (NCCL line {}): ferret holds {} MiB, over --max-memory ({} MiB); what "
+              "came before is kept",
+              line_end, nccl_lines_seen, held >> 20, limits.max_memory_bytes >> 20);
+          over_memory = true;
+        }
+      }
     }
   };
   while (true) {
@@ -967,6 +1000,11 @@ void parse_nccl_source(ByteSource& source, const std::string& name, const std::s
         carry_cut = false;
       }
       chunk.remove_prefix(len + 1);
+      if (over_memory) break;
+    }
+    if (over_memory) {
+      carry.clear();
+      break;
     }
     if (limits.max_bytes_without_progress > 0 && bytes - progress_at_byte > limits.max_bytes_without_progress) {
       parser.source().stopped = fmt::format(

@@ -41,6 +41,10 @@ struct NcclReadLimits {
   // or any endless stream without NCCL content must not keep ferret running forever. What was
   // read is kept and NcclSource::stopped says where reading stopped. 0: no limit.
   std::uint64_t max_bytes_without_progress = std::uint64_t{1} << 30;
+  // Reading stops, keeping what was read, once the process holds this many resident bytes: a log
+  // of endless valid lines (`yes "<an NCCL line>" | ferret nccl -`) makes progress on every line,
+  // and its records would otherwise grow until the kernel kills ferret. 0: no limit.
+  std::uint64_t max_memory_bytes = 0;
 };
 
 // Where a record came from: the NCCL prefix (host interned in NcclLog::hosts; -1 when absent)

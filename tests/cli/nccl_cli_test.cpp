@@ -256,6 +256,31 @@ TEST(NcclCli, EndlessStdinStopsAtTheGivenLimit) {
   EXPECT_TRUE(contains(r.err, "ferret: -: reading stopped at byte 2097156")) << r.err;
 }
 
+// Endless *valid* lines make progress on every line, so only a memory bound stops them: reading
+// stops once ferret holds more than --max-memory, at a multiple of the 8,192 lines between
+// checks, and every line before is kept. Sizes are accepted with units (1MiB).
+TEST(NcclCli, EndlessValidLinesStopAtMaxMemory) {
+  const std::string line = "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 1a000 commId 0x1 - Init START";
+  const std::string out = test::temp_path("nccl_endless.out");
+  const auto r = test::run_shell("yes '" + line + "' | timeout 120 {ferret} nccl --json --max-memory 48MiB " +
+                                 "--max-bytes-without-progress 1MiB - > " + out);
+  const std::string doc_text = test::read_file(out);
+  std::remove(out.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(doc_text);
+  const std::string stopped = j["sources"][0]["stopped"];
+  EXPECT_TRUE(contains(stopped, "over --max-memory (48 MiB); what came before is kept")) << stopped;
+  const std::uint64_t lines = j["lines"]["nccl"];
+  EXPECT_GE(lines, 8192u);
+  EXPECT_EQ(lines % 8192, 0u);
+  EXPECT_TRUE(contains(stopped, "(NCCL line " + std::to_string(lines) + ")")) << stopped;
+  // The byte offset is just past the last line kept: every line has the same length.
+  EXPECT_TRUE(contains(stopped, "reading stopped at byte " + std::to_string(lines * (line.size() + 1)))) << stopped;
+  EXPECT_TRUE(contains(r.err, "over --max-memory")) << r.err;
+
+  EXPECT_EQ(run_ferret("nccl --max-bytes-without-progress lots " + corpus("two_host_ib_gdr.log")).exit_code, 2);
+}
+
 TEST(NcclCli, TraceCrossCheck) {
   // 268,435,456 B AllReduce over 8 ranks in 10 ms: busbw 46.98 GB/s against 2 x 400 Gb/s IB.
   const std::string trace = test::temp_path("nccl_trace.json");
