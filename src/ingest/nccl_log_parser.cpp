@@ -95,10 +95,11 @@ bool all_digits(std::string_view s) {
   return true;
 }
 
+// The whole token as an int: "1e9" or "8x" is not 1 or 8 (from_chars alone reads a prefix).
 int to_int(std::string_view s, int fallback = -1) {
   int v = fallback;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc{} && ptr == s.data() + s.size() ? v : fallback;
 }
 
 // "`[3]`" -> 3 (NCCL prints the CUDA device in brackets).
@@ -283,26 +284,27 @@ NcclLogParser::NcclLogParser(NcclLog& log, std::string source_name, std::string 
   s.compression = std::move(compression);
   log_.sources.push_back(std::move(s));
   source_index_ = static_cast<std::uint32_t>(log_.sources.size() - 1);
+  // Earlier sources of the same log interned names already.
+  for (std::uint32_t i = 0; i < log_.hosts.size(); ++i) host_index_.emplace(log_.hosts[i], i);
+  for (std::uint32_t i = 0; i < log_.transports.size(); ++i) transport_index_.emplace(log_.transports[i].text, i);
 }
 
 NcclSource& NcclLogParser::source() { return log_.sources[source_index_]; }
 
 std::uint32_t NcclLogParser::intern_host(std::string_view host) {
-  // Jobs have a handful to a few thousand hosts and lines of one host come in runs: check the
-  // last one first, then search.
+  // Lines of one host come in runs: check the last one first.
   if (last_host_ < log_.hosts.size() && log_.hosts[last_host_] == host) return last_host_;
-  for (std::uint32_t i = 0; i < log_.hosts.size(); ++i)
-    if (log_.hosts[i] == host) return last_host_ = i;
-  log_.hosts.emplace_back(host);
-  return last_host_ = static_cast<std::uint32_t>(log_.hosts.size() - 1);
+  const auto [it, added] = host_index_.try_emplace(std::string(host), static_cast<std::uint32_t>(log_.hosts.size()));
+  if (added) log_.hosts.emplace_back(host);
+  return last_host_ = it->second;
 }
 
 std::uint32_t NcclLogParser::intern_transport(std::string_view via) {
   via = trim(via);
-  for (std::uint32_t i = 0; i < log_.transports.size(); ++i)
-    if (log_.transports[i].text == via) return i;
-  log_.transports.push_back(parse_nccl_transport(via));
-  return static_cast<std::uint32_t>(log_.transports.size() - 1);
+  const auto [it, added] =
+      transport_index_.try_emplace(std::string(via), static_cast<std::uint32_t>(log_.transports.size()));
+  if (added) log_.transports.push_back(parse_nccl_transport(via));
+  return it->second;
 }
 
 void NcclLogParser::note_implausible(const NcclOrigin& origin, std::string what) {

@@ -492,6 +492,35 @@ TEST(NcclLogParser, ImplausibleRanksAreIgnoredAndNoted) {
 // "y\n". Chunks are 1 MiB: after the first, 1,048,532 bytes have passed without progress (not
 // over the 1 MiB limit); after the second, 2,097,152 - 44 = 2,097,108 have, and reading stops
 // there, keeping the first line. The NCCL line after the flood is never reached.
+// A number must be the whole token: "nranks 1e9" was read as nranks 1 by a prefix parse.
+TEST(NcclLogParser, NumbersAreWholeTokens) {
+  const NcclLog log = parse_nccl_text(
+      "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1e9 cudaDev 0 busId 1a000 commId 0x1 - Init START\n"
+      "h:1:1 [0] NCCL INFO comm 0x2 rank 0x nranks 8 cudaDev 0 busId 1a000 commId 0x2 - Init START\n"
+      "h:1:1 [0] NCCL INFO comm 0x3 rank 1 nranks 8 cudaDev 0 busId 1a000 commId 0x3 - Init START\n");
+  ASSERT_EQ(log.comms.size(), 1u);
+  EXPECT_EQ(log.comms[0].comm, "0x3");
+  EXPECT_EQ(log.comms[0].nranks, 8);
+  EXPECT_EQ(log.sources[0].not_understood, 1u);     // nranks 1e9: no nranks, not a comm line
+  EXPECT_EQ(log.sources[0].implausible_lines, 1u);  // rank 0x: no rank, outside 0..7, ignored
+}
+
+// Hosts are interned by name: 3 sources naming 2,000 hosts in turn give 2,000 hosts, each line's
+// origin pointing at its own name (interning was a linear search: 100,000 hosts took 35 s).
+TEST(NcclLogParser, ManyHostsAreInternedOnce) {
+  NcclLog log;
+  for (int source = 0; source < 3; ++source) {
+    std::string text;
+    for (int h = 0; h < 2000; ++h) text += "host" + std::to_string(h) + ":1:1 [0] NCCL INFO cudaDriverVersion 12020\n";
+    std::unique_ptr<ByteSource> bytes = make_memory_source(text);
+    parse_nccl_source(*bytes, "log" + std::to_string(source), "none", log, {});
+  }
+  ASSERT_EQ(log.hosts.size(), 2000u);
+  ASSERT_EQ(log.drivers.size(), 6000u);
+  for (std::size_t i = 0; i < log.drivers.size(); ++i)
+    ASSERT_EQ(log.host_name(log.drivers[i].origin.host), "host" + std::to_string(i % 2000)) << i;
+}
+
 TEST(NcclLogParser, StopsAfterTooManyBytesWithoutAnNcclLine) {
   std::string text = "h:1:1 [0] NCCL INFO cudaDriverVersion 12020\n";
   ASSERT_EQ(text.size(), 44u);

@@ -250,26 +250,33 @@ Run run(const std::string& args, const std::string& stdin_shell, double bound_s)
 enum Outcome { kLoaded, kRepaired, kStoppedEarly, kRejected, kOutcomeCount };
 const char* const kOutcomeKeys[] = {"loaded", "repaired", "stopped_early", "rejected"};
 
+void write_tally(const std::string& name, const std::string& what, std::size_t cases, std::size_t violations,
+                 const std::size_t (&outcomes)[kOutcomeCount], double max_seconds) {
+  fs::create_directories(results_dir());
+  ordered_json j = {{"class", name}, {"what", what}, {"cases", cases}, {"violations", violations}};
+  for (int k = 0; k < kOutcomeCount; ++k) j["outcomes"][kOutcomeKeys[k]] = outcomes[k];
+  j["max_seconds_per_case"] = max_seconds;
+  write_file(results_dir() + "/" + name + ".json", j.dump(2) + "\n");
+}
+
+// Sanitizer builds run every Nth case (FERRET_RELIABILITY_STRIDE): the sanitizers look for
+// memory errors, which a sample finds as well as the whole set, at a fifth of the time.
+bool skipped_by_stride(std::size_t& seen) {
+  static const std::size_t stride = [] {
+    const char* s = std::getenv("FERRET_RELIABILITY_STRIDE");
+    return s && std::atoi(s) > 1 ? static_cast<std::size_t>(std::atoi(s)) : std::size_t{1};
+  }();
+  return seen++ % stride != 0;
+}
+
 class ClassTally {
  public:
   ClassTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
-  ~ClassTally() {
-    fs::create_directories(results_dir());
-    ordered_json j = {{"class", name_}, {"what", what_}, {"cases", cases_}, {"violations", violations_}};
-    for (int k = 0; k < kOutcomeCount; ++k) j["outcomes"][kOutcomeKeys[k]] = outcomes_[k];
-    j["max_seconds_per_case"] = max_seconds_;
-    write_file(results_dir() + "/" + name_ + ".json", j.dump(2) + "\n");
-  }
+  ~ClassTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
 
   // Runs one case and checks every promise; failures are test failures naming the case.
   void check(const Case& c) {
-    // Sanitizer builds run every Nth case (FERRET_RELIABILITY_STRIDE): the sanitizers look for
-    // memory errors, which a sample finds as well as the whole set, at a fifth of the time.
-    static const std::size_t stride = [] {
-      const char* s = std::getenv("FERRET_RELIABILITY_STRIDE");
-      return s && std::atoi(s) > 1 ? static_cast<std::size_t>(std::atoi(s)) : std::size_t{1};
-    }();
-    if (seen_++ % stride != 0) return;
+    if (skipped_by_stride(seen_)) return;
     ++cases_;
     const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
     const int parts_before = result->total_part_count();
@@ -990,6 +997,192 @@ TEST(BrokenInputs, MarkupInNames) {
   for (const char* f : {"/written-if-opened.json", "/traversal.json", "/trace-name.json", "/source.json"})
     EXPECT_FALSE(fs::exists(dir + f)) << "ferret created a file named in the trace: " << f;
   fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// NCCL logs: `ferret nccl` reads another format (lines of text, from every rank), with promises of
+// its own: no crash, no hang, output bounded by what the log holds (never by what a line claims,
+// such as nranks), byte-identical --json, damage counted, and a message naming the file on exit 2.
+
+struct NcclCase {
+  std::string label;
+  std::string bytes;        // the log, written to a temporary file
+  std::string stdin_shell;  // or: this pipeline feeds stdin
+  std::string extra_args;
+  bool must_count = false;  // damage: not-understood, long or implausible lines, or a stop, must show
+  double bound_s = 30;
+};
+
+class NcclTally {
+ public:
+  NcclTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
+  ~NcclTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
+
+  void check(const NcclCase& c) {
+    if (skipped_by_stride(seen_)) return;
+    ++cases_;
+    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    const int parts_before = result->total_part_count();
+    check_case(c);
+    if (result->total_part_count() != parts_before) ++violations_;
+  }
+
+ private:
+  void check_case(const NcclCase& c) {
+    const std::string tag = name_ + " / " + c.label;
+    std::string target = "-";
+    if (c.stdin_shell.empty()) {
+      target = temp_path("nccl-case.log");
+      write_file(target, c.bytes);
+    }
+    const std::string args = c.extra_args + " " + (target == "-" ? std::string("-") : shell_quote(target));
+    std::vector<Run> runs = {run("nccl --json " + args, c.stdin_shell, c.bound_s)};
+    if (c.stdin_shell.empty())
+      for (const char* form : {"nccl --json ", "nccl --md ", "nccl "}) runs.push_back(run(form + args, "", c.bound_s));
+    if (c.stdin_shell.empty()) std::remove(target.c_str());
+    for (const Run& r : runs) {
+      max_seconds_ = std::max(max_seconds_, r.seconds);
+      if (r.timed_out) ADD_FAILURE() << tag << ": hung past " << c.bound_s << " s";
+      if (r.signal) ADD_FAILURE() << tag << ": crashed with signal " << r.signal << ": " << r.err.substr(0, 300);
+      if (r.exit_code != 0 && r.exit_code != 2 && !r.timed_out && !r.signal)
+        ADD_FAILURE() << tag << ": exit code " << r.exit_code << ": " << r.err.substr(0, 300);
+      // Output is bounded by what the log holds: 1 MiB plus 4 bytes per input byte at most.
+      const std::size_t input = c.stdin_shell.empty() ? c.bytes.size() : 0;
+      if (r.out.size() > (std::size_t{1} << 20) + 4 * input)
+        ADD_FAILURE() << tag << ": " << r.out.size() << " bytes of output for " << input << " bytes of log";
+    }
+    const Run& first = runs.front();
+    if (first.exit_code == 2) {
+      const std::string shown = target == "-" ? "-" : target;
+      if (first.err.find(shown) == std::string::npos)
+        ADD_FAILURE() << tag << ": exit 2 without naming the input: " << first.err.substr(0, 300);
+      ++outcomes_[kRejected];
+      return;
+    }
+    if (first.exit_code != 0) return;
+    const json doc = json::parse(first.out, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("sources") || doc["sources"].empty()) {
+      ADD_FAILURE() << tag << ": nccl --json is not a valid document";
+      return;
+    }
+    if (runs.size() > 1 && runs[1].out != first.out) ADD_FAILURE() << tag << ": two --json runs differ";
+    const json& src = doc["sources"][0];
+    const std::uint64_t counted = src.value("not_understood", std::uint64_t{0}) +
+                                  src.value("long_lines", std::uint64_t{0}) +
+                                  src.value("implausible_lines", std::uint64_t{0});
+    const bool stopped = !src.value("stopped", std::string()).empty() || !src.value("damage", std::string()).empty();
+    if (c.must_count && counted == 0 && !stopped) ADD_FAILURE() << tag << ": the damage is not counted";
+    ++outcomes_[stopped ? kStoppedEarly : counted > 0 ? kRepaired : kLoaded];
+  }
+
+  std::string name_, what_;
+  std::size_t seen_ = 0, cases_ = 0, violations_ = 0;
+  std::size_t outcomes_[kOutcomeCount] = {};
+  double max_seconds_ = 0;
+};
+
+NcclCase nccl_case(std::string label, std::string bytes, bool must_count = false) {
+  NcclCase c;
+  c.label = std::move(label);
+  c.bytes = std::move(bytes);
+  c.must_count = must_count;
+  return c;
+}
+
+std::string nccl_init_line(const std::string& host, int rank, const std::string& nranks, const std::string& comm) {
+  return host + ":1:1 [0] NCCL INFO comm " + comm + " rank " + std::to_string(rank) + " nranks " + nranks +
+         " cudaDev 0 busId 1a000 commId " + comm + " - Init START\n";
+}
+
+TEST(BrokenInputs, NcclLogs) {
+  NcclTally tally("NCCL logs",
+                  "huge and absurd nranks, thousands of communicators and hosts, megabyte lines, binary and NUL "
+                  "bytes, cut and damaged compression, endless streams of junk and of valid lines");
+  const std::string sound = read_file(std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/two_host_ib_gdr.log");
+  tally.check(nccl_case("a sound two-host log", sound));
+  std::string huge;
+  for (int i = 0; i < 50; ++i) huge += nccl_init_line("h", 0, "1048576", "0x" + std::to_string(i));
+  tally.check(nccl_case("nranks 1048576 on 50 lines", huge));
+  std::string many;
+  for (int i = 0; i < 5000; ++i) many += nccl_init_line("h", 0, "1048576", "0x" + std::to_string(i));
+  tally.check(nccl_case("nranks 1048576 on 5,000 communicators", many));
+  for (const char* n : {"2147483648", "9223372036854775808", "-1", "0", "abc", "1e9"})
+    tally.check(nccl_case(std::string("nranks ") + n, nccl_init_line("h", 0, n, "0x1"), true));
+  tally.check(nccl_case("rank past nranks", nccl_init_line("h", 99, "8", "0x1"), true));
+  std::string hosts;
+  for (int i = 0; i < 100000; ++i) hosts += nccl_init_line("host" + std::to_string(i), i % 8, "8", "0x1");
+  tally.check(nccl_case("100,000 host names on one communicator", hosts));
+  tally.check(nccl_case("one 1 MiB line", "h:1:1 [0] NCCL INFO " + std::string(1 << 20, 'x') + "\n" + sound, true));
+  tally.check(nccl_case("16 MiB without a newline", sound + "h:1:1 [0] NCCL INFO " + std::string(16 << 20, 'y'), true));
+  Random rnd(7);
+  std::string binary(1 << 20, '\0');
+  for (char& ch : binary) ch = static_cast<char>(rnd.below(256));
+  tally.check(nccl_case("1 MiB of random bytes", binary));
+  std::string nul = sound;
+  for (std::size_t at = 40; at < nul.size(); at += 97) nul[at] = '\0';
+  tally.check(nccl_case("NUL bytes inside lines", nul));
+  tally.check(nccl_case("cut inside the last line", sound.substr(0, sound.size() - 17)));
+  const std::string gz = gzip_bytes(sound);
+  tally.check(nccl_case("gzip cut in half", gz.substr(0, gz.size() / 2), true));
+  const std::string zs = zstd_bytes(sound);
+  tally.check(nccl_case("zstd cut in half", zs.substr(0, zs.size() / 2), true));
+  tally.check(nccl_case("empty file", ""));
+  NcclCase zero{"endless zeros on stdin", "", "cat /dev/zero", "--max-bytes-without-progress 16MiB", true, 120};
+  tally.check(zero);
+  NcclCase valid{
+      "endless valid lines on stdin", "",   "yes " + shell_quote(nccl_init_line("h", 0, "8", "0x1").substr(0, 90)),
+      "--max-memory 96MiB",           true, 300};
+  tally.check(valid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Many devices, streams, threads and processes: per-device (per-stream, per-thread) work must be
+// sized by what each holds, so a small trace naming thousands of them stays small and quick.
+
+TEST(BrokenInputs, ManyDevices) {
+  ClassTally tally("many devices, streams, threads and processes",
+                   "one kernel on each of 10,000 devices, 20,000 streams, 50,000 threads, 10,000 processes, "
+                   "10,000 device properties");
+  const Base& b = kineto_base();
+  auto add = [&](const std::string& label, const std::function<std::string(int)>& event, int n) {
+    std::vector<std::string> evs = b.events;
+    for (int i = 0; i < n; ++i) evs.push_back(event(i));
+    Case c = whole(b, label, b.text_of(evs), false);
+    c.bound_s = 60;
+    tally.check(c);
+  };
+  const auto kernel_on = [](int device, int stream) {
+    return R"({"ph":"X","cat":"kernel","name":"k","pid":)" + std::to_string(device) + R"(,"tid":)" +
+           std::to_string(stream) + R"(,"ts":2000,"dur":5,"args":{"device":)" + std::to_string(device) +
+           R"(,"stream":)" + std::to_string(stream) + "}}";
+  };
+  add(
+      "one kernel on each of 10,000 devices", [&](int i) { return kernel_on(i, 7); }, 10000);
+  add(
+      "one kernel on each of 20,000 streams", [&](int i) { return kernel_on(0, 7 + i); }, 20000);
+  add(
+      "one op on each of 50,000 threads",
+      [](int i) {
+        return R"({"ph":"X","cat":"cpu_op","name":"aten::add","pid":100,"tid":)" + std::to_string(1000 + i) +
+               R"(,"ts":1500,"dur":2})";
+      },
+      50000);
+  add(
+      "one op in each of 10,000 processes",
+      [](int i) {
+        return R"({"ph":"X","cat":"cpu_op","name":"aten::add","pid":)" + std::to_string(1000 + i) +
+               R"(,"tid":1,"ts":1500,"dur":2})";
+      },
+      10000);
+  Base props = b;
+  std::string devices = "\"deviceProperties\": [";
+  for (int i = 0; i < 10000; ++i)
+    devices += std::string(i ? "," : "") + R"({"id":)" + std::to_string(i) +
+               R"(,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85520809984,"computeMajor":9,"numSms":132})";
+  props.prologue = "{\n  " + devices + "],\n" + b.prologue.substr(2);
+  Case c = whole(b, "10,000 device properties", props.text(), false);
+  c.bound_s = 60;
+  tally.check(c);
 }
 
 }  // namespace
