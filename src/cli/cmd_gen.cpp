@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/progress.h"
 #include "gen/inflate.h"
 #include "gen/job.h"
@@ -170,7 +171,7 @@ JobOptions job_options(const JobArgs& args) {
   options.seq = !args.no_seq;
   options.distributed_info = !args.no_distributed_info;
   options.compression = args.gzip ? OutputCompression::kGzip : OutputCompression::kNone;
-  options.threads = args.threads;
+  options.threads = thread_option(args.threads, "--threads");
   if (!args.target_size.empty()) {
     try {
       options.target_bytes = parse_size(args.target_size);

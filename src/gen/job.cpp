@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gen/job_simulation.h"
+#include "model/threads.h"
 
 namespace ferret {
 
@@ -535,7 +536,7 @@ std::string rank_file_name(int rank, OutputCompression compression) {
 
 unsigned thread_count(const JobOptions& o, int ranks) {
   unsigned n = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  return std::min<unsigned>(n, static_cast<unsigned>(ranks));
+  return std::min<unsigned>({n, thread_cap(), static_cast<unsigned>(ranks)});
 }
 
 // Steps that bring one rank's JSON closest to `target` bytes, measured on rank 0 of a 2- and a
@@ -598,7 +599,11 @@ JobRun run_job(const JobOptions& options, const JobSetup& setup) {
   };
   const unsigned threads = thread_count(options, plan.world_size);
   std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(worker);
+  // This thread works too: when the system refuses more threads, those that started write the rest.
+  try {
+    for (unsigned i = 1; i < threads; ++i) pool.push_back(start_thread(worker));
+  } catch (const std::system_error&) {
+  }
   worker();
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);

@@ -2,6 +2,7 @@
 // each of many devices; more parser threads than the machine can start.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -97,6 +98,28 @@ TEST(ResourcesCli, RefusedThreadsFallBackToFewer) {
   std::remove(second.c_str());
   EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
   EXPECT_NE(jobs.out.find("\"traces\""), std::string::npos);
+}
+
+// `ferret gen job` writes ranks on a pool of threads: capped like the analysis (--threads 33000
+// aborted with SIGABRT), and refused threads leave the work to those that started; the files are
+// the same bytes either way.
+TEST(ResourcesCli, GenJobThreadsAreCappedAndRefusalsFallBack) {
+  const std::string one = temp_path("gen-threads-1"), many = temp_path("gen-threads-many"),
+                    refused = temp_path("gen-threads-refused");
+  for (const std::string& d : {one, many, refused}) std::filesystem::remove_all(d);
+  const std::string job = " --ranks 4 --steps 2 -o ";
+  ASSERT_EQ(run_ferret("gen job --threads 1" + job + one).exit_code, 0);
+  const CommandResult capped = run_ferret("gen job --threads 33000" + job + many);
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_NE(capped.err.find("--threads 33000 capped at"), std::string::npos) << capped.err;
+  const CommandResult r = run_shell("FERRET_TEST_THREAD_LIMIT=0 {ferret} gen job --threads 4" + job + refused);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string name = "/rank-" + std::to_string(rank) + ".json";
+    EXPECT_EQ(read_file(many + name), read_file(one + name)) << name;
+    EXPECT_EQ(read_file(refused + name), read_file(one + name)) << name;
+  }
+  for (const std::string& d : {one, many, refused}) std::filesystem::remove_all(d);
 }
 
 }  // namespace
