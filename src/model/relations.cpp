@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -224,17 +226,34 @@ void build_correlation(TraceModel& model) {
   rel.launch_op.assign(rel.launches.size(), kNoEvent);
   std::vector<std::size_t> unresolved;
   std::vector<EventIndex> annotation_of(rel.launches.size(), kNoEvent);
+  // (nearest cpu_op, innermost non-step annotation below it) above each non-op span walked through,
+  // memoised: launches nested in launches (thousands of identical runtime spans) made every walk
+  // climb the whole chain, quadratic in its depth. Most launches sit right under an op and never
+  // reach the map.
+  std::unordered_map<EventIndex, std::pair<EventIndex, EventIndex>> above;
+  std::vector<EventIndex> path;
   for (std::size_t i = 0; i < rel.launches.size(); ++i) {
+    EventIndex op = kNoEvent, annotation = kNoEvent;
+    path.clear();
     for (EventIndex p = rel.parent[rel.launches[i]]; p != kNoEvent; p = rel.parent[p]) {
       if (model.kind[p] == EventKind::kCpuOp) {
-        rel.launch_op[i] = p;
+        op = p;
         break;
       }
-      if (annotation_of[i] == kNoEvent && model.kind[p] == EventKind::kUserAnnotation &&
-          profiler_step_number(model.name_of(p)) < 0)
-        annotation_of[i] = p;
+      if (const auto known = above.find(p); known != above.end()) {
+        std::tie(op, annotation) = known->second;
+        break;
+      }
+      path.push_back(p);
     }
-    if (rel.launch_op[i] == kNoEvent) unresolved.push_back(i);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {  // outermost first: inner annotations win
+      if (model.kind[*it] == EventKind::kUserAnnotation && profiler_step_number(model.name_of(*it)) < 0)
+        annotation = *it;
+      above.emplace(*it, std::make_pair(op, annotation));
+    }
+    rel.launch_op[i] = op;
+    annotation_of[i] = annotation;
+    if (op == kNoEvent) unresolved.push_back(i);
   }
   if (unresolved.empty()) return;
   // Few launches lack an enclosing op: index only the External ids they need.

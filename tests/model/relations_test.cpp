@@ -178,6 +178,37 @@ TEST(RelationsCorrelation, LaunchWithoutEnclosingOpFallsBackToExternalIdThenAnno
   EXPECT_EQ(m.relations.op_of_launch(find(m, "launch_in_step")), kNoEvent);
 }
 
+// Launches nested in launches, with annotations and an op at different depths: every launch gets
+// the nearest op above it, else the innermost annotation, whatever order the walks meet the chain
+// in (the walks are memoised; they were quadratic in the chain's depth).
+//   thread 1: op [0,100) > L1 [1,98) > "outer" annotation [2,96) > L2 [3,94) > "inner" [4,92) > L3 [5,90)
+//   thread 2: "solo" [0,100) > M1 [1,98) > M2 [2,96) > ProfilerStep#1 [3,94) > M3 [4,92)
+TEST(RelationsCorrelation, NestedLaunchesFindTheNearestOpOrInnermostAnnotation) {
+  const TraceModel m = load({
+      span("cuda_runtime", "L3", 1, 5, 85, corr(3)),
+      span("cpu_op", "op", 1, 0, 100),
+      span("cuda_runtime", "L1", 1, 1, 97, corr(1)),
+      span("user_annotation", "outer", 1, 2, 94),
+      span("cuda_runtime", "L2", 1, 3, 91, corr(2)),
+      span("user_annotation", "inner", 1, 4, 88),
+      span("user_annotation", "solo", 2, 0, 100),
+      span("cuda_runtime", "M1", 2, 1, 97, corr(11)),
+      span("cuda_runtime", "M2", 2, 2, 94, corr(12)),
+      span("user_annotation", "ProfilerStep#1", 2, 3, 91),
+      span("cuda_runtime", "M3", 2, 4, 88, corr(13)),
+  });
+  for (const char* l : {"L1", "L2", "L3"}) EXPECT_EQ(m.relations.op_of_launch(find(m, l)), find(m, "op")) << l;
+  for (const char* l : {"M1", "M2", "M3"}) EXPECT_EQ(m.relations.op_of_launch(find(m, l)), find(m, "solo")) << l;
+
+  // 20,000 identical launch spans nest into one chain under "region": each resolves to it.
+  std::vector<std::string> chain = {span("user_annotation", "region", 3, 0, 100)};
+  for (int i = 0; i < 20000; ++i) chain.push_back(span("cuda_runtime", "cudaLaunchKernel", 3, 10, 50, corr(100 + i)));
+  const TraceModel deep = load(chain);
+  const EventIndex region = find(deep, "region");
+  ASSERT_EQ(deep.relations.launches.size(), 20000u);
+  for (const EventIndex launch : deep.relations.launches) ASSERT_EQ(deep.relations.op_of_launch(launch), region);
+}
+
 // --- Steps ---------------------------------------------------------------------------------------
 
 TEST(RelationsSteps, EndExtendsToGpuWorkAndNextStartIsClamped) {
