@@ -13,7 +13,7 @@
 #include "cli/options.h"
 #include "cli/rank_analysis.h"
 #include "cli/world.h"
-#include "diagnosis/job_diagnosis.h"
+#include "job/job_diagnosis.h"
 #include "ingest/trace_loader.h"
 #include "job/job_analysis.h"
 #include "job/rank_files.h"

@@ -7,7 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "report/format.h"
+#include "base/text.h"
+#include "base/units.h"
 
 namespace ferret {
 

@@ -7,7 +7,6 @@
 
 #include "analysis/window_activity.h"
 #include "diagnosis/rules.h"
-#include "report/format.h"
 
 namespace ferret {
 

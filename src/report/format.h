@@ -5,12 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "base/text.h"
+#include "base/units.h"
+
 namespace ferret {
 
-std::string human_bytes(std::uint64_t bytes);                     // "1.5 GiB"
-std::string human_duration(std::int64_t ns);                      // "12.345 ms"
-std::string fit_width(std::string_view text, std::size_t width);  // cut with "..." to fit
-std::string upper(std::string_view text);                         // ASCII upper case
+std::string upper(std::string_view text);  // ASCII upper case
 // Wraps `text` at spaces to `width` columns, each line prefixed by `indent` and ending in '\n'.
 std::string wrap(std::string_view text, std::size_t width, const std::string& indent);
 

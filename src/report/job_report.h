@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diagnosis/job_diagnosis.h"
+#include "job/job_diagnosis.h"
 #include "job/job_analysis.h"
 #include "report/format.h"
 

@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "diagnosis/job_diagnosis.h"
+#include "job/job_diagnosis.h"
 #include "job/hand_made_rank.h"
 #include "job/job_analysis.h"
 

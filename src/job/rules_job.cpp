@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "diagnosis/job_diagnosis.h"
+#include "job/job_diagnosis.h"
 
 namespace ferret {
 
