@@ -40,6 +40,7 @@ struct RankCollective {
   std::int32_t group_size = -1;  // -1 unknown
   std::int32_t device = -1;
   std::int64_t exposed_ns = 0;  // of dur_ns, what no compute kernel on its GPU overlaps
+  bool operator==(const RankCollective&) const = default;
 };
 
 // One step of the rank, with what its time went to. Everything here is on the rank's own clock
@@ -55,6 +56,7 @@ struct RankStep {
   std::int64_t host_syncs = 0;         // how many
   std::int64_t comm_ns = 0;            // union of communication kernels
   std::int64_t exposed_comm_ns = 0;    // of that, what no compute kernel overlaps
+  bool operator==(const RankStep&) const = default;
 };
 
 struct RankFinding {
@@ -64,6 +66,7 @@ struct RankFinding {
   Dimension dimension = Dimension::kCompute;
   double time_share = 0;
   double max_speedup = 1;
+  bool operator==(const RankFinding&) const = default;
 };
 
 struct RankResult {
@@ -96,6 +99,8 @@ struct RankResult {
   std::uint64_t repairs = 0;
   std::uint64_t skips = 0;
   std::vector<std::string> notes;
+  // Every field: the codec test compares decode(encode(r)) with r, so a field the codec forgets fails.
+  bool operator==(const RankResult&) const = default;
 };
 
 inline constexpr std::size_t kRankFindings = 5;

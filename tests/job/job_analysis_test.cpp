@@ -221,8 +221,37 @@ TEST(RankResult, EncodingRoundTripsExactly) {
   r.scale_up_link = "NVLink4";
   r.scale_up_gbps = 450;
   r.collectives[2].exposed_ns = 123457;
+  // Every other field away from its default, so that a field the codec drops cannot go unseen.
+  r.source = "/runs/rank-1.json";
+  r.rank_source = RankSource::kFileName;
+  r.world_size = 2;
+  r.backend = "nccl";
+  r.nccl_version = "2.21.5";
+  r.device_name = "NVIDIA H100 80GB HBM3";
+  r.error = "";
+  r.mean_step_ns = 1234567;
+  r.comm_ns = 222;
+  r.exposed_comm_ns = 111;
+  r.window_ns = 9876543;
+  r.process_groups = {"default_pg", "tp:0"};
+  r.verdict = "Communication-bound";
+  r.repairs = 3;
+  r.skips = 4;
+  r.steps[0].host_syncs = 7;
+  r.steps[0].host_sync_ns = 700;
+  r.steps[0].comm_ns = 50;
+  r.steps[0].exposed_comm_ns = 20;
+  r.steps[0].category_ns[1] = 17;
+  r.collectives[0].process_group = 1;
+  r.collectives[0].seq = 42;
+  r.collectives[0].bytes = 1 << 20;
+  r.collectives[0].group_size = 2;
+  r.collectives[0].device = 3;
   const RankResult back = decode_rank_result(encode_rank_result(r));
-  EXPECT_EQ(encode_rank_result(back), encode_rank_result(r));
+  EXPECT_TRUE(back == r);
+  RankResult changed = back;
+  changed.collectives[0].device = 4;
+  EXPECT_FALSE(changed == r);  // the comparison sees nested fields
   EXPECT_EQ(back.gpu_utilization_pct, r.gpu_utilization_pct);
   EXPECT_EQ(back.overlap_pct, r.overlap_pct);
   EXPECT_EQ(back.breakdown_pct, r.breakdown_pct);
