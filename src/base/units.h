@@ -4,10 +4,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace ferret {
 
 std::string human_bytes(std::uint64_t bytes);  // "1.5 GiB"
 std::string human_duration(std::int64_t ns);   // "12.345 ms"
+
+// Parses a size such as "1GiB", "500M", "64k", "4096" (K/M/G/T are binary multiples, as are
+// KiB/MiB/GiB/TiB; KB/MB/GB/TB are decimal). Throws std::invalid_argument on bad text.
+std::uint64_t parse_size(std::string_view text);
 
 }  // namespace ferret

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/progress.h"

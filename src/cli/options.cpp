@@ -1,3 +1,4 @@
+#include "base/units.h"
 #include "cli/options.h"
 
 #include <fmt/format.h>
@@ -12,7 +13,6 @@
 #include <string_view>
 
 #include "cli/commands.h"
-#include "gen/trace_writer.h"
 #include "model/threads.h"
 
 namespace ferret::cli {

@@ -74,8 +74,4 @@ void append_ratio(std::string& out, std::uint64_t numerator, std::uint64_t denom
 // A JSON string literal with quotes, escaping quotes, backslashes and control characters.
 void append_json_string(std::string& out, std::string_view text);
 
-// Parses a size such as "1GiB", "500M", "64k", "4096" (K/M/G/T are binary multiples, as are
-// KiB/MiB/GiB/TiB; KB/MB/GB/TB are decimal). Throws std::invalid_argument on bad text.
-std::uint64_t parse_size(std::string_view text);
-
 }  // namespace ferret

@@ -59,27 +59,6 @@ TEST(AppendJsonString, EscapesQuotesBackslashesAndControls) {
   EXPECT_EQ(s, "\"a\\\"b\\\\c\\u000ad\"");
 }
 
-TEST(ParseSize, BinaryAndDecimalSuffixes) {
-  EXPECT_EQ(parse_size("4096"), 4096u);
-  EXPECT_EQ(parse_size("512K"), 512u << 10);
-  EXPECT_EQ(parse_size("512k"), 512u << 10);
-  EXPECT_EQ(parse_size("64KiB"), 64u << 10);
-  EXPECT_EQ(parse_size("100M"), 100ull << 20);
-  EXPECT_EQ(parse_size("100MiB"), 100ull << 20);
-  EXPECT_EQ(parse_size("1G"), 1ull << 30);
-  EXPECT_EQ(parse_size("1GiB"), 1ull << 30);
-  EXPECT_EQ(parse_size("2gib"), 2ull << 30);
-  EXPECT_EQ(parse_size("1GB"), 1000000000ull);
-  EXPECT_EQ(parse_size("3MB"), 3000000ull);
-  EXPECT_EQ(parse_size("1T"), 1ull << 40);
-  EXPECT_THROW(parse_size(""), std::invalid_argument);
-  EXPECT_THROW(parse_size("GiB"), std::invalid_argument);
-  EXPECT_THROW(parse_size("1X"), std::invalid_argument);
-  EXPECT_THROW(parse_size("1.5G"), std::invalid_argument);
-  EXPECT_THROW(parse_size("99999999999999999999"), std::invalid_argument);
-  EXPECT_THROW(parse_size("20000000000T"), std::invalid_argument);
-}
-
 TEST(OutputCompressionFor, SuffixAndFlags) {
   EXPECT_EQ(output_compression_for("a.json.gz", false, false), OutputCompression::kGzip);
   EXPECT_EQ(output_compression_for("a.json", false, false), OutputCompression::kNone);
