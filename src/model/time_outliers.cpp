@@ -4,7 +4,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -51,25 +50,45 @@ struct Bulk {
   }
 };
 
-std::optional<Bulk> find_bulk(std::span<const std::int64_t> sorted) {
+// Times of one group binned by whole hours (kOutlierMinGapNs) from the group's earliest start:
+// two times in one bin are less than the gap apart, so clusters only split between bins, and the
+// bins' first and last times decide where. Few bins even for long recordings (one per hour
+// holding events), so this costs a map lookup per event, mostly the cached bin, instead of a sort.
+struct Bin {
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  std::int64_t last = std::numeric_limits<std::int64_t>::min();
+  std::uint64_t events = 0;
+};
+using Bins = std::map<std::uint64_t, Bin>;
+
+std::optional<Bulk> find_bulk(const Bins& bins) {
   std::optional<Bulk> bulk;
-  std::size_t first_index = 0, end_index = 0;
-  std::size_t begin = 0;
-  for (std::size_t i = 1; i <= sorted.size(); ++i) {
-    if (i < sorted.size() && distance(sorted[i - 1], sorted[i]) < static_cast<std::uint64_t>(kOutlierMinGapNs))
-      continue;
-    if (i - begin > kOutlierMaxRunEvents) {
+  std::uint64_t bulk_begin = 0, bulk_end = 0;  // events before the bulk's first / after its last cluster
+  std::uint64_t seen = 0;                      // events before the current cluster
+  Bin cluster;
+  auto close = [&] {
+    if (cluster.events > kOutlierMaxRunEvents) {
       if (!bulk) {
-        bulk = Bulk{sorted[begin], sorted[i - 1]};
-        first_index = begin;
+        bulk = Bulk{cluster.first, cluster.last};
+        bulk_begin = seen;
       }
-      bulk->last = sorted[i - 1];
-      end_index = i;
+      bulk->last = cluster.last;
+      bulk_end = seen + cluster.events;
     }
-    begin = i;
+    seen += cluster.events;
+  };
+  for (const auto& [hour, bin] : bins) {
+    if (cluster.events > 0 && distance(cluster.last, bin.first) >= static_cast<std::uint64_t>(kOutlierMinGapNs)) {
+      close();
+      cluster = Bin{};
+    }
+    if (cluster.events == 0) cluster.first = bin.first;
+    cluster.last = bin.last;
+    cluster.events += bin.events;
   }
+  if (cluster.events > 0) close();
   if (!bulk) return std::nullopt;
-  bulk->events = end_index - first_index;
+  bulk->events = bulk_end - bulk_begin;
   const double relative = kOutlierGapToSpan * static_cast<double>(distance(bulk->first, bulk->last));
   bulk->far = relative >= 1.8e19
                   ? std::numeric_limits<std::uint64_t>::max()
@@ -102,24 +121,38 @@ class Groups {
   std::uint32_t last_id_ = kNoGroup;
 };
 
-// Per suspect group, the bulk of the chosen time (start or end) of the events `take` accepts.
-template <class Time, class Take>
+// Bins held at once, over all groups (about 64 bytes each): a recording occupies a few hours, so
+// only hostile input (events scattered over a million separate hours) reaches it; then nothing is
+// judged and a note says so, rather than the bins outgrowing the model.
+constexpr std::size_t kMaxBins = std::size_t{1} << 20;
+
+// Per suspect group, the bulk of the chosen time (start or end) of its events; `origin[g]` is at
+// or before every such time of group g. Empty when the events occupy more than kMaxBins hours.
+template <class Time>
 std::vector<std::optional<Bulk>> bulks_of(const TraceModel& model, const std::vector<std::uint32_t>& suspect_of,
-                                          std::size_t suspects, Time time, Take take) {
-  std::vector<std::size_t> begin(suspects + 1, 0);
-  for (std::size_t e = 0; e < model.size(); ++e)
-    if (suspect_of[e] != kNoGroup && take(e)) ++begin[suspect_of[e] + 1];
-  for (std::size_t g = 0; g < suspects; ++g) begin[g + 1] += begin[g];
-  std::vector<std::int64_t> times(begin.back());
-  std::vector<std::size_t> fill(begin.begin(), begin.end() - 1);
-  for (std::size_t e = 0; e < model.size(); ++e)
-    if (suspect_of[e] != kNoGroup && take(e)) times[fill[suspect_of[e]]++] = time(e);
-  std::vector<std::optional<Bulk>> bulks(suspects);
-  for (std::size_t g = 0; g < suspects; ++g) {
-    const std::span<std::int64_t> group(times.data() + begin[g], begin[g + 1] - begin[g]);
-    std::sort(group.begin(), group.end());
-    bulks[g] = find_bulk(group);
+                                          const std::vector<std::int64_t>& origin, Time time) {
+  std::size_t total_bins = 0;
+  std::vector<Bins> bins(origin.size());
+  std::vector<Bins::iterator> cached(origin.size());
+  for (std::size_t g = 0; g < bins.size(); ++g) cached[g] = bins[g].end();
+  for (std::size_t e = 0; e < model.size(); ++e) {
+    const std::uint32_t g = suspect_of[e];
+    if (g == kNoGroup) continue;
+    const std::int64_t t = time(e);
+    const std::uint64_t hour =
+        t <= origin[g] ? 0 : distance(origin[g], t) / static_cast<std::uint64_t>(kOutlierMinGapNs);
+    if (cached[g] == bins[g].end() || cached[g]->first != hour) {
+      const auto [at, added] = bins[g].try_emplace(hour);
+      if (added && ++total_bins > kMaxBins) return {};
+      cached[g] = at;
+    }
+    Bin& bin = cached[g]->second;
+    bin.first = std::min(bin.first, t);
+    bin.last = std::max(bin.last, t);
+    ++bin.events;
   }
+  std::vector<std::optional<Bulk>> bulks(origin.size());
+  for (std::size_t g = 0; g < bins.size(); ++g) bulks[g] = find_bulk(bins[g]);
   return bulks;
 }
 
@@ -132,6 +165,7 @@ std::vector<EventIndex> outliers_with_evidence(const TraceModel& model, const st
   for (std::size_t e = 0; e < model.size(); ++e)
     if (const std::uint32_t g = suspect_of[e]; g != kNoGroup && bulks[g] && far(e, *bulks[g])) ++count[g];
   std::vector<EventIndex> marked;
+  if (std::all_of(count.begin(), count.end(), [](std::uint64_t c) { return c == 0; })) return marked;
   for (std::size_t e = 0; e < model.size(); ++e) {
     const std::uint32_t g = suspect_of[e];
     if (g == kNoGroup || !bulks[g] || count[g] == 0 || bulks[g]->events < kOutlierEvidenceRatio * count[g]) continue;
@@ -218,12 +252,14 @@ TimeOutlierResult set_aside_time_outliers(TraceModel& model) {
     ++x.events;
   }
   std::vector<std::uint32_t> suspect_id(extents.size(), kNoGroup);
-  std::uint32_t suspects = 0;
+  std::vector<std::int64_t> origin;  // per suspect group: its earliest start, before every end too
   for (std::size_t g = 0; g < extents.size(); ++g)
     if (extents[g].events > kOutlierEvidenceRatio &&
-        distance(extents[g].first, extents[g].last) >= static_cast<std::uint64_t>(kOutlierMinGapNs))
-      suspect_id[g] = suspects++;
-  if (suspects == 0) return result;
+        distance(extents[g].first, extents[g].last) >= static_cast<std::uint64_t>(kOutlierMinGapNs)) {
+      suspect_id[g] = static_cast<std::uint32_t>(origin.size());
+      origin.push_back(extents[g].first);
+    }
+  if (origin.empty()) return result;
 
   std::vector<std::uint32_t> suspect_of(n, kNoGroup);
   for (std::size_t e = 0; e < n; ++e)
@@ -233,7 +269,12 @@ TimeOutlierResult set_aside_time_outliers(TraceModel& model) {
   // span that starts far earlier but reaches into the recording (an annotation around it) stays.
   auto start_of = [&](std::size_t e) { return model.ts_ns[e]; };
   auto end_of = [&](std::size_t e) { return saturating_end(model.ts_ns[e], model.dur_ns[e]); };
-  const auto start_bulks = bulks_of(model, suspect_of, suspects, start_of, [](std::size_t) { return true; });
+  const auto start_bulks = bulks_of(model, suspect_of, origin, start_of);
+  if (start_bulks.empty()) {
+    model.report.notes.push_back(fmt::format(
+        "time outliers not looked for: the events are scattered over more than {} separate hours", kMaxBins));
+    return result;
+  }
   const std::vector<EventIndex> removed = outliers_with_evidence(
       model, suspect_of, start_bulks,
       [&](std::size_t e, const Bulk& bulk) { return bulk.distance_to(start_of(e), end_of(e)) >= bulk.far; });
@@ -251,7 +292,8 @@ TimeOutlierResult set_aside_time_outliers(TraceModel& model) {
 
   // Ends of the events kept: a duration that reaches far past every other event's end is a
   // broken clock value; the start is sound, so the event stays with a duration of 0.
-  const auto end_bulks = bulks_of(model, suspect_of, suspects, end_of, [](std::size_t) { return true; });
+  auto end_bulks = bulks_of(model, suspect_of, origin, end_of);
+  if (end_bulks.empty()) end_bulks.resize(origin.size());  // ends too scattered: durations stay
   const std::vector<EventIndex> zeroed =
       outliers_with_evidence(model, suspect_of, end_bulks, [&](std::size_t e, const Bulk& bulk) {
         const std::int64_t end = end_of(e);

@@ -1,0 +1,35 @@
+// Cost of the time-outlier pass (model/time_outliers.h) on a loaded trace, next to building the
+// relations it precedes. Usage: time_outliers_bench TRACE [TRACE...]
+// The loader already ran the pass once; it is run again here on the same model (it finds nothing
+// the second time, so each run measures detection, the part every trace pays).
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "ingest/trace_loader.h"
+#include "model/relations.h"
+#include "model/time_outliers.h"
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    ferret::LoadOptions options;
+    options.build_relations = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    ferret::TraceModel model = ferret::load_trace(argv[i], options);
+    const auto t1 = std::chrono::steady_clock::now();
+    double best = 1e9;
+    for (int run = 0; run < 3; ++run) {
+      const auto s = std::chrono::steady_clock::now();
+      ferret::set_aside_time_outliers(model);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
+    }
+    const auto r0 = std::chrono::steady_clock::now();
+    ferret::build_relations(model);
+    const double relations = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
+    fmt::print("{}: {} events, load {:.2f} s, time outliers {:.3f} s (best of 3), relations {:.2f} s\n", argv[i],
+               model.size(), std::chrono::duration<double>(t1 - t0).count(), best, relations);
+  }
+  return 0;
+}
