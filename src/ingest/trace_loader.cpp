@@ -18,6 +18,7 @@
 #include "ingest/header_parser.h"
 #include "model/relations.h"
 #include "model/threads.h"
+#include "model/time_outliers.h"
 
 namespace ferret {
 
@@ -412,6 +413,8 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   if (scan.stray_closers > 0) model.report.skip("stray '}' between events", "traceEvents", scan.stray_closers);
   model.info.generation = detect_generation(model, scan, builder.has_decimal_ts());
   model.info.platform = detect_platform(model);
+  // Before relations: an event with a broken clock value must not enter steps or any analysis.
+  set_aside_time_outliers(model);
   if (options.build_relations) build_relations(model);
   return model;
 }

@@ -5,6 +5,7 @@
 // one block of the data itself, and appends stay O(1) with no copy.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,12 @@ class Column {
   // Appends a contiguous run, copying block by block.
   void append(std::span<const T> values) {
     for (const T& v : values) push_back(v);
+  }
+
+  // Keeps the first n values (n <= size()), freeing the blocks past them.
+  void truncate(std::size_t n) {
+    size_ = n;
+    blocks_.resize((n + kBlockSize - 1) >> kBlockBits);
   }
 
   T& operator[](std::size_t i) { return blocks_[i >> kBlockBits][i & (kBlockSize - 1)]; }
@@ -87,26 +94,20 @@ class PackedInt64Column {
       fresh.narrow = std::make_unique_for_overwrite<std::int32_t[]>(kBlockSize);
       fresh.base = value == INT64_MIN ? 0 : value;
     }
-    Block& b = blocks_.back();
-    if (b.narrow) {
-      if (value == INT64_MIN) {
-        b.narrow[j] = kAbsentCode;
-        ++size_;
-        return;
-      }
-      // Offsets in (INT32_MIN, INT32_MAX] fit; compute in unsigned to avoid overflow.
-      const std::uint64_t diff = static_cast<std::uint64_t>(value) - static_cast<std::uint64_t>(b.base);
-      const auto offset = static_cast<std::int64_t>(diff);
-      const bool no_wrap = (value >= b.base) == (offset >= 0);
-      if (no_wrap && offset > INT32_MIN && offset <= INT32_MAX) {
-        b.narrow[j] = static_cast<std::int32_t>(offset);
-        ++size_;
-        return;
-      }
-      widen(b, j);
-    }
-    b.wide[j] = value;
     ++size_;
+    store(blocks_.back(), j, j, value);
+  }
+
+  // Overwrites value i (i < size()); the block widens when the value does not fit its base.
+  void set(std::size_t i, std::int64_t value) {
+    const std::size_t block = i >> kBlockBits;
+    store(blocks_[block], i & (kBlockSize - 1), std::min(kBlockSize, size_ - (block << kBlockBits)), value);
+  }
+
+  // Keeps the first n values (n <= size()), freeing the blocks past them.
+  void truncate(std::size_t n) {
+    size_ = n;
+    blocks_.resize((n + kBlockSize - 1) >> kBlockBits);
   }
 
   std::int64_t operator[](std::size_t i) const {
@@ -131,6 +132,25 @@ class PackedInt64Column {
     std::unique_ptr<std::int32_t[]> narrow;
     std::unique_ptr<std::int64_t[]> wide;
   };
+  // Writes slot j of a block whose first `filled` slots hold values (j < filled).
+  void store(Block& b, std::size_t j, std::size_t filled, std::int64_t value) {
+    if (b.narrow) {
+      if (value == INT64_MIN) {
+        b.narrow[j] = kAbsentCode;
+        return;
+      }
+      // Offsets in (INT32_MIN, INT32_MAX] fit; compute in unsigned to avoid overflow.
+      const std::uint64_t diff = static_cast<std::uint64_t>(value) - static_cast<std::uint64_t>(b.base);
+      const auto offset = static_cast<std::int64_t>(diff);
+      const bool no_wrap = (value >= b.base) == (offset >= 0);
+      if (no_wrap && offset > INT32_MIN && offset <= INT32_MAX) {
+        b.narrow[j] = static_cast<std::int32_t>(offset);
+        return;
+      }
+      widen(b, filled);
+    }
+    b.wide[j] = value;
+  }
   void widen(Block& b, std::size_t filled) {
     b.wide = std::make_unique_for_overwrite<std::int64_t[]>(kBlockSize);
     for (std::size_t k = 0; k < filled; ++k) b.wide[k] = b.narrow[k] == kAbsentCode ? INT64_MIN : b.base + b.narrow[k];

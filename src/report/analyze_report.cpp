@@ -100,6 +100,17 @@ const GpuTimelineResult& reported_timeline(const TraceAnalysis& a) {
   return a.hta_timeline ? *a.hta_timeline : a.timeline;
 }
 
+// What ingestion repaired, skipped and noted, one line each (text and Markdown reports).
+std::vector<std::string> input_lines(const IngestReport& r) {
+  std::vector<std::string> lines;
+  for (const auto& [reason, issue] : r.repairs)
+    lines.push_back(fmt::format("repaired {} x {} (first at {})", issue.count, reason, issue.first_location));
+  for (const auto& [reason, issue] : r.skips)
+    lines.push_back(fmt::format("skipped {} x {} (first at {})", issue.count, reason, issue.first_location));
+  for (const std::string& note : r.notes) lines.push_back("note: " + note);
+  return lines;
+}
+
 }  // namespace
 
 std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style& st) {
@@ -193,13 +204,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   if (r.repair_count() + r.skip_count() > 0 || !r.notes.empty()) {
     out +=
         fmt::format("\n{}Input{}: {} repaired, {} skipped\n", st.bold(), st.reset(), r.repair_count(), r.skip_count());
-    for (const auto& [reason, issue] : r.repairs)
-      out +=
-          wrap(fmt::format("repaired {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
-    for (const auto& [reason, issue] : r.skips)
-      out +=
-          wrap(fmt::format("skipped {} x {} (first at {})", issue.count, reason, issue.first_location), kWidth, "  ");
-    for (const std::string& note : r.notes) out += wrap("note: " + note, kWidth, "  ");
+    for (const std::string& line : input_lines(r)) out += wrap(line, kWidth, "  ");
   }
   return out;
 }
@@ -413,6 +418,11 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
       out += escape_markdown(replays) + "\n\n";
   }
   out += findings_markdown(d.findings);
+  const IngestReport& r = a.model->report;
+  if (r.repair_count() + r.skip_count() > 0 || !r.notes.empty()) {
+    out += fmt::format("\n**Input**: {} repaired, {} skipped\n\n", r.repair_count(), r.skip_count());
+    for (const std::string& line : input_lines(r)) out += "- " + escape_markdown(line) + "\n";
+  }
   return out;
 }
 

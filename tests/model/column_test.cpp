@@ -125,5 +125,37 @@ TEST(Column, ConstIterationAndBack) {
   EXPECT_EQ(c.back(), 8);
 }
 
+TEST(Column, SetAndTruncateForInPlaceCompaction) {
+  // A narrow block (base 100) given a value 2^40 away widens and keeps its other values; the
+  // absent marker stays absent; truncating to a block boundary frees the block after it, and
+  // appends go on from the new end.
+  PackedInt64Column c;
+  const std::size_t n = PackedInt64Column::kBlockSize + 3;
+  for (std::size_t i = 0; i < n; ++i) c.push_back(100 + static_cast<std::int64_t>(i));
+  EXPECT_EQ(c.memory_bytes(), 2 * PackedInt64Column::kBlockSize * 4);
+  c.set(1, std::int64_t{1} << 40);
+  c.set(2, INT64_MIN);
+  EXPECT_EQ(c[0], 100);
+  EXPECT_EQ(c[1], std::int64_t{1} << 40);
+  EXPECT_EQ(c[2], INT64_MIN);
+  EXPECT_EQ(c[3], 103);
+  EXPECT_EQ(c.memory_bytes(), PackedInt64Column::kBlockSize * (8 + 4));
+  c.truncate(PackedInt64Column::kBlockSize);
+  EXPECT_EQ(c.memory_bytes(), PackedInt64Column::kBlockSize * 8);
+  c.push_back(-5);
+  ASSERT_EQ(c.size(), PackedInt64Column::kBlockSize + 1);
+  EXPECT_EQ(c[PackedInt64Column::kBlockSize], -5);
+  EXPECT_EQ(c[PackedInt64Column::kBlockSize - 1], 100 + static_cast<std::int64_t>(PackedInt64Column::kBlockSize) - 1);
+
+  Column<int, 2> small;  // blocks of 4
+  for (int i = 0; i < 9; ++i) small.push_back(i);
+  small.truncate(5);
+  EXPECT_EQ(small.memory_bytes(), 2 * 4 * sizeof(int));
+  small.push_back(42);
+  ASSERT_EQ(small.size(), 6u);
+  EXPECT_EQ(small[4], 4);
+  EXPECT_EQ(small[5], 42);
+}
+
 }  // namespace
 }  // namespace ferret

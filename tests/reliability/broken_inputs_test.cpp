@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -201,6 +202,8 @@ struct Case {
   bool must_reject = false;      // nothing is usable: exit 2 expected
   double bound_s = 0;            // time bound; 0: proportional to the size
   std::string same_analysis_as;  // analyze --json must equal the output for these bytes
+  // Or only the step time (within 0.1%) and the top finding must equal theirs for these bytes.
+  std::string same_verdict_as;
   std::function<void(const std::string& md, const std::string& text)> check_output;
 };
 
@@ -302,8 +305,9 @@ class ClassTally {
     const std::string tag = name_ + " / " + c.label;
 
     std::string reference;
-    if (!c.same_analysis_as.empty()) {
-      write_file(target, c.same_analysis_as);
+    const std::string& reference_bytes = c.same_analysis_as.empty() ? c.same_verdict_as : c.same_analysis_as;
+    if (!reference_bytes.empty()) {
+      write_file(target, reference_bytes);
       reference = run("analyze --json " + c.extra_args + " " + file_arg, "", bound).out;
       write_file(target, c.bytes);
     }
@@ -409,6 +413,21 @@ class ClassTally {
              got.substr(at > 200 ? at - 200 : 0, 400) + "\n---- expected ----\n" +
              want.substr(at > 200 ? at - 200 : 0, 400));
       }
+    }
+    if (!c.same_verdict_as.empty()) {
+      const json got = json::parse(analyze.out, nullptr, false), want = json::parse(reference, nullptr, false);
+      if (got.is_discarded() || want.is_discarded()) {
+        fail("analyze --json of the case or its base is invalid");
+        return false;
+      }
+      const json &g = got["traces"][0], &w = want["traces"][0];
+      const double got_step = g["steps"].value("avg_us", 0.0), want_step = w["steps"].value("avg_us", 0.0);
+      if (std::abs(got_step - want_step) > 0.001 * want_step)
+        fail("step time " + std::to_string(got_step) + " us differs from the base's " + std::to_string(want_step) +
+             " us");
+      const std::string got_top = g["findings"].empty() ? "none" : g["findings"][0].value("id", "");
+      const std::string want_top = w["findings"].empty() ? "none" : w["findings"][0].value("id", "");
+      if (got_top != want_top) fail("top finding " + got_top + " differs from the base's " + want_top);
     }
     if (c.check_output && markdown.exit_code == 0) c.check_output(markdown.out, text.out);
 
@@ -774,6 +793,40 @@ TEST(BrokenInputs, Durations) {
        R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#9","pid":100,"tid":100,"ts":1900,"dur":-100})", true},
   };
   for (const auto& [label, event, counted] : cases) tally.check(with_event(b, label, event, counted));
+}
+
+TEST(BrokenInputs, TimeOutliers) {
+  ClassTally tally("time outliers",
+                   "one kernel, op, runtime call or memcpy moved days or years later or earlier, to 2^62 ns, or "
+                   "given a duration of days: step time and top finding must equal the undamaged trace's");
+  const Base& b = gpu_base();
+  const std::string base_text = b.text();
+  // `ts` and `dur` of the trace are microseconds.
+  constexpr double kDayUs = 86400e6;
+  const std::vector<std::pair<std::string, std::function<void(ordered_json&)>>> damages = {
+      {"3 days later", [](ordered_json& e) { e["ts"] = e["ts"].get<double>() + 3 * kDayUs; }},
+      {"5 years later", [](ordered_json& e) { e["ts"] = e["ts"].get<double>() + 5 * 365 * kDayUs; }},
+      {"3 days earlier", [](ordered_json& e) { e["ts"] = e["ts"].get<double>() - 3 * kDayUs; }},
+      {"5 years earlier", [](ordered_json& e) { e["ts"] = e["ts"].get<double>() - 5 * 365 * kDayUs; }},
+      {"at 2^62 ns", [](ordered_json& e) { e["ts"] = "@2^62@"; }},
+      {"lasting 5 days", [](ordered_json& e) { e["dur"] = 5 * kDayUs; }},
+  };
+  for (const char* category : {"kernel", "cpu_op", "cuda_runtime", "gpu_memcpy"}) {
+    std::vector<std::size_t> of_category;
+    for (std::size_t i = 0; i < b.events.size(); ++i)
+      if (ordered_json::parse(b.events[i]).value("cat", "") == category) of_category.push_back(i);
+    ASSERT_FALSE(of_category.empty()) << category;
+    const std::size_t victim = of_category[of_category.size() / 2];
+    for (const auto& [label, damage] : damages) {
+      ordered_json event = ordered_json::parse(b.events[victim]);
+      damage(event);
+      std::vector<std::string> evs = b.events;
+      evs[victim] = replace_all(event.dump(), "\"@2^62@\"", "4611686018427387.904");
+      Case c = whole(b, std::string(category) + " " + label, b.text_of(evs), true, 1);
+      c.same_verdict_as = base_text;
+      tally.check(c);
+    }
+  }
 }
 
 TEST(BrokenInputs, OutOfOrder) {

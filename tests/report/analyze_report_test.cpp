@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 
@@ -50,6 +53,29 @@ TEST(AnalyzeReport, JsonHasTheDocumentedKeys) {
   for (const char* key : {"headline", "dimension", "max_speedup"}) EXPECT_TRUE(j["verdict"].contains(key));
   EXPECT_TRUE(j["findings"].is_array());
   EXPECT_EQ(j["hot_spots"]["kernels"][0]["name"], "<script>alert(1)</script>|*x*");  // JSON keeps text as is
+}
+
+TEST(AnalyzeReport, SetAsideEventsAreNotedInEveryFormat) {
+  // Nine kernels of 10 us in one step of 1000 us (every 100 us from 0); a tenth 115 days later
+  // (9,936,000 s = 9.936e12 us) is set aside: all three reports say so, with its name.
+  std::vector<std::string> events = {test::span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000)};
+  for (int k = 0; k < 9; ++k) events.push_back(test::span("kernel", "gemm", 0, 7, 100.0 * k, 10));
+  events.push_back(test::span("kernel", "late", 0, 7, 9.936e12, 10));
+  const TraceModel model = load_trace_text(test::trace(events));
+  const TraceAnalysis analysis = analyze_trace(model, {});
+  const Diagnosis diagnosis = diagnose(analysis);
+  const std::string md = analyze_markdown(analysis, diagnosis);
+  const std::string text = analyze_text(analysis, diagnosis, Style{});
+  const nlohmann::ordered_json j = analyze_json(analysis, diagnosis);
+  EXPECT_NE(md.find("**Input**: 0 repaired, 1 skipped"), std::string::npos) << md;
+  EXPECT_NE(md.find("- skipped 1 x event far in time from every other event of its kind and process"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("&quot;late&quot; (kernel, device 0)"), std::string::npos) << md;  // quotes escaped
+  EXPECT_NE(text.find("skipped 1 x event far in time"), std::string::npos) << text;
+  ASSERT_EQ(j["input"]["skips"].size(), 1u);
+  EXPECT_EQ(j["input"]["skips"][0]["count"], 1);
+  EXPECT_DOUBLE_EQ(j["steps"]["avg_us"].get<double>(), 1000.0);
 }
 
 TEST(AnalyzeReport, TextFitsEightyColumns) {
