@@ -147,7 +147,9 @@ std::uint64_t input_host_bytes(const std::vector<InputSpec>& inputs, bool on_cpu
   for (const InputSpec& spec : inputs) {
     const bool floating = spec.dtype == DType::kFloat32 || spec.dtype == DType::kFloat16 ||
                           spec.dtype == DType::kBFloat16 || spec.dtype == DType::kFloat64;
-    largest_staging = std::max(largest_staging, spec.elements() * (floating ? 4 : 8));
+    // A CPU input already in the staging dtype is the staging tensor itself (no conversion copy).
+    const bool converted = !on_cpu || spec.dtype != (floating ? DType::kFloat32 : DType::kInt64);
+    if (converted) largest_staging = std::max(largest_staging, spec.elements() * (floating ? 4 : 8));
     if (on_cpu) kept += spec.bytes();
   }
   return kept + largest_staging;

@@ -57,8 +57,8 @@ InputSpec parse_input_spec(std::string_view text);
 std::string input_specs_text(const std::vector<InputSpec>& specs);
 
 // Host memory the runner needs to make the inputs: each is drawn as float32 or int64 on the CPU
-// and then converted, so the largest such staging tensor, plus every converted tensor that stays
-// on the CPU (on_cpu: the device is the CPU).
+// and then converted, so every input that stays on the CPU (on_cpu: the device is the CPU) plus
+// the largest staging tensor that is converted or moved to the GPU.
 std::uint64_t input_host_bytes(const std::vector<InputSpec>& inputs, bool on_cpu);
 // Throws BenchError giving the bytes needed and available when input_host_bytes exceeds
 // available_bytes (0: unknown, no check). Runs before anything is allocated.

@@ -149,6 +149,10 @@ TEST(InputSpec, InputsBeyondTheAvailableMemoryAreRefusedBeforeAllocating) {
   const std::vector<InputSpec> inputs = {parse_input_spec("1024x1024x256:float16")};
   EXPECT_EQ(input_host_bytes(inputs, true), 1610612736u);
   EXPECT_EQ(input_host_bytes(inputs, false), 1073741824u);
+  // Already float32 on the CPU: made in place, 2^28 x 4 = 2^30 bytes; plus 8 x 2^20 int32 inputs
+  // made as int64 (2^26 bytes staging) and kept as int32 (2^25).
+  const std::vector<InputSpec> mixed = {parse_input_spec("1024x1024x256:float32"), parse_input_spec("8x1048576:int32")};
+  EXPECT_EQ(input_host_bytes(mixed, true), (1u << 30) + (1u << 25) + (1u << 26));
   const std::string refused = error_of([&] { check_inputs_fit(inputs, true, 1ull << 30); });
   EXPECT_NE(refused.find("needs 1610612736 bytes (1.5 GiB)"), std::string::npos) << refused;
   EXPECT_NE(refused.find("only 1073741824 bytes (1.0 GiB) are available"), std::string::npos) << refused;
