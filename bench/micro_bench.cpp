@@ -1,12 +1,16 @@
-// Micro-benchmarks of ingestion's hot paths (Google Benchmark): the exact decimal time parser,
-// the event-boundary scanner and the batch parser, each on generated in-memory input.
+// Micro-benchmarks (Google Benchmark) of ingestion's hot paths: the exact decimal time parser, the
+// event-boundary scanner and the batch parser, each on generated in-memory input; and of
+// `ferret compare`'s statistics on two large runs.
 // Throughput is bytes of JSON per second; run: build/bench/micro_bench
 #include <benchmark/benchmark.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "bench/statistics.h"
 #include "ingest/byte_source.h"
 #include "ingest/decimal.h"
 #include "ingest/event_parser.h"
@@ -92,5 +96,19 @@ void BM_ScanAndParseBatches(benchmark::State& state) {
 BENCHMARK(BM_ScanAndParseBatches);
 
 }  // namespace
+
+// compare_samples on two runs of state.range(0) uniform samples each, the second 1% slower: the
+// work of `ferret compare` after loading (the bootstrap, Mann-Whitney U, Hodges-Lehmann).
+void BM_CompareSamples(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::mt19937_64 rng(1);
+  std::vector<double> a(n), b(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = 1.0 + static_cast<double>(rng() >> 11) * 0x1p-53;
+    b[i] = 1.01 + static_cast<double>(rng() >> 11) * 0x1p-53;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(ferret::stats::compare_samples(a, b));
+}
+BENCHMARK(BM_CompareSamples)->Arg(10000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -107,7 +107,18 @@ InputSpec parse_input_spec(std::string_view raw) {
     spec.dtype = found->dtype;
   }
   if (shape_text.empty()) throw BenchError(quoted + ": no shape before the dtype; expected e.g. 8x3x224x224:float32");
+  // "2 x 4" unquoted on a command line is three arguments, so spaces are not part of the form.
+  if (shape_text.find_first_of(" \t") != std::string_view::npos) {
+    std::string joined;
+    for (char c : shape_text)
+      if (c != ' ' && c != '\t') joined += c;
+    throw BenchError(
+        fmt::format("{}: spaces inside the shape; dimensions are joined by 'x' alone: {}", quoted, joined));
+  }
+  // The product is checked in floating point so the message can say how much a typo would need.
+  double needed_bytes = static_cast<double>(dtype_bytes(spec.dtype));
   std::uint64_t bytes = dtype_bytes(spec.dtype);
+  bool too_large = false;
   std::size_t start = 0;
   for (;;) {
     const std::size_t x = shape_text.find('x', start);
@@ -118,14 +129,84 @@ InputSpec parse_input_spec(std::string_view raw) {
       throw BenchError(fmt::format("{}: dimension {} (\"{}\") is not a positive integer", quoted, position, dim_text));
     if (spec.shape.size() == kMaxInputDims)
       throw BenchError(fmt::format("{}: more than {} dimensions", quoted, kMaxInputDims));
-    if (dim > kMaxInputBytes || bytes > kMaxInputBytes / dim)
-      throw BenchError(fmt::format("{}: larger than {} TiB", quoted, kMaxInputBytes >> 40));
-    bytes *= dim;
+    needed_bytes *= static_cast<double>(dim);
+    too_large = too_large || dim > kMaxInputBytes || bytes > kMaxInputBytes / dim;
+    if (!too_large) bytes *= dim;
     spec.shape.push_back(static_cast<std::int64_t>(dim));
     if (x == std::string_view::npos) break;
     start = x + 1;
   }
+  if (too_large)
+    throw BenchError(fmt::format("{}: the tensor would need {:.3g} bytes, larger than {} TiB", quoted, needed_bytes,
+                                 kMaxInputBytes >> 40));
   return spec;
+}
+
+std::uint64_t input_host_bytes(const std::vector<InputSpec>& inputs, bool on_cpu) {
+  std::uint64_t kept = 0, largest_staging = 0;
+  for (const InputSpec& spec : inputs) {
+    const bool floating = spec.dtype == DType::kFloat32 || spec.dtype == DType::kFloat16 ||
+                          spec.dtype == DType::kBFloat16 || spec.dtype == DType::kFloat64;
+    // A CPU input already in the staging dtype is the staging tensor itself (no conversion copy).
+    const bool converted = !on_cpu || spec.dtype != (floating ? DType::kFloat32 : DType::kInt64);
+    if (converted) largest_staging = std::max(largest_staging, spec.elements() * (floating ? 4 : 8));
+    if (on_cpu) kept += spec.bytes();
+  }
+  return kept + largest_staging;
+}
+
+void check_inputs_fit(const std::vector<InputSpec>& inputs, bool on_cpu, std::uint64_t available_bytes) {
+  if (available_bytes == 0) return;
+  const std::uint64_t needed = input_host_bytes(inputs, on_cpu);
+  if (needed <= available_bytes) return;
+  throw BenchError(
+      fmt::format("--input {}: making the inputs needs {} bytes ({:.1f} GiB) of memory, but only {} bytes "
+                  "({:.1f} GiB) are available; use smaller shapes",
+                  input_specs_text(inputs), needed, static_cast<double>(needed) / (1ull << 30), available_bytes,
+                  static_cast<double>(available_bytes) / (1ull << 30)));
+}
+
+std::uint64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+std::string_view unicode_text_encoding(std::string_view head) {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(head[i]); };
+  if (head.size() >= 4 && byte(0) == 0xFF && byte(1) == 0xFE && byte(2) == 0 && byte(3) == 0) return "UTF-32LE";
+  if (head.size() >= 4 && byte(0) == 0 && byte(1) == 0 && byte(2) == 0xFE && byte(3) == 0xFF) return "UTF-32BE";
+  if (head.size() >= 2 && byte(0) == 0xFF && byte(1) == 0xFE) return "UTF-16LE";
+  if (head.size() >= 2 && byte(0) == 0xFE && byte(1) == 0xFF) return "UTF-16BE";
+  // Without a mark: ASCII characters leave every other byte (UTF-16) or three bytes in four
+  // (UTF-32) zero, in a fixed position. Judged on whole units of the first 64 bytes.
+  const std::size_t length = std::min<std::size_t>(head.size(), 64) / 4 * 4;
+  if (length == 0) return "";
+  auto matches = [&](std::size_t period, std::size_t ascii_at) {
+    for (std::size_t i = 0; i < length; ++i)
+      if ((byte(i) == 0) == (i % period == ascii_at)) return false;
+    return true;
+  };
+  if (matches(4, 0)) return "UTF-32LE";
+  if (matches(4, 3)) return "UTF-32BE";
+  if (matches(2, 0)) return "UTF-16LE";
+  if (matches(2, 1)) return "UTF-16BE";
+  return "";
+}
+
+void check_not_unicode_text(const std::string& model_path) {
+  std::ifstream in(model_path, std::ios::binary);
+  char head[64];
+  in.read(head, sizeof head);
+  const std::string_view encoding =
+      unicode_text_encoding(std::string_view(head, static_cast<std::size_t>(in.gcount())));
+  if (!encoding.empty())
+    throw BenchError(fmt::format("{} is {} text, not a TorchScript model (the zip archive torch.jit.save writes)",
+                                 model_path, encoding));
 }
 
 std::string DeviceSpec::text() const { return cuda ? fmt::format("cuda:{}", index) : std::string("cpu"); }
@@ -172,6 +253,7 @@ void finalize_options(BenchOptions& o) {
   if (!std::isfinite(o.batch_size) || o.batch_size < 0)
     throw BenchError(fmt::format("--batch-size {}: expected a positive number of items per call", o.batch_size));
   if (o.batch_size == 0) o.batch_size = o.inputs.empty() ? 1.0 : static_cast<double>(o.inputs.front().shape.front());
+  check_inputs_fit(o.inputs, !o.device.cuda, available_memory_bytes());
   if (o.profile_calls == 0 || o.profile_calls > kMaxProfileCalls)
     throw BenchError(fmt::format("--profile-calls {}: expected 1 to {}", o.profile_calls, kMaxProfileCalls));
 }

@@ -113,6 +113,7 @@ class Statement {
   }
 
   std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  int type(int col) const { return sqlite3_column_type(stmt_, col); }
   double real(int col) const {
     return sqlite3_column_type(stmt_, col) == SQLITE_NULL ? stats::kNaN : sqlite3_column_double(stmt_, col);
   }
@@ -240,10 +241,27 @@ std::string metrics_json(const std::vector<std::pair<std::string, double>>& metr
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// A run row that cannot be read as ferret wrote it (edited by hand, or by another program).
+class MalformedRun : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+const char* type_name(int sqlite_type) {
+  switch (sqlite_type) {
+    case SQLITE_INTEGER: return "an integer";
+    case SQLITE_FLOAT: return "a real";
+    case SQLITE_TEXT: return "text";
+    case SQLITE_BLOB: return "a blob";
+    default: return "NULL";
+  }
+}
+
 json parse_object(const std::string& text, const std::string& path, std::int64_t id, const char* column) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object())
-    throw StoreError(fmt::format("history database {}: run #{} has a malformed {} column", path, id, column));
+    throw MalformedRun(
+        fmt::format("history database {}: run #{} has a malformed {} column (not a JSON object)", path, id, column));
   return j;
 }
 
@@ -254,9 +272,26 @@ Fields parse_fields(const std::string& text, const std::string& path, std::int64
   return fields;
 }
 
+// SQLite stores whatever a hand edit puts in a column; reading text or NULL as a number would
+// silently give 0, so each column's storage class is checked against what ferret writes.
+void expect_column_type(const Statement& s, int col, bool numeric, const std::string& path, std::int64_t id,
+                        const char* column) {
+  const int type = s.type(col);
+  const bool ok = numeric ? (type == SQLITE_INTEGER || type == SQLITE_FLOAT) : type == SQLITE_TEXT;
+  if (!ok)
+    throw MalformedRun(fmt::format("history database {}: run #{} has {} in its {} column, not {}", path, id,
+                                   type_name(type), column, numeric ? "a number" : "text"));
+}
+
 RunRecord read_run(const Statement& s, const std::string& path) {
   RunRecord r;
   r.id = s.int64(0);
+  static constexpr const char* kTextColumns[] = {"label", "created_at", "kind", "subject", "unit"};
+  for (int col = 1; col <= 5; ++col) expect_column_type(s, col, false, path, r.id, kTextColumns[col - 1]);
+  expect_column_type(s, 6, true, path, r.id, "warmup");
+  expect_column_type(s, 7, true, path, r.id, "batch_size");
+  for (int col = 8; col <= 10; ++col)
+    expect_column_type(s, col, false, path, r.id, col == 8 ? "settings" : col == 9 ? "metrics" : "environment");
   r.label = s.text(1);
   r.created_at = s.text(2);
   r.kind = s.text(3);
@@ -271,10 +306,19 @@ RunRecord read_run(const Statement& s, const std::string& path) {
   return r;
 }
 
-void load_samples(sqlite3* db, const std::string& path, RunRecord& run) {
-  Statement s(db, "SELECT value FROM samples WHERE run_id = ?1 ORDER BY idx", path);
+// A sample stored as text or a blob is skipped and named in `skipped` (NULL is a stored NaN).
+void load_samples(sqlite3* db, const std::string& path, RunRecord& run, std::vector<std::string>& skipped) {
+  Statement s(db, "SELECT idx, value FROM samples WHERE run_id = ?1 ORDER BY idx", path);
   s.bind(1, run.id);
-  while (s.step("reading samples")) run.samples.push_back(s.real(0));
+  while (s.step("reading samples")) {
+    const int type = s.type(1);
+    if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
+      skipped.push_back(fmt::format("history database {}: run #{} sample {} is {}, not a number: skipped", path, run.id,
+                                    s.int64(0), type_name(type)));
+      continue;
+    }
+    run.samples.push_back(s.real(1));
+  }
 }
 
 // "12" / "#12" -> 12; anything else -> nullopt.
@@ -297,13 +341,14 @@ HistoryStore::~HistoryStore() {
 }
 
 HistoryStore::HistoryStore(HistoryStore&& other) noexcept
-    : path_(std::move(other.path_)), db_(std::exchange(other.db_, nullptr)) {}
+    : path_(std::move(other.path_)), db_(std::exchange(other.db_, nullptr)), skipped_(std::move(other.skipped_)) {}
 
 HistoryStore& HistoryStore::operator=(HistoryStore&& other) noexcept {
   if (this != &other) {
     if (db_) sqlite3_close_v2(db_);
     path_ = std::move(other.path_);
     db_ = std::exchange(other.db_, nullptr);
+    skipped_ = std::move(other.skipped_);
   }
   return *this;
 }
@@ -315,6 +360,12 @@ HistoryStore HistoryStore::open_existing(const std::string& path) {
         fmt::format("no history database at {}: record runs with `ferret bench MODEL --record --label NAME`, "
                     "or name the database with --db",
                     path));
+  // SQLite would happily turn an empty file into a database; a reading command leaves it as it is.
+  if (S_ISREG(st.st_mode) && st.st_size == 0)
+    throw StoreError(
+        fmt::format("{} is empty, not a ferret history database; `ferret bench MODEL --record --db {}` creates "
+                    "one there, or name another database with --db",
+                    path, path));
   return open(path);
 }
 
@@ -417,10 +468,16 @@ std::vector<RunRecord> HistoryStore::list(const std::string& label, std::size_t 
     Statement s(db_, sql, path_);
     if (!label.empty()) s.bind(1, label);
     s.bind(2, limit == 0 ? std::int64_t{-1} : static_cast<std::int64_t>(limit));
-    while (s.step("listing runs")) runs.push_back(read_run(s, path_));
+    while (s.step("listing runs")) {
+      try {
+        runs.push_back(read_run(s, path_));
+      } catch (const MalformedRun& e) {
+        skipped_.push_back(std::string(e.what()) + ": skipped");
+      }
+    }
   }
   if (with_samples)
-    for (RunRecord& run : runs) load_samples(db_, path_, run);
+    for (RunRecord& run : runs) load_samples(db_, path_, run, skipped_);
   return runs;
 }
 
@@ -455,7 +512,7 @@ std::optional<RunRecord> HistoryStore::find(const std::string& ref) const {
         run = by_label(ref.substr(0, tilde), *back);
     }
   }
-  if (run) load_samples(db_, path_, *run);
+  if (run) load_samples(db_, path_, *run, skipped_);
   return run;
 }
 

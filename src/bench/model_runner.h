@@ -56,6 +56,23 @@ InputSpec parse_input_spec(std::string_view text);
 // The specs' text() joined by spaces, "" for none.
 std::string input_specs_text(const std::vector<InputSpec>& specs);
 
+// Host memory the runner needs to make the inputs: each is drawn as float32 or int64 on the CPU
+// and then converted, so every input that stays on the CPU (on_cpu: the device is the CPU) plus
+// the largest staging tensor that is converted or moved to the GPU.
+std::uint64_t input_host_bytes(const std::vector<InputSpec>& inputs, bool on_cpu);
+// Throws BenchError giving the bytes needed and available when input_host_bytes exceeds
+// available_bytes (0: unknown, no check). Runs before anything is allocated.
+void check_inputs_fit(const std::vector<InputSpec>& inputs, bool on_cpu, std::uint64_t available_bytes);
+// MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read.
+std::uint64_t available_memory_bytes();
+
+// "UTF-32LE", "UTF-32BE", "UTF-16LE" or "UTF-16BE" when the first bytes of a file are such a
+// byte-order mark or, without one, the NUL pattern of ASCII text in that encoding; "" otherwise.
+std::string_view unicode_text_encoding(std::string_view head);
+// Throws BenchError naming the encoding when the model file is UTF-16 or UTF-32 text (a script
+// saved by an editor, not torch.jit.save's zip archive), instead of torch's zip-reader error.
+void check_not_unicode_text(const std::string& model_path);
+
 // ---- Device --------------------------------------------------------------------------------------
 
 struct DeviceSpec {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -54,6 +55,83 @@ double median_of(std::span<const double> samples) {
 // Fills `out` with out.size() draws with replacement from `samples`.
 void resample(std::mt19937_64& rng, std::span<const double> samples, std::span<double> out) {
   for (double& x : out) x = samples[uniform_index(rng, samples.size())];
+}
+
+// ---- Order-statistic bootstrap helpers ----
+
+// A uniform double in (0, 1) from the top 53 bits of one draw: portable, unlike
+// std::uniform_real_distribution, and never 0, so its logarithm is finite.
+double unit_uniform(std::mt19937_64& rng) { return (static_cast<double>(rng() >> 11) + 0.5) * 0x1p-53; }
+
+// Box–Muller (1958): one standard normal from two uniforms.
+double standard_normal(std::mt19937_64& rng) {
+  const double radius = std::sqrt(-2.0 * std::log(unit_uniform(rng)));
+  return radius * std::cos(2.0 * std::numbers::pi * unit_uniform(rng));
+}
+
+// Gamma(shape, 1) for shape >= 1 by Marsaglia & Tsang (2000), "A simple method for generating
+// gamma variables", ACM TOMS 26(3): a squeeze-free acceptance test on a transformed normal.
+double gamma_variate(std::mt19937_64& rng, double shape) {
+  const double d = shape - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x = 0.0, v = 0.0;
+    do {
+      x = standard_normal(rng);
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    if (std::log(unit_uniform(rng)) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+  }
+}
+
+// Beta(a, b) as G_a / (G_a + G_b) with independent gammas; a, b >= 1.
+double beta_variate(std::mt19937_64& rng, double a, double b) {
+  const double ga = gamma_variate(rng, a);
+  return ga / (ga + gamma_variate(rng, b));
+}
+
+// The type-7 median of n draws with replacement from `sorted`, drawn in O(1). The draws are
+// indices floor(n U_i) with U_i uniform; floor is monotone, so the k-th smallest index is
+// floor(n U_(k)), and U_(k) ~ Beta(k, n + 1 - k) (David & Nagaraja, Order Statistics, 2003,
+// sec. 2.2). For even n the next order statistic is U_(k) plus (1 - U_(k)) times the smallest of
+// the n - k uniforms above it, whose distribution is Beta(1, n - k): 1 - W^(1 / (n - k)).
+double order_statistic_median(std::mt19937_64& rng, std::span<const double> sorted) {
+  const std::size_t n = sorted.size();
+  const std::size_t k = (n + 1) / 2;  // 1-based rank of the (lower) middle
+  const double nd = static_cast<double>(n);
+  auto index = [n, nd](double u) { return std::min(n - 1, static_cast<std::size_t>(u * nd)); };
+  const double lower_u = beta_variate(rng, static_cast<double>(k), static_cast<double>(n + 1 - k));
+  if (n % 2 == 1) return sorted[index(lower_u)];
+  const double gap = 1.0 - std::pow(unit_uniform(rng), 1.0 / static_cast<double>(n - k));
+  return interpolate(sorted[index(lower_u)], sorted[index(lower_u + (1.0 - lower_u) * gap)], 0.5);
+}
+
+// Draws bootstrap replicates of one sample's median by either method.
+class ReplicateMedians {
+ public:
+  ReplicateMedians(std::span<const double> samples, BootstrapMethod method) : samples_(samples), method_(method) {
+    if (method_ == BootstrapMethod::kOrderStatistic) {
+      buffer_ = sorted_copy(samples);
+    } else {
+      buffer_.resize(samples.size());
+    }
+  }
+  double draw(std::mt19937_64& rng) {
+    if (method_ == BootstrapMethod::kOrderStatistic) return order_statistic_median(rng, buffer_);
+    resample(rng, samples_, buffer_);
+    return median_in_place(buffer_);
+  }
+
+ private:
+  std::span<const double> samples_;
+  BootstrapMethod method_;
+  std::vector<double> buffer_;  // sorted samples, or the resample being drawn
+};
+
+BootstrapMethod resolve(BootstrapMethod method, std::size_t largest_run) {
+  if (method != BootstrapMethod::kAuto) return method;
+  return largest_run > kOrderStatisticBootstrapMinSize ? BootstrapMethod::kOrderStatistic : BootstrapMethod::kResample;
 }
 
 bool valid_bootstrap_request(double confidence, int resamples) {
@@ -188,21 +266,20 @@ bool is_noisy(const Summary& s) { return relative_iqr(s) > kNoisyRelativeIqr; }
 
 // ---- Bootstrap ---------------------------------------------------------------------------------
 
-Interval bootstrap_median_ci(std::span<const double> samples, double confidence, int resamples, std::uint64_t seed) {
+Interval bootstrap_median_ci(std::span<const double> samples, double confidence, int resamples, std::uint64_t seed,
+                             BootstrapMethod method) {
   Interval interval;
   interval.confidence = confidence;
   interval.resamples = resamples;
+  interval.method = resolve(method, samples.size());
   if (samples.empty() || !all_finite(samples)) return interval;
   interval.estimate = median_of(samples);
   if (!valid_bootstrap_request(confidence, resamples)) return interval;
 
   std::mt19937_64 rng(seed);
-  std::vector<double> draw(samples.size());
+  ReplicateMedians replicates(samples, interval.method);
   std::vector<double> medians(static_cast<std::size_t>(resamples));
-  for (double& median : medians) {
-    resample(rng, samples, draw);
-    median = median_in_place(draw);
-  }
+  for (double& median : medians) median = replicates.draw(rng);
   percentile_bounds(medians, interval);
   return interval;
 }
@@ -330,13 +407,14 @@ double hodges_lehmann_shift(std::span<const double> a, std::span<const double> b
 // ---- Comparison --------------------------------------------------------------------------------
 
 Comparison compare_samples(std::span<const double> a, std::span<const double> b, double alpha, double confidence,
-                           int resamples, std::uint64_t seed) {
+                           int resamples, std::uint64_t seed, BootstrapMethod method) {
   Comparison c;
   c.n_a = a.size();
   c.n_b = b.size();
   c.alpha = alpha;
   c.relative_change_ci.confidence = confidence;
   c.relative_change_ci.resamples = resamples;
+  c.relative_change_ci.method = resolve(method, std::max(a.size(), b.size()));
   c.mann_whitney = mann_whitney_u(a, b);
   c.significant = c.mann_whitney.p_value < alpha;
   if (a.empty() || b.empty() || !all_finite(a) || !all_finite(b)) return c;
@@ -352,12 +430,11 @@ Comparison compare_samples(std::span<const double> a, std::span<const double> b,
   if (c.median_a == 0.0 || !valid_bootstrap_request(confidence, resamples)) return c;
 
   std::mt19937_64 rng(seed);
-  std::vector<double> draw_a(a.size()), draw_b(b.size());
+  ReplicateMedians replicates_a(a, c.relative_change_ci.method), replicates_b(b, c.relative_change_ci.method);
   std::vector<double> changes(static_cast<std::size_t>(resamples));
   for (double& change : changes) {
-    resample(rng, a, draw_a);
-    resample(rng, b, draw_b);
-    const double median_a = median_in_place(draw_a), median_b = median_in_place(draw_b);
+    const double median_a = replicates_a.draw(rng);
+    const double median_b = replicates_b.draw(rng);
     if (median_a == 0.0) return c;  // a relative change is undefined: leave the bounds NaN
     change = (median_b - median_a) / median_a;
   }

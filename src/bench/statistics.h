@@ -64,11 +64,24 @@ inline constexpr std::uint64_t kDefaultBootstrapSeed = 5489;
 inline constexpr int kDefaultBootstrapResamples = 10000;
 inline constexpr double kDefaultConfidence = 0.95;
 
+// How each bootstrap replicate's median is drawn. kResample draws n values with replacement and
+// takes their median: O(n) per replicate. kOrderStatistic draws the replicate's median straight
+// from its sampling distribution (the middle order statistics of n uniform indices are Beta
+// distributed; docs/STATISTICS.md): O(1) per replicate after one sort, the same distribution.
+// kAuto picks kOrderStatistic beyond kOrderStatisticBootstrapMinSize samples in a run.
+enum class BootstrapMethod : std::uint8_t { kAuto, kResample, kOrderStatistic };
+inline constexpr std::size_t kOrderStatisticBootstrapMinSize = 10000;
+// "resample" or "order statistic", as the JSON reports show it.
+inline const char* bootstrap_method_name(BootstrapMethod method) {
+  return method == BootstrapMethod::kOrderStatistic ? "order statistic" : "resample";
+}
+
 struct Interval {
   double estimate = kNaN;  // the statistic on the original samples
   double low = kNaN, high = kNaN;
   double confidence = kNaN;  // e.g. 0.95
   int resamples = 0;
+  BootstrapMethod method = BootstrapMethod::kResample;  // the one used (never kAuto)
 
   bool contains(double x) const { return low <= x && x <= high; }
 };
@@ -92,7 +105,8 @@ std::uint64_t uniform_index(Engine& rng, std::uint64_t n) {
 // those medians. Empty input, confidence outside (0, 1) or resamples < 1: NaN bounds. n = 1: the
 // interval is [x, x].
 Interval bootstrap_median_ci(std::span<const double> samples, double confidence = kDefaultConfidence,
-                             int resamples = kDefaultBootstrapResamples, std::uint64_t seed = kDefaultBootstrapSeed);
+                             int resamples = kDefaultBootstrapResamples, std::uint64_t seed = kDefaultBootstrapSeed,
+                             BootstrapMethod method = BootstrapMethod::kAuto);
 
 // ---- Outliers ----------------------------------------------------------------------------------
 
@@ -177,7 +191,9 @@ struct Comparison {
   double hl_shift = kNaN;         // hodges_lehmann_shift(a, b)
   double relative_shift = kNaN;   // hl_shift / median_a; NaN when median_a is 0
   // Percentile bootstrap of relative_change, resampling a and b independently from one generator
-  // (per resample: n_a draws from a, then n_b from b). NaN bounds if a resampled median of a is 0.
+  // (per resample: n_a draws from a, then n_b from b; or, beyond kOrderStatisticBootstrapMinSize
+  // samples in either run, one order-statistic draw per run). NaN bounds if a resampled median of
+  // a is 0.
   Interval relative_change_ci;
   MannWhitney mann_whitney;
   double alpha = kDefaultAlpha;
@@ -187,6 +203,6 @@ struct Comparison {
 // a is the baseline, b the contender.
 Comparison compare_samples(std::span<const double> a, std::span<const double> b, double alpha = kDefaultAlpha,
                            double confidence = kDefaultConfidence, int resamples = kDefaultBootstrapResamples,
-                           std::uint64_t seed = kDefaultBootstrapSeed);
+                           std::uint64_t seed = kDefaultBootstrapSeed, BootstrapMethod method = BootstrapMethod::kAuto);
 
 }  // namespace ferret::stats

@@ -14,6 +14,7 @@
 #include "bench/history_store.h"
 #include "bench/run_record.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "report/bench_compare_report.h"
 
 namespace ferret::cli {
@@ -60,19 +61,29 @@ void run_compare(const CompareOptions& opt, bool gate) {
   report.database = opt.db.empty() ? default_history_path() : opt.db;
   try {
     const HistoryStore store = HistoryStore::open_existing(report.database);
+    show_progress_status(fmt::format("ferret: reading runs {} and {}", opt.a, opt.b));
     report.a = find_run(store, opt.a);
     report.b = find_run(store, opt.b);
+    finish_progress_bar();
+    for (const std::string& problem : store.skipped()) std::fprintf(stderr, "ferret: warning: %s\n", problem.c_str());
   } catch (const StoreError& e) {
+    finish_progress_bar();
     std::fprintf(stderr, "ferret: %s\n", e.what());
     throw ExitCode{2};
   }
+  finish_progress_bar();
   if (report.a.unit != report.b.unit) {
     std::fprintf(stderr, "ferret: cannot compare #%lld and #%lld: their samples are in different units (%s, %s)\n",
                  static_cast<long long>(report.a.id), static_cast<long long>(report.b.id), report.a.unit.c_str(),
                  report.b.unit.c_str());
     throw ExitCode{2};
   }
+  const std::size_t samples = report.a.samples.size() + report.b.samples.size();
+  if (samples > kProgressMinSamples)
+    show_progress_status(
+        fmt::format("ferret: comparing {} and {} samples", report.a.samples.size(), report.b.samples.size()));
   report.comparison = compare_runs(report.a, report.b, opt.alpha);
+  finish_progress_bar();
   report.a.samples = {};
   report.b.samples = {};
   if (gate) {

@@ -37,6 +37,7 @@ void run_history(const HistoryOptions& opt) {
   try {
     const HistoryStore store = HistoryStore::open_existing(report.database);
     report.runs = store.list(opt.label, opt.limit, /*with_samples=*/true);
+    for (const std::string& problem : store.skipped()) std::fprintf(stderr, "ferret: warning: %s\n", problem.c_str());
   } catch (const StoreError& e) {
     std::fprintf(stderr, "ferret: %s\n", e.what());
     throw ExitCode{2};

@@ -29,6 +29,13 @@ std::function<void(std::uint64_t, std::uint64_t)> make_progress_bar(const std::s
   };
 }
 
+void show_progress_status(const std::string& text) {
+  if (!::isatty(STDERR_FILENO)) return;
+  g_active = true;
+  std::fprintf(stderr, "\r%s\033[K", text.c_str());
+  std::fflush(stderr);
+}
+
 void finish_progress_bar() {
   if (!g_active) return;
   std::fprintf(stderr, "\r\033[K");

@@ -476,6 +476,7 @@ json compare_json(const CompareReport& r) {
             {"ci_high", ch.relative_change_ci.high},
             {"confidence", ch.relative_change_ci.confidence},
             {"resamples", ch.relative_change_ci.resamples},
+            {"ci_method", stats::bootstrap_method_name(ch.relative_change_ci.method)},
             {"hl_shift", ch.hl_shift},
             {"relative_hl_shift", ch.relative_shift}}},
           {"mann_whitney",

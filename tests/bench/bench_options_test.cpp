@@ -1,13 +1,17 @@
 // The torch-free half of `ferret bench`: input specs and their errors, devices, warm-up and
 // stopping rules, the statistics of a finished run, and the renderers. No libtorch needed.
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "bench/model_runner.h"
 #include "report/bench_report.h"
+#include "test_util.h"
 
 namespace ferret::bench {
 namespace {
@@ -122,6 +126,74 @@ TEST(InputSpec, OverflowingSizesAreRejected) {
   EXPECT_NE(error_of([] { parse_input_spec("99999999999999999999x2"); }).find("dimension 1"), std::string::npos);
   // 2^38 float32 elements = exactly 1 TiB: accepted.
   EXPECT_EQ(parse_input_spec("262144x1048576").bytes(), 1ull << 40);
+}
+
+TEST(InputSpec, SpacesInsideTheShapeAreRefusedNamingTheValidForm) {
+  const std::string spaced = error_of([] { parse_input_spec("2 x 4"); });
+  EXPECT_NE(spaced.find("--input \"2 x 4\": spaces inside the shape"), std::string::npos) << spaced;
+  EXPECT_NE(spaced.find(": 2x4"), std::string::npos) << spaced;
+  EXPECT_NE(error_of([] { parse_input_spec("8 x3:float16"); }).find(": 8x3"), std::string::npos);
+}
+
+TEST(InputSpec, TooLargeSaysHowManyBytesItWouldNeed) {
+  // 10^5 x 10^5 x 10^5 float32 = 4 10^15 bytes; 10^10 x 10^10 int64 = 8 10^20 bytes, beyond uint64.
+  const std::string huge = error_of([] { parse_input_spec("100000x100000x100000"); });
+  EXPECT_NE(huge.find("would need 4e+15 bytes, larger than 1 TiB"), std::string::npos) << huge;
+  const std::string overflow = error_of([] { parse_input_spec("10000000000x10000000000:int64"); });
+  EXPECT_NE(overflow.find("would need 8e+20 bytes"), std::string::npos) << overflow;
+}
+
+TEST(InputSpec, InputsBeyondTheAvailableMemoryAreRefusedBeforeAllocating) {
+  // 1024x1024x256 float16 = 2^28 elements: kept on the CPU as 2^29 bytes of float16, made as 2^30
+  // bytes of float32 first, so 2^29 + 2^30 = 1610612736 bytes; on a GPU only the 2^30 staging.
+  const std::vector<InputSpec> inputs = {parse_input_spec("1024x1024x256:float16")};
+  EXPECT_EQ(input_host_bytes(inputs, true), 1610612736u);
+  EXPECT_EQ(input_host_bytes(inputs, false), 1073741824u);
+  // Already float32 on the CPU: made in place, 2^28 x 4 = 2^30 bytes; plus 8 x 2^20 int32 inputs
+  // made as int64 (2^26 bytes staging) and kept as int32 (2^25).
+  const std::vector<InputSpec> mixed = {parse_input_spec("1024x1024x256:float32"), parse_input_spec("8x1048576:int32")};
+  EXPECT_EQ(input_host_bytes(mixed, true), (1u << 30) + (1u << 25) + (1u << 26));
+  const std::string refused = error_of([&] { check_inputs_fit(inputs, true, 1ull << 30); });
+  EXPECT_NE(refused.find("needs 1610612736 bytes (1.5 GiB)"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("only 1073741824 bytes (1.0 GiB) are available"), std::string::npos) << refused;
+  EXPECT_NO_THROW(check_inputs_fit(inputs, false, 1ull << 30));
+  EXPECT_NO_THROW(check_inputs_fit(inputs, true, 0));  // unknown: no check
+  // finalize_options applies the check with this machine's memory: 1 TiB of inputs does not fit
+  // on a test machine (it would if it had more than 1.5 TiB free, which the check then allows).
+  BenchOptions options;
+  options.model_path = "model.pt";
+  options.inputs = {parse_input_spec("262144x1048576:float32")};
+  const std::uint64_t available = available_memory_bytes();
+  if (available > 0 && available < (3ull << 40) / 2) {
+    EXPECT_NE(error_of([&] { finalize_options(options); }).find("are available"), std::string::npos);
+  }
+}
+
+TEST(ModelFile, Utf16And32TextIsNamedAsSuch) {
+  using namespace std::string_view_literals;
+  // "im" (0x69 0x6D) in each encoding, with and without a byte-order mark.
+  EXPECT_EQ(unicode_text_encoding("\xFF\xFEi\0m\0"sv), "UTF-16LE");
+  EXPECT_EQ(unicode_text_encoding("\xFE\xFF\0i\0m"sv), "UTF-16BE");
+  EXPECT_EQ(unicode_text_encoding("\xFF\xFE\0\0i\0\0\0"sv), "UTF-32LE");
+  EXPECT_EQ(unicode_text_encoding("\0\0\xFE\xFF\0\0\0i"sv), "UTF-32BE");
+  EXPECT_EQ(unicode_text_encoding("i\0m\0"sv), "UTF-16LE");
+  EXPECT_EQ(unicode_text_encoding("\0i\0m"sv), "UTF-16BE");
+  EXPECT_EQ(unicode_text_encoding("i\0\0\0m\0\0\0"sv), "UTF-32LE");
+  EXPECT_EQ(unicode_text_encoding("\0\0\0i\0\0\0m"sv), "UTF-32BE");
+  // A TorchScript archive is a zip: "PK\3\4" then a header with NULs in no fixed pattern.
+  EXPECT_EQ(unicode_text_encoding("PK\x03\x04\x14\0\0\0\x08\0"sv), "");
+  EXPECT_EQ(unicode_text_encoding("import torch\n"sv), "");
+  EXPECT_EQ(unicode_text_encoding(""sv), "");
+
+  const std::string path = test::temp_path("utf16-model.pt");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "\xFF\xFE"sv
+        << "i\0m\0p\0o\0r\0t\0"sv;
+  }
+  const std::string message = error_of([&] { check_not_unicode_text(path); });
+  EXPECT_NE(message.find(path + " is UTF-16LE text, not a TorchScript model"), std::string::npos) << message;
+  std::remove(path.c_str());
 }
 
 TEST(InputSpec, JoinedText) {

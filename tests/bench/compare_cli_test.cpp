@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/history_store.h"
@@ -279,6 +280,68 @@ TEST_F(CompareCli, HistoryOfAMissingDatabaseNamesIt) {
   const auto r = run_ferret("history --db '" + missing + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, missing)) << r.err;
+}
+
+TEST(HistoryCli, EmptyFileIsRefusedAndLeftEmpty) {
+  const std::string dir = test::temp_path("history-empty");
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "' && : > '" + dir + "/history.db'").c_str());
+  const std::string path = dir + "/history.db";
+  for (const char* command : {"history", "compare 1 2"}) {
+    const auto r = run_ferret(std::string(command) + " --db '" + path + "'");
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_TRUE(contains(r.err, path + " is empty, not a ferret history database")) << r.err;
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 0) << command << " wrote into the empty file";
+  }
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+// Runs the statement on the database with SQLite itself, as a hand edit or another tool would.
+void corrupt(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+TEST(HistoryCli, MalformedRowsAreSkippedAndNamed) {
+  // Four runs of samples 1, 2, 3 ms (median 2 ms). Run #2's settings become garbage, run #3's
+  // batch_size text, and one sample of run #4 text: #2 and #3 are skipped and named, #4 keeps its
+  // two numeric samples (1 and 3 ms: median 2 ms), #1 is intact.
+  const std::string dir = test::temp_path("history-malformed");
+  std::system(("rm -rf '" + dir + "'").c_str());
+  const std::string path = dir + "/history.db";
+  {
+    HistoryStore store = HistoryStore::open(path);
+    for (int i = 0; i < 4; ++i) store.record(make_run("main", {0.001, 0.002, 0.003}, "c", "4"));
+  }
+  corrupt(path,
+          "UPDATE runs SET settings = '{not json' WHERE id = 2;"
+          "UPDATE runs SET batch_size = 'eight' WHERE id = 3;"
+          "UPDATE samples SET value = 'fast' WHERE run_id = 4 AND idx = 1;");
+  const auto r = run_ferret("history --json --db '" + path + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "run #2 has a malformed settings column (not a JSON object): skipped")) << r.err;
+  EXPECT_TRUE(contains(r.err, "run #3 has text in its batch_size column, not a number: skipped")) << r.err;
+  EXPECT_TRUE(contains(r.err, "run #4 sample 1 is text, not a number: skipped")) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["runs"].size(), 2u) << r.out;
+  EXPECT_EQ(doc["runs"][0]["id"], 4);
+  EXPECT_EQ(doc["runs"][0]["n"], 2);
+  EXPECT_DOUBLE_EQ(doc["runs"][0]["median"].get<double>(), 0.002);
+  EXPECT_EQ(doc["runs"][1]["id"], 1);
+  EXPECT_EQ(doc["runs"][1]["n"], 3);
+  // compare cannot use a malformed run, and says which; the sound ones still compare.
+  const auto bad = run_ferret("compare 1 3 --db '" + path + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "run #3 has text in its batch_size column")) << bad.err;
+  const auto good = run_ferret("compare 1 4 --json --db '" + path + "'");
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_TRUE(contains(good.err, "run #4 sample 1 is text")) << good.err;
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace

@@ -591,5 +591,86 @@ TEST(CompareSamples, EmptyAndZeroBaseline) {
   EXPECT_TRUE(std::isnan(zero.relative_change_ci.low));
 }
 
+// ---- Order-statistic bootstrap (runs beyond kOrderStatisticBootstrapMinSize) --------------------
+
+TEST(OrderStatisticBootstrap, SmallDistributionsByHand) {
+  // Resampling {1, 2, 3} three times: the median is 1 when at least two draws are 1,
+  // 3 (1/3)^2 (2/3) + (1/3)^3 = 7/27 = 0.259; 3 likewise; 2 otherwise (13/27). The 30th and 70th
+  // percentiles of the medians are therefore 2, the 20th is 1 and the 80th is 3 (each at least 0.04
+  // from a jump, ten standard errors of a proportion from 10,000 replicates).
+  const std::vector<double> odd = {3, 1, 2};
+  const Interval narrow = bootstrap_median_ci(odd, 0.4, 10000, 5489, BootstrapMethod::kOrderStatistic);
+  EXPECT_EQ(narrow.method, BootstrapMethod::kOrderStatistic);
+  EXPECT_DOUBLE_EQ(narrow.low, 2.0);
+  EXPECT_DOUBLE_EQ(narrow.high, 2.0);
+  const Interval wide = bootstrap_median_ci(odd, 0.6, 10000, 5489, BootstrapMethod::kOrderStatistic);
+  EXPECT_DOUBLE_EQ(wide.low, 1.0);
+  EXPECT_DOUBLE_EQ(wide.high, 3.0);
+  // Resampling {1, 3} twice: median 1 (1/4), 2 (the mean of 1 and 3, 1/2) or 3 (1/4); this
+  // exercises the second middle order statistic of an even n.
+  const std::vector<double> even = {3, 1};
+  const Interval even_narrow = bootstrap_median_ci(even, 0.4, 10000, 5489, BootstrapMethod::kOrderStatistic);
+  EXPECT_DOUBLE_EQ(even_narrow.low, 2.0);
+  EXPECT_DOUBLE_EQ(even_narrow.high, 2.0);
+  const Interval even_wide = bootstrap_median_ci(even, 0.6, 10000, 5489, BootstrapMethod::kOrderStatistic);
+  EXPECT_DOUBLE_EQ(even_wide.low, 1.0);
+  EXPECT_DOUBLE_EQ(even_wide.high, 3.0);
+}
+
+TEST(OrderStatisticBootstrap, AgreesWithResamplingAndTheNormalTheoryAtTheSwitchSize) {
+  // 10,000 samples per run (the switch size): a on an even grid over [1.00, 1.10), b the same grid
+  // over [1.02, 1.12), each shuffled. Medians 1.05 and 1.07 (to 1e-5), relative change
+  // 0.02 / 1.05 = 0.019048. Normal theory (Stuart & Ord, Kendall's Advanced Theory of Statistics,
+  // sec. 10.10): a median's standard error is 1 / (2 f sqrt(n)) = 1 / (2 * 10 * 100) = 0.0005 for a
+  // density f of 10; by the delta method the change (m_b - m_a) / m_a has standard error
+  // sqrt(0.0005^2 + (1.07 / 1.05)^2 0.0005^2) / 1.05 = 0.000680, so the 95% interval is
+  // 0.019048 -+ 1.96 * 0.000680 = [0.017715, 0.020381].
+  constexpr std::size_t n = 10000;
+  std::vector<double> a(n), b(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double grid = static_cast<double>((i * 7919) % n) / static_cast<double>(n);  // a permutation
+    a[i] = 1.00 + 0.1 * grid;
+    b[i] = 1.02 + 0.1 * grid;
+  }
+  const double expected_low = 0.017715, expected_high = 0.020381;
+  const double half_width = (expected_high - expected_low) / 2;
+  const Comparison fast = compare_samples(a, b, kDefaultAlpha, kDefaultConfidence, kDefaultBootstrapResamples,
+                                          kDefaultBootstrapSeed, BootstrapMethod::kOrderStatistic);
+  const Comparison slow =
+      compare_samples(a, b, kDefaultAlpha, kDefaultConfidence, 2000, kDefaultBootstrapSeed, BootstrapMethod::kResample);
+  // Tolerance: 15% of the half-width. The Monte Carlo error of a 2.5% percentile from B replicates
+  // is about sqrt(0.025 * 0.975 / B) / phi(1.96) = 0.085 standard errors for B = 2000 (6% of the
+  // half-width); the rest allows for the median's discreteness.
+  EXPECT_NEAR(fast.relative_change_ci.low, expected_low, 0.15 * half_width);
+  EXPECT_NEAR(fast.relative_change_ci.high, expected_high, 0.15 * half_width);
+  EXPECT_NEAR(slow.relative_change_ci.low, expected_low, 0.15 * half_width);
+  EXPECT_NEAR(slow.relative_change_ci.high, expected_high, 0.15 * half_width);
+  EXPECT_NEAR(fast.relative_change_ci.low, slow.relative_change_ci.low, 0.15 * half_width);
+  EXPECT_NEAR(fast.relative_change_ci.high, slow.relative_change_ci.high, 0.15 * half_width);
+  EXPECT_EQ(fast.relative_change_ci.method, BootstrapMethod::kOrderStatistic);
+  EXPECT_EQ(slow.relative_change_ci.method, BootstrapMethod::kResample);
+  // Same verdict: the test does not depend on the interval method.
+  EXPECT_EQ(fast.significant, slow.significant);
+  EXPECT_TRUE(fast.significant);
+  // The automatic choice keeps resampling up to the switch size and switches beyond it.
+  EXPECT_EQ(compare_samples(a, b, kDefaultAlpha, kDefaultConfidence, 0).relative_change_ci.method,
+            BootstrapMethod::kResample);
+  a.push_back(1.05);
+  EXPECT_EQ(compare_samples(a, b, kDefaultAlpha, kDefaultConfidence, 0).relative_change_ci.method,
+            BootstrapMethod::kOrderStatistic);
+}
+
+TEST(OrderStatisticBootstrap, MedianIntervalOfUniformDrawsMatchesNormalTheory) {
+  // 40,001 draws from U(0, 1) (generator seed 11): the median's standard error is
+  // 1 / (2 sqrt(40001)) = 0.0025, so the 95% interval is the sample median -+ 0.0049.
+  std::mt19937_64 rng(11);
+  std::vector<double> samples(40001);
+  for (double& x : samples) x = uniform01(rng);
+  const Interval ci = bootstrap_median_ci(samples);
+  EXPECT_EQ(ci.method, BootstrapMethod::kOrderStatistic);
+  EXPECT_NEAR(ci.low, ci.estimate - 0.0049, 0.15 * 0.0049);
+  EXPECT_NEAR(ci.high, ci.estimate + 0.0049, 0.15 * 0.0049);
+}
+
 }  // namespace
 }  // namespace ferret::stats

@@ -348,6 +348,7 @@ BenchResult run_benchmark(const BenchOptions& o) {
 
   report(o, "loading", 0);
   if (!std::ifstream(o.model_path)) throw BenchError(fmt::format("cannot open the model file {}", o.model_path));
+  check_not_unicode_text(o.model_path);
   torch::jit::Module module;
   try {
     module = torch::jit::load(o.model_path, device);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -296,6 +297,29 @@ TEST(BenchCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_ferret("bench " + model + " --input 8x64 --record").exit_code, 2);  // no --label
   EXPECT_EQ(run_ferret("bench " + model + " --input 8x64 --runs 5 --time 1").exit_code, 2);
   EXPECT_EQ(run_ferret("bench " + model + " --input 8x64 --json --md").exit_code, 2);
+  std::remove(model.c_str());
+}
+
+TEST(BenchCli, HostileInputsAreRefusedBeforeAnythingIsAllocated) {
+  const std::string model = save_mlp("hostile.pt", 64, 1);
+  const test::CommandResult spaced = run_ferret("bench " + model + " --input '2 x 64'");
+  EXPECT_EQ(spaced.exit_code, 2);
+  EXPECT_NE(spaced.err.find("spaces inside the shape; dimensions are joined by 'x' alone: 2x64"), std::string::npos)
+      << spaced.err;
+  // 2^38 float32 elements = 1 TiB, within the parser's limit but beyond any test machine's memory.
+  const test::CommandResult huge = run_ferret("bench " + model + " --input 262144x1048576");
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_NE(huge.err.find("needs 1099511627776 bytes (1024.0 GiB)"), std::string::npos) << huge.err;
+  EXPECT_NE(huge.err.find("are available"), std::string::npos) << huge.err;
+  const std::string utf16 = temp_path("utf16.pt");
+  {
+    std::ofstream out(utf16, std::ios::binary);
+    out.write("\xFF\xFEi\0m\0p\0o\0r\0t\0", 14);
+  }
+  const test::CommandResult text = run_ferret("bench " + utf16 + " --input 8x64");
+  EXPECT_EQ(text.exit_code, 2);
+  EXPECT_NE(text.err.find(utf16 + " is UTF-16LE text, not a TorchScript model"), std::string::npos) << text.err;
+  std::remove(utf16.c_str());
   std::remove(model.c_str());
 }
 
