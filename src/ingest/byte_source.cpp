@@ -237,7 +237,9 @@ class ZstdSource final : public ByteSource {
   }
   ~ZstdSource() override { ZSTD_freeDCtx(ctx_); }
   std::size_t read(char* dst, std::size_t capacity) override {
-    ZSTD_outBuffer out{dst, capacity, 0};
+    // At most one block's output per call: a call that fails hands back nothing of what it decoded
+    // before the damage, so the blocks before a corrupt one must have been returned by then.
+    ZSTD_outBuffer out{dst, std::min(capacity, ZSTD_DStreamOutSize()), 0};
     while (out.pos == 0 && !finished_) {
       if (in_buf_.pos == in_buf_.size) {
         const std::size_t n = in_->read(buf_.data(), buf_.size());
