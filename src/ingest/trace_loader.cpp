@@ -83,11 +83,12 @@ class ModelBuilder {
 
   bool has_decimal_ts() const { return has_decimal_ts_; }
 
-  // What relations and the analyses will allocate for the model as it stands. Measured as peak RSS
-  // minus model bytes over `ferret analyze` of many tiny host spans and of an inflated ResNet DDP
-  // trace (docs/RELIABILITY.md): per event (span parents, step and window scans), per host span
-  // (nesting by thread), per GPU activity or launch call (correlation index, launch tables, the
-  // per-device timelines).
+  // What relations and the analyses will allocate for the model as it stands, measured as peak RSS
+  // minus model bytes (bench/resource_bench.sh): per event (span parents, step and window scans);
+  // per host span the nesting pass's worst case, spans all nested in one another on one thread
+  // (thread bucket 4 + sort key 24 + open-span stack 16, doubled by growth); per GPU activity or
+  // launch call (correlation index, launch tables, per-device timelines: an inflated ResNet DDP
+  // trace).
   std::uint64_t analysis_bytes_expected() const {
     return kAnalysisBytesPerEvent * model_.size() + kAnalysisBytesPerHostSpan * host_spans_ +
            kAnalysisBytesPerGpuOrLaunch * gpu_and_launches_;
@@ -95,7 +96,7 @@ class ModelBuilder {
 
  private:
   static constexpr std::uint64_t kAnalysisBytesPerEvent = 8;
-  static constexpr std::uint64_t kAnalysisBytesPerHostSpan = 12;
+  static constexpr std::uint64_t kAnalysisBytesPerHostSpan = 60;
   static constexpr std::uint64_t kAnalysisBytesPerGpuOrLaunch = 40;
 
   void append(ParsedBatch& batch, EventIndex base) {
