@@ -63,8 +63,9 @@ TraceOutcome analyze_one(const std::string& path, const TraceRunOptions& o, unsi
     if (progress) finish_progress_bar();
     out = TraceOutcome{};
     out.path = path;
-    out.error = path + ": ran out of memory while " + stage + " (memory limit " + std::to_string(max_memory.bytes >> 20) +
-                " MiB, " + max_memory.origin + "); try a lower --max-memory so that less of the trace is loaded";
+    out.error = path + ": ran out of memory while " + stage + " (memory limit " +
+                std::to_string(max_memory.bytes >> 20) + " MiB, " + max_memory.origin +
+                "); try a lower --max-memory so that less of the trace is loaded";
   }
   return out;
 }

@@ -245,8 +245,9 @@ class ZstdSource final : public ByteSource {
         const std::size_t n = in_->read(buf_.data(), buf_.size());
         if (n == 0) {
           if (frame_open_)
-            damage_ = fmt::format("{}: zstd stream ends early at compressed byte {} (inside the frame that starts at byte {})",
-                                  name_, in_->consumed(), frame_start_);
+            damage_ = fmt::format(
+                "{}: zstd stream ends early at compressed byte {} (inside the frame that starts at byte {})", name_,
+                in_->consumed(), frame_start_);
           finished_ = true;
           break;
         }

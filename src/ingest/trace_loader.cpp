@@ -6,9 +6,9 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
-#include <new>
 #include <map>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_map>
 
@@ -415,8 +415,8 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
           ? MemoryLimit{options.max_memory_bytes,
                         options.max_memory_origin.empty() ? "--max-memory" : options.max_memory_origin}
           : default_memory_limit();
-  const unsigned threads = std::min(
-      options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency()), thread_cap());
+  const unsigned threads =
+      std::min(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency()), thread_cap());
   BufferPool pool;
   EventScanner scanner(source, name, options.limits, &pool);
   const std::uint64_t pipeline_bytes = ingest_buffer_bytes(threads, options.limits.batch_bytes);

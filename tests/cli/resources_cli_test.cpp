@@ -102,7 +102,6 @@ TEST(ResourcesCli, RefusedThreadsFallBackToFewer) {
   EXPECT_NE(jobs.out.find("\"traces\""), std::string::npos);
 }
 
-
 // Gzip of `plain_bytes` of valid, highly repetitive tiny CPU ops (64 in a row share a timestamp,
 // ts = i / 64 us): deflate packs them a few hundred to one, below the 1000:1 decompression guard.
 std::string repetitive_events_gzip(std::size_t plain_bytes, std::size_t& events) {
@@ -126,8 +125,10 @@ std::string repetitive_events_gzip(std::size_t plain_bytes, std::size_t& events)
   while (written < plain_bytes) {
     chunk.clear();
     for (int k = 0; k < 64 * 256; ++k, ++events)
-      chunk += std::string(events ? "," : "") + "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":" +
-               std::to_string(events / 64) + ",\"dur\":1}";
+      chunk +=
+          std::string(events ? "," : "") +
+          "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(events / 64) +
+          ",\"dur\":1}";
     written += chunk.size();
     pack(chunk, Z_NO_FLUSH);
   }
@@ -169,7 +170,8 @@ TEST(ResourcesCli, RepetitiveGzipStopsAtTheMemoryBoundKeepingTheEventsBefore) {
   EXPECT_LE(kept * 52, std::uint64_t{64} << 20);
   // The first `kept` events, in order: the last one starts at (kept - 1) / 64 us and lasts 1 us.
   EXPECT_EQ(info.at("span").at("first_ns").get<std::int64_t>(), 0);
-  EXPECT_EQ(info.at("span").at("last_ns").get<std::int64_t>(), static_cast<std::int64_t>((kept - 1) / 64 * 1000 + 1000));
+  EXPECT_EQ(info.at("span").at("last_ns").get<std::int64_t>(),
+            static_cast<std::int64_t>((kept - 1) / 64 * 1000 + 1000));
 }
 
 // An address-space limit below what --max-memory allows: the allocation that fails is caught,
@@ -177,8 +179,10 @@ TEST(ResourcesCli, RepetitiveGzipStopsAtTheMemoryBoundKeepingTheEventsBefore) {
 TEST(ResourcesCli, RefusedAllocationReportsWhatWasRead) {
   if (kUnderSanitizer) GTEST_SKIP() << "SKIPPED: ulimit -v cannot apply under ASan";
   const std::string endless =
-      "(printf '{\"traceEvents\":['; yes '{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},')";
-  const CommandResult info = run_shell("ulimit -v 400000 && " + endless + " | {ferret} info --json --max-memory 8GiB -");
+      "(printf '{\"traceEvents\":['; yes "
+      "'{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},')";
+  const CommandResult info =
+      run_shell("ulimit -v 400000 && " + endless + " | {ferret} info --json --max-memory 8GiB -");
   ASSERT_EQ(info.exit_code, 0) << info.err;  // was: std::bad_alloc, exit 2, no output
   const json trace = json::parse(info.out).at("traces")[0];
   const std::vector<std::string> notes = notes_of(trace);

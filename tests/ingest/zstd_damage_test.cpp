@@ -36,8 +36,9 @@ std::string zstd_frame(const std::string& plain, bool checksum, bool content_siz
 std::string ops(int n) {
   std::string s = "{\"traceEvents\":[";
   for (int i = 0; i < n; ++i)
-    s += fmt::format("{}{{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::op_{}\",\"pid\":1,\"tid\":1,\"ts\":{},\"dur\":3}}",
-                     i ? "," : "", i * 7919 % 100003, 10 * i);
+    s += fmt::format(
+        "{}{{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::op_{}\",\"pid\":1,\"tid\":1,\"ts\":{},\"dur\":3}}",
+        i ? "," : "", i * 7919 % 100003, 10 * i);
   return s + "]}";
 }
 
