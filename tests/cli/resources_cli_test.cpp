@@ -187,12 +187,14 @@ TEST(ResourcesCli, RefusedAllocationReportsWhatWasRead) {
   const json trace = json::parse(info.out).at("traces")[0];
   const std::vector<std::string> notes = notes_of(trace);
   std::uint64_t read = 0, kept = 0;
-  for (const std::string& n : notes)
-    if (n.find("ran out of memory at byte") != std::string::npos)
+  for (const std::string& n : notes) {
+    if (n.find("ran out of memory at byte") != std::string::npos) {
       ASSERT_EQ(std::sscanf(n.substr(n.find(", event ")).c_str(), ", event %lu", &read), 1) << n;
-  for (const std::string& n : notes)
-    if (const std::size_t at = n.find("kept the first "); at != std::string::npos)
+    }
+    if (const std::size_t at = n.find("kept the first "); at != std::string::npos) {
       ASSERT_EQ(std::sscanf(n.substr(at).c_str(), "kept the first %lu", &kept), 1) << n;
+    }
+  }
   ASSERT_GT(read, 0u) << info.out.substr(0, 3000);
   EXPECT_EQ(kept, read - read / 4);
   EXPECT_EQ(trace.at("events").get<std::uint64_t>(), kept);
