@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: generate a 1 GiB trace (plain and gzip) with `ferret gen`, then measure ingestion
-# against Python's json.load on the same file. Generated files live in bench/out/ (ignored by git).
+# against Python's json.load on the same file, then the peak memory of hostile inputs
+# (bench/resource_bench.sh). Generated files live in bench/out/ (ignored by git).
 set -euo pipefail
 build=${1:-build}
 size=${FERRET_BENCH_SIZE:-1GiB}
@@ -25,3 +26,5 @@ python=$(command -v python3 || true)
   "$out/trace-$size.json" "$out/trace-$size.json.gz"
 # Hot paths in isolation (Google Benchmark).
 if [ -x "$build/bench/micro_bench" ]; then "$build/bench/micro_bench" --benchmark_min_time=0.2; fi
+# Small input, large resource: peak memory of the hostile inputs of issue 19 against baselines.
+bench/resource_bench.sh "$build"

@@ -263,8 +263,8 @@ void register_analyze(CLI::App& app) {
                   "one per trace when several are analysed at once)");
   cmd->add_option("--jobs", opt->jobs, "Traces analysed at once (default: one per core)")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-memory", opt->max_memory,
-                  "Stop loading (keeping what was read) when the models reach this size together, e.g. 8GiB "
-                  "(default: 3/4 of RAM)");
+                  "Memory bound of the run: loading stops (keeping what was read) early enough that the models, "
+                  "read buffers and analyses fit, e.g. 8GiB (default: 3/4 of RAM or of the cgroup limit)");
   cmd->callback([opt] { run_analyze(*opt); });
 }
 

@@ -35,6 +35,7 @@ TraceModel load_for_diff(const std::string& label, const std::string& path, cons
   load.threads = thread_option(cli.threads, "--threads");
   // Two models live at once: without --max-memory each gets half of the loader's default.
   load.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() / 2 : memory_limit(cli.max_memory);
+  if (cli.max_memory.empty()) load.max_memory_origin = "half the default, for the two traces compared";
   load.progress = make_progress_bar(path, input_file_size(path));
   try {
     TraceModel model = load_trace(path, load);
@@ -105,8 +106,8 @@ void register_diff(CLI::App& app) {
   cmd->add_option("--device", opt->device, "Compare only this GPU device index")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
   cmd->add_option("--max-memory", opt->max_memory,
-                  "Stop loading each trace (keeping what was read) when its model reaches this size, e.g. 8GiB "
-                  "(default: 3/8 of RAM each)");
+                  "Memory bound for each trace: loading stops (keeping what was read) early enough that its "
+                  "model and analysis fit, e.g. 8GiB (default: half of 3/4 of RAM or of the cgroup limit)");
   cmd->callback([opt] { run_diff(*opt); });
 }
 

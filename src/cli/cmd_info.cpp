@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -48,6 +49,13 @@ void run_info(const InfoOptions& opt) {
       std::fprintf(stderr, "ferret: %s\n", e.what());
       ++failures;
       if (opt.json) all.push_back({{"source", path}, {"error", e.what()}});
+    } catch (const std::bad_alloc&) {
+      // Loading survives a refused allocation; summarising it did not.
+      finish_progress_bar();
+      const std::string error = path + ": ran out of memory while summarising it; try a lower --max-memory";
+      std::fprintf(stderr, "ferret: %s\n", error.c_str());
+      ++failures;
+      if (opt.json) all.push_back({{"source", path}, {"error", error}});
     }
   }
   if (opt.json) {
@@ -68,8 +76,8 @@ void register_info(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.info/1, see docs/JSON.md)");
   cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
   cmd->add_option("--max-memory", opt->max_memory,
-                  "Stop loading (keeping what was read) when the model reaches this size, e.g. 8GiB "
-                  "(default: 3/4 of RAM)");
+                  "Memory bound: loading stops (keeping what was read) early enough that the model, read "
+                  "buffers and summary fit, e.g. 8GiB (default: 3/4 of RAM or of the cgroup limit)");
   cmd->callback([opt] { run_info(*opt); });
 }
 

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <new>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "analysis/trace_analysis.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "diagnosis/diagnose.h"
+#include "ingest/memory_limit.h"
 #include "ingest/trace_loader.h"
 #include "job/rank_files.h"
 #include "model/threads.h"
@@ -19,24 +23,30 @@ namespace ferret::cli {
 
 namespace {
 
-TraceOutcome analyze_one(const std::string& path, const TraceRunOptions& o, unsigned threads, std::uint64_t max_memory,
-                         bool progress) {
+TraceOutcome analyze_one(const std::string& path, const TraceRunOptions& o, unsigned threads,
+                         const MemoryLimit& max_memory, bool progress) {
   TraceOutcome out;
   out.path = path;
   LoadOptions load;
   load.threads = threads;
-  load.max_memory_bytes = max_memory;
+  load.max_memory_bytes = max_memory.bytes;
+  load.max_memory_origin = max_memory.origin;
   if (progress) load.progress = make_progress_bar(path, input_file_size(path));
+  // What was under way when memory ran out, for the message.
+  const char* stage = "loading it";
   try {
     TraceModel model = load_trace(path, load);
     if (progress) finish_progress_bar();
+    stage = "analysing it";
     if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
       std::string why = model.info.source + ": " + empty;
       for (const std::string& note : model.report.notes) why += "; " + note;
       throw InputError(why);
     }
     const TraceAnalysis analysis = analyze_trace(model, o.analysis);
+    stage = "diagnosing it";
     const Diagnosis diagnosis = diagnose(analysis);
+    stage = "writing its report";
     switch (o.rendering) {
       case TraceRendering::kJson: out.json = analyze_json(analysis, diagnosis); break;
       case TraceRendering::kMarkdown: out.report = analyze_markdown(analysis, diagnosis); break;
@@ -47,6 +57,15 @@ TraceOutcome analyze_one(const std::string& path, const TraceRunOptions& o, unsi
   } catch (const InputError& e) {
     if (progress) finish_progress_bar();
     out.error = e.what();
+  } catch (const std::bad_alloc&) {
+    // Loading already stops at the memory limit and survives a refused allocation; this is the
+    // analysis needing more than was left. The other traces of the run are still reported.
+    if (progress) finish_progress_bar();
+    out = TraceOutcome{};
+    out.path = path;
+    out.error = path + ": ran out of memory while " + stage + " (memory limit " +
+                std::to_string(max_memory.bytes >> 20) + " MiB, " + max_memory.origin +
+                "); try a lower --max-memory so that less of the trace is loaded";
   }
   return out;
 }
@@ -77,8 +96,11 @@ std::vector<TraceOutcome> analyze_trace_files(const std::vector<std::string>& fi
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const auto workers = static_cast<unsigned>(std::min<std::size_t>(indices.size(), o.jobs > 0 ? o.jobs : cores));
   const unsigned threads = workers > 1 ? (o.threads > 0 ? o.threads : 1) : o.threads;
-  std::uint64_t max_memory = o.max_memory;
-  if (workers > 1) max_memory = (max_memory > 0 ? max_memory : default_max_memory_bytes()) / workers;
+  MemoryLimit max_memory = o.max_memory > 0 ? MemoryLimit{o.max_memory, "--max-memory"} : default_memory_limit();
+  if (workers > 1) {
+    max_memory.bytes /= workers;
+    max_memory.origin += fmt::format(", shared by {} traces loaded at once", workers);
+  }
   std::vector<TraceOutcome> outcomes(indices.size());
   if (workers <= 1) {
     for (std::size_t k = 0; k < indices.size(); ++k)

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -140,6 +142,7 @@ class GzipSource final : public ByteSource {
   }
   std::uint64_t consumed() const override { return in_->consumed(); }
   std::string damage() const override { return damage_; }
+  std::uint64_t memory_bytes() const override { return buf_.size() + sizeof(state_); }
 
  private:
   void reset_member() {
@@ -203,6 +206,8 @@ class GzipSource final : public ByteSource {
   }
   std::uint64_t consumed() const override { return in_->consumed(); }
   std::string damage() const override { return damage_; }
+  // zlib's inflate state and its 32 KiB window
+  std::uint64_t memory_bytes() const override { return buf_.size() + (48u << 10); }
 
  private:
   void refill() {
@@ -220,28 +225,39 @@ class GzipSource final : public ByteSource {
 };
 #endif
 
+// The largest zstd window accepted: 2^27 = 128 MiB, zstd's own default. A frame header asking for
+// more (zstd --long=31 writes 2 GiB windows) would make the decoder allocate that much up front.
+constexpr int kZstdWindowLogMax = 27;
+
 class ZstdSource final : public ByteSource {
  public:
   ZstdSource(std::unique_ptr<ByteSource> in, std::string name)
-      : in_(std::move(in)), name_(std::move(name)), buf_(ZSTD_DStreamInSize()), ctx_(ZSTD_createDCtx()) {}
+      : in_(std::move(in)), name_(std::move(name)), buf_(ZSTD_DStreamInSize()), ctx_(ZSTD_createDCtx()) {
+    ZSTD_DCtx_setParameter(ctx_, ZSTD_d_windowLogMax, kZstdWindowLogMax);
+  }
   ~ZstdSource() override { ZSTD_freeDCtx(ctx_); }
   std::size_t read(char* dst, std::size_t capacity) override {
-    ZSTD_outBuffer out{dst, capacity, 0};
+    // At most one block's output per call: a call that fails hands back nothing of what it decoded
+    // before the damage, so the blocks before a corrupt one must have been returned by then.
+    ZSTD_outBuffer out{dst, std::min(capacity, ZSTD_DStreamOutSize()), 0};
     while (out.pos == 0 && !finished_) {
       if (in_buf_.pos == in_buf_.size) {
         const std::size_t n = in_->read(buf_.data(), buf_.size());
         if (n == 0) {
           if (frame_open_)
-            damage_ = fmt::format("{}: zstd stream ends early at compressed byte {}", name_, in_->consumed());
+            damage_ = fmt::format(
+                "{}: zstd stream ends early at compressed byte {} (inside the frame that starts at byte {})", name_,
+                in_->consumed(), frame_start_);
           finished_ = true;
           break;
         }
         in_buf_ = ZSTD_inBuffer{buf_.data(), n, 0};
       }
+      if (!frame_open_) frame_start_ = offset_of_next_input();
       const std::size_t rc = ZSTD_decompressStream(ctx_, &out, &in_buf_);
+      held_bytes_.store(buf_.size() + ZSTD_sizeof_DCtx(ctx_), std::memory_order_relaxed);
       if (ZSTD_isError(rc)) {
-        damage_ = fmt::format("{}: corrupt zstd data near compressed byte {} ({})", name_, in_->consumed(),
-                              ZSTD_getErrorName(rc));
+        damage_ = describe_error(rc);
         finished_ = true;
         break;
       }
@@ -251,14 +267,43 @@ class ZstdSource final : public ByteSource {
   }
   std::uint64_t consumed() const override { return in_->consumed(); }
   std::string damage() const override { return damage_; }
+  // Read by the thread that checks the memory bound while this one decompresses.
+  std::uint64_t memory_bytes() const override { return held_bytes_.load(std::memory_order_relaxed); }
 
  private:
+  // Compressed offset of the first byte the decoder has not taken yet.
+  std::uint64_t offset_of_next_input() const { return in_->consumed() - (in_buf_.size - in_buf_.pos); }
+
+  // Each kind of damage in its own words: "corrupt" alone said nothing about what to do.
+  std::string describe_error(std::size_t rc) const {
+    const std::uint64_t at = offset_of_next_input();
+    switch (ZSTD_getErrorCode(rc)) {
+      case ZSTD_error_checksum_wrong:
+        return fmt::format(
+            "{}: zstd checksum mismatch in the frame that starts at compressed byte {} (checked at byte {}): "
+            "the data was altered after compression",
+            name_, frame_start_, at);
+      case ZSTD_error_frameParameter_windowTooLarge:
+        return fmt::format(
+            "{}: zstd frame at compressed byte {} asks for a window over the {} MiB allowed (written with "
+            "zstd --long or a high --window-log?): recompress with a smaller window",
+            name_, frame_start_, (std::size_t{1} << kZstdWindowLogMax) >> 20);
+      case ZSTD_error_prefix_unknown:
+        return fmt::format("{}: not a zstd frame at compressed byte {} (unknown magic number)", name_, at);
+      default:
+        return fmt::format("{}: corrupt zstd data in the frame that starts at compressed byte {}, near byte {} ({})",
+                           name_, frame_start_, at, ZSTD_getErrorName(rc));
+    }
+  }
+
   std::unique_ptr<ByteSource> in_;
   std::string name_;
   std::vector<char> buf_;
   ZSTD_DCtx* ctx_;
   ZSTD_inBuffer in_buf_{nullptr, 0, 0};
   bool finished_ = false, frame_open_ = false;
+  std::uint64_t frame_start_ = 0;
+  std::atomic<std::uint64_t> held_bytes_{0};  // the window grows with the frame being decoded
   std::string damage_;
 };
 
@@ -283,6 +328,7 @@ class InflationGuard final : public ByteSource {
   }
   std::uint64_t consumed() const override { return inner_->consumed(); }
   std::string damage() const override { return damage_.empty() ? inner_->damage() : damage_; }
+  std::uint64_t memory_bytes() const override { return inner_->memory_bytes(); }
 
  private:
   std::unique_ptr<ByteSource> inner_;

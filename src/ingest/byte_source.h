@@ -24,6 +24,8 @@ class ByteSource {
   virtual std::uint64_t consumed() const = 0;
   // A stream that ended early (truncated compressed data) reports it here after read() returns 0.
   virtual std::string damage() const { return {}; }
+  // Bytes the source holds (decompression buffers and windows), counted against --max-memory.
+  virtual std::uint64_t memory_bytes() const { return 0; }
 };
 
 struct OpenedSource {

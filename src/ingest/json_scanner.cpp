@@ -443,6 +443,8 @@ bool EventScanner::next(RawBatch& batch) {
         if (c < 0 && !summary_.stop_reason.empty())
           throw InputError(
               fmt::format("{}: no JSON document in the first {} bytes (only whitespace)", name_, summary_.bytes));
+        // A compressed stream damaged before its first byte of JSON: say what is wrong with it.
+        if (c < 0 && !summary_.stream_damage.empty()) throw InputError(summary_.stream_damage);
         if (c < 0) throw InputError(fmt::format("{}: empty input (no JSON at all)", name_));
         if (c == '[') {
           summary_.root_is_array = true;

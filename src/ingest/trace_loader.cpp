@@ -8,6 +8,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_map>
 
@@ -27,8 +28,14 @@ namespace {
 // Appends parsed batches to the model in stream order, mapping batch-local ids to global ones.
 class ModelBuilder {
  public:
-  ModelBuilder(TraceModel& model, std::uint64_t max_memory_bytes, std::uint64_t max_bytes_without_kept_event)
-      : model_(model), max_memory_bytes_(max_memory_bytes), max_bytes_without_kept_(max_bytes_without_kept_event) {}
+  // `held_outside_model`: what ingestion holds beside the model (read buffers, batches in flight,
+  // decompression windows), counted against the limit with the model.
+  ModelBuilder(TraceModel& model, MemoryLimit limit, std::function<std::uint64_t()> held_outside_model,
+               std::uint64_t max_bytes_without_kept_event)
+      : model_(model),
+        limit_(std::move(limit)),
+        held_outside_model_(std::move(held_outside_model)),
+        max_bytes_without_kept_(max_bytes_without_kept_event) {}
 
   // Why the pipeline should stop feeding the model, or "" to go on.
   const std::string& stop_reason() const { return stop_reason_; }
@@ -49,6 +56,51 @@ class ModelBuilder {
       model_.report.skip("events beyond the model's 4-billion-event capacity", "end of trace", batch.size());
       return;
     }
+    try {
+      append(batch, base);
+    } catch (const std::bad_alloc&) {
+      // Some columns may have taken the batch's events and others not: back to the last batch.
+      model_.truncate_events(base);
+      throw;
+    }
+    for (const EventKind k : batch.kind) {
+      host_spans_ += is_host_span(k) ? 1 : 0;
+      gpu_and_launches_ += is_gpu_activity(k) || is_launch_api(k) ? 1 : 0;
+    }
+    for (const auto& [reason, issue] : batch.repairs) model_.report.repair(reason, issue.first_location, issue.count);
+    for (const auto& [reason, issue] : batch.skips) model_.report.skip(reason, issue.first_location, issue.count);
+    if (batch.has_decimal_ts) has_decimal_ts_ = true;
+    if (limit_.bytes == 0) return;
+    const std::uint64_t model_bytes = model_.memory_bytes();
+    const std::uint64_t later = analysis_bytes_expected();
+    const std::uint64_t outside = held_outside_model_ ? held_outside_model_() : 0;
+    if (model_bytes + later + outside > limit_.bytes) {
+      stop_reason_ = fmt::format(
+          "stopped loading after {} events at the memory limit of {} MiB ({}): the model holds {} MiB, reading "
+          "{} MiB, and analysing it needs about {} MiB more; raise it with --max-memory, or analyse a shorter trace",
+          model_.size(), limit_.bytes >> 20, limit_.origin, model_bytes >> 20, outside >> 20, later >> 20);
+    }
+  }
+
+  bool has_decimal_ts() const { return has_decimal_ts_; }
+
+  // What relations and the analyses will allocate for the model as it stands, measured as peak RSS
+  // minus model bytes (bench/resource_bench.sh): per event (span parents, step and window scans);
+  // per host span the nesting pass's worst case, spans all nested in one another on one thread
+  // (thread bucket 4 + sort key 24 + open-span stack 16, doubled by growth); per GPU activity or
+  // launch call (correlation index, launch tables, per-device timelines: an inflated ResNet DDP
+  // trace).
+  std::uint64_t analysis_bytes_expected() const {
+    return kAnalysisBytesPerEvent * model_.size() + kAnalysisBytesPerHostSpan * host_spans_ +
+           kAnalysisBytesPerGpuOrLaunch * gpu_and_launches_;
+  }
+
+ private:
+  static constexpr std::uint64_t kAnalysisBytesPerEvent = 8;
+  static constexpr std::uint64_t kAnalysisBytesPerHostSpan = 60;
+  static constexpr std::uint64_t kAnalysisBytesPerGpuOrLaunch = 40;
+
+  void append(ParsedBatch& batch, EventIndex base) {
     string_map_.resize(batch.strings.texts().size());
     for (std::size_t i = 0; i < string_map_.size(); ++i)
       string_map_[i] = model_.strings.intern(batch.strings.texts()[i]);
@@ -131,20 +183,8 @@ class ModelBuilder {
       else
         model_.process_names[map_id(meta.pid)] = text;
     }
-    for (const auto& [reason, issue] : batch.repairs) model_.report.repair(reason, issue.first_location, issue.count);
-    for (const auto& [reason, issue] : batch.skips) model_.report.skip(reason, issue.first_location, issue.count);
-    if (batch.has_decimal_ts) has_decimal_ts_ = true;
-    if (max_memory_bytes_ > 0 && model_.memory_bytes() > max_memory_bytes_) {
-      stop_reason_ = fmt::format(
-          "stopped loading after {} events: the model reached the memory limit of {} MB; raise it with "
-          "--max-memory, or analyse a shorter trace",
-          model_.size(), max_memory_bytes_ >> 20);
-    }
   }
 
-  bool has_decimal_ts() const { return has_decimal_ts_; }
-
- private:
   std::int32_t global_label(const std::string& text) {
     auto it = labels_.find(text);
     if (it != labels_.end()) return it->second;
@@ -160,7 +200,10 @@ class ModelBuilder {
   std::vector<std::int32_t> label_map_;
   std::unordered_map<std::string, std::int32_t> labels_;
   bool has_decimal_ts_ = false;
-  std::uint64_t max_memory_bytes_ = 0;
+  MemoryLimit limit_;
+  std::function<std::uint64_t()> held_outside_model_;
+  std::uint64_t host_spans_ = 0;
+  std::uint64_t gpu_and_launches_ = 0;
   std::uint64_t max_bytes_without_kept_ = 0;
   std::uint64_t bytes_without_kept_ = 0;
   std::string stop_reason_;
@@ -243,8 +286,17 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
           spare.pop_back();
         }
       }
-      if (!out) out = std::make_unique<ParsedBatch>();
-      parser.parse(raw, *out);
+      try {
+        if (!out) out = std::make_unique<ParsedBatch>();
+        parser.parse(raw, *out);
+      } catch (...) {
+        // std::bad_alloc above all: the loading thread stops and reports what was merged.
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::current_exception();
+        cv_parsed.notify_all();
+        cv_space.notify_all();
+        return;
+      }
       pool.give(std::move(raw.data), raw.capacity);
       std::lock_guard lock(mu);
       parsed.emplace(out->sequence, std::move(out));
@@ -284,7 +336,16 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, ModelBuilder& builder
       batch = std::move(it->second);
       parsed.erase(it);
     }
-    builder.merge(*batch);
+    try {
+      builder.merge(*batch);
+    } catch (...) {
+      std::lock_guard lock(mu);
+      if (!failure) failure = std::current_exception();
+      stop = true;
+      raw_queue.clear();
+      cv_space.notify_all();
+      break;
+    }
     on_batch();
     ++next_seq;
     std::lock_guard lock(mu);
@@ -350,21 +411,47 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   TraceModel model;
   model.info.source = name;
   model.info.compression = compression;
-  const std::uint64_t max_memory = options.max_memory_bytes ? options.max_memory_bytes : default_max_memory_bytes();
+  const MemoryLimit limit =
+      options.max_memory_bytes
+          ? MemoryLimit{options.max_memory_bytes,
+                        options.max_memory_origin.empty() ? "--max-memory" : options.max_memory_origin}
+          : default_memory_limit();
+  const unsigned threads =
+      std::min(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency()), thread_cap());
   BufferPool pool;
   EventScanner scanner(source, name, options.limits, &pool);
-  ModelBuilder builder(model, max_memory, options.limits.max_bytes_without_progress);
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const std::uint64_t pipeline_bytes = ingest_buffer_bytes(threads, options.limits.batch_bytes);
+  ModelBuilder builder(
+      model, limit, [&] { return pipeline_bytes + source.memory_bytes(); }, options.limits.max_bytes_without_progress);
   auto on_batch = [&] {
     if (options.progress) options.progress(source.consumed(), 0);
   };
-  run_pipeline(scanner, pool, builder, threads, on_batch);
+  std::string out_of_memory;
+  try {
+    run_pipeline(scanner, pool, builder, threads, on_batch);
+  } catch (const std::bad_alloc&) {
+    // The system refused memory below the limit (ulimit -v, a cgroup shared with other processes,
+    // overcommit off). Drop a quarter of the events read so that relations and the analyses have
+    // room, and analyse the rest rather than die with nothing.
+    const std::size_t read = model.size();
+    model.truncate_events(read - read / 4);
+    out_of_memory = fmt::format(
+        "ran out of memory at byte {} of the JSON, event {} (the system refused an allocation below the memory "
+        "limit of {} MiB, {}); kept the first {} events and analysed what was read",
+        scanner.summary().bytes, read, limit.bytes >> 20, limit.origin, model.size());
+  }
 
   const ScanSummary& scan = scanner.summary();
   // The document may close before the stream ends; damage (a bad CRC, garbage) can lie after
   // it. Read a bounded tail so a broken compressed stream is still reported.
   std::string stream_damage = scan.stream_damage;
-  if (builder.limit_reached()) {
+  if (!out_of_memory.empty()) {
+    model.report.truncated = true;
+    model.report.truncated_at_byte = scan.bytes;
+    model.report.notes.push_back(out_of_memory);
+    model.report.skip("events dropped after running out of memory", fmt::format("byte {}", scan.bytes),
+                      scan.events > model.size() ? scan.events - model.size() : 0);
+  } else if (builder.limit_reached()) {
     model.report.truncated = true;
     model.report.truncated_at_byte = scan.bytes;
     model.report.notes.push_back(fmt::format("{} (about byte {} of the JSON)", builder.stop_reason(), scan.bytes));
@@ -384,7 +471,9 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   for (const auto& key : scan.header_dropped)
     model.report.skip("top-level value larger than the header limit", "key \"" + key + "\"");
   if (!scan.root_is_array && !scan.saw_trace_events) {
-    if (scan.bytes == 0) throw InputError(name + ": empty input");
+    // A damaged compressed stream that yields nothing (a small zstd frame with a bad checksum,
+    // a cut-off first block) is that damage, not an empty file.
+    if (scan.bytes == 0) throw InputError(stream_damage.empty() ? name + ": empty input" : stream_damage);
     model.report.notes.push_back(kNotATraceDocument);
   }
   if (!stream_damage.empty()) {
@@ -419,11 +508,14 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   return model;
 }
 
-std::uint64_t default_max_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page_size <= 0) return std::uint64_t{8} << 30;
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / 4 * 3;
+std::uint64_t default_max_memory_bytes() { return default_memory_limit().bytes; }
+
+std::uint64_t ingest_buffer_bytes(unsigned threads, std::size_t batch_bytes) {
+  // Batches in flight (2 per thread + 2) and pooled (8), each a raw buffer and its parsed columns
+  // (about the same size again), plus each parser's simdjson index (structural offsets, 4 bytes per
+  // structural character, and a string buffer: about 6x the batch).
+  const std::uint64_t batches = 2 * std::uint64_t{threads} + 2 + 8;
+  return batches * 2 * batch_bytes + std::uint64_t{threads} * 6 * batch_bytes;
 }
 
 TraceModel load_trace(const std::string& path, const LoadOptions& options) {

@@ -7,6 +7,7 @@
 
 #include "ingest/byte_source.h"
 #include "ingest/json_scanner.h"
+#include "ingest/memory_limit.h"
 #include "model/trace_model.h"
 
 namespace ferret {
@@ -16,9 +17,11 @@ struct LoadOptions {
   bool build_relations = true;  // nesting, correlation, steps (model/relations.h)
   ScanLimits limits;
   InflationLimits inflation;
-  // Stop loading (keeping what was read, with a note) once the model holds this many bytes.
-  // 0: three quarters of physical memory, so the OOM killer never gets there first.
+  // Stop loading (keeping what was read, with a note) once the model, the buffers of ingestion and
+  // what relations and the analyses are expected to need for it reach this many bytes.
+  // 0: default_memory_limit(), 3/4 of physical memory or of the cgroup limit.
   std::uint64_t max_memory_bytes = 0;
+  std::string max_memory_origin;  // where max_memory_bytes came from, for the note; "" = --max-memory
   // Called now and then from the loading thread with (input bytes consumed, input size or 0).
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
@@ -34,8 +37,11 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
 // Convenience for tests: a trace given as JSON text.
 TraceModel load_trace_text(std::string json, const LoadOptions& options = {});
 
-// The default memory limit: three quarters of physical memory.
+// The default memory limit in bytes (default_memory_limit() in ingest/memory_limit.h).
 std::uint64_t default_max_memory_bytes();
+// What ingestion holds beside the model with `threads` parsers: batches in flight and pooled, and
+// the parsers' indexes. Counted against the memory limit.
+std::uint64_t ingest_buffer_bytes(unsigned threads, std::size_t batch_bytes);
 
 // The note a JSON document without a "traceEvents" array (and not a bare event array) gets: it
 // is some other JSON file, not a trace.

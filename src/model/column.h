@@ -47,6 +47,14 @@ class Column {
 
   std::size_t memory_bytes() const { return blocks_.size() * kBlockSize * sizeof(T); }
 
+  // Keeps the first n values and frees the blocks past them; never allocates (used after a failed
+  // allocation to bring the columns back to one length).
+  void truncate(std::size_t n) {
+    if (n >= size_) return;
+    size_ = n;
+    blocks_.resize((n + kBlockSize - 1) >> kBlockBits);
+  }
+
   // Read-only forward iteration, so side tables can be walked with range-for.
   class const_iterator {
    public:
@@ -118,6 +126,13 @@ class PackedInt64Column {
       return code == kAbsentCode ? INT64_MIN : b.base + code;
     }
     return b.wide[j];
+  }
+
+  // As Column::truncate.
+  void truncate(std::size_t n) {
+    if (n >= size_) return;
+    size_ = n;
+    blocks_.resize((n + kBlockSize - 1) >> kBlockBits);
   }
 
   std::size_t memory_bytes() const {

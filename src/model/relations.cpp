@@ -77,6 +77,7 @@ void build_nesting(TraceModel& model) {
   std::string first_repair;
   for (std::size_t t = 0; t < thread_ids.size(); ++t) {
     keys.clear();
+    keys.reserve(begin[t + 1] - begin[t]);  // exact: growth by doubling would peak at 2x (--max-memory counts 1x)
     for (std::size_t i = begin[t]; i < begin[t + 1]; ++i) {
       const EventIndex e = by_thread[i];
       keys.push_back({model.ts_ns[e], -model.dur_ns[e], e});

@@ -106,6 +106,37 @@ EventIndex TraceModel::python_parent_of(EventIndex e) const {
   return row < relations.python_parent.size() ? relations.python_parent[row] : kNoEvent;
 }
 
+namespace {
+template <class SideTable>
+void truncate_side_table(SideTable& table, std::size_t events) {
+  std::size_t keep = table.size();
+  while (keep > 0 && table[keep - 1].event >= events) --keep;
+  table.truncate(keep);
+}
+}  // namespace
+
+void TraceModel::truncate_events(std::size_t n) {
+  kind.truncate(n);
+  phase.truncate(n);
+  category.truncate(n);
+  name.truncate(n);
+  ts_ns.truncate(n);
+  dur_ns.truncate(n);
+  pid.truncate(n);
+  tid.truncate(n);
+  correlation.truncate(n);
+  external_id.truncate(n);
+  truncate_side_table(kernel_args, n);
+  truncate_side_table(copy_args, n);
+  truncate_side_table(op_args, n);
+  truncate_side_table(collective_args, n);
+  truncate_side_table(memory_args, n);
+  truncate_side_table(counters, n);
+  truncate_side_table(graph_nodes, n);
+  truncate_side_table(inductor_kernels, n);
+  truncate_side_table(python_frames, n);
+}
+
 std::size_t TraceModel::memory_bytes() const {
   std::size_t n = kind.memory_bytes() + phase.memory_bytes() + category.memory_bytes() + name.memory_bytes() +
                   ts_ns.memory_bytes() + dur_ns.memory_bytes() + pid.memory_bytes() + tid.memory_bytes() +

@@ -355,6 +355,9 @@ class TraceModel {
   std::string_view category_of(EventIndex e) const { return categories.view(category[e]); }
   std::int64_t end_ns(EventIndex e) const { return ts_ns[e] + dur_ns[e]; }
   std::size_t memory_bytes() const;
+  // Keeps the first n events (and the side-table rows of those), freeing the rest; allocates
+  // nothing, so it can repair a model after an append ran out of memory half-way.
+  void truncate_events(std::size_t n);
 
   // Side-table lookups by event (binary search: side tables are appended in event order).
   const KernelArgs* kernel_args_of(EventIndex e) const;

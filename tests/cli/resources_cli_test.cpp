@@ -1,6 +1,9 @@
 // Hostile shapes of input that must cost memory and time in proportion to the input: one kernel on
 // each of many devices; more parser threads than the machine can start.
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -120,6 +123,110 @@ TEST(ResourcesCli, GenJobThreadsAreCappedAndRefusalsFallBack) {
     EXPECT_EQ(read_file(refused + name), read_file(one + name)) << name;
   }
   for (const std::string& d : {one, many, refused}) std::filesystem::remove_all(d);
+}
+
+// Gzip of `plain_bytes` of valid, highly repetitive tiny CPU ops (64 in a row share a timestamp,
+// ts = i / 64 us): deflate packs them a few hundred to one, below the 1000:1 decompression guard.
+std::string repetitive_events_gzip(std::size_t plain_bytes, std::size_t& events) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out, chunk;
+  std::vector<char> buffer(1 << 20);
+  auto pack = [&](const std::string& text, int flush) {
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    z.avail_in = static_cast<uInt>(text.size());
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(buffer.data());
+      z.avail_out = static_cast<uInt>(buffer.size());
+      deflate(&z, flush);
+      out.append(buffer.data(), buffer.size() - z.avail_out);
+    } while (z.avail_out == 0);
+  };
+  std::size_t written = 0;
+  events = 0;
+  pack("{\"traceEvents\":[", Z_NO_FLUSH);
+  while (written < plain_bytes) {
+    chunk.clear();
+    for (int k = 0; k < 64 * 256; ++k, ++events)
+      chunk +=
+          std::string(events ? "," : "") +
+          "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":" + std::to_string(events / 64) +
+          ",\"dur\":1}";
+    written += chunk.size();
+    pack(chunk, Z_NO_FLUSH);
+  }
+  pack("]}", Z_FINISH);
+  deflateEnd(&z);
+  return out;
+}
+
+std::vector<std::string> notes_of(const json& trace_info) {
+  std::vector<std::string> notes;
+  for (const json& n : trace_info.at("notes")) notes.push_back(n.get<std::string>());
+  return notes;
+}
+
+bool any_contains(const std::vector<std::string>& notes, const std::string& text) {
+  for (const std::string& n : notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(ResourcesCli, RepetitiveGzipStopsAtTheMemoryBoundKeepingTheEventsBefore) {
+  std::size_t events = 0;
+  const std::string gz = repetitive_events_gzip(std::size_t{400} << 20, events);
+  ASSERT_GT((std::size_t{400} << 20) / gz.size(), 200u) << "the input must inflate over 200:1";
+  const std::string path = temp_path("repetitive.json.gz");
+  write_file(path, gz);
+  const CommandResult r = run_ferret("info --json --max-memory 64MiB " + path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json info = json::parse(r.out).at("traces")[0];
+  const auto kept = info.at("events").get<std::uint64_t>();
+  ASSERT_GT(kept, 0u);
+  ASSERT_LT(kept, events);
+  EXPECT_TRUE(any_contains(notes_of(info), "at the memory limit of 64 MiB (--max-memory)")) << r.out.substr(0, 3000);
+  // Each of these events takes at least 32 bytes of columns (kind, phase, category, name, ts, dur,
+  // pid, tid, correlation, external id: 1+1+2+4+4+4+4+4+4+4), and its analysis at least 20 more (its
+  // parent slot and its place in its thread's nesting): within 64 MiB, no more than 64 MiB / 52.
+  // The model alone reached 64 MiB at 2.06 million events before the bound counted the analysis.
+  EXPECT_LE(kept * 52, std::uint64_t{64} << 20);
+  // The first `kept` events, in order: the last one starts at (kept - 1) / 64 us and lasts 1 us.
+  EXPECT_EQ(info.at("span").at("first_ns").get<std::int64_t>(), 0);
+  EXPECT_EQ(info.at("span").at("last_ns").get<std::int64_t>(),
+            static_cast<std::int64_t>((kept - 1) / 64 * 1000 + 1000));
+}
+
+// An address-space limit below what --max-memory allows: the allocation that fails is caught,
+// what was read is kept (less a quarter, room for the analysis) and analysed, with a note.
+TEST(ResourcesCli, RefusedAllocationReportsWhatWasRead) {
+  if (kUnderSanitizer) GTEST_SKIP() << "SKIPPED: ulimit -v cannot apply under ASan";
+  const std::string endless =
+      "(printf '{\"traceEvents\":['; yes "
+      "'{\"ph\":\"X\",\"cat\":\"c\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},')";
+  const CommandResult info =
+      run_shell("ulimit -v 400000 && " + endless + " | {ferret} info --json --max-memory 8GiB -");
+  ASSERT_EQ(info.exit_code, 0) << info.err;  // was: std::bad_alloc, exit 2, no output
+  const json trace = json::parse(info.out).at("traces")[0];
+  const std::vector<std::string> notes = notes_of(trace);
+  std::uint64_t read = 0, kept = 0;
+  for (const std::string& n : notes) {
+    if (n.find("ran out of memory at byte") != std::string::npos) {
+      ASSERT_EQ(std::sscanf(n.substr(n.find(", event ")).c_str(), ", event %lu", &read), 1) << n;
+    }
+    if (const std::size_t at = n.find("kept the first "); at != std::string::npos) {
+      ASSERT_EQ(std::sscanf(n.substr(at).c_str(), "kept the first %lu", &kept), 1) << n;
+    }
+  }
+  ASSERT_GT(read, 0u) << info.out.substr(0, 3000);
+  EXPECT_EQ(kept, read - read / 4);
+  EXPECT_EQ(trace.at("events").get<std::uint64_t>(), kept);
+
+  const CommandResult analyze =
+      run_shell("ulimit -v 400000 && " + endless + " | {ferret} analyze --json --max-memory 8GiB -");
+  ASSERT_EQ(analyze.exit_code, 0) << analyze.err;
+  const json input = json::parse(analyze.out).at("traces")[0].at("input");
+  EXPECT_TRUE(any_contains(notes_of(input), "ran out of memory at byte")) << input.dump();
 }
 
 }  // namespace
