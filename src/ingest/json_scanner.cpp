@@ -231,9 +231,21 @@ int EventScanner::next_byte() {
   return c;
 }
 
+// Whitespace and comments between root-level tokens (counted like those between events).
 void EventScanner::skip_ws() {
   for (;;) {
     const int c = peek_byte();
+    if (c == '/') {
+      const std::uint64_t at = buf_stream_offset_ + pos_ - kHeadroom;
+      ++pos_;
+      const int kind = peek_byte();
+      if (kind != '/' && kind != '*') return;  // not a comment: the caller reports what follows
+      ++pos_;
+      if (summary_.comments++ == 0) summary_.first_comment_at = at;
+      for (int prev = 0, d; (d = next_byte()) >= 0; prev = d)
+        if ((kind == '/' && d == '\n') || (kind == '*' && prev == '*' && d == '/')) break;
+      continue;
+    }
     if (c < 0 || !is_ws(c)) return;
     ++pos_;
   }

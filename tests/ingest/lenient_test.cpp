@@ -112,6 +112,19 @@ TEST(Lenient, CommentsBetweenAndInsideEventsAreSkippedAndCounted) {
   EXPECT_EQ(m.report.repair_count(), 4u) << tally(m);
 }
 
+TEST(Lenient, CommentsAroundRootKeysAreSkippedAndCounted) {
+  const std::string text =
+      "// exported by hand\n{\"schemaVersion\": /* v */ 3, // next\n\"traceEvents\":[" + op(0) + "]} /* end */\n";
+  const TraceModel m = load_every_way(text);
+  ASSERT_EQ(m.size(), 1u) << tally(m);
+  EXPECT_EQ(m.info.schema_version, 3);
+  const Issue* issue = repair(m, kCommentReason);
+  ASSERT_NE(issue, nullptr) << tally(m);
+  EXPECT_EQ(issue->count, 4u);
+  EXPECT_EQ(issue->first_location, "byte 0");
+  EXPECT_TRUE(m.report.notes.empty()) << tally(m);  // the trailing comment is not "data after the end"
+}
+
 TEST(Lenient, NonStandardNumbersAreReadByTheirDigitsAndCounted) {
   // ts in microseconds: 01 -> 1 us, 1. -> 1 us, .5 -> 0.5 us, +1 -> 1 us, -01 -> -1 us.
   const std::vector<std::pair<std::string, std::int64_t>> cases = {
