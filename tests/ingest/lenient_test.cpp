@@ -4,6 +4,7 @@
 // document), never taken from ferret's output. Every case is loaded four ways, as the ingest
 // fuzzer's differential oracle does (1 and 2 threads, default and 4 KB batches): the events and
 // the tally must not depend on where batches are cut.
+#include <random>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,48 @@ TEST(Lenient, UnknownPhasesAreKeptAsOtherAndCounted) {
   ASSERT_NE(other, nullptr) << tally(m);
   EXPECT_EQ(other->count, 3u);
   EXPECT_EQ(other->first_location, at(text.find(zz), 2));
+}
+
+// Many comments and missing commas at random places, so that some straddle the 4 KB batch
+// boundaries: the counts must equal what was inserted, whatever the batch size.
+TEST(Lenient, RandomCommentsAndMissingCommasAreAllCounted) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::string text = R"({"traceEvents":[)";
+    std::uint64_t comments = 0, missing = 0;
+    const int events = 1500;
+    for (int i = 0; i < events; ++i) {
+      if (i > 0) {
+        const unsigned gap = rng() % 5;
+        if (gap == 1) {
+          ++missing;
+          text += "\n";
+        } else {
+          text += ",";
+        }
+        if (gap >= 3) {
+          ++comments;
+          text += gap == 3 ? "/* a \"quoted\" {brace} " + std::string(rng() % 300, '*') + "*/" : "// x\n";
+        }
+      }
+      std::string event = op(i, fmt::format(R"(,"args":{{"pad":"{}"}})", std::string(rng() % 200, 'p')));
+      if (rng() % 7 == 0) {
+        ++comments;
+        event.insert(1, "/* in */");
+      }
+      text += event;
+    }
+    text += "]}";
+    const TraceModel m = load_every_way(text);
+    ASSERT_EQ(m.size(), static_cast<std::size_t>(events)) << "seed " << seed;
+    const Issue* c = repair(m, kCommentReason);
+    const Issue* g = repair(m, kMissingCommaReason);
+    ASSERT_NE(c, nullptr);
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(c->count, comments) << "seed " << seed;
+    EXPECT_EQ(g->count, missing) << "seed " << seed;
+    EXPECT_EQ(m.report.skip_count(), 0u) << tally(m);
+  }
 }
 
 TEST(Lenient, CleanTraceHasNoLeniencyCounted) {
