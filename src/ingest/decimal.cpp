@@ -153,4 +153,14 @@ DecimalStatus parse_int64(std::string_view text, std::int64_t& value) {
   return st;
 }
 
+bool is_lenient_number(std::string_view t) {
+  std::size_t i = 0;
+  if (i < t.size() && t[i] == '+') return true;
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '.') return true;
+  if (i + 1 < t.size() && t[i] == '0' && is_digit(t[i + 1])) return true;
+  const std::size_t dot = t.find('.', i);
+  return dot != std::string_view::npos && (dot + 1 == t.size() || !is_digit(t[dot + 1]));
+}
+
 }  // namespace ferret

@@ -20,4 +20,13 @@ DecimalStatus parse_micros_to_nanos(std::string_view text, std::int64_t& nanos);
 // their two's-complement bit pattern (ids are compared, never added). "3.0" is accepted as 3.
 DecimalStatus parse_int64(std::string_view text, std::int64_t& value);
 
+// True for number text that JSON forbids but the conversions above read by its digits: a leading
+// zero ("01", "-01"), a '+' sign, or a dot without a digit on one side ("1.", ".5").
+bool is_lenient_number(std::string_view text);
+
+// Cheap pre-check for is_lenient_number: false for every number a profiler writes ("123.456").
+inline bool may_be_lenient_number(std::string_view text) {
+  return !text.empty() && (text.front() < '1' || text.back() == '.');
+}
+
 }  // namespace ferret

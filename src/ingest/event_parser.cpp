@@ -75,6 +75,15 @@ namespace {
 // Durations beyond this are a broken clock ("236-year durations"), not a real span.
 constexpr std::int64_t kAbsurdDurationNs = std::int64_t{30} * 24 * 3600 * 1000000000;
 
+// The phases of the Trace Event Format; anything else is stored as an event of kind other.
+bool is_trace_format_phase(char ph) {
+  static constexpr std::string_view kPhases = "XiIsfCMtnbeBESTpFPNODVvRc()";
+  return kPhases.find(ph) != std::string_view::npos;
+}
+
+struct EventRow;
+std::string unknown_phase_reason(const EventRow& row);
+
 struct EventRow {
   char ph = 0;
   bool has_cat = false, has_ts = false, has_dur = false, has_name = false;
@@ -99,7 +108,18 @@ struct EventRow {
   std::vector<std::pair<std::string_view, double>> counter_values;
   const char* bad_field = nullptr;  // ts/dur whose value had the wrong type
   const char* bad_type = nullptr;   // another field of the wrong JSON type (ignored)
+  bool lenient_number = false;      // a number JSON forbids ("01", "1."), read by its digits
+  bool nan_id = false;              // NaN or Infinity as a correlation or External id
+  bool phase_is_one_char = true;
 };
+
+std::string unknown_phase_reason(const EventRow& row) {
+  // One reason per printable character at most, so hostile phases cannot grow the tally.
+  if (row.phase_is_one_char && row.ph > ' ' && row.ph < 0x7f)
+    return fmt::format("unknown \"ph\" '{}': event kept as kind other (no analysis reads it)", row.ph);
+  return "unknown \"ph\" (empty, several characters or not printable): event kept as kind other (no analysis "
+         "reads it)";
+}
 
 class Context {
  public:
@@ -180,6 +200,7 @@ std::int32_t read_id(od::value v, ParsedBatch& out, EventRow& row) {
     return 0;
   }
   std::string_view raw = trim_token(v.raw_json_token());
+  if (may_be_lenient_number(raw) && is_lenient_number(raw)) row.lenient_number = true;
   std::int64_t n = 0;
   if (parse_int64(raw, n) == DecimalStatus::kOk && n >= INT32_MIN / 2 && n <= INT32_MAX && n >= 0)
     return static_cast<std::int32_t>(n);
@@ -192,14 +213,26 @@ std::int32_t read_id(od::value v, ParsedBatch& out, EventRow& row) {
 
 // An integer-valued arg; false when the value is not a number (or numeric string). Ids may be
 // unsigned 64-bit (kept as their bit pattern); quantities (`id` false) must fit int64.
-bool read_int(od::value v, std::int64_t& n, bool id = true) {
+bool read_int(EventRow& row, od::value v, std::int64_t& n, bool id = true) {
   const od::json_type t = v.type();
   if (t != od::json_type::number && t != od::json_type::string) return false;
   const std::string_view raw =
       t == od::json_type::string ? std::string_view(v.get_string()) : trim_token(v.raw_json_token());
+  if (t == od::json_type::number && may_be_lenient_number(raw) && is_lenient_number(raw)) row.lenient_number = true;
   const DecimalStatus st = parse_int64(raw, n);
   if (st != DecimalStatus::kOk && st != DecimalStatus::kRounded) return false;
   return id || n >= 0 || (!raw.empty() && raw[0] == '-');
+}
+
+// NaN, Infinity and their kin, which simdjson types by their first byte (a number by a sign,
+// null by an 'n').
+bool is_not_a_number(od::value v) {
+  const od::json_type type = v.type();
+  if (type != od::json_type::number && type != od::json_type::null) return false;
+  std::string_view raw = trim_token(v.raw_json_token());
+  if (raw == "null") return false;
+  if (!raw.empty() && (raw[0] == '-' || raw[0] == '+')) raw.remove_prefix(1);
+  return !raw.empty() && ((raw[0] | 0x20) == 'n' || (raw[0] | 0x20) == 'i');
 }
 
 bool read_double(od::value v, double& d) {
@@ -222,13 +255,13 @@ std::string_view raw_value_text(od::value v) {
   }
 }
 
-bool read_triplet(od::value v, std::int32_t (&dst)[3]) {
+bool read_triplet(EventRow& row, od::value v, std::int32_t (&dst)[3]) {
   if (v.type() != od::json_type::array) return false;
   int k = 0;
   bool ok = true;
   for (auto element : v.get_array()) {
     std::int64_t n = 0;
-    if (k < 3 && read_int(element.value(), n))
+    if (k < 3 && read_int(row, element.value(), n))
       dst[k] = static_cast<std::int32_t>(n);
     else if (k < 3)
       ok = false;
@@ -268,7 +301,7 @@ void parse_inductor_arg(std::string_view key, od::value v, EventRow& row, Parsed
     }
   } else if (key == "kernel_flop") {
     std::int64_t n = 0;
-    if (read_int(v, n, false))
+    if (read_int(row, v, n, false))
       row.inductor.flop = n, row.inductor_seen = true;
     else if (type != od::json_type::null)
       row.bad_type = "args.kernel_flop";
@@ -309,7 +342,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'p':
         if (key == "priority") {
-          if (read_int(v, n) && n >= INT32_MIN + 1 && n <= INT32_MAX)
+          if (read_int(row, v, n) && n >= INT32_MIN + 1 && n <= INT32_MAX)
             row.kernel.priority = static_cast<std::int32_t>(n), row.kernel_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.priority";
@@ -318,8 +351,10 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'c':
         if (key == "correlation") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.correlation = n;
+          else if (is_not_a_number(v))
+            row.nan_id = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.correlation";
           continue;
@@ -327,8 +362,10 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'E':
         if (key == "External id") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.external_id = n;
+          else if (is_not_a_number(v))
+            row.nan_id = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.External id";
           continue;
@@ -336,8 +373,10 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'e':
         if (key == "external id") {  // torch 1.8-1.9
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.external_id = n;
+          else if (is_not_a_number(v))
+            row.nan_id = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.external id";
           continue;
@@ -352,19 +391,19 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'g':
         if (key == "grid") {
-          if (!read_triplet(v, row.kernel.grid)) row.bad_type = "args.grid";
+          if (!read_triplet(row, v, row.kernel.grid)) row.bad_type = "args.grid";
           row.kernel_seen = true;
           continue;
         }
         if (key == "graph id") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.graph.graph_id = n, row.graph_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.graph id";
           continue;
         }
         if (key == "graph node id") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.graph.node_id = n, row.graph_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.graph node id";
@@ -373,7 +412,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'b':
         if (key == "block") {
-          if (!read_triplet(v, row.kernel.block)) row.bad_type = "args.block";
+          if (!read_triplet(row, v, row.kernel.block)) row.bad_type = "args.block";
           row.kernel_seen = true;
           continue;
         }
@@ -385,7 +424,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           continue;
         }
         if (key == "bytes") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.copy.bytes = n, row.copy_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.bytes";
@@ -394,7 +433,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'r':
         if (key == "registers per thread") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.kernel.registers_per_thread = static_cast<std::int32_t>(n), row.kernel_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.registers per thread";
@@ -403,14 +442,14 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 's':
         if (key == "shared memory") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.kernel.shared_memory = static_cast<std::int32_t>(n), row.kernel_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.shared memory";
           continue;
         }
         if (key == "stream") {
-          if (read_int(v, n)) row.stream = n;  // ROCm may write a 64-bit HIP stream here: only compared
+          if (read_int(row, v, n)) row.stream = n;  // ROCm may write a 64-bit HIP stream here: only compared
           continue;
         }
         break;
@@ -453,7 +492,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           continue;
         }
         if (key == "In msg nelems") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.coll.in_msg_nelems = n, row.coll_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.In msg nelems";
@@ -462,14 +501,14 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'S':
         if (key == "Sequence number") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.op.sequence_number = n, row.op_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Sequence number";
           continue;
         }
         if (key == "Seq") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.coll.seq = n, row.coll_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Seq";
@@ -478,7 +517,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'F':
         if (key == "Fwd thread id") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.op.fwd_thread_id = static_cast<std::int32_t>(n), row.op_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Fwd thread id";
@@ -492,7 +531,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           continue;
         }
         if (key == "Comms Id") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.coll.comms_id = n, row.coll_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Comms Id";
@@ -508,7 +547,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'O':
         if (key == "Out msg nelems") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.coll.out_msg_nelems = n, row.coll_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Out msg nelems";
@@ -517,7 +556,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'G':
         if (key == "Group size") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.coll.group_size = static_cast<std::int32_t>(n), row.coll_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Group size";
@@ -536,14 +575,14 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
           continue;
         }
         if (key == "Python id") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.python.id = n, row.python_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Python id";
           continue;
         }
         if (key == "Python parent id") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.python.parent_id = n, row.python_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Python parent id";
@@ -552,7 +591,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'R':
         if (key == "Rank") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.coll.rank = static_cast<std::int32_t>(n), row.coll_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Rank";
@@ -561,14 +600,14 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'T':
         if (key == "Total Allocated") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.mem.total_allocated = n, row.mem_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Total Allocated";
           continue;
         }
         if (key == "Total Reserved") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.mem.total_reserved = n, row.mem_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Total Reserved";
@@ -577,14 +616,14 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'D':
         if (key == "Device Type") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.mem.device_type = static_cast<std::int8_t>(n), row.mem_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Device Type";
           continue;
         }
         if (key == "Device Id") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.mem.device_id = static_cast<std::int16_t>(n), row.mem_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Device Id";
@@ -593,7 +632,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'A':
         if (key == "Addr") {
-          if (read_int(v, n))
+          if (read_int(row, v, n))
             row.mem.addr = static_cast<std::uint64_t>(n), row.mem_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Addr";
@@ -602,7 +641,7 @@ void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
         break;
       case 'B':
         if (key == "Bytes") {
-          if (read_int(v, n, false))
+          if (read_int(row, v, n, false))
             row.mem.bytes = n, row.mem_seen = true;
           else if (type != od::json_type::null)
             row.bad_type = "args.Bytes";
@@ -626,7 +665,8 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
     od::value v = field.value();
     if (key == "ph") {
       const std::string_view ph = v.get_string();
-      row.ph = ph.empty() ? '?' : ph[0];
+      row.phase_is_one_char = ph.size() == 1;
+      row.ph = row.phase_is_one_char ? ph[0] : '?';
     } else if (key == "cat") {
       if (v.type() == od::json_type::string) {
         row.cat = string_value(v);
@@ -656,6 +696,8 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
         row.bad_field = is_ts ? "ts" : "dur";
         continue;
       }
+      if (t == od::json_type::number && may_be_lenient_number(text) && is_lenient_number(text))
+        row.lenient_number = true;
       std::int64_t ns = 0;
       const DecimalStatus st = parse_micros_to_nanos(text, ns);
       if (st == DecimalStatus::kOk || st == DecimalStatus::kRounded) {
@@ -675,7 +717,7 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
     } else if (key == "id") {
       std::int64_t n = 0;
       const od::json_type type = v.type();
-      if (read_int(v, n))
+      if (read_int(row, v, n))
         row.flow_id = n;
       else if (type == od::json_type::string)
         row.flow_id = static_cast<std::int64_t>(std::hash<std::string_view>{}(v.get_string()) >> 1);
@@ -707,6 +749,9 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
   }
   if (row.bad_type)
     ctx.repair(std::string("field of the wrong JSON type or out of range, ignored (") + row.bad_type + ")");
+  if (row.lenient_number) ctx.repair(kLenientNumberReason);
+  if (row.nan_id) ctx.repair(kNanIdReason);
+  if (!is_trace_format_phase(row.ph) || !row.phase_is_one_char) ctx.repair(unknown_phase_reason(row));
   const EventKind kind = classify_event(row.ph, row.cat, row.has_cat, row.name);
   if (row.ph == 'X') {
     if (!row.has_dur) {
@@ -855,6 +900,113 @@ void repair_bytes(char* p, std::size_t n, bool& changed_control, bool& changed_u
   }
 }
 
+// What lenient_rewrite changed in one event.
+struct LenientFixes {
+  std::uint64_t numbers = 0;         // "+1", ".5", "01", "1." -> standard JSON
+  std::uint64_t nan_ids = 0;         // NaN/Infinity as a correlation or External id -> null
+  std::uint64_t nan_values = 0;      // NaN/Infinity elsewhere -> null
+  std::uint64_t missing_commas = 0;  // between fields or array elements
+  bool any() const { return numbers + nan_ids + nan_values + missing_commas > 0; }
+};
+
+bool is_number_char(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '+' || c == '-';
+}
+
+bool equals_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if ((a[i] | 0x20) != b[i]) return false;
+  return true;
+}
+
+// A bare token outside strings in standard JSON form, or "" when it is not a number JSON forbids.
+std::string standard_number(std::string_view token) {
+  std::string_view t = token;
+  const bool negative = !t.empty() && t[0] == '-';
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) t.remove_prefix(1);
+  std::size_t digits = 0;
+  while (digits < t.size() && t[digits] >= '0' && t[digits] <= '9') ++digits;
+  std::string_view int_part = t.substr(0, digits), rest = t.substr(digits);
+  while (int_part.size() > 1 && int_part[0] == '0') int_part.remove_prefix(1);
+  std::string out = negative ? "-" : "";
+  out += int_part.empty() ? "0" : std::string(int_part);
+  if (!rest.empty() && rest[0] == '.') {
+    std::size_t frac = 1;
+    while (frac < rest.size() && rest[frac] >= '0' && rest[frac] <= '9') ++frac;
+    out += frac == 1 ? ".0" : std::string(rest.substr(0, frac));
+    rest.remove_prefix(frac);
+  }
+  out += rest;  // an exponent, or junk that the parser will reject anyway
+  return out;
+}
+
+// Rewrites what JSON forbids but a hand-edited or foreign writer's trace may hold into strict JSON:
+// NaN/Infinity become null, non-standard numbers their standard form, and a missing comma between
+// fields or elements is put in. Runs only after an event failed to parse, so clean traces never
+// pay for it. Strings are copied untouched.
+std::string lenient_rewrite(std::string_view in, LenientFixes& fixes) {
+  std::string out;
+  out.reserve(in.size() + 16);
+  std::vector<char> open;  // '{' or '['
+  char last = 0;           // '{', '[', ',', ':', 'k' (a key ended), 'v' (a value ended)
+  std::string_view key;
+  auto value_starts = [&] {
+    if (last == 'v' && !open.empty()) {
+      out += ',';
+      ++fixes.missing_commas;
+      last = ',';
+    }
+  };
+  std::size_t i = 0;
+  while (i < in.size()) {
+    const char c = in[i];
+    if (c == '"') {
+      value_starts();
+      const bool is_key = !open.empty() && open.back() == '{' && (last == '{' || last == ',');
+      std::size_t j = i + 1;
+      while (j < in.size() && in[j] != '"') j += in[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, in.size());
+      out.append(in.substr(i, j - i));
+      if (is_key) key = in.substr(i + 1, j - i - 2 < in.size() ? j - i - 2 : 0);
+      last = is_key ? 'k' : 'v';
+      i = j;
+    } else if (is_number_char(c)) {
+      value_starts();
+      std::size_t j = i;
+      while (j < in.size() && is_number_char(in[j])) ++j;
+      std::string_view token = in.substr(i, j - i), unsigned_token = token;
+      if (token[0] == '-' || token[0] == '+') unsigned_token.remove_prefix(1);
+      if (equals_ignoring_case(unsigned_token, "nan") || equals_ignoring_case(unsigned_token, "inf") ||
+          equals_ignoring_case(unsigned_token, "infinity")) {
+        out += "null";
+        ++(key == "correlation" || key == "External id" || key == "external id" ? fixes.nan_ids : fixes.nan_values);
+      } else if (token == "true" || token == "false" || token == "null" || !is_lenient_number(token)) {
+        out.append(token);
+      } else {
+        out += standard_number(token);
+        ++fixes.numbers;
+      }
+      last = 'v';
+      i = j;
+    } else {
+      if (c == '{' || c == '[') {
+        value_starts();
+        open.push_back(c);
+        last = c;
+      } else if (c == '}' || c == ']') {
+        if (!open.empty()) open.pop_back();
+        last = 'v';
+      } else if (c == ',' || c == ':') {
+        last = c;
+      }
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
 // Raw newlines inside strings are invalid JSON; after the first failed parse, turn every
 // remaining control character (including \n, \r, \t) into a space.
 void blank_all_controls(char* p, std::size_t n) {
@@ -901,9 +1053,18 @@ struct EventParser::Impl {
         ok = parse_one(text, len, out, ctx, error2);
         if (ok) control = true;
       }
+      LenientFixes fixes;
+      if (!ok) {
+        const std::string rewritten = lenient_rewrite(std::string_view(text, len), fixes);
+        ok = fixes.any() && parse_one(rewritten.data(), rewritten.size(), out, ctx, error2);
+      }
       if (ok) {
         if (control) ctx.repair("raw control characters replaced by spaces");
         if (utf8) ctx.repair("invalid UTF-8 bytes replaced by '?'");
+        if (fixes.numbers) ctx.repair(kLenientNumberReason);
+        if (fixes.nan_ids) ctx.repair(kNanIdReason);
+        if (fixes.nan_values) ctx.repair(kNanValueReason);
+        if (fixes.missing_commas) ctx.repair(kMissingFieldCommaReason);
         continue;
       }
       ctx.skip("malformed event JSON (" + error + ")");

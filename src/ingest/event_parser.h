@@ -35,6 +35,13 @@ class LocalStrings {
   std::unordered_map<std::string_view, std::uint32_t, SampledHash> index_;
 };
 
+// Leniencies the parser accepts, each counted under its own reason (docs/JSON.md lists them).
+inline constexpr const char* kLenientNumberReason =
+    "non-standard JSON number (leading zero, '+' or a dot without digits) read as its value";
+inline constexpr const char* kNanIdReason = "NaN or Infinity as a correlation or External id: id dropped";
+inline constexpr const char* kNanValueReason = "NaN or Infinity (not JSON) read as no value";
+inline constexpr const char* kMissingFieldCommaReason = "missing comma between fields of an event (accepted)";
+
 struct LocalIssue {
   std::uint64_t count = 0;
   std::string first_location;

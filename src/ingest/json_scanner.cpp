@@ -23,7 +23,7 @@ inline bool is_ws(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t
 
 // Bit i set iff byte i of the 64-byte block equals the given class.
 struct BlockMasks {
-  std::uint64_t quote, backslash, open, close, comma;
+  std::uint64_t quote, backslash, open, close, comma, slash;  // slash: comments, never valid outside strings
 };
 
 // Bits [from, to) of a 64-bit mask (0 <= from <= to <= 64).
@@ -34,7 +34,7 @@ inline std::uint64_t bit_range(unsigned from, unsigned to) {
 }
 
 inline BlockMasks classify_block(const char* p) {
-  BlockMasks m{0, 0, 0, 0, 0};
+  BlockMasks m{0, 0, 0, 0, 0, 0};
 #if defined(__AVX2__)
   const __m256i quote = _mm256_set1_epi8('"');
   const __m256i backslash = _mm256_set1_epi8('\\');
@@ -42,6 +42,7 @@ inline BlockMasks classify_block(const char* p) {
   const __m256i open = _mm256_set1_epi8('{');
   const __m256i close = _mm256_set1_epi8('}');
   const __m256i comma = _mm256_set1_epi8(',');
+  const __m256i slash = _mm256_set1_epi8('/');
   for (int k = 0; k < 2; ++k) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
     const __m256i folded = _mm256_or_si256(v, lower);
@@ -59,6 +60,8 @@ inline BlockMasks classify_block(const char* p) {
         << shift;
     m.comma |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, comma))))
                << shift;
+    m.slash |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, slash))))
+               << shift;
   }
 #elif defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
@@ -68,6 +71,7 @@ inline BlockMasks classify_block(const char* p) {
   const __m128i open = _mm_set1_epi8('{');
   const __m128i close = _mm_set1_epi8('}');
   const __m128i comma = _mm_set1_epi8(',');
+  const __m128i slash = _mm_set1_epi8('/');
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
     const __m128i folded = _mm_or_si128(v, lower);
@@ -83,6 +87,8 @@ inline BlockMasks classify_block(const char* p) {
                << shift;
     m.comma |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, comma))))
                << shift;
+    m.slash |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, slash))))
+               << shift;
   }
 #else
   for (int i = 0; i < 64; ++i) {
@@ -93,6 +99,7 @@ inline BlockMasks classify_block(const char* p) {
     if ((c | 0x20) == '{') m.open |= bit;
     if ((c | 0x20) == '}') m.close |= bit;
     if (c == ',') m.comma |= bit;
+    if (c == '/') m.slash |= bit;
   }
 #endif
   return m;
@@ -224,9 +231,21 @@ int EventScanner::next_byte() {
   return c;
 }
 
+// Whitespace and comments between root-level tokens (counted like those between events).
 void EventScanner::skip_ws() {
   for (;;) {
     const int c = peek_byte();
+    if (c == '/') {
+      const std::uint64_t at = buf_stream_offset_ + pos_ - kHeadroom;
+      ++pos_;
+      const int kind = peek_byte();
+      if (kind != '/' && kind != '*') return;  // not a comment: the caller reports what follows
+      ++pos_;
+      if (summary_.comments++ == 0) summary_.first_comment_at = at;
+      for (int prev = 0, d; (d = next_byte()) >= 0; prev = d)
+        if ((kind == '/' && d == '\n') || (kind == '*' && prev == '*' && d == '/')) break;
+      continue;
+    }
     if (c < 0 || !is_ws(c)) return;
     ++pos_;
   }
@@ -302,8 +321,54 @@ void EventScanner::close_event_array(std::size_t at) {
   summary_.skipped_non_objects += nested_arrays_ + (elements > structured ? elements - structured : 0);
 }
 
+// An element of the event array opens at `at`: every element's start, object or not, so that
+// buffer refills keep the element from here.
+inline void EventScanner::open_element(std::size_t at, char c) {
+  event_start_ = at;
+  if (c == '[') ++nested_arrays_;
+  if (top_level_commas_ == commas_at_last_close_) [[unlikely]] {
+    if (summary_.missing_commas++ == 0)
+      summary_.first_missing_comma = fmt::format("byte {} (event #{})", buf_stream_offset_ + at - kHeadroom,
+                                                 summary_.events + pending_begin_.size());
+  }
+}
+
+// One byte while a comment may be open (comment_ != kNone); true when the byte belongs to the
+// comment. Comment bytes become spaces in place, so the parser's strict JSON never sees them.
+bool EventScanner::scan_comment_byte(char* b, std::size_t p) {
+  const char c = b[p];
+  switch (comment_) {
+    case Comment::kNone: return false;
+    case Comment::kSlash:
+      if (c != '/' && c != '*') {
+        comment_ = Comment::kNone;  // a lone '/': left in place, for the parser to reject
+        return false;
+      }
+      comment_ = c == '/' ? Comment::kLine : Comment::kBlock;
+      if (summary_.comments++ == 0) summary_.first_comment_at = buf_stream_offset_ + p - 1 - kHeadroom;
+      b[p - 1] = ' ';  // after a refill the '/' may sit just before kHeadroom: still this buffer
+      b[p] = ' ';
+      return true;
+    case Comment::kLine:
+      if (c == '\n')
+        comment_ = Comment::kNone;
+      else
+        b[p] = ' ';
+      return true;
+    case Comment::kBlock:
+    case Comment::kBlockStar:
+      if (c == '/' && comment_ == Comment::kBlockStar)
+        comment_ = Comment::kNone;
+      else
+        comment_ = c == '*' ? Comment::kBlockStar : Comment::kBlock;
+      b[p] = ' ';
+      return true;
+  }
+  return false;
+}
+
 void EventScanner::scan_events_scalar(std::size_t stop) {
-  const char* b = buf_.get();
+  char* b = buf_.get();
   for (std::size_t p = pos_; p < stop; ++p) {
     const char c = b[p];
     if (in_string_) {
@@ -315,16 +380,15 @@ void EventScanner::scan_events_scalar(std::size_t stop) {
         in_string_ = false;
       continue;
     }
-    if (c == '"') {
+    if (comment_ != Comment::kNone && scan_comment_byte(b, p)) continue;
+    if (c == '/') {
+      comment_ = Comment::kSlash;
+    } else if (c == '"') {
       in_string_ = true;
     } else if (c == ',') {
       if (depth_ == 0) ++top_level_commas_;
     } else if (c == '{' || c == '[') {
-      if (depth_ == 0) {
-        // Every element's start, object or not: buffer refills keep the element from here.
-        event_start_ = p;
-        if (c == '[') ++nested_arrays_;
-      }
+      if (depth_ == 0) open_element(p, c);
       ++depth_;
     } else if (c == '}' || c == ']') {
       if (depth_ == 0) {
@@ -335,10 +399,13 @@ void EventScanner::scan_events_scalar(std::size_t stop) {
         ++summary_.stray_closers;  // a '}' between events: nothing to parse, counted
         continue;
       }
-      if (--depth_ == 0 && c == '}') {
-        pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
-        pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
-        ++array_objects_;
+      if (--depth_ == 0) {
+        commas_at_last_close_ = top_level_commas_;
+        if (c == '}') {
+          pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
+          pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
+          ++array_objects_;
+        }
       }
     }
   }
@@ -348,7 +415,7 @@ void EventScanner::scan_events_scalar(std::size_t stop) {
 void EventScanner::scan_events() {
   const char* b = buf_.get();
   while (pos_ < end_ && !array_closed_) {
-    if (end_ - pos_ < 64 || escaped_) {
+    if (end_ - pos_ < 64 || escaped_ || comment_ != Comment::kNone) {
       scan_events_scalar(std::min(end_, pos_ + 64));
       continue;
     }
@@ -359,6 +426,11 @@ void EventScanner::scan_events() {
       continue;
     }
     const std::uint64_t inside = prefix_xor(m.quote) ^ (in_string_ ? ~std::uint64_t{0} : 0);
+    if ((m.slash & ~inside) != 0) {
+      // A '/' outside strings starts a comment (or is junk): the byte loop knows comments.
+      scan_events_scalar(pos_ + 64);
+      continue;
+    }
     in_string_ = (inside >> 63) != 0;
     std::uint64_t structural = (m.open | m.close) & ~inside;
     const std::uint64_t commas = m.comma & ~inside;
@@ -376,8 +448,7 @@ void EventScanner::scan_events() {
           top_level_commas_ += static_cast<std::uint64_t>(
               __builtin_popcountll(commas & bit_range(depth0_from, static_cast<unsigned>(bit))));
           depth0_from = 64;
-          event_start_ = p;  // every element's start, object or not: refills keep it from here
-          if (c == '[') ++nested_arrays_;
+          open_element(p, c);
         }
         ++depth_;
       } else if (depth_ == 0) {
@@ -393,6 +464,7 @@ void EventScanner::scan_events() {
         ++summary_.stray_closers;
       } else if (--depth_ == 0) {
         depth0_from = static_cast<unsigned>(bit) + 1;
+        commas_at_last_close_ = top_level_commas_;
         if (c == '}') {
           pending_begin_.push_back(static_cast<std::uint32_t>(event_start_));
           pending_end_.push_back(static_cast<std::uint32_t>(p + 1));
@@ -483,6 +555,7 @@ bool EventScanner::next(RawBatch& batch) {
           throw InputError(fmt::format("{}: byte {}: expected a key in the top-level object", name_,
                                        buf_stream_offset_ + pos_ - 1 - kHeadroom));
         }
+        const std::uint64_t key_at = buf_stream_offset_ + pos_ - 1 - kHeadroom;
         if (!read_key(key)) {
           finish_truncated("a top-level key");
           break;
@@ -498,6 +571,10 @@ bool EventScanner::next(RawBatch& batch) {
         }
         skip_ws();
         if (key == "traceEvents" && peek_byte() == '[') {
+          if (summary_.saw_trace_events && summary_.extra_event_arrays++ == 0) {
+            summary_.first_extra_array_at = key_at;
+            summary_.events_before_extra_array = summary_.events + pending_begin_.size();
+          }
           ++pos_;
           summary_.saw_trace_events = true;
           mode_ = Mode::kEvents;
@@ -505,6 +582,8 @@ bool EventScanner::next(RawBatch& batch) {
           depth_ = 0;
           array_closed_ = false;
           top_level_commas_ = array_objects_ = nested_arrays_ = 0;
+          commas_at_last_close_ = kNoElementClosed;
+          comment_ = Comment::kNone;
           break;
         }
         std::string value;

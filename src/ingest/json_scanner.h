@@ -68,6 +68,16 @@ struct ScanSummary {
   std::vector<std::string> warnings;                        // e.g. trailing garbage after the root value
   std::uint64_t skipped_non_objects = 0;                    // array elements that are not objects
   std::uint64_t stray_closers = 0;                          // '}' between events, outside any element
+  // Leniencies accepted and counted (see docs/JSON.md): elements with no comma before them,
+  // "//" and "/* */" comments (blanked in place, so the parser never sees them), and further
+  // "traceEvents" arrays in the root object, whose events are read as if they were one array.
+  std::uint64_t missing_commas = 0;
+  std::string first_missing_comma;  // "byte N (event #K)"
+  std::uint64_t comments = 0;
+  std::uint64_t first_comment_at = 0;
+  std::uint64_t extra_event_arrays = 0;
+  std::uint64_t first_extra_array_at = 0;       // byte of the repeated "traceEvents" key
+  std::uint64_t events_before_extra_array = 0;  // events found before the second array began
   // Why reading stopped before the end of the stream (an oversized event, no progress), or "".
   std::string stop_reason;
 };
@@ -94,6 +104,8 @@ class EventScanner {
   bool capture_value(std::string* out, bool& too_big);
   void scan_events();  // advances pos_ through the event array
   void scan_events_scalar(std::size_t stop);
+  void open_element(std::size_t at, char c);
+  bool scan_comment_byte(char* b, std::size_t p);
   void close_event_array(std::size_t at);
   void finish_truncated(const char* what);
 
@@ -123,6 +135,13 @@ class EventScanner {
   std::uint64_t top_level_commas_ = 0;  // commas between elements of the event array
   std::uint64_t array_objects_ = 0;     // object elements seen
   std::uint64_t nested_arrays_ = 0;     // array elements seen
+  // top_level_commas_ when the last element closed; equal at the next opening = a missing comma.
+  static constexpr std::uint64_t kNoElementClosed = ~std::uint64_t{0};
+  std::uint64_t commas_at_last_close_ = kNoElementClosed;
+  // Comment state outside strings: a '/' seen, inside "// ...", inside "/* ... */" (and just
+  // after a '*' in one).
+  enum class Comment : std::uint8_t { kNone, kSlash, kLine, kBlock, kBlockStar };
+  Comment comment_ = Comment::kNone;
   // Progress watchdog: bytes read when the last event or top-level value completed.
   std::uint64_t progress_count_ = 0;
   std::uint64_t progress_at_byte_ = 0;

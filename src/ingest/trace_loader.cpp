@@ -500,6 +500,17 @@ TraceModel load_trace_from(ByteSource& source, const std::string& name, const st
   if (scan.skipped_non_objects > 0)
     model.report.skip("traceEvents elements that are not objects", "traceEvents", scan.skipped_non_objects);
   if (scan.stray_closers > 0) model.report.skip("stray '}' between events", "traceEvents", scan.stray_closers);
+  if (scan.missing_commas > 0) model.report.repair(kMissingCommaReason, scan.first_missing_comma, scan.missing_commas);
+  if (scan.comments > 0)
+    model.report.repair(kCommentReason, fmt::format("byte {}", scan.first_comment_at), scan.comments);
+  if (scan.extra_event_arrays > 0) {
+    const std::uint64_t merged = scan.events - scan.events_before_extra_array;
+    model.report.repair(kMergedArraysReason, fmt::format("byte {}", scan.first_extra_array_at), merged);
+    model.report.notes.push_back(
+        fmt::format("the root object holds {} \"traceEvents\" arrays (the second at byte {}); the {} events "
+                    "of the later ones were read as part of one event list, in file order",
+                    scan.extra_event_arrays + 1, scan.first_extra_array_at, merged));
+  }
   model.info.generation = detect_generation(model, scan, builder.has_decimal_ts());
   model.info.platform = detect_platform(model);
   // Before relations: an event with a broken clock value must not enter steps or any analysis.

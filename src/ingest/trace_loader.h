@@ -47,4 +47,11 @@ std::uint64_t ingest_buffer_bytes(unsigned threads, std::size_t batch_bytes);
 // is some other JSON file, not a trace.
 inline constexpr const char* kNotATraceDocument = "no \"traceEvents\" array in the document";
 
+// Leniencies beyond strict JSON that the reader accepts, each counted under its own reason
+// (docs/JSON.md lists them).
+inline constexpr const char* kMissingCommaReason = "missing comma between events (accepted)";
+inline constexpr const char* kCommentReason = "comment (// or /* */) skipped";
+inline constexpr const char* kMergedArraysReason =
+    "repeated \"traceEvents\" array: events merged into one list (count: events merged)";
+
 }  // namespace ferret
