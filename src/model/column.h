@@ -36,12 +36,6 @@ class Column {
     for (const T& v : values) push_back(v);
   }
 
-  // Keeps the first n values (n <= size()), freeing the blocks past them.
-  void truncate(std::size_t n) {
-    size_ = n;
-    blocks_.resize((n + kBlockSize - 1) >> kBlockBits);
-  }
-
   T& operator[](std::size_t i) { return blocks_[i >> kBlockBits][i & (kBlockSize - 1)]; }
   const T& operator[](std::size_t i) const { return blocks_[i >> kBlockBits][i & (kBlockSize - 1)]; }
 
@@ -110,12 +104,6 @@ class PackedInt64Column {
   void set(std::size_t i, std::int64_t value) {
     const std::size_t block = i >> kBlockBits;
     store(blocks_[block], i & (kBlockSize - 1), std::min(kBlockSize, size_ - (block << kBlockBits)), value);
-  }
-
-  // Keeps the first n values (n <= size()), freeing the blocks past them.
-  void truncate(std::size_t n) {
-    size_ = n;
-    blocks_.resize((n + kBlockSize - 1) >> kBlockBits);
   }
 
   std::int64_t operator[](std::size_t i) const {
