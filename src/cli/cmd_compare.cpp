@@ -14,6 +14,7 @@
 #include "bench/history_store.h"
 #include "bench/run_record.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "report/bench_compare_report.h"
 
 namespace ferret::cli {
@@ -63,13 +64,12 @@ void run_compare(const CompareOptions& opt, bool gate) {
     report.a = find_run(store, opt.a);
     report.b = find_run(store, opt.b);
   } catch (const StoreError& e) {
-    std::fprintf(stderr, "ferret: %s\n", e.what());
+    print_error(e.what());
     throw ExitCode{2};
   }
   if (report.a.unit != report.b.unit) {
-    std::fprintf(stderr, "ferret: cannot compare #%lld and #%lld: their samples are in different units (%s, %s)\n",
-                 static_cast<long long>(report.a.id), static_cast<long long>(report.b.id), report.a.unit.c_str(),
-                 report.b.unit.c_str());
+    print_error(fmt::format("cannot compare #{} and #{}: their samples are in different units ({}, {})", report.a.id,
+                            report.b.id, report.a.unit, report.b.unit));
     throw ExitCode{2};
   }
   report.comparison = compare_runs(report.a, report.b, opt.alpha);
@@ -83,9 +83,9 @@ void run_compare(const CompareOptions& opt, bool gate) {
   if (opt.json)
     std::cout << compare_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   else if (opt.markdown)
-    std::cout << compare_markdown(report);
+    print_report(compare_markdown(report));
   else
-    std::cout << compare_text(report, style_for_fd(STDOUT_FILENO));
+    print_report(compare_text(report, style_for_fd(STDOUT_FILENO)));
   std::cout.flush();
   if (report.gate_failed) throw ExitCode{1};
 }

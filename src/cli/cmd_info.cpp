@@ -7,6 +7,7 @@
 
 #include "analysis/trace_summary.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "ingest/trace_loader.h"
@@ -40,12 +41,12 @@ void run_info(const InfoOptions& opt) {
         all.push_back(info_json(model, summary));
       } else {
         if (!first) std::cout << '\n';
-        std::cout << info_text(model, summary);
+        print_report(info_text(model, summary));
       }
       first = false;
     } catch (const InputError& e) {
       finish_progress_bar();
-      std::fprintf(stderr, "ferret: %s\n", e.what());
+      print_error(e.what());
       ++failures;
       if (opt.json) all.push_back({{"source", path}, {"error", e.what()}});
     }
