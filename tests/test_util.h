@@ -46,12 +46,6 @@ std::string trace(const std::vector<std::string>& events);
 std::string gzip_bytes(const std::string& plain, int level = 6);
 std::string zstd_bytes(const std::string& plain);
 
-// What in `text` a terminal would act on, or "" when nothing: a C0 control other than '\n' and
-// '\t', DEL, a C1 control (U+0080-U+009F), a bidi control (U+202A-U+202E, U+2066-U+2069), a byte
-// that is not valid UTF-8 (a lone 0x9b is CSI to an 8-bit terminal), or a line that starts (after indentation, '|', '>', '-' or '*')
-// with `forged`. The description names the byte and its offset, or the line.
-std::string terminal_hazard(const std::string& text, const std::string& forged = "FORGED");
-
 struct CommandResult {
   int exit_code = -1;
   std::string out;

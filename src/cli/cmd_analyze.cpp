@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/output.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/rank_analysis.h"
 #include "cli/world.h"
 #include "job/job_diagnosis.h"

@@ -7,8 +7,8 @@
 
 #include "analysis/trace_summary.h"
 #include "cli/commands.h"
-#include "cli/output.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/progress.h"
 #include "ingest/trace_loader.h"
 #include "report/info_report.h"

@@ -8,8 +8,8 @@
 
 #include "analysis/nccl_setup.h"
 #include "cli/commands.h"
-#include "cli/output.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "diagnosis/rules_nccl.h"
 #include "ingest/nccl_log_parser.h"
 #include "ingest/trace_loader.h"
@@ -53,8 +53,7 @@ void run_nccl(const NcclCliOptions& cli) {
   for (const std::string& path : cli.logs) {
     try {
       parse_nccl_file(path, log, limits);
-      if (!log.sources.back().stopped.empty())
-        print_error(fmt::format("{}: {}", path, log.sources.back().stopped));
+      if (!log.sources.back().stopped.empty()) print_error(fmt::format("{}: {}", path, log.sources.back().stopped));
     } catch (const InputError& e) {
       print_error(e.what());
       errors.push_back({path, e.what()});

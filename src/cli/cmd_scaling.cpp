@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "cli/output.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/rank_analysis.h"
 #include "job/job_analysis.h"
 #include "job/scaling.h"

@@ -12,8 +12,7 @@
 namespace ferret::cli {
 
 void print_report(std::string_view report) {
-  std::cout << terminal_safe(report,
-                             {.keep_line_breaks = true, .keep_colour = style_for_fd(STDOUT_FILENO).enabled});
+  std::cout << terminal_safe(report, {.keep_line_breaks = true, .keep_colour = style_for_fd(STDOUT_FILENO).enabled});
 }
 
 void print_error(std::string_view message) {

@@ -183,10 +183,12 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
   const IngestReport& r = model.report;
   line("repairs", std::to_string(r.repair_count()));
   for (const auto& [reason, issue] : r.repairs)
-    out += fmt::format("    {:>8} x {}\n", issue.count, terminal_safe(reason + " (first at " + issue.first_location + ")"));
+    out += fmt::format("    {:>8} x {}\n", issue.count,
+                       terminal_safe(reason + " (first at " + issue.first_location + ")"));
   line("skipped", std::to_string(r.skip_count()));
   for (const auto& [reason, issue] : r.skips)
-    out += fmt::format("    {:>8} x {}\n", issue.count, terminal_safe(reason + " (first at " + issue.first_location + ")"));
+    out += fmt::format("    {:>8} x {}\n", issue.count,
+                       terminal_safe(reason + " (first at " + issue.first_location + ")"));
   for (const auto& note : r.notes) out += fmt::format("  note: {}\n", terminal_safe(note));
   return out;
 }

@@ -28,24 +28,30 @@ TEST(TerminalSafe, OscSequencesAreDefused) {
 }
 
 TEST(TerminalSafe, C1ControlsInUtf8BecomeCodePointEscapes) {
-  EXPECT_EQ(terminal_safe("a\xc2\x9b" "2Jb"), "a\\u009b2Jb");  // CSI
+  EXPECT_EQ(terminal_safe("a\xc2\x9b"
+                          "2Jb"),
+            "a\\u009b2Jb");  // CSI
   EXPECT_EQ(terminal_safe("\xc2\x80\xc2\x9f"), "\\u0080\\u009f");
   // U+00A0 (no-break space) is the first printable code point after C1: kept.
   EXPECT_EQ(terminal_safe("\xc2\xa0"), "\xc2\xa0");
 }
 
 TEST(TerminalSafe, InvalidUtf8BytesBecomeByteEscapes) {
-  EXPECT_EQ(terminal_safe("host\x9b" "2J"), "host\\x9b2J");             // lone 8-bit CSI
-  EXPECT_EQ(terminal_safe("\xc3"), "\\xc3");                            // cut short
-  EXPECT_EQ(terminal_safe("\xc3(x"), "\\xc3(x");                        // bad continuation
-  EXPECT_EQ(terminal_safe("\xc0\xaf"), "\\xc0\\xaf");                   // overlong '/'
-  EXPECT_EQ(terminal_safe("\xed\xa0\x80"), "\\xed\\xa0\\x80");          // surrogate D800
-  EXPECT_EQ(terminal_safe("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80"); // beyond U+10FFFF
+  EXPECT_EQ(terminal_safe("host\x9b"
+                          "2J"),
+            "host\\x9b2J");                                              // lone 8-bit CSI
+  EXPECT_EQ(terminal_safe("\xc3"), "\\xc3");                             // cut short
+  EXPECT_EQ(terminal_safe("\xc3(x"), "\\xc3(x");                         // bad continuation
+  EXPECT_EQ(terminal_safe("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(terminal_safe("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // surrogate D800
+  EXPECT_EQ(terminal_safe("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // beyond U+10FFFF
   EXPECT_EQ(terminal_safe("\xff"), "\\xff");
 }
 
 TEST(TerminalSafe, BidiControlsBecomeCodePointEscapes) {
-  EXPECT_EQ(terminal_safe("a\xe2\x80\xae" "b"), "a\\u202eb");  // RIGHT-TO-LEFT OVERRIDE
+  EXPECT_EQ(terminal_safe("a\xe2\x80\xae"
+                          "b"),
+            "a\\u202eb");  // RIGHT-TO-LEFT OVERRIDE
   EXPECT_EQ(terminal_safe("\xe2\x80\xaa"), "\\u202a");
   EXPECT_EQ(terminal_safe("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069");
   // Neighbours outside the ranges stay: U+2029 PARAGRAPH SEPARATOR, U+206A.
@@ -53,9 +59,9 @@ TEST(TerminalSafe, BidiControlsBecomeCodePointEscapes) {
 }
 
 TEST(TerminalSafe, PrintableUtf8PassesUnchanged) {
-  EXPECT_EQ(terminal_safe("caf\xc3\xa9"), "caf\xc3\xa9");           // é
+  EXPECT_EQ(terminal_safe("caf\xc3\xa9"), "caf\xc3\xa9");                            // é
   EXPECT_EQ(terminal_safe("\xe4\xb8\xad\xe6\x96\x87"), "\xe4\xb8\xad\xe6\x96\x87");  // 中文
-  EXPECT_EQ(terminal_safe("\xf0\x9f\x94\xa5 hot"), "\xf0\x9f\x94\xa5 hot");         // emoji
+  EXPECT_EQ(terminal_safe("\xf0\x9f\x94\xa5 hot"), "\xf0\x9f\x94\xa5 hot");          // emoji
   EXPECT_EQ(terminal_safe("aten::mm"), "aten::mm");
   EXPECT_EQ(terminal_safe(""), "");
 }
@@ -76,8 +82,7 @@ TEST(TerminalSafeReport, KeepsStyleColoursOnlyWhenAsked) {
   EXPECT_EQ(terminal_safe(bold, kReport), "\\x1b[1mhead\\x1b[0m \\x1b[31mred\\x1b[0m\n");
   // Colour on still escapes every other sequence: erase screen, conceal (SGR 8), OSC title, a
   // cut-off CSI.
-  EXPECT_EQ(terminal_safe("\x1b[2J\x1b[8m\x1b]0;t\x07\x1b[", kColouredReport),
-            "\\x1b[2J\\x1b[8m\\x1b]0;t\\x07\\x1b[");
+  EXPECT_EQ(terminal_safe("\x1b[2J\x1b[8m\x1b]0;t\x07\x1b[", kColouredReport), "\\x1b[2J\\x1b[8m\\x1b]0;t\\x07\\x1b[");
   // Keeping colour does not keep line breaks: wrapped sentences are escaped whole.
   EXPECT_EQ(terminal_safe("\x1b[1mop\nVerdict\x1b[0m", {.keep_colour = true}), "\x1b[1mop\\nVerdict\x1b[0m");
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/history_store.h"
+#include "terminal_hazard.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -24,13 +25,14 @@ using test::run_ferret;
 // Every hostile class in one string, as JSON string text (escaped) and as the bytes it decodes to.
 // `tag` tells the fields apart.
 std::string hostile_json(const std::string& tag) {
-  return tag +
-         R"(\u001b[2J\u001b]52;c;ZXZpbA==\u0007\u001b]8;;http://evil.example/\u001b\\link\u001b]8;;\u001b\\)"
-         R"( bel\u0007 bs\b cr\r nul\u0000 del\u007f csi\u009b2J\nFORGED: all good)";
+  return tag + R"(\u001b[2J\u001b]52;c;ZXZpbA==\u0007\u001b]8;;http://evil.example/\u001b\\link\u001b]8;;\u001b\\)"
+               R"( bel\u0007 bs\b cr\r nul\u0000 del\u007f csi\u009b2J\nFORGED: all good)";
 }
 std::string hostile_bytes(const std::string& tag) {
   return tag + std::string("\x1b[2J\x1b]52;c;ZXZpbA==\x07\x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\") +
-         " bel\x07 bs\b cr\r nul" + std::string(1, '\0') + " del\x7f csi\xc2\x9b" "2J\nFORGED: all good";
+         " bel\x07 bs\b cr\r nul" + std::string(1, '\0') +
+         " del\x7f csi\xc2\x9b"
+         "2J\nFORGED: all good";
 }
 
 // An op launching a kernel, thread and process names, and header fields, each hostile.
@@ -166,8 +168,9 @@ TEST(TerminalSafetyNccl, HostNamesAndEnvironmentValuesAreEscaped) {
   std::string log;
   log += host + ":900:900 [0] NCCL INFO NCCL version 2.20.5+cuda12.4\n";
   log += host + ":900:900 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\x1b]52;c;ZXZpbA==\x07\n";
-  log += host + ":900:900 [0] NCCL INFO comm 0x99000 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 1c000 commId 0x1 - "
-                "Init START\n";
+  log += host +
+         ":900:900 [0] NCCL INFO comm 0x99000 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 1c000 commId 0x1 - "
+         "Init START\n";
   log += host + ":900:900 [0] misc.cc:10 NCCL WARN bad\x1b[2J\x7f thing\n";
   const std::string path = test::temp_path("terminal-safety-nccl.log");
   test::write_file(path, log);

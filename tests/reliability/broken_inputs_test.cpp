@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "terminal_hazard.h"
 #include "test_util.h"
 
 namespace ferret::test {
@@ -414,9 +415,10 @@ class ClassTally {
     }
     if (c.check_output && markdown.exit_code == 0) c.check_output(markdown.out, text.out);
     if (c.must_be_terminal_safe) {
-      for (const auto& [what, output] : {std::pair<const char*, const std::string&>{"analyze", text.out},
-                                         {"analyze --md", markdown.out}})
-        if (const std::string hazard = terminal_hazard(output); !hazard.empty()) fail(std::string(what) + ": " + hazard);
+      for (const auto& [what, output] :
+           {std::pair<const char*, const std::string&>{"analyze", text.out}, {"analyze --md", markdown.out}})
+        if (const std::string hazard = terminal_hazard(output); !hazard.empty())
+          fail(std::string(what) + ": " + hazard);
       for (const Run& r : runs)
         if (const std::string hazard = terminal_hazard(r.err); !hazard.empty()) fail("stderr: " + hazard);
     }
@@ -1229,7 +1231,7 @@ TEST(BrokenInputs, ControlCharactersInStringFields) {
       for (std::string& e : evs) e = replace_all(e, from, value);
       return b.text_of(evs);
     };
-    add("thread name", in_events(R"("thread 100 (python)")"));
+    add("thread name", in_events(R"x("thread 100 (python)")x"));
     add("process name", in_events(R"("python3")"));
     // Header values as make_base wrote them ("key": value, compact JSON inside).
     auto in_header = [&](const std::vector<std::pair<std::string, std::string>>& replacements) {
