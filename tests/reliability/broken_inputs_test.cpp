@@ -7,7 +7,8 @@
 //   - every complete event before the damage is kept;
 //   - every repair and skip is counted, in `info` and in `analyze`, with its location;
 //   - the same input gives byte-identical `--json`;
-//   - (control characters in string fields) text, `--md` and stderr hold no raw control byte.
+//   - (control characters in string fields) `analyze`, `analyze --md`, `info` and stderr hold no
+//     raw control byte and no forged line.
 // Each test (one input class) writes its tally to $FERRET_RELIABILITY_DIR/<class>.json;
 // tests/tools/reliability_table.py turns the tallies into the table of docs/RELIABILITY.md.
 #include <gtest/gtest.h>
@@ -323,6 +324,9 @@ class ClassTally {
       text = run("analyze " + c.extra_args + " " + file_arg, "", bound);
       runs.insert(runs.end(), {analyze_again, markdown, text});
     }
+    // `info` shows the fields `analyze` does not (threads, processes, versions, distributedInfo).
+    Run info_text;
+    if (c.must_be_terminal_safe) runs.push_back(info_text = run("info " + c.extra_args + " " + file_arg, "", bound));
     if (uses_file) std::remove(target.c_str());
 
     bool ok = true;
@@ -415,8 +419,9 @@ class ClassTally {
     }
     if (c.check_output && markdown.exit_code == 0) c.check_output(markdown.out, text.out);
     if (c.must_be_terminal_safe) {
-      for (const auto& [what, output] :
-           {std::pair<const char*, const std::string&>{"analyze", text.out}, {"analyze --md", markdown.out}})
+      for (const auto& [what, output] : {std::pair<const char*, const std::string&>{"analyze", text.out},
+                                         {"analyze --md", markdown.out},
+                                         {"info", info_text.out}})
         if (const std::string hazard = terminal_hazard(output); !hazard.empty())
           fail(std::string(what) + ": " + hazard);
       for (const Run& r : runs)
