@@ -1207,8 +1207,8 @@ TEST(BrokenInputs, ManyDevices) {
 TEST(BrokenInputs, ControlCharactersInStringFields) {
   ClassTally tally("control characters in every string field",
                    "ESC sequences (erase screen, OSC 52, OSC 8), BEL, BS, CR, NUL, DEL, C1 CSI, bidi override "
-                   "and a newline forging a report line, JSON-escaped in each name and header string: text, --md "
-                   "and stderr show them escaped");
+                   "and a newline forging a report line, JSON-escaped in each name and header string: analyze, "
+                   "--md, info and stderr show them escaped");
   const Base& b = kineto_base();
   // Each class as JSON string text (valid JSON: the trace is sound, only its text is hostile).
   const std::vector<std::pair<std::string, std::string>> classes = {
