@@ -14,9 +14,9 @@
 #include "cli/output.h"
 #include "cli/rank_analysis.h"
 #include "cli/world.h"
-#include "job/job_diagnosis.h"
 #include "ingest/trace_loader.h"
 #include "job/job_analysis.h"
+#include "job/job_diagnosis.h"
 #include "job/rank_files.h"
 #include "report/job_report.h"
 
