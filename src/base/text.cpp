@@ -1,9 +1,13 @@
 #include "base/text.h"
 
+#include "base/terminal_text.h"
+
 namespace ferret {
 
-std::string fit_width(std::string_view text, std::size_t width) {
-  if (text.size() <= width) return std::string(text);
+std::string fit_width(std::string_view untrusted, std::size_t width) {
+  const std::string safe = terminal_safe(untrusted, {.keep_colour = true});
+  const std::string_view text = safe;
+  if (text.size() <= width) return safe;
   if (width <= 3) return std::string(text.substr(0, width));
   // Do not cut inside a UTF-8 sequence.
   std::size_t cut = width - 3;

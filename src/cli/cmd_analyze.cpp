@@ -11,11 +11,12 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/rank_analysis.h"
 #include "cli/world.h"
-#include "job/job_diagnosis.h"
 #include "ingest/trace_loader.h"
 #include "job/job_analysis.h"
+#include "job/job_diagnosis.h"
 #include "job/rank_files.h"
 #include "report/job_report.h"
 
@@ -170,7 +171,7 @@ void run_analyze(const AnalyzeCliOptions& cli) {
       try {
         for (const std::vector<std::uint8_t>& share : shares) decode_share(share, files, outcomes);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "ferret: cannot read a process's results: %s\n", e.what());
+        print_error(fmt::format("cannot read a process's results: {}", e.what()));
         world_broadcast(world, 2);
         throw ExitCode{2};
       }
@@ -206,7 +207,7 @@ void run_analyze(const AnalyzeCliOptions& cli) {
       std::cout << job_json(job, diagnosis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
                 << '\n';
     else
-      std::cout << (cli.markdown ? job_markdown(job, diagnosis) : job_text(job, diagnosis, style));
+      print_report(cli.markdown ? job_markdown(job, diagnosis) : job_text(job, diagnosis, style));
   } else if (cli.json) {
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (TraceOutcome& o : outcomes)
@@ -219,7 +220,7 @@ void run_analyze(const AnalyzeCliOptions& cli) {
     for (const TraceOutcome& o : outcomes) {
       if (!o.error.empty()) continue;
       if (!first) std::cout << '\n';
-      std::cout << o.report;
+      print_report(o.report);
       first = false;
     }
   }

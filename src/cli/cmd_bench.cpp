@@ -15,6 +15,7 @@
 #include "bench/history_store.h"
 #include "bench/model_runner.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "cli/world.h"
 #include "report/bench_report.h"
 
@@ -42,7 +43,7 @@ struct BenchCliOptions {
 
 #if defined(FERRET_HAVE_LIBTORCH)
 [[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "ferret: %s\n", message.c_str());
+  print_error(message);
   throw ExitCode{2};
 }
 
@@ -149,9 +150,9 @@ void run_bench(const BenchCliOptions& cli) {
     std::cout << bench_json(result, recorded).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
               << '\n';
   else if (cli.markdown)
-    std::cout << bench_markdown(result, recorded);
+    print_report(bench_markdown(result, recorded));
   else
-    std::cout << bench_text(result, recorded, style_for_fd(STDOUT_FILENO));
+    print_report(bench_text(result, recorded, style_for_fd(STDOUT_FILENO)));
   std::cout.flush();
 #endif
 }

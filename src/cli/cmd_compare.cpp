@@ -14,6 +14,7 @@
 #include "bench/history_store.h"
 #include "bench/run_record.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "cli/progress.h"
 #include "report/bench_compare_report.h"
 
@@ -65,17 +66,16 @@ void run_compare(const CompareOptions& opt, bool gate) {
     report.a = find_run(store, opt.a);
     report.b = find_run(store, opt.b);
     finish_progress_bar();
-    for (const std::string& problem : store.skipped()) std::fprintf(stderr, "ferret: warning: %s\n", problem.c_str());
+    for (const std::string& problem : store.skipped()) print_error("warning: " + problem);
   } catch (const StoreError& e) {
     finish_progress_bar();
-    std::fprintf(stderr, "ferret: %s\n", e.what());
+    print_error(e.what());
     throw ExitCode{2};
   }
   finish_progress_bar();
   if (report.a.unit != report.b.unit) {
-    std::fprintf(stderr, "ferret: cannot compare #%lld and #%lld: their samples are in different units (%s, %s)\n",
-                 static_cast<long long>(report.a.id), static_cast<long long>(report.b.id), report.a.unit.c_str(),
-                 report.b.unit.c_str());
+    print_error(fmt::format("cannot compare #{} and #{}: their samples are in different units ({}, {})", report.a.id,
+                            report.b.id, report.a.unit, report.b.unit));
     throw ExitCode{2};
   }
   const std::size_t samples = report.a.samples.size() + report.b.samples.size();
@@ -94,9 +94,9 @@ void run_compare(const CompareOptions& opt, bool gate) {
   if (opt.json)
     std::cout << compare_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   else if (opt.markdown)
-    std::cout << compare_markdown(report);
+    print_report(compare_markdown(report));
   else
-    std::cout << compare_text(report, style_for_fd(STDOUT_FILENO));
+    print_report(compare_text(report, style_for_fd(STDOUT_FILENO)));
   std::cout.flush();
   if (report.gate_failed) throw ExitCode{1};
 }

@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "analysis/trace_analysis.h"
 #include "bench/trace_diff.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/progress.h"
 #include "ingest/trace_loader.h"
 #include "report/diff_report.h"
@@ -48,7 +51,7 @@ TraceModel load_for_diff(const std::string& label, const std::string& path, cons
     return model;
   } catch (const InputError& e) {
     finish_progress_bar();
-    std::fprintf(stderr, "ferret: %s: %s\n", label.c_str(), e.what());
+    print_error(fmt::format("{}: {}", label, e.what()));
     throw ExitCode{2};
   }
 }
@@ -75,9 +78,9 @@ void run_diff(const DiffCliOptions& cli) {
   if (cli.json) {
     std::cout << diff_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else if (cli.markdown) {
-    std::cout << diff_markdown(diff);
+    print_report(diff_markdown(diff));
   } else {
-    std::cout << diff_text(diff, style_for_fd(STDOUT_FILENO));
+    print_report(diff_text(diff, style_for_fd(STDOUT_FILENO)));
   }
   std::cout.flush();
   if (diff.exit_code() != 0) throw ExitCode{diff.exit_code()};

@@ -12,6 +12,7 @@
 #include "base/units.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/progress.h"
 #include "gen/inflate.h"
 #include "gen/job.h"
@@ -106,7 +107,7 @@ void run_inflate(const InflateArgs& args) {
     result = inflate_trace(options);
   } catch (const InputError& e) {
     finish_progress_bar();
-    std::fprintf(stderr, "ferret: %s\n", e.what());
+    print_error(e.what());
     throw ExitCode{2};
   }
   finish_progress_bar();
@@ -122,7 +123,7 @@ void run_inflate(const InflateArgs& args) {
   std::fprintf(out, "per copy: ts +%.3f us, ids +%lld, ProfilerStep numbers +%lld\n",
                static_cast<double>(result.period_ns) / 1000.0, static_cast<long long>(result.id_stride),
                static_cast<long long>(result.step_stride));
-  for (const std::string& w : result.warnings) std::fprintf(stderr, "ferret: warning: %s\n", w.c_str());
+  for (const std::string& w : result.warnings) print_error("warning: " + w);
 }
 
 void run_scenario(const ScenarioArgs& args) {

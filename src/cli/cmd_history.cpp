@@ -10,6 +10,7 @@
 #include "bench/history_store.h"
 #include "bench/run_record.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "report/bench_compare_report.h"
 
 namespace ferret::cli {
@@ -37,9 +38,9 @@ void run_history(const HistoryOptions& opt) {
   try {
     const HistoryStore store = HistoryStore::open_existing(report.database);
     report.runs = store.list(opt.label, opt.limit, /*with_samples=*/true);
-    for (const std::string& problem : store.skipped()) std::fprintf(stderr, "ferret: warning: %s\n", problem.c_str());
+    for (const std::string& problem : store.skipped()) print_error("warning: " + problem);
   } catch (const StoreError& e) {
-    std::fprintf(stderr, "ferret: %s\n", e.what());
+    print_error(e.what());
     throw ExitCode{2};
   }
   for (const RunRecord& run : report.runs) report.stats.push_back(summarize_run(run));
@@ -49,9 +50,9 @@ void run_history(const HistoryOptions& opt) {
   if (opt.json)
     std::cout << history_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   else if (opt.markdown)
-    std::cout << history_markdown(report);
+    print_report(history_markdown(report));
   else
-    std::cout << history_text(report, style_for_fd(STDOUT_FILENO));
+    print_report(history_text(report, style_for_fd(STDOUT_FILENO)));
   std::cout.flush();
 }
 

@@ -9,6 +9,7 @@
 #include "analysis/trace_summary.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/progress.h"
 #include "ingest/trace_loader.h"
 #include "report/info_report.h"
@@ -41,19 +42,19 @@ void run_info(const InfoOptions& opt) {
         all.push_back(info_json(model, summary));
       } else {
         if (!first) std::cout << '\n';
-        std::cout << info_text(model, summary);
+        print_report(info_text(model, summary));
       }
       first = false;
     } catch (const InputError& e) {
       finish_progress_bar();
-      std::fprintf(stderr, "ferret: %s\n", e.what());
+      print_error(e.what());
       ++failures;
       if (opt.json) all.push_back({{"source", path}, {"error", e.what()}});
     } catch (const std::bad_alloc&) {
       // Loading survives a refused allocation; summarising it did not.
       finish_progress_bar();
       const std::string error = path + ": ran out of memory while summarising it; try a lower --max-memory";
-      std::fprintf(stderr, "ferret: %s\n", error.c_str());
+      print_error(error);
       ++failures;
       if (opt.json) all.push_back({{"source", path}, {"error", error}});
     }

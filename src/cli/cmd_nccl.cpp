@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "analysis/nccl_setup.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "diagnosis/rules_nccl.h"
 #include "ingest/nccl_log_parser.h"
 #include "ingest/trace_loader.h"
@@ -50,10 +53,9 @@ void run_nccl(const NcclCliOptions& cli) {
   for (const std::string& path : cli.logs) {
     try {
       parse_nccl_file(path, log, limits);
-      if (!log.sources.back().stopped.empty())
-        std::fprintf(stderr, "ferret: %s: %s\n", path.c_str(), log.sources.back().stopped.c_str());
+      if (!log.sources.back().stopped.empty()) print_error(fmt::format("{}: {}", path, log.sources.back().stopped));
     } catch (const InputError& e) {
-      std::fprintf(stderr, "ferret: %s\n", e.what());
+      print_error(e.what());
       errors.push_back({path, e.what()});
     }
   }
@@ -70,7 +72,7 @@ void run_nccl(const NcclCliOptions& cli) {
       const TraceModel model = load_trace(path, load);
       add_bandwidth_checks(setup, model);
     } catch (const InputError& e) {
-      std::fprintf(stderr, "ferret: --trace %s\n", e.what());
+      print_error(fmt::format("--trace {}", e.what()));
       errors.push_back({path, e.what()});
     }
   }
@@ -82,9 +84,9 @@ void run_nccl(const NcclCliOptions& cli) {
         << nccl_json(setup, findings, errors).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
         << '\n';
   } else if (cli.markdown) {
-    std::cout << nccl_markdown(setup, findings, errors);
+    print_report(nccl_markdown(setup, findings, errors));
   } else {
-    std::cout << nccl_text(setup, findings, errors, style_for_fd(STDOUT_FILENO));
+    print_report(nccl_text(setup, findings, errors, style_for_fd(STDOUT_FILENO)));
   }
   std::cout.flush();
 }

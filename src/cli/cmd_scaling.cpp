@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/rank_analysis.h"
 #include "job/job_analysis.h"
 #include "job/scaling.h"
@@ -48,7 +49,7 @@ void run_scaling(const ScalingCliOptions& cli) {
     for (TraceOutcome& o : outcomes)
       if (o.error.empty()) ranks.push_back(std::move(o.rank));
     if (ranks.empty()) {
-      std::fprintf(stderr, "ferret: %s: no rank could be analysed; left out\n", dir.c_str());
+      print_error(dir + ": no rank could be analysed; left out");
       continue;
     }
     runs.push_back(summarize_scaling_run(analyze_job(std::move(ranks)), dir));
@@ -58,7 +59,7 @@ void run_scaling(const ScalingCliOptions& cli) {
   if (cli.json)
     std::cout << scaling_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   else
-    std::cout << (cli.markdown ? scaling_markdown(result) : scaling_text(result));
+    print_report(cli.markdown ? scaling_markdown(result) : scaling_text(result));
   std::cout.flush();
   if (failures > 0) throw ExitCode{2};
 }

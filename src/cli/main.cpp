@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "model/huge_pages.h"
 #include "version.h"
 
@@ -36,13 +37,13 @@ int main(int argc, char** argv) {
     // CLI11 reports a missing sub-command before an unknown option; name the option first.
     const std::vector<std::string> unknown = app.remaining();
     if (!unknown.empty() && !unknown.front().empty() && unknown.front()[0] == '-')
-      std::fprintf(stderr, "ferret: unknown option %s\n", unknown.front().c_str());
+      ferret::cli::print_error("unknown option " + unknown.front());
     app.exit(e);
     return 2;  // usage error
   } catch (const ferret::cli::ExitCode& code) {
     return code.value;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ferret: %s\n", e.what());
+    ferret::cli::print_error(e.what());
     return 2;
   }
   return 0;

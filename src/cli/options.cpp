@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "model/threads.h"
 
 namespace ferret::cli {
@@ -24,7 +25,7 @@ std::uint64_t memory_limit(const std::string& text) {
     if (bytes > 0) return bytes;
   } catch (const std::exception&) {
   }
-  std::fprintf(stderr, "ferret: --max-memory: expected a size such as 4GiB or 512MiB, got \"%s\"\n", text.c_str());
+  print_error(fmt::format("--max-memory: expected a size such as 4GiB or 512MiB, got \"{}\"", text));
   throw ExitCode{2};
 }
 
@@ -33,8 +34,7 @@ std::uint64_t size_option(const std::string& text, const char* option) {
     return parse_size(text);
   } catch (const std::exception&) {
   }
-  std::fprintf(stderr, "ferret: %s: expected a size in bytes or such as 64MiB or 1GiB, got \"%s\"\n", option,
-               text.c_str());
+  print_error(fmt::format("{}: expected a size in bytes or such as 64MiB or 1GiB, got \"{}\"", option, text));
   throw ExitCode{2};
 }
 
@@ -72,7 +72,7 @@ void parse_step_range(const std::string& text, AnalysisOptions& options) {
     last = step_number(all.substr(dash + 1), ok);
   }
   if (!ok || (!first && !last)) {
-    std::fprintf(stderr, "ferret: --steps: expected A-B, A-, -B or N (step numbers), got \"%s\"\n", text.c_str());
+    print_error(fmt::format("--steps: expected A-B, A-, -B or N (step numbers), got \"{}\"", text));
     throw ExitCode{2};
   }
   options.first_step = first;
@@ -95,8 +95,7 @@ void parse_time_range(const std::string& text, AnalysisOptions& options) {
   const bool ok = dash != std::string_view::npos && dash > 0 && number(all.substr(0, dash), from) &&
                   number(all.substr(dash + 1), to) && (!to || *to > *from);
   if (!ok) {
-    std::fprintf(stderr, "ferret: --time: expected A-B or A- (milliseconds from the trace start, A < B), got \"%s\"\n",
-                 text.c_str());
+    print_error(fmt::format("--time: expected A-B or A- (milliseconds from the trace start, A < B), got \"{}\"", text));
     throw ExitCode{2};
   }
   options.time_from_ms = from;
@@ -106,7 +105,7 @@ void parse_time_range(const std::string& text, AnalysisOptions& options) {
 TimelineDefinition parse_timeline_definition(const std::string& text) {
   if (text == "ferret") return TimelineDefinition::kFerret;
   if (text == "hta") return TimelineDefinition::kHta;
-  std::fprintf(stderr, "ferret: --timeline-definition: expected ferret or hta, got \"%s\"\n", text.c_str());
+  print_error(fmt::format("--timeline-definition: expected ferret or hta, got \"{}\"", text));
   throw ExitCode{2};
 }
 

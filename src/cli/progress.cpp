@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "base/terminal_text.h"
+
 namespace ferret::cli {
 
 namespace {
@@ -16,7 +18,7 @@ std::function<void(std::uint64_t, std::uint64_t)> make_progress_bar(const std::s
   if (size < kProgressMinBytes || !::isatty(STDERR_FILENO)) return {};
   g_active = true;
   auto last = std::make_shared<std::chrono::steady_clock::time_point>();
-  return [label, last](std::uint64_t done, std::uint64_t total) {
+  return [label = terminal_safe(label), last](std::uint64_t done, std::uint64_t total) {  // a file name
     const auto now = std::chrono::steady_clock::now();
     if (now - *last < std::chrono::milliseconds(100) || total == 0) return;
     *last = now;

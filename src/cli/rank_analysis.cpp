@@ -11,6 +11,7 @@
 #include "analysis/trace_analysis.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output.h"
 #include "cli/progress.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/memory_limit.h"
@@ -77,9 +78,9 @@ TraceInputs expand_inputs(const std::vector<std::string>& args) {
   try {
     std::vector<std::string> left_out;
     in.files = expand_trace_inputs(args, &left_out);
-    for (const std::string& entry : left_out) std::fprintf(stderr, "ferret: left out %s\n", entry.c_str());
+    for (const std::string& entry : left_out) print_error("left out " + entry);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ferret: %s\n", e.what());
+    print_error(e.what());
     throw ExitCode{2};
   }
   for (const std::string& f : in.files) {
@@ -131,17 +132,17 @@ int report_trace_errors(std::vector<TraceOutcome>& outcomes, const std::vector<b
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     TraceOutcome& o = outcomes[i];
     if (!o.error.empty() && !given_by_name[i] && o.error.find(kNotATraceDocument) != std::string::npos) {
-      std::fprintf(stderr, "ferret: left out %s: not a trace (%s)\n", o.path.c_str(), kNotATraceDocument);
+      print_error(fmt::format("left out {}: not a trace ({})", o.path, kNotATraceDocument));
       continue;
     }
     if (o.error.empty()) {
       ++usable;
     } else if (given_by_name[i]) {
-      std::fprintf(stderr, "ferret: %s\n", o.error.c_str());
+      print_error(o.error);
       ++failures;
     } else {
       // A broken rank found in a directory is named, and the report of the others still stands.
-      std::fprintf(stderr, "ferret: rank file left out of the report: %s\n", o.error.c_str());
+      print_error("rank file left out of the report: " + o.error);
     }
     kept.push_back(std::move(o));
   }

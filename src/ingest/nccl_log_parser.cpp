@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "base/terminal_text.h"
+
 namespace ferret {
 
 namespace {
@@ -130,32 +132,6 @@ bool split_host_pid_tid(std::string_view token, std::string_view& host, int& pid
   pid = to_int(pid_text);
   tid = to_int(tid_text);
   return true;
-}
-
-// Log text for display: control characters and bytes that are not valid UTF-8 become '?', so a
-// binary line cannot garble a terminal or a report.
-std::string printable(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      out += (c < 0x20 && c != '\t') || c == 0x7f ? '?' : static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    const std::size_t len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    bool valid = len > 0 && i + len <= s.size();
-    for (std::size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (!valid) {
-      out += '?';
-      ++i;
-      continue;
-    }
-    out.append(s.substr(i, len));
-    i += len;
-  }
-  return out;
 }
 
 // ---- transports -----------------------------------------------------------------------------------
@@ -899,7 +875,7 @@ void NcclLogParser::feed_line(std::string_view line) {
     NcclWarnRecord r;
     r.origin = origin;
     r.where = std::string(where);
-    r.message = printable(trim(message));
+    r.message = terminal_safe(trim(message));  // display text: a binary line cannot garble a report
     // A P2P check that fails says so as a WARN.
     if (starts_with(r.message, "P2P is disabled between")) parse_message(r.message, origin);
     log_.warnings.push_back(std::move(r));
@@ -912,7 +888,7 @@ void NcclLogParser::feed_line(std::string_view line) {
   } else {
     ++src.not_understood;
     if (log_.not_understood_samples.size() < 5)
-      log_.not_understood_samples.push_back(printable(trim(message).substr(0, 160)));
+      log_.not_understood_samples.push_back(terminal_safe(trim(message).substr(0, 160)));
   }
 }
 

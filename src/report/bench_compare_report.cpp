@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/terminal_text.h"
+
 namespace ferret {
 
 namespace {
@@ -76,8 +78,10 @@ std::string basename(const std::string& path) {
 
 std::string run_name(const RunRecord& r) { return fmt::format("#{} {}", r.id, r.label); }
 
-// Wraps `text` to kWidth columns, each line prefixed by `indent` (the first by `first`).
-std::string wrap(std::string_view text, const std::string& first, const std::string& indent) {
+// Wraps `text` to kWidth columns, each line prefixed by `indent` (the first by `first`); labels and
+// environment values in it are escaped first (base/terminal_text.h).
+std::string wrap(std::string_view untrusted, const std::string& first, const std::string& indent) {
+  const std::string text = terminal_safe(untrusted, {.keep_colour = true});
   std::string out, line;
   const std::string* prefix = &first;
   std::size_t pos = 0;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "base/terminal_text.h"
+
 namespace ferret {
 
 namespace {
@@ -54,7 +56,8 @@ std::string outliers_text(const stats::TukeyOutliers& o) {
 
 // Greedy word wrap to `width` columns; continuation lines are indented by `indent` spaces. The
 // spacing inside a line is kept (reports align columns with runs of spaces).
-std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
+std::string wrap(const std::string& untrusted, std::size_t width, std::size_t indent) {
+  const std::string text = terminal_safe(untrusted, {.keep_colour = true});  // notes quote paths and errors
   std::string out, line;
   bool line_has_word = false;
   std::size_t at = 0;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/terminal_text.h"
+
 namespace ferret {
 
 namespace {
@@ -202,11 +204,14 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
     if (rows->empty()) continue;
     out += fmt::format("  {}\n", label);
     for (const Row& r : *rows) {
-      std::string name = r.name;
+      std::string name = terminal_safe(r.name);
       double base_ns = 0, new_ns = 0;
       const char* marker = "";
       if constexpr (kOps) {
-        if (!r.input_dims.empty()) name += " " + r.input_dims;
+        if (!r.input_dims.empty()) {
+          name += ' ';
+          name += terminal_safe(r.input_dims);
+        }
         base_ns = r.basis == TimeBasis::kDevice ? r.base_device_self_ns : r.base_host_self_ns;
         new_ns = r.basis == TimeBasis::kDevice ? r.new_device_self_ns : r.new_host_self_ns;
         marker = r.basis == TimeBasis::kHost ? " h" : "";

@@ -7,9 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "base/terminal_text.h"
+
 namespace ferret {
 
-std::string escape_markdown(std::string_view text) {
+std::string escape_markdown(std::string_view untrusted) {
+  // Control characters first: their escapes' backslashes are then escaped for Markdown, so
+  // "\x1b" is what the rendered page shows.
+  const std::string text = terminal_safe(untrusted);
   std::string out;
   out.reserve(text.size() + 8);
   for (char c : text) {
@@ -19,8 +24,6 @@ std::string escape_markdown(std::string_view text) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '|': out += "\\|"; break;
-      case '\n':
-      case '\r': out += ' '; break;
       case '\\':
       case '`':
       case '*':
@@ -52,7 +55,9 @@ std::string upper(std::string_view text) {
   return out;
 }
 
-std::string wrap(std::string_view text, std::size_t width, const std::string& indent) {
+std::string wrap(std::string_view untrusted, std::size_t width, const std::string& indent) {
+  const std::string safe = terminal_safe(untrusted, {.keep_colour = true});
+  const std::string_view text = safe;
   std::string out, line;
   std::size_t pos = 0;
   while (pos < text.size()) {

@@ -12,10 +12,14 @@ namespace ferret {
 
 std::string upper(std::string_view text);  // ASCII upper case
 // Wraps `text` at spaces to `width` columns, each line prefixed by `indent` and ending in '\n'.
+// fit_width (base/text.h) and wrap are the text renderers' entry points for names and sentences
+// holding names: both escape control characters first (base/terminal_text.h), keeping only
+// Style's own colours, so a name cannot act on the terminal or start a report line of its own.
 std::string wrap(std::string_view text, std::size_t width, const std::string& indent);
 
 // Escapes trace text for Markdown (and the HTML it becomes): a kernel named "<script>" or
-// "a|b*c" stays literal text and cannot break a table.
+// "a|b*c" stays literal text and cannot break a table; control characters become visible escapes
+// (base/terminal_text.h), so a '\n' cannot end a table row.
 std::string escape_markdown(std::string_view text);
 
 // ANSI styles, empty strings when colour is off (not a terminal, or NO_COLOR is set).

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/terminal_text.h"
+
 namespace ferret {
 
 namespace {
@@ -113,10 +115,11 @@ nlohmann::ordered_json info_json(const TraceModel& model, const TraceSummary& su
 std::string info_text(const TraceModel& model, const TraceSummary& summary) {
   const TraceInfo& info = model.info;
   std::string out;
+  // Every line is one line: names, versions and notes from the trace are escaped whole.
   auto line = [&](std::string_view label, const std::string& value) {
-    out += fmt::format("  {:<14} {}\n", label, value);
+    out += fmt::format("  {:<14} {}\n", label, terminal_safe(value));
   };
-  out += fmt::format("{}\n", info.source);
+  out += fmt::format("{}\n", terminal_safe(info.source));
   line("format", fmt::format("{} ({}), {} compression", format_generation_name(info.generation),
                              platform_name(info.platform), info.compression));
   line("size", info.compression == "none" ? human_bytes(info.json_bytes)
@@ -175,16 +178,18 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
   if (!recorded.empty()) line("recorded", recorded);
   line("threads", std::to_string(summary.threads.size()));
   for (const auto& t : summary.threads)
-    out += fmt::format("    pid {:<8} tid {:<8} {:>9} events  {}{}\n", t.pid, t.tid, t.events, t.name,
-                       t.process.empty() ? "" : " [" + t.process + "]");
+    out += fmt::format("    pid {:<8} tid {:<8} {:>9} events  {}\n", t.pid, t.tid, t.events,
+                       terminal_safe(t.process.empty() ? t.name : t.name + " [" + t.process + "]"));
   const IngestReport& r = model.report;
   line("repairs", std::to_string(r.repair_count()));
   for (const auto& [reason, issue] : r.repairs)
-    out += fmt::format("    {:>8} x {} (first at {})\n", issue.count, reason, issue.first_location);
+    out += fmt::format("    {:>8} x {}\n", issue.count,
+                       terminal_safe(reason + " (first at " + issue.first_location + ")"));
   line("skipped", std::to_string(r.skip_count()));
   for (const auto& [reason, issue] : r.skips)
-    out += fmt::format("    {:>8} x {} (first at {})\n", issue.count, reason, issue.first_location);
-  for (const auto& note : r.notes) out += fmt::format("  note: {}\n", note);
+    out += fmt::format("    {:>8} x {}\n", issue.count,
+                       terminal_safe(reason + " (first at " + issue.first_location + ")"));
+  for (const auto& note : r.notes) out += fmt::format("  note: {}\n", terminal_safe(note));
   return out;
 }
 

@@ -345,7 +345,7 @@ TEST(NcclLogParser, GarbageHugeLinesAndNoFinalNewline) {
   EXPECT_EQ(log.drivers[1].driver_version, 12040);
   EXPECT_EQ(log.total_not_understood(), 1u);
   ASSERT_EQ(log.not_understood_samples.size(), 1u);
-  EXPECT_EQ(log.not_understood_samples[0], "?(");  // invalid UTF-8 made printable
+  EXPECT_EQ(log.not_understood_samples[0], "\\xc3(");  // invalid UTF-8 made visible
 }
 
 // ---- the corpus ---------------------------------------------------------------------------------------

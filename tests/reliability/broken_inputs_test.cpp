@@ -6,7 +6,9 @@
 //   - exit 2 names the file, and only when nothing usable remains;
 //   - every complete event before the damage is kept;
 //   - every repair and skip is counted, in `info` and in `analyze`, with its location;
-//   - the same input gives byte-identical `--json`.
+//   - the same input gives byte-identical `--json`;
+//   - (control characters in string fields) `analyze`, `analyze --md`, `info` and stderr hold no
+//     raw control byte and no forged line.
 // Each test (one input class) writes its tally to $FERRET_RELIABILITY_DIR/<class>.json;
 // tests/tools/reliability_table.py turns the tallies into the table of docs/RELIABILITY.md.
 #include <gtest/gtest.h>
@@ -29,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "terminal_hazard.h"
 #include "test_util.h"
 
 namespace ferret::test {
@@ -205,6 +208,7 @@ struct Case {
   // Or only the step time (within 0.1%) and the top finding must equal theirs for these bytes.
   std::string same_verdict_as;
   std::function<void(const std::string& md, const std::string& text)> check_output;
+  bool must_be_terminal_safe = false;  // text, --md and stderr hold no raw control byte or forged line
 };
 
 struct Run {
@@ -324,6 +328,9 @@ class ClassTally {
       text = run("analyze " + c.extra_args + " " + file_arg, "", bound);
       runs.insert(runs.end(), {analyze_again, markdown, text});
     }
+    // `info` shows the fields `analyze` does not (threads, processes, versions, distributedInfo).
+    Run info_text;
+    if (c.must_be_terminal_safe) runs.push_back(info_text = run("info " + c.extra_args + " " + file_arg, "", bound));
     if (uses_file) std::remove(target.c_str());
 
     bool ok = true;
@@ -430,6 +437,15 @@ class ClassTally {
       if (got_top != want_top) fail("top finding " + got_top + " differs from the base's " + want_top);
     }
     if (c.check_output && markdown.exit_code == 0) c.check_output(markdown.out, text.out);
+    if (c.must_be_terminal_safe) {
+      for (const auto& [what, output] : {std::pair<const char*, const std::string&>{"analyze", text.out},
+                                         {"analyze --md", markdown.out},
+                                         {"info", info_text.out}})
+        if (const std::string hazard = terminal_hazard(output); !hazard.empty())
+          fail(std::string(what) + ": " + hazard);
+      for (const Run& r : runs)
+        if (const std::string hazard = terminal_hazard(r.err); !hazard.empty()) fail("stderr: " + hazard);
+    }
 
     Outcome outcome = kLoaded;
     if (info.exit_code == 2)
@@ -1011,6 +1027,19 @@ TEST(BrokenInputs, EndlessStdin) {
   }
 }
 
+// The base's events plus an operator and the kernel it launches, both named `quoted` (JSON string
+// text), dominating the GPU time so the name reaches the findings and the tables of every report.
+std::vector<std::string> with_named_op_and_kernel(const Base& b, const std::string& quoted) {
+  std::vector<std::string> evs = b.events;
+  evs.push_back(R"({"ph":"X","cat":"cpu_op","name":)" + quoted +
+                R"(,"pid":100,"tid":100,"ts":1400,"dur":50,"args":{"External id":77}})");
+  evs.push_back(
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1410,"dur":5,"args":{"External id":77,"correlation":77}})");
+  evs.push_back(R"({"ph":"X","cat":"kernel","name":)" + quoted +
+                R"(,"pid":0,"tid":7,"ts":1420,"dur":500,"args":{"correlation":77,"stream":7}})");
+  return evs;
+}
+
 TEST(BrokenInputs, MarkupInNames) {
   ClassTally tally("markup and paths in trace text",
                    "HTML, Markdown and file paths in names: escaped in --md, never opened");
@@ -1022,17 +1051,7 @@ TEST(BrokenInputs, MarkupInNames) {
                                           "<img src=x onerror=alert(1)>", dir + "/written-if-opened.json",
                                           "../../../../" + dir + "/traversal.json"};
   for (const std::string& name : names) {
-    // An operator and its kernel both carry the name, and dominate the GPU time, so the name
-    // reaches the findings and the tables of every report.
-    const std::string quoted = json(name).dump();
-    std::vector<std::string> evs = b.events;
-    evs.push_back(R"({"ph":"X","cat":"cpu_op","name":)" + quoted +
-                  R"(,"pid":100,"tid":100,"ts":1400,"dur":50,"args":{"External id":77}})");
-    evs.push_back(
-        R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,"ts":1410,"dur":5,"args":{"External id":77,"correlation":77}})");
-    evs.push_back(R"({"ph":"X","cat":"kernel","name":)" + quoted +
-                  R"(,"pid":0,"tid":7,"ts":1420,"dur":500,"args":{"correlation":77,"stream":7}})");
-    Case c = whole(b, name, b.text_of(evs), false);
+    Case c = whole(b, name, b.text_of(with_named_op_and_kernel(b, json(name).dump())), false);
     c.check_output = [name](const std::string& md, const std::string&) {
       EXPECT_EQ(md.find("<script"), std::string::npos) << "raw <script> in markdown";
       EXPECT_EQ(md.find("<img"), std::string::npos) << "raw <img> in markdown";
@@ -1236,6 +1255,58 @@ TEST(BrokenInputs, ManyDevices) {
   Case c = whole(b, "10,000 device properties", props.text(), false);
   c.bound_s = 60;
   tally.check(c);
+}
+
+TEST(BrokenInputs, ControlCharactersInStringFields) {
+  ClassTally tally("control characters in every string field",
+                   "ESC sequences (erase screen, OSC 52, OSC 8), BEL, BS, CR, NUL, DEL, C1 CSI, bidi override "
+                   "and a newline forging a report line, JSON-escaped in each name and header string: analyze, "
+                   "--md, info and stderr show them escaped");
+  const Base& b = kineto_base();
+  // Each class as JSON string text (valid JSON: the trace is sound, only its text is hostile).
+  const std::vector<std::pair<std::string, std::string>> classes = {
+      {"ESC [2J", R"(\u001b[2J)"},
+      {"OSC 52", R"(\u001b]52;c;ZXZpbA==\u0007)"},
+      {"OSC 8", R"(\u001b]8;;http://evil.example/\u001b\\link\u001b]8;;\u001b\\)"},
+      {"BEL and BS", R"(\u0007\b)"},
+      {"CR", R"(\r)"},
+      {"NUL", R"(\u0000)"},
+      {"DEL", R"(\u007f)"},
+      {"C1 CSI U+009B", R"(\u009b2J)"},
+      {"bidi override U+202E", R"(\u202e)"},
+      {"newline and a forged line", R"(\nFORGED: all good)"}};
+  for (const auto& [class_name, text] : classes) {
+    const std::string value = "\"x" + text + "y\"";
+    auto add = [&](const std::string& field, const std::string& bytes) {
+      EXPECT_NE(bytes, b.text()) << field << ": the hostile text did not land";
+      Case c = whole(b, class_name + " in " + field, bytes, false);
+      c.must_be_terminal_safe = true;
+      tally.check(c);
+    };
+    add("op and kernel names", b.text_of(with_named_op_and_kernel(b, value)));
+    auto in_events = [&](const std::string& from) {
+      std::vector<std::string> evs = b.events;
+      for (std::string& e : evs) e = replace_all(e, from, value);
+      return b.text_of(evs);
+    };
+    add("thread name", in_events(R"x("thread 100 (python)")x"));
+    add("process name", in_events(R"("python3")"));
+    // Header values as make_base wrote them ("key": value, compact JSON inside).
+    auto in_header = [&](const std::vector<std::pair<std::string, std::string>>& replacements) {
+      Base header = b;
+      for (const auto& [from, to] : replacements) {
+        header.prologue = replace_all(header.prologue, from, to);
+        header.epilogue = replace_all(header.epilogue, from, to);
+      }
+      return header.text();
+    };
+    add("device name", in_header({{R"("NVIDIA H100 80GB HBM3")", value}}));
+    add("distributedInfo backend", in_header({{R"("backend":"nccl")", R"("backend":)" + value}}));
+    add("distributedInfo nccl_version", in_header({{R"("2.21.5")", value}}));
+    add("version", in_header({{R"("cuda_runtime_version": 12040)", R"("cuda_runtime_version": )" + value}}));
+    add("setting", in_header({{R"("record_shapes": 1)", R"("record_shapes": )" + value}}));
+    add("traceName", in_header({{R"("tiny-kineto2")", value}, {R"("reliability")", value}}));
+  }
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ ORDER = [
     "integers past int64", "deep nesting", "megabyte-long names", "duplicate keys", "wrong JSON types",
     "negative and absurd times", "events out of order", "flows and correlations pointing nowhere",
     "empty or metadata only", "files that cannot be read", "decompression bombs", "endless stdin",
-    "markup and paths in trace text", "many devices, streams, threads and processes", "NCCL logs",
+    "markup and paths in trace text", "control characters in every string field",
+    "many devices, streams, threads and processes", "NCCL logs",
 ]
 
 

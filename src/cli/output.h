@@ -1,0 +1,18 @@
+// Where text reports and messages leave ferret. Each passes through base/terminal_text.h on the
+// way out: names were escaped where the renderers embedded them; this is the last line of
+// defence for any control byte that reached a report some other way.
+#pragma once
+
+#include <string_view>
+
+namespace ferret::cli {
+
+// A text or Markdown report to stdout: its own line breaks and tabs stay, and Style's colours
+// when stdout is a terminal; any other control byte is escaped.
+void print_report(std::string_view report);
+
+// "ferret: <message>" and a line break on stderr, the message escaped whole: a message is one
+// line, and the file names, options and trace text it quotes may hold ESC or '\n'.
+void print_error(std::string_view message);
+
+}  // namespace ferret::cli
