@@ -1,5 +1,5 @@
-#include "base/units.h"
 #include "cli/options.h"
+#include "base/units.h"
 
 #include <fmt/format.h>
 

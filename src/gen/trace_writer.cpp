@@ -315,5 +315,4 @@ void append_json_string(std::string& out, std::string_view text) {
   out.push_back('"');
 }
 
-
 }  // namespace ferret

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "job/job_diagnosis.h"
 #include "job/job_analysis.h"
+#include "job/job_diagnosis.h"
 #include "report/format.h"
 
 namespace ferret {

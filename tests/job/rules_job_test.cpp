@@ -4,9 +4,9 @@
 
 #include <functional>
 
-#include "job/job_diagnosis.h"
 #include "job/hand_made_rank.h"
 #include "job/job_analysis.h"
+#include "job/job_diagnosis.h"
 
 namespace ferret {
 namespace {
