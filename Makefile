@@ -20,6 +20,8 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
 FUZZ_SECONDS ?= 60
+# Seed folders per harness: traces for ingest/analyze; NCCL logs (the test logs and hostile ones) for nccl.
+fuzz_seeds = $$(if [ "$(1)" = nccl ]; then echo fuzz/seeds-nccl tests/data/nccl; else echo fuzz/seeds; fi)
 
 setup:
 	@if ! dpkg -s $(DEB_PACKAGES) >/dev/null 2>&1; then \
@@ -62,11 +64,11 @@ test-asan:
 # in build-asan/crashes/ and become regression tests in tests/data/fuzz/.
 fuzz:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer -j $(JOBS)
-	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze
-	for h in ingest analyze; do \
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer -j $(JOBS)
+	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze build-asan/corpus-nccl
+	for h in ingest analyze nccl; do \
 	  build-asan/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-$$h fuzz/seeds || exit 1; \
+	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-$$h $(call fuzz_seeds,$$h) || exit 1; \
 	done
 
 # CI's short pass: a fixed seed and a fixed number of runs from the seeds only, so a failure
@@ -74,12 +76,12 @@ fuzz:
 FUZZ_CI_RUNS ?= 4000
 fuzz-ci:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer -j $(JOBS)
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer -j $(JOBS)
 	mkdir -p build-asan/crashes
-	for h in ingest analyze; do \
+	for h in ingest analyze nccl; do \
 	  rm -rf build-asan/corpus-ci && mkdir -p build-asan/corpus-ci && \
 	  build-asan/$${h}_fuzzer -seed=1 -runs=$(FUZZ_CI_RUNS) -timeout=10 -rss_limit_mb=2048 \
-	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-ci fuzz/seeds || exit 1; \
+	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-ci $(call fuzz_seeds,$$h) || exit 1; \
 	done
 
 # Runs the broken-input suite and rewrites the table in docs/RELIABILITY.md.
