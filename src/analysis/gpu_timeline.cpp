@@ -1,4 +1,5 @@
 #include "analysis/gpu_timeline.h"
+#include "base/text.h"
 
 #include <algorithm>
 #include <array>
@@ -49,8 +50,6 @@ std::int64_t floor_us(std::int64_t ns) {
   const std::int64_t q = ns / 1000, r = ns % 1000;
   return (r < 0 ? q - 1 : q) * 1000;
 }
-
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 LaunchClass classify_launch(std::string_view name, TimelineDefinition definition) {
   if (definition == TimelineDefinition::kHta) {

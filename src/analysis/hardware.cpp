@@ -1,4 +1,5 @@
 #include "analysis/hardware.h"
+#include "base/text.h"
 
 #include <algorithm>
 #include <tuple>
@@ -38,12 +39,6 @@ HostMemory host_memory_of(std::string_view word) {
   if (word == "Pinned") return HostMemory::kPinned;
   if (word == "Managed") return HostMemory::kManaged;
   return HostMemory::kUnknown;  // "Host" (ROCm), or anything new
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "analysis/host_blockers.h"
+#include "base/text.h"
 
 #include <algorithm>
 #include <map>
@@ -11,12 +12,6 @@
 namespace ferret {
 
 namespace {
-
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 // Name classes, looked up once per distinct string.
 enum NameFlag : std::uint8_t {
@@ -121,8 +116,8 @@ const char* host_regime_name(HostRegime r) {
 bool is_host_sync_call(std::string_view name) {
   // cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaThreadSynchronize,
   // hip*Synchronize, cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize.
-  return ends_with(name, "Synchronize") &&
-         (starts_with(name, "cuda") || starts_with(name, "hip") || starts_with(name, "cu"));
+  return name.ends_with("Synchronize") &&
+         (name.starts_with("cuda") || name.starts_with("hip") || name.starts_with("cu"));
 }
 
 bool is_host_sync_op(std::string_view name) { return name == "aten::item" || name == "aten::_local_scalar_dense"; }
@@ -134,13 +129,13 @@ bool is_allocator_call(std::string_view name) {
       "cudaMalloc",   "cudaFree",   "cudaHostAlloc", "hipMalloc",   "hipFree",      "hipHostMalloc", "hipHostFree",
       "hipExtMalloc", "cuMemAlloc", "cuMemFree",     "cuMemCreate", "cuMemRelease", "cuMemHostAlloc"};
   for (std::string_view p : kPrefixes)
-    if (starts_with(name, p)) return true;
+    if (name.starts_with(p)) return true;
   return false;
 }
 
 bool is_sync_copy_call(std::string_view name) {
   if (contains(name, "Async")) return false;
-  const bool api = starts_with(name, "cuda") || starts_with(name, "hip") || starts_with(name, "cu");
+  const bool api = name.starts_with("cuda") || name.starts_with("hip") || name.starts_with("cu");
   return api && (contains(name, "Memcpy") || contains(name, "Memset"));
 }
 

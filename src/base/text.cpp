@@ -4,6 +4,16 @@
 
 namespace ferret {
 
+namespace {
+bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+}  // namespace
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 std::string fit_width(std::string_view untrusted, std::size_t width) {
   const std::string safe = terminal_safe(untrusted, {.keep_colour = true});
   const std::string_view text = safe;

@@ -6,6 +6,12 @@
 
 namespace ferret {
 
+// Without leading and trailing ASCII whitespace (space, \t, \n, \v, \f, \r).
+std::string_view trim(std::string_view text);
+
+// Whether `part` occurs in `text` (std::string_view::contains is C++23).
+inline bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
 // Cut with "..." to fit `width` bytes, never inside a UTF-8 sequence. Control characters are
 // escaped first (base/terminal_text.h; Style's colours kept): fit_width is how the text reports
 // show names, and a name must not act on the terminal or start a line of its own.

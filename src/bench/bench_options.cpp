@@ -1,5 +1,6 @@
 // The torch-free half of `ferret bench`: input specs, options, the warm-up and stopping rules,
 // and the statistics of a finished run. The libtorch half is src/bench/torch/model_runner.cpp.
+#include "base/text.h"
 #include "bench/model_runner.h"
 
 #include <algorithm>
@@ -14,12 +15,6 @@
 namespace ferret::bench {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 struct DTypeName {
   std::string_view name;

@@ -1,4 +1,5 @@
 #include "bench/environment.h"
+#include "base/text.h"
 
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -60,12 +61,7 @@ constexpr const char* kVariables[] = {
 // whose hardware the other keys already describe.
 const std::set<std::string> kIgnoredKeys = {"git_commit", "git_branch", "git_dirty", "hostname"};
 
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
+std::string trimmed(std::string_view s) { return std::string(trim(s)); }
 
 bool read_whole_file(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
@@ -78,7 +74,7 @@ bool read_whole_file(const std::string& path, std::string& out) {
 
 std::string read_trimmed(const std::string& path) {
   std::string text;
-  return read_whole_file(path, text) ? trim(text) : std::string();
+  return read_whole_file(path, text) ? trimmed(text) : std::string();
 }
 
 bool is_directory(const std::string& path) {
@@ -99,8 +95,8 @@ std::string cpu_model() {
   while (std::getline(in, line)) {
     const std::size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const std::string key = trim(std::string_view(line).substr(0, colon));
-    const std::string value = trim(std::string_view(line).substr(colon + 1));
+    const std::string key = trimmed(std::string_view(line).substr(0, colon));
+    const std::string value = trimmed(std::string_view(line).substr(colon + 1));
     if (key == "model name" && !value.empty()) return value;                                                // x86
     if ((key == "Hardware" || key == "Model" || key == "cpu model") && fallback.empty()) fallback = value;  // ARM, MIPS
   }
@@ -149,7 +145,7 @@ std::string nvidia_driver() {
     if (rest >> version) return version;
   }
   const std::size_t colon = line.find(':');
-  return trim(colon == std::string::npos ? line : line.substr(colon + 1));
+  return trimmed(colon == std::string::npos ? line : line.substr(colon + 1));
 }
 
 // ---- Git ---------------------------------------------------------------------------------------
@@ -257,7 +253,7 @@ bool find_git_dirs(const std::string& dir, GitDirs& out) {
     } else if (is_regular_file(dot_git)) {
       const std::string text = read_trimmed(dot_git);
       if (text.rfind("gitdir:", 0) == 0) {
-        std::string target = trim(std::string_view(text).substr(7));
+        std::string target = trimmed(std::string_view(text).substr(7));
         if (!target.empty() && target[0] != '/') target = cur + "/" + target;
         if (is_directory(target)) out.git_dir = target;
       }
@@ -289,7 +285,7 @@ std::string read_ref(const GitDirs& dirs, const std::string& name) {
   while (std::getline(packed, line)) {
     if (line.empty() || line[0] == '#' || line[0] == '^') continue;  // header, peeled tag
     const std::size_t space = line.find(' ');
-    if (space != std::string::npos && trim(std::string_view(line).substr(space + 1)) == name)
+    if (space != std::string::npos && trimmed(std::string_view(line).substr(space + 1)) == name)
       return line.substr(0, space);
   }
   return "";
@@ -425,7 +421,7 @@ GitState read_git_state(const std::string& dir) {
   if (!find_git_dirs(dir, dirs)) return state;
   std::string value = read_trimmed(dirs.git_dir + "/HEAD");
   for (int depth = 0; depth < 5 && value.rfind("ref:", 0) == 0; ++depth) {  // symbolic refs
-    const std::string ref = trim(std::string_view(value).substr(4));
+    const std::string ref = trimmed(std::string_view(value).substr(4));
     if (depth == 0 && ref.rfind("refs/heads/", 0) == 0) state.branch = ref.substr(11);
     value = read_ref(dirs, ref);
   }

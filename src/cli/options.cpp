@@ -1,4 +1,5 @@
 #include "cli/options.h"
+#include "base/text.h"
 #include "base/units.h"
 
 #include <fmt/format.h>
@@ -39,12 +40,6 @@ std::uint64_t size_option(const std::string& text, const char* option) {
 }
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // A step number: digits only, fits int64. nullopt for "" ; throws for anything else.
 std::optional<std::int64_t> step_number(std::string_view s, bool& ok) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -21,8 +22,6 @@ std::string device_label(const DeviceMetrics& d) {
   if (d.compute_major >= 0) label += fmt::format(", CC {}.{}", d.compute_major, d.compute_minor);
   return label + ")";
 }
-
-bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
 
 bool is_amd(const DeviceMetrics& d) {
   return contains(d.name, "AMD") || contains(d.name, "Radeon") || contains(d.name, "Instinct");

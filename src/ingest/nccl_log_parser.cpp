@@ -1,4 +1,5 @@
 #include "ingest/nccl_log_parser.h"
+#include "base/text.h"
 
 #include <unistd.h>
 
@@ -21,20 +22,11 @@ namespace {
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
-
 // Removes `prefix` (after leading blanks) from `s`; false when it is not there.
 bool consume(std::string_view& s, std::string_view prefix) {
   std::string_view t = s;
   while (!t.empty() && is_space(t.front())) t.remove_prefix(1);
-  if (!starts_with(t, prefix)) return false;
+  if (!t.starts_with(prefix)) return false;
   s = t.substr(prefix.size());
   return true;
 }
@@ -216,13 +208,13 @@ NcclTransport parse_nccl_transport(std::string_view via) {
       int n = -1;
       if (take_int(dev, n)) t.net_dev = n;
     }
-  } else if (starts_with(head, "COLLNET") || starts_with(head, "CollNet")) {
+  } else if (head.starts_with("COLLNET") || head.starts_with("CollNet")) {
     t.kind = NcclTransportKind::kCollNet;
-  } else if (starts_with(head, "NVLS")) {
+  } else if (head.starts_with("NVLS")) {
     t.kind = NcclTransportKind::kNvls;
   }
   for (std::size_t i = 1; i < parts.size(); ++i)
-    if (starts_with(parts[i], "GDRDMA")) t.gdr = true;
+    if (parts[i].starts_with("GDRDMA")) t.gdr = true;
   return t;
 }
 
@@ -337,7 +329,7 @@ bool parse_version(std::string_view text, NcclVersionRecord& r) {
   r.version = std::string(token.substr(0, plus));
   if (plus != std::string_view::npos) {
     std::string_view build = token.substr(plus + 1);
-    if (starts_with(build, "cuda")) build.remove_prefix(4);
+    if (build.starts_with("cuda")) build.remove_prefix(4);
     r.build_cuda = std::string(build);
   }
   return true;
@@ -347,11 +339,11 @@ bool parse_comm(std::string_view text, NcclCommRecord& r) {
   // Optional function name first ("ncclCommInitRank comm 0x..").
   std::string_view first = take_token(text);
   if (first != "comm") {
-    if (!starts_with(first, "nccl")) return false;
+    if (!first.starts_with("nccl")) return false;
     if (take_token(text) != "comm") return false;
   }
   r.comm = std::string(take_token(text));
-  if (!starts_with(r.comm, "0x") && r.comm != "(nil)") return false;
+  if (!r.comm.starts_with("0x") && r.comm != "(nil)") return false;
   const std::size_t dash = text.rfind(" - ");
   std::string_view tail = dash == std::string_view::npos ? std::string_view() : trim(text.substr(dash + 3));
   std::string_view fields = dash == std::string_view::npos ? text : text.substr(0, dash);
@@ -359,9 +351,9 @@ bool parse_comm(std::string_view text, NcclCommRecord& r) {
     r.phase = NcclCommPhase::kStart;
   else if (tail == "Init COMPLETE")
     r.phase = NcclCommPhase::kComplete;
-  else if (starts_with(tail, "Destroy"))
+  else if (tail.starts_with("Destroy"))
     r.phase = NcclCommPhase::kDestroy;
-  else if (starts_with(tail, "Abort"))
+  else if (tail.starts_with("Abort"))
     r.phase = NcclCommPhase::kAbort;
   else
     r.phase = NcclCommPhase::kInfo;
@@ -476,7 +468,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.versions.push_back(std::move(r));
     return true;
   }
-  if (starts_with(m, "cudaDriverVersion ")) {
+  if (m.starts_with("cudaDriverVersion ")) {
     NcclDriverRecord r;
     r.origin = origin;
     std::string_view rest = m.substr(18);
@@ -484,7 +476,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.drivers.push_back(r);
     return true;
   }
-  if (starts_with(m, "Channel ")) {
+  if (m.starts_with("Channel ")) {
     std::string_view rest = m.substr(8);
     int channel = -1, second = -1;
     if (!take_int(rest, channel)) return false;
@@ -524,14 +516,14 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.rings.push_back(r);
     return true;
   }
-  if (starts_with(m, "Trees ")) {
+  if (m.starts_with("Trees ")) {
     NcclTreesRecord r;
     r.origin = origin;
     for (char c : m) r.trees += c == '[';
     log_.trees.push_back(r);
     return r.trees > 0;
   }
-  if (starts_with(m, "Init timings")) {
+  if (m.starts_with("Init timings")) {
     NcclInitTimingRecord r;
     r.origin = origin;
     if (!parse_init_timings(m, r)) return false;
@@ -542,7 +534,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.init_timings.push_back(std::move(r));
     return true;
   }
-  if (starts_with(m, "comm ") || (starts_with(m, "nccl") && contains(m.substr(0, 48), " comm 0x"))) {
+  if (m.starts_with("comm ") || (m.starts_with("nccl") && contains(m.substr(0, 48), " comm 0x"))) {
     NcclCommRecord r;
     r.origin = origin;
     if (!parse_comm(m, r)) return false;
@@ -593,7 +585,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.gdr.push_back(std::move(r));
     return true;
   }
-  if (starts_with(m, "NET/IB")) {
+  if (m.starts_with("NET/IB")) {
     std::string_view rest = m.substr(6);
     if (!consume(rest, ":")) return false;
     if (consume(rest, "No device found")) {
@@ -644,7 +636,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     }
     return false;
   }
-  if (starts_with(m, "NET/Socket")) {
+  if (m.starts_with("NET/Socket")) {
     std::string_view rest = m.substr(10);
     if (!consume(rest, ":")) return false;
     if (!consume(rest, "Using")) return contains(rest, "interfaces found");
@@ -662,20 +654,20 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.net.push_back(std::move(r));
     return true;
   }
-  if (starts_with(m, "NET/Plugin") || starts_with(m, "Successfully loaded external")) {
+  if (m.starts_with("NET/Plugin") || m.starts_with("Successfully loaded external")) {
     NcclNetRecord r;
     r.origin = origin;
     const std::size_t loaded = m.find("Loaded ");
     if (loaded != std::string_view::npos) {
       // "Loaded net plugin NCCL RDMA Plugin v6 (v6)", "Loaded coll plugin SHARP (v6)"
       std::string_view rest = m.substr(loaded + 7);
-      r.collnet_plugin = starts_with(rest, "coll");
+      r.collnet_plugin = rest.starts_with("coll");
       const std::size_t plugin = rest.find("plugin ");
       if (plugin != std::string_view::npos) rest.remove_prefix(plugin + 7);
       const std::size_t version = rest.rfind(" (v");
       r.name = std::string(trim(rest.substr(0, version)));
       r.event = NcclNetEvent::kPluginLoaded;
-    } else if (starts_with(m, "Successfully loaded external")) {
+    } else if (m.starts_with("Successfully loaded external")) {
       r.event = NcclNetEvent::kPluginLoaded;
       std::string_view rest = m.substr(28);
       consume(rest, "network");
@@ -698,7 +690,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.net.push_back(std::move(r));
     return true;
   }
-  if (starts_with(m, "Using network ") || starts_with(m, "Using internal Network ")) {
+  if (m.starts_with("Using network ") || m.starts_with("Using internal Network ")) {
     NcclNetRecord r;
     r.origin = origin;
     r.event = NcclNetEvent::kUsingNetwork;
@@ -706,7 +698,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.net.push_back(std::move(r));
     return true;
   }
-  if (starts_with(m, "Bootstrap")) {
+  if (m.starts_with("Bootstrap")) {
     std::string_view rest = m.substr(9);
     consume(rest, ":");
     if (!consume(rest, "Using")) return false;
@@ -717,7 +709,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.net.push_back(std::move(r));
     return true;
   }
-  if (starts_with(m, "P2P is disabled between")) {
+  if (m.starts_with("P2P is disabled between")) {
     NcclP2pDisabledRecord r;
     r.origin = origin;
     std::string_view rest = m.substr(23);
@@ -731,7 +723,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.p2p_disabled.push_back(r);
     return true;
   }
-  if (starts_with(m, "NVLS multicast support is ")) {
+  if (m.starts_with("NVLS multicast support is ")) {
     NcclNvlsRecord r;
     r.origin = origin;
     std::string_view rest = m.substr(26);
@@ -745,7 +737,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     log_.nvls.push_back(r);
     return true;
   }
-  if (starts_with(m, "NCCL_")) {
+  if (m.starts_with("NCCL_")) {
     std::size_t name_end = 0;
     while (name_end < m.size() &&
            ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_digit(m[name_end]) || m[name_end] == '_'))
@@ -764,7 +756,7 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
     }
   }
   for (std::string_view known : kKnownIgnored)
-    if (starts_with(m, known)) return true;
+    if (m.starts_with(known)) return true;
   return false;
 }
 
@@ -791,18 +783,18 @@ void NcclLogParser::feed_line(std::string_view line) {
     const std::string_view after = line.substr(pos + 5);
     const bool boundary =
         pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' || line[pos - 1] == ')';
-    if (boundary && starts_with(after, "INFO")) {
+    if (boundary && after.starts_with("INFO")) {
       at = pos;
       break;
     }
-    if (boundary && starts_with(after, "WARN")) {
+    if (boundary && after.starts_with("WARN")) {
       at = pos;
       warn = true;
       break;
     }
     // Bare version (printed without a prefix): only a launcher prefix may precede it, and the
     // version ends the line. Torch's error messages ("... NCCL version 2.19.3") fail the first test.
-    if (boundary && starts_with(after, "version ") && pos <= 64 && contains(line.substr(pos), "+cuda")) {
+    if (boundary && after.starts_with("version ") && pos <= 64 && contains(line.substr(pos), "+cuda")) {
       at = pos;
       bare_version = true;
       break;
@@ -877,7 +869,7 @@ void NcclLogParser::feed_line(std::string_view line) {
     r.where = std::string(where);
     r.message = terminal_safe(trim(message));  // display text: a binary line cannot garble a report
     // A P2P check that fails says so as a WARN.
-    if (starts_with(r.message, "P2P is disabled between")) parse_message(r.message, origin);
+    if (r.message.starts_with("P2P is disabled between")) parse_message(r.message, origin);
     log_.warnings.push_back(std::move(r));
     understood = true;
   } else {

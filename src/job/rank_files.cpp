@@ -11,10 +11,6 @@ namespace ferret {
 
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
 
 // Case-insensitive match of `word` at `pos`.
@@ -28,8 +24,8 @@ bool word_at(std::string_view s, std::size_t pos, std::string_view word) {
 }  // namespace
 
 bool looks_like_trace_file(std::string_view name) {
-  return ends_with(name, ".json") || ends_with(name, ".json.gz") || ends_with(name, ".json.zst") ||
-         ends_with(name, ".json.zstd");
+  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".json.zst") ||
+         name.ends_with(".json.zstd");
 }
 
 namespace {

@@ -27,11 +27,7 @@ const char* event_kind_name(EventKind kind) {
   return "other";
 }
 
-namespace {
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-}  // namespace
+namespace {}  // namespace
 
 EventKind classify_span_category(std::string_view cat) {
   // Categories of every Kineto generation: 2.x / 1.10+ lower-case names, 1.8-1.9 capitalised ones.
@@ -48,8 +44,8 @@ EventKind classify_span_category(std::string_view cat) {
   if (cat == "cuda_event") return EventKind::kCudaEvent;
   if (cat == "overhead") return EventKind::kOverhead;
   // Other back ends name their APIs "<backend>_runtime" / "<backend>_driver" (mtia, privateuse1).
-  if (ends_with(cat, "_runtime")) return EventKind::kCudaRuntime;
-  if (ends_with(cat, "_driver")) return EventKind::kCudaDriver;
+  if (cat.ends_with("_runtime")) return EventKind::kCudaRuntime;
+  if (cat.ends_with("_driver")) return EventKind::kCudaDriver;
   return EventKind::kOther;
 }
 

@@ -1,4 +1,5 @@
 #include "model/graphs.h"
+#include "base/text.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,8 +12,6 @@ namespace ferret {
 namespace {
 
 enum NameClass : std::uint8_t { kUnclassified, kOther, kBeginCapture, kEndCapture, kGraphLaunch, kCapturable };
-
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 NameClass classify(std::string_view name) {
   if (contains(name, "StreamBeginCapture")) return kBeginCapture;

@@ -5,8 +5,6 @@
 
 #include <stdexcept>
 
-#include "base/text.h"
-
 namespace ferret {
 namespace {
 
@@ -44,17 +42,6 @@ TEST(HumanDuration, PicksTheLargestUnitAndKeepsTheSign) {
   EXPECT_EQ(human_duration(12345), "12.345 us");
   EXPECT_EQ(human_duration(12345678), "12.346 ms");
   EXPECT_EQ(human_duration(-2500000000), "-2.500 s");
-}
-
-TEST(FitWidth, CutsWithDotsNeverInsideAUtf8Sequence) {
-  EXPECT_EQ(fit_width("short", 10), "short");
-  EXPECT_EQ(fit_width("abcdefghij", 8), "abcde...");
-  // "ab" + U+00E9 (2 bytes) + "cdef": a cut at byte 3 would split the é, so it falls back to byte 2.
-  EXPECT_EQ(fit_width("ab\xc3\xa9"
-                      "cdefgh",
-                      6),
-            "ab...");
-  EXPECT_EQ(fit_width("abcdef", 2), "ab");
 }
 
 }  // namespace
