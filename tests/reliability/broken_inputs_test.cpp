@@ -1275,8 +1275,10 @@ TEST(BrokenInputs, ControlCharactersInStringFields) {
       {"C1 CSI U+009B", R"(\u009b2J)"},
       {"bidi override U+202E", R"(\u202e)"},
       {"newline and a forged line", R"(\nFORGED: all good)"}};
-  for (const auto& [class_name, text] : classes) {
-    const std::string value = "\"x" + text + "y\"";
+  for (const auto& entry : classes) {
+    // Not a structured binding: clang before 16 cannot capture one in a lambda.
+    const std::string& class_name = entry.first;
+    const std::string value = "\"x" + entry.second + "y\"";
     auto add = [&](const std::string& field, const std::string& bytes) {
       EXPECT_NE(bytes, b.text()) << field << ": the hostile text did not land";
       Case c = whole(b, class_name + " in " + field, bytes, false);
