@@ -88,7 +88,7 @@ std::string wrap(std::string_view untrusted, const std::string& first, const std
   while (pos < text.size()) {
     std::size_t next = text.find(' ', pos);
     if (next == std::string_view::npos) next = text.size();
-    const std::string_view word = text.substr(pos, next - pos);
+    const std::string_view word = std::string_view(text).substr(pos, next - pos);  // not a temporary
     if (!line.empty() && prefix->size() + line.size() + 1 + word.size() > kWidth) {
       out += *prefix + line + "\n";
       line.clear();
