@@ -15,7 +15,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libopenmpi-dev openmpi-bin \
 	time bc
 
-.PHONY: setup build test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format format-check
+.PHONY: setup build install test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format format-check
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
@@ -34,6 +34,13 @@ $(BUILD)/build.ninja:
 
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) --target ferret -j $(JOBS)
+
+# `make install PREFIX=/opt/ferret`: bin/ferret (and ferret-torch, ferret-mpi when built), the
+# libraries, include/ferret/ and lib/cmake/ferret/ (find_package(ferret) -> ferret::core).
+PREFIX ?= /usr/local
+install: $(BUILD)/build.ninja
+	cmake --build $(BUILD) --target ferret ferret_core ferret_gen -j $(JOBS)
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)

@@ -21,7 +21,7 @@ echo "job: $ranks ranks, $((bytes / 1000000)) MB of JSON in $dir"
 run() {
   local name=$1; shift
   local log=bench/out/job-$name.time
-  /usr/bin/time -v "$@" --json > "bench/out/job-$name.json" 2> "$log"
+  /usr/bin/time -v "$@" --json > "benchmark/out/job-$name.json" 2> "$log"
   local wall rss
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/{split($2,t,":"); if (length(t)==3) print t[1]*3600+t[2]*60+t[3]; else print t[1]*60+t[2]}' "$log")
   rss=$(awk -F': ' '/Maximum resident set size/{print $2}' "$log")

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "bench/statistics.h"
+#include "base/statistics.h"
 #include "ingest/byte_source.h"
 #include "ingest/decimal.h"
 #include "ingest/event_parser.h"

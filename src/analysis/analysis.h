@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/byte_source.h"
+#include "base/input_error.h"
 #include "model/trace_model.h"
 
 namespace ferret {

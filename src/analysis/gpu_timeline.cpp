@@ -1,4 +1,6 @@
 #include "analysis/gpu_timeline.h"
+
+#include "base/statistics.h"
 #include "base/text.h"
 
 #include <algorithm>
@@ -278,14 +280,7 @@ std::int64_t percentile(std::vector<std::int64_t>& v, double q) {
   if (v.empty()) return 0;
   // The median of an even count is the mean of the two middle values (as pandas computes it, so
   // HTA's 9362.5 us reproduces); other percentiles take the nearest rank.
-  if (q == 0.5) {
-    const std::size_t mid = v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-    const std::int64_t upper = v[mid];
-    if (v.size() % 2 == 1) return upper;
-    const std::int64_t lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-    return lower + (upper - lower) / 2;
-  }
+  if (q == 0.5) return stats::median_ns_in_place(v);
   const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k];

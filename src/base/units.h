@@ -15,4 +15,10 @@ std::string human_duration(std::int64_t ns);   // "12.345 ms"
 // KiB/MiB/GiB/TiB; KB/MB/GB/TB are decimal). Throws std::invalid_argument on bad text.
 std::uint64_t parse_size(std::string_view text);
 
+// Time is kept in integer nanoseconds and shares as fractions; these give the units findings and
+// reports print. Plain divisions (no rounding): rounding is the printer's business.
+constexpr double ns_to_ms(double ns) { return ns / 1e6; }
+constexpr double ns_to_us(double ns) { return ns / 1e3; }
+constexpr double share_to_pct(double share) { return share * 100.0; }
+
 }  // namespace ferret

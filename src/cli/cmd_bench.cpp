@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/history_store.h"
-#include "bench/model_runner.h"
+#include "benchmark/history_store.h"
+#include "benchmark/model_runner.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/world.h"

@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/history_store.h"
-#include "bench/run_record.h"
+#include "benchmark/history_store.h"
+#include "benchmark/run_record.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/progress.h"

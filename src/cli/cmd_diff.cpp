@@ -8,11 +8,11 @@
 #include <fmt/format.h>
 
 #include "analysis/trace_analysis.h"
-#include "bench/trace_diff.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "diff/trace_diff.h"
 #include "ingest/trace_loader.h"
 #include "report/diff_report.h"
 

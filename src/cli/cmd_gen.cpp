@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/input_error.h"
 #include "base/units.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -17,7 +18,6 @@
 #include "gen/inflate.h"
 #include "gen/job.h"
 #include "gen/scenarios.h"
-#include "ingest/byte_source.h"
 
 namespace ferret::cli {
 

@@ -7,13 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace ferret {
+#include "base/input_error.h"
 
-// An input that cannot be used at all. The message names the file and, when known, the offset.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace ferret {
 
 class ByteSource {
  public:

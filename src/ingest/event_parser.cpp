@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ingest/cpu_level.h"
 #include "ingest/decimal.h"
 #include "model/event_kind.h"
 
@@ -1072,7 +1073,7 @@ struct EventParser::Impl {
   }
 };
 
-EventParser::EventParser() : impl_(new Impl) {}
+EventParser::EventParser() : impl_((require_parser_cpu(), new Impl)) {}
 EventParser::~EventParser() { delete impl_; }
 
 void EventParser::parse(RawBatch& raw, ParsedBatch& out) {

@@ -5,8 +5,8 @@
 #include <queue>
 #include <tuple>
 
+#include "base/statistics.h"
 #include "job/job_analysis.h"
-#include "job/median.h"
 
 namespace ferret {
 
@@ -27,11 +27,11 @@ struct Ref {
 };
 
 std::int64_t mad_of(const std::vector<std::int64_t>& v) {
-  const std::int64_t m = median_ns(v);
+  const std::int64_t m = stats::median_ns(v);
   std::vector<std::int64_t> dev;
   dev.reserve(v.size());
   for (std::int64_t x : v) dev.push_back(x > m ? x - m : m - x);
-  return median_ns(std::move(dev));
+  return stats::median_ns(std::move(dev));
 }
 
 const RankCollective& at(const std::vector<RankResult>& ranks, const Ref& r) {
@@ -116,7 +116,7 @@ void candidate_offsets(const std::vector<RankResult>& ranks, const Stream& ref, 
       if (j < 0 || j >= static_cast<std::int64_t>(other.size())) continue;
       d.push_back(end_of(at(ranks, ref[i])) - end_of(at(ranks, other[static_cast<std::size_t>(j)])));
     }
-    if (d.size() >= needed) out.push_back(median_ns(std::move(d)));
+    if (d.size() >= needed) out.push_back(stats::median_ns(std::move(d)));
   }
 }
 
@@ -208,7 +208,7 @@ void align_clocks(const std::vector<RankResult>& ranks, const std::vector<std::v
   };
   std::vector<std::vector<Edge>> edges(ranks.size());
   for (auto& [key, d] : pairs) {
-    const std::int64_t m = median_ns(d);
+    const std::int64_t m = stats::median_ns(d);
     const std::int64_t spread = mad_of(d);
     edges[static_cast<std::size_t>(key.first)].push_back({key.second, m, d.size(), spread});
     edges[static_cast<std::size_t>(key.second)].push_back({key.first, -m, d.size(), spread});
@@ -284,7 +284,7 @@ CollectiveMatching match_collectives(const std::vector<RankResult>& ranks) {
     // Drop participants whose end is not this call's end.
     std::vector<std::int64_t> ends;
     for (const Participant& p : call.participants) ends.push_back(p.end_ns());
-    const std::int64_t median_end = median_ns(ends);
+    const std::int64_t median_end = stats::median_ns(ends);
     const std::size_t before = call.participants.size();
     std::erase_if(call.participants, [&](const Participant& p) {
       const std::int64_t d = p.end_ns() - median_end;

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "job/median.h"
+#include "base/statistics.h"
 #include "job/rank_files.h"
 
 namespace ferret {
@@ -89,7 +89,7 @@ JobAnalysis analyze_job(std::vector<RankResult> ranks) {
       job.slowest_rank_index = static_cast<std::int32_t>(i);
     }
   }
-  job.median_step_ns = median_ns(std::move(steps));
+  job.median_step_ns = stats::median_ns(std::move(steps));
 
   job.matching = match_collectives(job.ranks);
   job.costs = collective_costs(job.ranks, job.matching);

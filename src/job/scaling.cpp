@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "job/median.h"
+#include "base/statistics.h"
 
 namespace ferret {
 
@@ -66,10 +66,10 @@ ScalingRun summarize_scaling_run(const JobAnalysis& job, const std::string& sour
   }
   run.world_size = job.world_size > 0 ? job.world_size : run.ranks;
   run.spans_hosts = run.spans_hosts || job.matching.clock_groups > 1 || run.world_size > 8;
-  run.step_ns = median_ns(steps);
-  run.compute_ns = median_ns(compute);
-  run.comm_ns = median_ns(comm);
-  run.exposed_ns = median_ns(exposed);
+  run.step_ns = stats::median_ns(steps);
+  run.compute_ns = stats::median_ns(compute);
+  run.comm_ns = stats::median_ns(comm);
+  run.exposed_ns = stats::median_ns(exposed);
   std::int64_t transfer = 0;
   for (const MatchedCall& call : job.matching.calls) transfer += call.transfer_ns;
   run.transfer_ns = step_count > 0 ? transfer / static_cast<std::int64_t>(step_count) : 0;

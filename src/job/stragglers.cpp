@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "base/statistics.h"
 #include "job/job_analysis.h"
-#include "job/median.h"
 
 namespace ferret {
 
@@ -62,7 +62,7 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
   for (const MatchedCall& call : m.calls) {
     std::vector<std::int64_t> starts;
     for (const Participant& p : call.participants) starts.push_back(p.start_ns);
-    const std::int64_t median_start = median_ns(std::move(starts));
+    const std::int64_t median_start = stats::median_ns(std::move(starts));
     for (const Participant& p : call.participants) {
       RankLateness& l = result.ranks[static_cast<std::size_t>(p.rank_index)];
       ++l.calls;
@@ -91,7 +91,7 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
   std::vector<std::int64_t> steps;
   for (const RankResult& r : ranks)
     if (r.error.empty() && r.mean_step_ns > 0) steps.push_back(r.mean_step_ns);
-  const std::int64_t median_step = median_ns(steps);
+  const std::int64_t median_step = stats::median_ns(steps);
 
   for (const RankLateness& l : result.ranks) {
     if (result.steps < (by_steps ? kStragglerMinSteps : kStragglerMinCalls)) break;
@@ -112,7 +112,7 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
     for (std::size_t o = 0; o < ranks.size(); ++o)
       if (static_cast<std::int32_t>(o) != l.rank_index && ranks[o].error.empty() && !ranks[o].steps.empty())
         others_exposed.push_back(ranks[o].exposed_comm_ns / static_cast<std::int64_t>(ranks[o].steps.size()));
-    const std::int64_t exposed_gap = median_ns(std::move(others_exposed)) - rank.exposed_comm_ns / step_count;
+    const std::int64_t exposed_gap = stats::median_ns(std::move(others_exposed)) - rank.exposed_comm_ns / step_count;
     s.cost_per_step_ns = std::clamp<std::int64_t>(exposed_gap, 0, s.lateness_per_step_ns);
     s.step_share = median_step > 0 ? static_cast<double>(s.cost_per_step_ns) / static_cast<double>(median_step) : 0;
     for (StragglerCause what :
@@ -121,7 +121,7 @@ StragglerResult find_stragglers(const std::vector<RankResult>& ranks, const Coll
       for (std::size_t o = 0; o < ranks.size(); ++o)
         if (static_cast<std::int32_t>(o) != l.rank_index && ranks[o].error.empty() && !ranks[o].steps.empty())
           others.push_back(per_step(ranks[o], what));
-      s.activities.push_back({what, per_step(rank, what), median_ns(std::move(others))});
+      s.activities.push_back({what, per_step(rank, what), stats::median_ns(std::move(others))});
     }
     const auto most = std::max_element(
         s.activities.begin(), s.activities.end(),

@@ -11,10 +11,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-double us(double ns) { return ns / 1000.0; }
-double round2(double v) { return std::round(v * 100.0) / 100.0; }
-double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
-
 std::string trace_line(const TraceAnalysis& a) {
   const TraceModel& m = *a.model;
   std::string line = fmt::format("{} ({}, {})", m.info.source, format_generation_name(m.info.generation),
@@ -220,13 +216,13 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
       {"source", window_source_name(c.source)},
       {"label", c.label},
       {"activity", window_activity_name(a.window_activity.activity)},
-      {"start_us", round3(us(static_cast<double>(c.window_start_ns)))},
-      {"duration_us", round3(us(static_cast<double>(c.window_ns())))},
+      {"start_us", round3(ns_to_us(static_cast<double>(c.window_start_ns)))},
+      {"duration_us", round3(ns_to_us(static_cast<double>(c.window_ns())))},
       {"launched_before_trace",
        {{"activities", m.relations.launched_before_trace},
-        {"time_us", round3(us(static_cast<double>(m.relations.launched_before_trace_ns)))}}},
+        {"time_us", round3(ns_to_us(static_cast<double>(m.relations.launched_before_trace_ns)))}}},
       {"edge_waits", a.window_activity.edge_waits.size()},
-      {"edge_trimmed_us", round3(us(static_cast<double>(c.edge_trimmed_ns)))},
+      {"edge_trimmed_us", round3(ns_to_us(static_cast<double>(c.edge_trimmed_ns)))},
       {"one_time_share_pct", round2(100 * a.window_activity.one_time_share)},
       {"captured_launches", a.window_activity.captured_launches},
       {"kernel_launches", a.window_activity.kernel_launches},
@@ -237,19 +233,19 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
   for (const StepCost& s : b.steps) {
     json cats;
     for (int c = 0; c < kStepCategoryCount; ++c)
-      cats[step_category_key(static_cast<StepCategory>(c))] = round3(us(static_cast<double>(s.ns[c])));
+      cats[step_category_key(static_cast<StepCategory>(c))] = round3(ns_to_us(static_cast<double>(s.ns[c])));
     step_list.push_back({{"number", s.number},
-                         {"duration_us", round3(us(static_cast<double>(s.duration_ns)))},
+                         {"duration_us", round3(ns_to_us(static_cast<double>(s.duration_ns)))},
                          {"breakdown_us", cats}});
   }
   j["steps"] = {{"count", b.has_steps ? b.steps.size() : 0},
-                {"avg_us", round3(us(b.average_duration_ns))},
+                {"avg_us", round3(ns_to_us(b.average_duration_ns))},
                 {"has_steps", b.has_steps},
                 {"list", step_list}};
   json breakdown_us, breakdown_pct;
   for (int c = 0; c < kStepCategoryCount; ++c) {
     const auto cat = static_cast<StepCategory>(c);
-    breakdown_us[step_category_key(cat)] = round3(us(b.average_of(cat)));
+    breakdown_us[step_category_key(cat)] = round3(ns_to_us(b.average_of(cat)));
     breakdown_pct[step_category_key(cat)] = round2(b.average_pct_of(cat));
   }
   j["breakdown_us"] = breakdown_us;
@@ -269,7 +265,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"measured_coverage_pct", round2(g.measured_coverage_pct)},
                     {"tensor_core_pct", round2(g.tensor_core_pct)},
                     {"tc_eligible_without_tc_pct", round2(g.tc_eligible_without_tc_pct)},
-                    {"kernel_us", round3(us(static_cast<double>(g.kernel_ns)))},
+                    {"kernel_us", round3(ns_to_us(static_cast<double>(g.kernel_ns)))},
                     {"kernels", g.kernels}});
   }
   j["gpus"] = gpus;
@@ -277,30 +273,30 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
   const TemporalBreakdown& t = tl.overall;
   j["temporal"] = {
       {"definition", tl.definition == TimelineDefinition::kHta ? "hta" : "ferret"},
-      {"idle_us", round3(us(static_cast<double>(t.idle_ns)))},
-      {"compute_us", round3(us(static_cast<double>(t.compute_ns)))},
-      {"non_compute_us", round3(us(static_cast<double>(t.non_compute_ns)))},
-      {"span_us", round3(us(static_cast<double>(t.span_ns)))},
+      {"idle_us", round3(ns_to_us(static_cast<double>(t.idle_ns)))},
+      {"compute_us", round3(ns_to_us(static_cast<double>(t.compute_ns)))},
+      {"non_compute_us", round3(ns_to_us(static_cast<double>(t.non_compute_ns)))},
+      {"span_us", round3(ns_to_us(static_cast<double>(t.span_ns)))},
       {"idle_pct", round2(t.idle_pct())},
       {"compute_pct", round2(t.compute_pct())},
       {"non_compute_pct", round2(t.non_compute_pct())},
       {"comm_comp_overlap_pct", tl.comm_comp_overlap_pct < 0 ? json(nullptr) : json(round2(tl.comm_comp_overlap_pct))},
       {"launches", tl.launch.launches},
       {"short_kernels", tl.launch.short_kernels},
-      {"median_launch_delay_us", round3(us(static_cast<double>(tl.launch.median_delay_ns)))},
+      {"median_launch_delay_us", round3(ns_to_us(static_cast<double>(tl.launch.median_delay_ns)))},
       {"graph_launches", tl.launch.graph_launches},
       {"graph_replayed_activities", tl.launch.graph_activities},
       {"graph_replayed_kernels", tl.launch.graph_kernels},
-      {"graph_replayed_us", round3(us(static_cast<double>(tl.graph_replayed_ns)))},
+      {"graph_replayed_us", round3(ns_to_us(static_cast<double>(tl.graph_replayed_ns)))},
       {"graph_replayed_pct", round2(tl.graph_replayed_pct())}};
   auto op_json = [](const OpStat& op) {
     json o = {{"name", op.name},
               {"calls", op.calls},
-              {"host_self_us", round3(us(static_cast<double>(op.host_self_ns)))},
-              {"host_total_us", round3(us(static_cast<double>(op.host_total_ns)))},
-              {"device_self_us", round3(us(static_cast<double>(op.device_self_ns)))},
-              {"device_total_us", round3(us(static_cast<double>(op.device_total_ns)))},
-              {"device_replayed_us", round3(us(static_cast<double>(op.device_replayed_ns)))},
+              {"host_self_us", round3(ns_to_us(static_cast<double>(op.host_self_ns)))},
+              {"host_total_us", round3(ns_to_us(static_cast<double>(op.host_total_ns)))},
+              {"device_self_us", round3(ns_to_us(static_cast<double>(op.device_self_ns)))},
+              {"device_total_us", round3(ns_to_us(static_cast<double>(op.device_total_ns)))},
+              {"device_replayed_us", round3(ns_to_us(static_cast<double>(op.device_replayed_ns)))},
               {"graph_replay", op.graph_replay}};
     if (!op.input_dims.empty()) o["input_dims"] = op.input_dims;
     if (!op.input_types.empty()) o["input_types"] = op.input_types;
@@ -319,10 +315,10 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
         {{"name", k.name},
          {"kind", event_kind_name(k.kind)},
          {"calls", k.calls},
-         {"total_us", round3(us(static_cast<double>(k.total_ns)))},
-         {"mean_us", round3(us(k.mean_ns))},
-         {"min_us", round3(us(static_cast<double>(k.min_ns)))},
-         {"max_us", round3(us(static_cast<double>(k.max_ns)))},
+         {"total_us", round3(ns_to_us(static_cast<double>(k.total_ns)))},
+         {"mean_us", round3(ns_to_us(k.mean_ns))},
+         {"min_us", round3(ns_to_us(static_cast<double>(k.min_ns)))},
+         {"max_us", round3(ns_to_us(static_cast<double>(k.max_ns)))},
          {"mean_occupancy_pct", k.mean_occupancy_pct < 0 ? json(nullptr) : json(round2(k.mean_occupancy_pct))},
          {"tensor_core", k.tensor_core},
          {"launched_by", paths}});
@@ -331,8 +327,8 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"ops_by_host", by_host},
                     {"ops_by_shape", by_shape},
                     {"kernels", kernels},
-                    {"replayed_device_us", round3(us(static_cast<double>(h.replayed_device_ns)))},
-                    {"replayed_unattributed_us", round3(us(static_cast<double>(h.replayed_unattributed_ns)))}};
+                    {"replayed_device_us", round3(ns_to_us(static_cast<double>(h.replayed_device_ns)))},
+                    {"replayed_unattributed_us", round3(ns_to_us(static_cast<double>(h.replayed_unattributed_ns)))}};
   json mem_devices = json::array();
   for (const MemoryDevice& md : a.memory.devices)
     mem_devices.push_back({{"device_type", md.device_type},
@@ -350,7 +346,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
   for (const CollectiveStats& c : a.communication.by_collective)
     collectives.push_back({{"collective", collective_name(c.kind)},
                            {"calls", c.calls},
-                           {"time_us", round3(us(static_cast<double>(c.time_ns)))},
+                           {"time_us", round3(ns_to_us(static_cast<double>(c.time_ns)))},
                            {"bytes", c.bytes},
                            {"algbw_gbps", c.algbw_gbps < 0 ? json(nullptr) : json(round2(c.algbw_gbps))},
                            {"busbw_gbps", c.busbw_gbps < 0 ? json(nullptr) : json(round2(c.busbw_gbps))}});

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/run_record.h"
+#include "benchmark/run_record.h"
 #include "report/format.h"
 
 namespace ferret {

@@ -20,10 +20,6 @@ std::string latency(double seconds) {
   return human_duration(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
 }
 
-std::string percent(double fraction) {
-  return std::isfinite(fraction) ? fmt::format("{:.1f}%", fraction * 100) : std::string("n/a");
-}
-
 std::string items_per_second(double v) {
   if (!std::isfinite(v)) return "n/a";
   return v >= 100 ? fmt::format("{:.0f} items/s", v) : fmt::format("{:.3g} items/s", v);
@@ -92,7 +88,7 @@ std::string bench_noise_warning(const BenchResult& r) {
   return fmt::format(
       "noisy run: the IQR is {} of the median (more than {:.0f}%), so small differences are not "
       "trustworthy. Close other programs, pin --threads, or take more calls.",
-      percent(r.relative_iqr), stats::kNoisyRelativeIqr * 100);
+      percent_text(r.relative_iqr), stats::kNoisyRelativeIqr * 100);
 }
 
 std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>& recorded, const Style& st) {
@@ -115,7 +111,7 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
   out += fmt::format("  mean    {:>12}   stddev {}\n", latency(s.mean), latency(s.stddev));
   out += fmt::format("  p90     {:>12}   p95 {}   p99 {}\n", latency(s.p90), latency(s.p95), latency(s.p99));
   out += fmt::format("  p99.9   {:>12}   min {}   max {}\n", latency(s.p999), latency(s.min), latency(s.max));
-  out += fmt::format("  IQR     {:>12}   {} of the median\n", latency(s.iqr), percent(r.relative_iqr));
+  out += fmt::format("  IQR     {:>12}   {} of the median\n", latency(s.iqr), percent_text(r.relative_iqr));
   out += wrap(fmt::format("  outliers {}", outliers_text(r.outliers)), kWidth, 11);
   if (r.noisy)
     out += wrap(fmt::format("  {}warning{}: {}", st.yellow(), st.reset(), bench_noise_warning(r)), kWidth, 4);
@@ -169,7 +165,7 @@ std::string bench_markdown(const BenchResult& r, const std::optional<BenchRecord
   out += fmt::format("| p90 / p95 | {} / {} |\n", latency(s.p90), latency(s.p95));
   out += fmt::format("| p99 / p99.9 | {} / {} |\n", latency(s.p99), latency(s.p999));
   out += fmt::format("| min / max | {} / {} |\n", latency(s.min), latency(s.max));
-  out += fmt::format("| IQR | {} ({} of the median) |\n", latency(s.iqr), percent(r.relative_iqr));
+  out += fmt::format("| IQR | {} ({} of the median) |\n", latency(s.iqr), percent_text(r.relative_iqr));
   out += fmt::format("| outliers | {} |\n", escape_markdown(outliers_text(r.outliers)));
   out += fmt::format("| throughput | {} |\n", items_per_second(r.items_per_second));
   if (r.peak_rss_bytes > 0) out += fmt::format("| peak RSS | {} |\n", human_bytes(r.peak_rss_bytes));

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/model_runner.h"
+#include "benchmark/model_runner.h"
 #include "report/format.h"
 
 namespace ferret {

@@ -15,8 +15,6 @@ using json = nlohmann::ordered_json;
 
 constexpr std::size_t kWidth = 80;
 
-double us(double ns) { return ns / 1000.0; }
-double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 // Numbers that may be NaN (no base value, no test): JSON null.
 json number_or_null(double v, double scale = 1.0) { return std::isfinite(v) ? json(round3(v * scale)) : json(nullptr); }
 json us_json(double ns) { return number_or_null(ns, 1e-3); }
@@ -98,14 +96,14 @@ std::vector<std::string> step_detail(const TraceDiff& d) {
 
 json side_json(const DiffSide& s) {
   json durations = json::array();
-  for (double ns : s.step_ns) durations.push_back(round3(us(ns)));
+  for (double ns : s.step_ns) durations.push_back(round3(ns_to_us(ns)));
   return {{"source", s.source},
           {"has_steps", s.has_steps},
           {"steps", s.has_steps ? s.step_ns.size() : 0},
           {"first_step", s.has_steps ? json(s.first_step) : json(nullptr)},
           {"last_step", s.has_steps ? json(s.last_step) : json(nullptr)},
           {"step_us", durations},
-          {"mean_step_us", round3(us(s.mean_step_ns))},
+          {"mean_step_us", round3(ns_to_us(s.mean_step_ns))},
           {"findings", s.findings},
           {"repairs", s.repairs},
           {"skips", s.skips},
@@ -131,28 +129,31 @@ json op_json(const OpDiff& o, bool with_shapes) {
   }
   j["change"] = change_kind_key(o.change);
   j["basis"] = time_basis_key(o.basis);
-  j["delta_us"] = round3(us(o.delta_ns));
+  j["delta_us"] = round3(ns_to_us(o.delta_ns));
   j["relative_change_pct"] = pct_json(o.relative);
   j["base"] = {{"calls", round3(o.base_calls)},
-               {"host_self_us", round3(us(o.base_host_self_ns))},
-               {"device_self_us", round3(us(o.base_device_self_ns))}};
+               {"host_self_us", round3(ns_to_us(o.base_host_self_ns))},
+               {"device_self_us", round3(ns_to_us(o.base_device_self_ns))}};
   j["new"] = {{"calls", round3(o.new_calls)},
-              {"host_self_us", round3(us(o.new_host_self_ns))},
-              {"device_self_us", round3(us(o.new_device_self_ns))}};
+              {"host_self_us", round3(ns_to_us(o.new_host_self_ns))},
+              {"device_self_us", round3(ns_to_us(o.new_device_self_ns))}};
   return j;
 }
 
 json kernel_json(const KernelDiff& k) {
-  return {
-      {"name", k.name},
-      {"kind", event_kind_name(k.kind)},
-      {"change", change_kind_key(k.change)},
-      {"delta_us", round3(us(k.delta_ns))},
-      {"relative_change_pct", pct_json(k.relative)},
-      {"base",
-       {{"calls", round3(k.base_calls)}, {"total_us", round3(us(k.base_ns))}, {"mean_us", round3(us(k.base_mean_ns))}}},
-      {"new",
-       {{"calls", round3(k.new_calls)}, {"total_us", round3(us(k.new_ns))}, {"mean_us", round3(us(k.new_mean_ns))}}}};
+  return {{"name", k.name},
+          {"kind", event_kind_name(k.kind)},
+          {"change", change_kind_key(k.change)},
+          {"delta_us", round3(ns_to_us(k.delta_ns))},
+          {"relative_change_pct", pct_json(k.relative)},
+          {"base",
+           {{"calls", round3(k.base_calls)},
+            {"total_us", round3(ns_to_us(k.base_ns))},
+            {"mean_us", round3(ns_to_us(k.base_mean_ns))}}},
+          {"new",
+           {{"calls", round3(k.new_calls)},
+            {"total_us", round3(ns_to_us(k.new_ns))},
+            {"mean_us", round3(ns_to_us(k.new_mean_ns))}}}};
 }
 
 template <class Row, class ToJson>
@@ -356,8 +357,8 @@ json diff_json(const TraceDiff& d) {
       {"min_steps", kMinStepsForTest},
       {"base_median_us", us_json(c.median_a)},
       {"new_median_us", us_json(c.median_b)},
-      {"base_mean_us", round3(us(st.base_mean_ns))},
-      {"new_mean_us", round3(us(st.new_mean_ns))},
+      {"base_mean_us", round3(ns_to_us(st.base_mean_ns))},
+      {"new_mean_us", round3(ns_to_us(st.new_mean_ns))},
       {"change_us", us_json(c.median_b - c.median_a)},
       {"relative_change_pct", pct_json(c.relative_change)},
       {"hodges_lehmann_shift_us", us_json(c.hl_shift)},
@@ -383,9 +384,9 @@ json diff_json(const TraceDiff& d) {
   for (const CategoryDiff& cd : d.categories)
     categories.push_back({{"category", step_category_key(cd.category)},
                           {"label", step_category_label(cd.category)},
-                          {"base_us", round3(us(cd.base_ns))},
-                          {"new_us", round3(us(cd.new_ns))},
-                          {"change_us", round3(us(cd.delta_ns))},
+                          {"base_us", round3(ns_to_us(cd.base_ns))},
+                          {"new_us", round3(ns_to_us(cd.new_ns))},
+                          {"change_us", round3(ns_to_us(cd.delta_ns))},
                           {"relative_change_pct", pct_json(cd.relative)}});
   j["breakdown"] = categories;
   j["operators"] = lists_json(d.ops, [](const OpDiff& o) { return op_json(o, false); });

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/trace_diff.h"
+#include "diff/trace_diff.h"
 #include "report/format.h"
 
 namespace ferret {

@@ -1,5 +1,7 @@
 #include "report/format.h"
 
+#include <cmath>
+
 #include <unistd.h>
 
 #include <cctype>
@@ -47,6 +49,13 @@ Style style_for_fd(int fd) {
   const char* no_color = std::getenv("NO_COLOR");
   s.enabled = ::isatty(fd) && !(no_color && *no_color);
   return s;
+}
+
+double round2(double v) { return std::round(v * 100.0) / 100.0; }
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+std::string percent_text(double fraction) {
+  return std::isfinite(fraction) ? fmt::format("{:.1f}%", fraction * 100) : std::string("n/a");
 }
 
 std::string upper(std::string_view text) {

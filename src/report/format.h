@@ -11,6 +11,13 @@
 namespace ferret {
 
 std::string upper(std::string_view text);  // ASCII upper case
+
+// JSON numbers carry 2 or 3 decimals: enough for microseconds and percentages, and stable
+// across platforms in the tests' byte comparisons.
+double round2(double v);
+double round3(double v);
+// "12.3%" of a fraction (0.123), "n/a" when it is NaN or infinite.
+std::string percent_text(double fraction);
 // Wraps `text` at spaces to `width` columns, each line prefixed by `indent` and ending in '\n'.
 // fit_width (base/text.h) and wrap are the text renderers' entry points for names and sentences
 // holding names: both escape control characters first (base/terminal_text.h), keeping only

@@ -13,10 +13,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
-double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
-double us(std::int64_t ns) { return round3(static_cast<double>(ns) / 1e3); }
-
 // Per-step means of a rank.
 struct RankRow {
   const RankResult* r = nullptr;
@@ -31,21 +27,21 @@ RankRow row_of(const JobAnalysis& job, std::size_t i) {
   const RankResult& r = job.ranks[i];
   row.r = &r;
   const double steps = static_cast<double>(std::max<std::size_t>(1, r.steps.size()));
-  row.step_ms = ms(r.mean_step_ns);
-  row.comm_ms = ms(r.comm_ns) / steps;
-  row.exposed_ms = ms(r.exposed_comm_ns) / steps;
+  row.step_ms = ns_to_ms(r.mean_step_ns);
+  row.comm_ms = ns_to_ms(r.comm_ns) / steps;
+  row.exposed_ms = ns_to_ms(r.exposed_comm_ns) / steps;
   std::int64_t dl = 0;
   for (const RankStep& s : r.steps) dl += s.dataloader_ns;
-  row.dataloader_ms = ms(dl) / steps;
+  row.dataloader_ms = ns_to_ms(dl) / steps;
   if (i < job.stragglers.ranks.size()) {
     const RankLateness& l = job.stragglers.ranks[i];
-    row.wait_ms = ms(l.wait_ns) / steps;
+    row.wait_ms = ns_to_ms(l.wait_ns) / steps;
     row.times_last = l.times_last;
     row.calls = l.calls;
   }
   if (i < job.matching.clocks.size()) {
     row.aligned = job.matching.clocks[i].aligned;
-    row.offset_ms = ms(job.matching.clocks[i].offset_ns);
+    row.offset_ms = ns_to_ms(job.matching.clocks[i].offset_ns);
   }
   return row;
 }
@@ -138,9 +134,9 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
       const CollectiveCost& c = job.costs[k];
       out +=
           fmt::format(" {:<14} {:<15} {:>6} {:>8.3f} {:>11.3f} {:>4.0f}% {:>11}\n", collective_name(c.kind),
-                      size_bucket_label(c.bucket), c.calls, ms(c.mean_duration_ns),
-                      ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)), 100 * c.wait_share,
-                      c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
+                      size_bucket_label(c.bucket), c.calls, ns_to_ms(c.mean_duration_ns),
+                      ns_to_ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)),
+                      100 * c.wait_share, c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
     }
     if (!job.costs.empty() && job.costs.front().link_gbps > 0)
       out += fmt::format("  link: {} {:.0f} GB/s per direction\n", job.costs.front().link, job.costs.front().link_gbps);
@@ -159,8 +155,8 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
           if (count == 0) offset = job.matching.clocks[i].offset_ns;
           ++count;
         }
-      out += fmt::format("  group {}: {:+.3f} ms, rank{} {}{}\n", g + 1, ms(offset), count == 1 ? "" : "s", members,
-                         count > 8 ? fmt::format(" and {} more", count - 8) : std::string());
+      out += fmt::format("  group {}: {:+.3f} ms, rank{} {}{}\n", g + 1, ns_to_ms(offset), count == 1 ? "" : "s",
+                         members, count > 8 ? fmt::format(" and {} more", count - 8) : std::string());
     }
   }
 
@@ -199,7 +195,7 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
     for (int c = 0; c < kStepCategoryCount; ++c)
       breakdown[step_category_key(static_cast<StepCategory>(c))] = round3(r.breakdown_pct[static_cast<std::size_t>(c)]);
     row["steps"] = r.steps.size();
-    row["mean_step_us"] = us(r.mean_step_ns);
+    row["mean_step_us"] = round3(ns_to_us(r.mean_step_ns));
     row["breakdown_pct"] = breakdown;
     row["gpu_utilization_pct"] = r.gpu_utilization_pct < 0 ? json(nullptr) : json(round3(r.gpu_utilization_pct));
     row["input_us_per_step"] = round3(rr.dataloader_ms * 1e3);
@@ -210,9 +206,9 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
     row["times_last"] = rr.times_last;
     const RankClock& clock = job.matching.clocks[i];
     row["clock"] = {{"aligned", clock.aligned},
-                    {"offset_us", us(clock.offset_ns)},
+                    {"offset_us", round3(ns_to_us(clock.offset_ns))},
                     {"shared_calls", clock.shared_calls},
-                    {"spread_us", us(clock.spread_ns)},
+                    {"spread_us", round3(ns_to_us(clock.spread_ns))},
                     {"group", clock.clock_group}};
     row["verdict"] = r.verdict;
     json findings = json::array();
@@ -229,15 +225,16 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
   json costs = json::array();
   for (const CollectiveCost& c : job.costs) {
     json per_rank = json::array();
-    for (std::int64_t v : c.rank_mean_duration_ns) per_rank.push_back(v < 0 ? json(nullptr) : json(us(v)));
+    for (std::int64_t v : c.rank_mean_duration_ns)
+      per_rank.push_back(v < 0 ? json(nullptr) : json(round3(ns_to_us(v))));
     costs.push_back({{"kind", collective_name(c.kind)},
                      {"size_bucket", size_bucket_label(c.bucket)},
                      {"group_size", c.group_size < 0 ? json(nullptr) : json(c.group_size)},
                      {"calls", c.calls},
                      {"bytes", c.bytes},
-                     {"mean_duration_us", us(c.mean_duration_ns)},
-                     {"transfer_us", us(c.transfer_ns)},
-                     {"mean_wait_us", us(c.mean_wait_ns)},
+                     {"mean_duration_us", round3(ns_to_us(c.mean_duration_ns))},
+                     {"transfer_us", round3(ns_to_us(c.transfer_ns))},
+                     {"mean_wait_us", round3(ns_to_us(c.mean_wait_ns))},
                      {"wait_share_pct", round3(100 * c.wait_share)},
                      {"algbw_gbps", c.algbw_gbps < 0 ? json(nullptr) : json(round3(c.algbw_gbps))},
                      {"busbw_gbps", c.busbw_gbps < 0 ? json(nullptr) : json(round3(c.busbw_gbps))},
@@ -250,15 +247,15 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
     json activities = json::array();
     for (const ActivityExcess& a : s.activities)
       activities.push_back({{"activity", straggler_cause_name(a.cause)},
-                            {"rank_us_per_step", us(a.rank_ns)},
-                            {"others_median_us_per_step", us(a.others_median_ns)}});
+                            {"rank_us_per_step", round3(ns_to_us(a.rank_ns))},
+                            {"others_median_us_per_step", round3(ns_to_us(a.others_median_ns))}});
     stragglers.push_back({{"rank", job.ranks[static_cast<std::size_t>(s.rank_index)].rank},
                           {"times_last", s.times_last},
                           {"calls", s.calls},
                           {"last_share_pct", round3(100 * s.last_share)},
-                          {"mean_lateness_us", us(s.mean_lateness_ns)},
-                          {"lateness_us_per_step", us(s.lateness_per_step_ns)},
-                          {"cost_us_per_step", us(s.cost_per_step_ns)},
+                          {"mean_lateness_us", round3(ns_to_us(s.mean_lateness_ns))},
+                          {"lateness_us_per_step", round3(ns_to_us(s.lateness_per_step_ns))},
+                          {"cost_us_per_step", round3(ns_to_us(s.cost_per_step_ns))},
                           {"step_share_pct", round3(100 * s.step_share)},
                           {"cause", straggler_cause_name(s.cause)},
                           {"host_syncs_per_step", std::round(s.host_syncs_per_step * 1000) / 1000},
@@ -275,7 +272,7 @@ json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
           {"world_size", job.world_size < 0 ? json(nullptr) : json(job.world_size)},
           {"missing_ranks", job.missing_ranks},
           {"missing_rank_count", job.missing_rank_count},
-          {"median_step_us", us(job.median_step_ns)},
+          {"median_step_us", round3(ns_to_us(job.median_step_ns))},
           {"verdict",
            {{"headline", d.verdict.headline},
             {"finding_id", d.verdict.finding_id},
@@ -316,10 +313,11 @@ std::string job_markdown(const JobAnalysis& job, const JobDiagnosis& d) {
         "|\n|---|---|---:|---:|---:|---:|---:|\n";
     for (std::size_t k = 0; k < job.costs.size() && k < 12; ++k) {
       const CollectiveCost& c = job.costs[k];
-      out += fmt::format(
-          "| {} | {} | {} | {:.3f} | {:.3f} | {:.0f}% | {} |\n", collective_name(c.kind), size_bucket_label(c.bucket),
-          c.calls, ms(c.mean_duration_ns), ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)),
-          100 * c.wait_share, c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
+      out +=
+          fmt::format("| {} | {} | {} | {:.3f} | {:.3f} | {:.0f}% | {} |\n", collective_name(c.kind),
+                      size_bucket_label(c.bucket), c.calls, ns_to_ms(c.mean_duration_ns),
+                      ns_to_ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)),
+                      100 * c.wait_share, c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
     }
   }
   out += '\n';

@@ -16,8 +16,6 @@ using json = nlohmann::ordered_json;
 constexpr std::size_t kWidth = 80;
 constexpr std::size_t kMaxTextRanks = 64;  // rank rows in the text report; JSON has all
 
-double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
-
 std::string driver_text(int driver) {
   return driver < 0 ? std::string("-") : fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
 }

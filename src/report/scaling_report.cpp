@@ -12,9 +12,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
-double us(double ns) { return std::round(ns) / 1e3; }
-
 const char* model_text() {
   return "weak scaling (per-rank batch fixed); transfer(n) = c + beta * 2(n-1)/n + alpha * 2(n-1), the ring "
          "all-reduce model, fitted on the runs with the largest run's link; a projected step is the largest run's "
@@ -37,16 +34,16 @@ std::string scaling_text(const ScalingAnalysis& r) {
   out += " ranks   step ms  compute ms  comm ms  exposed ms  transfer ms  efficiency  hosts\n";
   for (const ScalingRun& run : r.runs)
     out += fmt::format("{:>6} {:>9.2f} {:>11.2f} {:>8.2f} {:>11.2f} {:>12.2f} {:>10.1f}%  {}\n", run.world_size,
-                       ms(run.step_ns), ms(run.compute_ns), ms(run.comm_ns), ms(run.exposed_ns), ms(run.transfer_ns),
-                       100 * run.efficiency, run.spans_hosts ? "several" : "one");
+                       ns_to_ms(run.step_ns), ns_to_ms(run.compute_ns), ns_to_ms(run.comm_ns), ns_to_ms(run.exposed_ns),
+                       ns_to_ms(run.transfer_ns), 100 * run.efficiency, run.spans_hosts ? "several" : "one");
   out += '\n';
   out += wrap(fmt::format("Model: {}.", model_text()), kWidth, "");
   out += wrap(fit_line(r.fit), kWidth, "");
   if (!r.projections.empty()) {
     out += "\nProjected\n ranks  transfer ms   step ms  efficiency\n";
     for (const ScalingProjection& p : r.projections)
-      out += fmt::format("{:>6} {:>12.2f} {:>9.2f} {:>10.1f}%\n", p.world_size, ms(p.transfer_ns), ms(p.step_ns),
-                         100 * p.efficiency);
+      out += fmt::format("{:>6} {:>12.2f} {:>9.2f} {:>10.1f}%\n", p.world_size, ns_to_ms(p.transfer_ns),
+                         ns_to_ms(p.step_ns), 100 * p.efficiency);
   }
   for (const std::string& w : r.warnings) out += wrap("warning: " + w, kWidth, "");
   return out;
@@ -59,17 +56,17 @@ json scaling_json(const ScalingAnalysis& r) {
                     {"world_size", run.world_size},
                     {"ranks", run.ranks},
                     {"spans_hosts", run.spans_hosts},
-                    {"step_us", us(static_cast<double>(run.step_ns))},
-                    {"compute_us", us(static_cast<double>(run.compute_ns))},
-                    {"communication_us", us(static_cast<double>(run.comm_ns))},
-                    {"exposed_communication_us", us(static_cast<double>(run.exposed_ns))},
-                    {"transfer_us", us(static_cast<double>(run.transfer_ns))},
+                    {"step_us", ns_to_us(std::round(static_cast<double>(run.step_ns)))},
+                    {"compute_us", ns_to_us(std::round(static_cast<double>(run.compute_ns)))},
+                    {"communication_us", ns_to_us(std::round(static_cast<double>(run.comm_ns)))},
+                    {"exposed_communication_us", ns_to_us(std::round(static_cast<double>(run.exposed_ns)))},
+                    {"transfer_us", ns_to_us(std::round(static_cast<double>(run.transfer_ns)))},
                     {"efficiency", std::round(run.efficiency * 1e4) / 1e4}});
   json fit = {{"fitted", r.fit.fitted}, {"runs_used", r.fit.runs_used}};
   if (r.fit.fitted) {
-    fit["c_us"] = us(r.fit.c_ns);
-    fit["beta_us"] = us(r.fit.beta_ns);
-    fit["alpha_us"] = us(r.fit.alpha_ns);
+    fit["c_us"] = ns_to_us(std::round(r.fit.c_ns));
+    fit["beta_us"] = ns_to_us(std::round(r.fit.beta_ns));
+    fit["alpha_us"] = ns_to_us(std::round(r.fit.alpha_ns));
     fit["max_error_pct"] = std::round(r.fit.max_error_pct * 1000) / 1000;
   } else {
     fit["why_not"] = r.fit.why_not;
@@ -77,8 +74,8 @@ json scaling_json(const ScalingAnalysis& r) {
   json projections = json::array();
   for (const ScalingProjection& p : r.projections)
     projections.push_back({{"world_size", p.world_size},
-                           {"transfer_us", us(static_cast<double>(p.transfer_ns))},
-                           {"step_us", us(static_cast<double>(p.step_ns))},
+                           {"transfer_us", ns_to_us(std::round(static_cast<double>(p.transfer_ns)))},
+                           {"step_us", ns_to_us(std::round(static_cast<double>(p.step_ns)))},
                            {"efficiency", std::round(p.efficiency * 1e4) / 1e4}});
   return {{"schema", "ferret.scaling/1"}, {"model", model_text()}, {"runs", runs}, {"fit", fit},
           {"projections", projections},   {"warnings", r.warnings}};
@@ -89,15 +86,15 @@ std::string scaling_markdown(const ScalingAnalysis& r) {
       "### ferret scaling\n\n| ranks | step ms | compute ms | comm ms | exposed ms | transfer ms | efficiency |\n"
       "|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const ScalingRun& run : r.runs)
-    out +=
-        fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% |\n", run.world_size, ms(run.step_ns),
-                    ms(run.compute_ns), ms(run.comm_ns), ms(run.exposed_ns), ms(run.transfer_ns), 100 * run.efficiency);
+    out += fmt::format("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% |\n", run.world_size,
+                       ns_to_ms(run.step_ns), ns_to_ms(run.compute_ns), ns_to_ms(run.comm_ns), ns_to_ms(run.exposed_ns),
+                       ns_to_ms(run.transfer_ns), 100 * run.efficiency);
   out += fmt::format("\n{}\n", escape_markdown(fmt::format("Model: {}. {}", model_text(), fit_line(r.fit))));
   if (!r.projections.empty()) {
     out += "\n| projected ranks | transfer ms | step ms | efficiency |\n|---:|---:|---:|---:|\n";
     for (const ScalingProjection& p : r.projections)
-      out += fmt::format("| {} | {:.2f} | {:.2f} | {:.1f}% |\n", p.world_size, ms(p.transfer_ns), ms(p.step_ns),
-                         100 * p.efficiency);
+      out += fmt::format("| {} | {:.2f} | {:.2f} | {:.1f}% |\n", p.world_size, ns_to_ms(p.transfer_ns),
+                         ns_to_ms(p.step_ns), 100 * p.efficiency);
   }
   for (const std::string& w : r.warnings) out += fmt::format("\n> {}\n", escape_markdown(w));
   return out;

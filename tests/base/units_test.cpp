@@ -46,3 +46,18 @@ TEST(HumanDuration, PicksTheLargestUnitAndKeepsTheSign) {
 
 }  // namespace
 }  // namespace ferret
+
+namespace ferret {
+namespace {
+
+TEST(UnitConversions, HandComputed) {
+  static_assert(ns_to_ms(1'500'000) == 1.5);
+  static_assert(ns_to_us(2'500) == 2.5);
+  static_assert(share_to_pct(0.25) == 25.0);
+  EXPECT_DOUBLE_EQ(ns_to_ms(static_cast<double>(std::int64_t{86'400'000'000'000})), 86'400'000.0);  // one day
+  EXPECT_DOUBLE_EQ(ns_to_us(-1'000), -1.0);
+  EXPECT_DOUBLE_EQ(share_to_pct(1.0 / 3.0), 100.0 / 3.0);
+}
+
+}  // namespace
+}  // namespace ferret

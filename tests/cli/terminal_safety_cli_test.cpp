@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/history_store.h"
+#include "benchmark/history_store.h"
 #include "terminal_hazard.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 // BEGIN IMMEDIATE transaction (the write lock is taken up front, so two writers queue instead of
 // deadlocking on a lock upgrade), and a busy timeout makes a writer wait for the other rather than
 // fail. WAL needs the -wal and -shm files beside the database and a local file system (not NFS).
-#include "bench/history_store.h"
+#include "benchmark/history_store.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "analysis/trace_analysis.h"
-#include "bench/statistics.h"
+#include "base/statistics.h"
 #include "diagnosis/diagnose.h"
 
 namespace ferret {

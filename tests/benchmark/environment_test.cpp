@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/environment.h"
+#include "benchmark/environment.h"
 #include "test_util.h"
 #include "version.h"
 

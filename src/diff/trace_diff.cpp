@@ -1,4 +1,4 @@
-#include "bench/trace_diff.h"
+#include "diff/trace_diff.h"
 
 #include <algorithm>
 #include <climits>

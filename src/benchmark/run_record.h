@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "bench/statistics.h"
+#include "base/statistics.h"
 
 namespace ferret {
 
@@ -38,7 +38,7 @@ struct RunRecord {
 };
 
 // ---- What `ferret history` and `ferret compare` show -------------------------------------------
-// Computed here from the stored samples (src/bench/statistics.h); src/report only renders.
+// Computed here from the stored samples (src/base/statistics.h); src/report only renders.
 
 // Seconds per sample unit: "s" 1, "ms" 1e-3, "us" 1e-6, "ns" 1e-9; NaN for any other unit.
 double seconds_per_unit(const std::string& unit);

@@ -22,8 +22,8 @@
 
 #include <fmt/format.h>
 
-#include "bench/environment.h"
-#include "bench/model_runner.h"
+#include "benchmark/environment.h"
+#include "benchmark/model_runner.h"
 
 namespace ferret::bench {
 

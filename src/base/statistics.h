@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 namespace ferret::stats {
 
@@ -43,6 +44,12 @@ Summary summarize(std::span<const double> samples);
 // Type-7 percentile of already ascending-sorted samples, p in [0, 100]. NaN when sorted is empty
 // or p is outside [0, 100] (or NaN). The order is not checked.
 double percentile(std::span<const double> sorted, double p);
+
+// The median of integer nanoseconds, exact in integers: the middle value, or for an even count the
+// lower middle plus half the gap (rounded toward the lower; pandas' mean of the two middles, as
+// HTA reports it, to the nanosecond). 0 when empty. Reorders `values` (nth_element, O(n)).
+std::int64_t median_ns_in_place(std::span<std::int64_t> values);
+inline std::int64_t median_ns(std::vector<std::int64_t> values) { return median_ns_in_place(values); }
 
 // ---- Noise -----------------------------------------------------------------------------------
 

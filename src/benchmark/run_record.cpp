@@ -1,11 +1,11 @@
-#include "bench/run_record.h"
+#include "benchmark/run_record.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "bench/environment.h"
+#include "benchmark/environment.h"
 
 namespace ferret {
 

@@ -17,7 +17,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/history_store.h"
+#include "benchmark/history_store.h"
 #include "test_util.h"
 
 namespace ferret {

@@ -28,7 +28,7 @@
 #include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/history_store.h"
+#include "benchmark/history_store.h"
 #include "test_util.h"
 
 namespace ferret {

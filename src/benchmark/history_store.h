@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/run_record.h"
+#include "benchmark/run_record.h"
 
 struct sqlite3;
 

@@ -1,6 +1,6 @@
 // `ferret bench`: benchmark a TorchScript model through libtorch. This header is torch-free: the
 // options, the input specs, the warm-up and stopping rules, and the result. The runner itself
-// (src/bench/torch/model_runner.cpp, library ferret_torch) is built only when CMake finds libtorch,
+// (src/benchmark/torch/model_runner.cpp, library ferret_torch) is built only when CMake finds libtorch,
 // which defines FERRET_HAVE_LIBTORCH; everything else lives in bench_options.cpp and builds
 // everywhere. Method and output: docs/BENCH.md.
 #pragma once
@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/run_record.h"
-#include "bench/statistics.h"
+#include "base/statistics.h"
+#include "benchmark/run_record.h"
 
 namespace ferret::bench {
 

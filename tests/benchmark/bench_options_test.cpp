@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bench/model_runner.h"
+#include "benchmark/model_runner.h"
 #include "report/bench_report.h"
 #include "test_util.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/run_record.h"
+#include "benchmark/run_record.h"
 
 namespace ferret {
 

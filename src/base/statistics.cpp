@@ -1,4 +1,4 @@
-#include "bench/statistics.h"
+#include "base/statistics.h"
 
 #include <algorithm>
 #include <bit>
@@ -222,6 +222,16 @@ double kth_difference(std::span<const double> a, std::span<const double> b, std:
 }
 
 }  // namespace
+
+std::int64_t median_ns_in_place(std::span<std::int64_t> values) {
+  if (values.empty()) return 0;
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const std::int64_t upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const std::int64_t lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return lower + (upper - lower) / 2;
+}
 
 // ---- Summary ---------------------------------------------------------------------------------
 

@@ -18,8 +18,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/history_store.h"
-#include "bench/model_runner.h"
+#include "benchmark/history_store.h"
+#include "benchmark/model_runner.h"
 #include "test_util.h"
 
 namespace ferret::bench {

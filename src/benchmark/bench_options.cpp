@@ -1,7 +1,7 @@
 // The torch-free half of `ferret bench`: input specs, options, the warm-up and stopping rules,
-// and the statistics of a finished run. The libtorch half is src/bench/torch/model_runner.cpp.
+// and the statistics of a finished run. The libtorch half is src/benchmark/torch/model_runner.cpp.
 #include "base/text.h"
-#include "bench/model_runner.h"
+#include "benchmark/model_runner.h"
 
 #include <algorithm>
 #include <charconv>

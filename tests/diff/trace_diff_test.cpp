@@ -1,7 +1,7 @@
 // ferret diff, the computation (bench/trace_diff): hand-made traces whose every expected number is
 // worked out by hand in the comments, and the pieces (step-time test, gate, findings matching) on
 // hand-made inputs. The CLI and the real corpus pair are in diff_cli_test.cpp.
-#include "bench/trace_diff.h"
+#include "diff/trace_diff.h"
 
 #include <gtest/gtest.h>
 

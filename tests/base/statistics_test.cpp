@@ -5,7 +5,7 @@
 // 10000th output, as the C++ test Mt19937_64.MatchesTheStandard does here) driving the same index
 // mapping; exact Mann–Whitney tails in Python came from enumerating every rank assignment or from
 // the Gaussian-binomial generating function, not from the dynamic program under test.
-#include "bench/statistics.h"
+#include "base/statistics.h"
 
 #include <cmath>
 #include <cstdint>
@@ -670,6 +670,26 @@ TEST(OrderStatisticBootstrap, MedianIntervalOfUniformDrawsMatchesNormalTheory) {
   EXPECT_EQ(ci.method, BootstrapMethod::kOrderStatistic);
   EXPECT_NEAR(ci.low, ci.estimate - 0.0049, 0.15 * 0.0049);
   EXPECT_NEAR(ci.high, ci.estimate + 0.0049, 0.15 * 0.0049);
+}
+
+}  // namespace
+}  // namespace ferret::stats
+
+namespace ferret::stats {
+namespace {
+
+// Integer medians by hand: odd counts take the middle; even counts the lower middle plus half the
+// gap, rounded toward the lower value; empty is 0.
+TEST(MedianNs, HandComputed) {
+  EXPECT_EQ(median_ns({}), 0);
+  EXPECT_EQ(median_ns({7}), 7);
+  EXPECT_EQ(median_ns({5, 1, 3}), 3);
+  EXPECT_EQ(median_ns({10, 1, 3, 2}), 2);  // middles 2 and 3: 2 + 1/2
+  EXPECT_EQ(median_ns({1, 4}), 2);         // 1 + 3/2
+  EXPECT_EQ(median_ns({6, 2}), 4);
+  EXPECT_EQ(median_ns({-5, -2}), -4);  // -5 + 3/2
+  const std::int64_t big = INT64_MAX - 1;
+  EXPECT_EQ(median_ns({big, INT64_MAX}), big);  // no overflow from adding the middles
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "bench/environment.h"
+#include "benchmark/environment.h"
 #include "base/text.h"
 
 #include <sys/stat.h>

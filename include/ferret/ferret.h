@@ -1,0 +1,103 @@
+// ferret's front door: diagnose PyTorch profiler traces from C++.
+//
+//   #include <ferret/ferret.h>
+//   std::string json = ferret::analyze_json("trace.json.gz");   // = `ferret analyze --json PATH`
+//
+// or one step at a time:
+//
+//   ferret::Trace trace = ferret::load("trace.json.gz");
+//   ferret::Analysis analysis = ferret::analyze(trace);
+//   for (const ferret::FindingSummary& f : analysis.findings()) ...;
+//   std::string markdown = ferret::report(analysis, ferret::Format::kMarkdown);
+//
+// This header needs only the standard library; the stages behind it (ingest, model, analysis,
+// diagnosis, report) stay private to the library. Link `ferret::core` (CMake:
+// find_package(ferret) after `make install`). Every function throws std::runtime_error (or a
+// type derived from it) with a message naming the file when its input cannot be used at all.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ferret {
+
+// The options of `ferret analyze`, with the same defaults.
+struct AnalyzeOptions {
+  int top = 10;               // rows in top-N tables (--top)
+  std::string steps;          // ProfilerStep numbers: "A-B", "A-", "-B" or "N" (--steps); empty = all
+  std::string window;         // "NAME" or "NAME#K": the K-th span of that name (--window)
+  std::string time;           // "A-B" or "A-" in milliseconds from the trace start (--time)
+  int device = -1;            // only this GPU (--device); -1 = all
+  bool hta_timeline = false;  // the GPU timeline as HolisticTraceAnalysis defines it (--timeline-definition hta)
+  unsigned threads = 0;       // parser threads (--threads); 0 = as the command line chooses
+  std::string max_memory;     // memory bound, e.g. "8GiB" (--max-memory); empty = the default
+};
+
+enum class Format { kText, kJson, kMarkdown };
+
+// Exactly what `ferret analyze --json PATH` prints on stdout, for a trace file or a directory of
+// one job's rank traces: schema ferret.analysis/1 or ferret.job/1 (docs/ANALYSIS_JSON.md).
+std::string analyze_json(const std::string& path);
+
+// Exactly what `ferret analyze` with these options prints on stdout for these inputs (text
+// without colour). Diagnostics that the command line prints on stderr are returned in `notes`
+// when it is not null.
+std::string analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& options, Format format,
+                          std::vector<std::string>* notes = nullptr);
+
+// One finding of a diagnosis, ranked first to last by the most its fix can gain.
+struct FindingSummary {
+  std::string id;         // stable rule id, e.g. "input-bound" (docs/RULES.md)
+  std::string title;      // one line with the key number
+  std::string dimension;  // "benchmark", "compute", "data_pipeline", "memory", "distributed"
+  std::string layer;      // "macro", "framework", "operator", "hardware"
+  std::string severity;   // "info", "low", "medium", "high"
+  std::vector<std::string> fixes;
+  double time_share = 0;     // share of the analysed time the cause accounts for, 0..1
+  double max_speedup = 1.0;  // Amdahl bound if the cause vanished
+};
+
+// A loaded trace. Cheap to copy (the model is shared and never changes after loading).
+class Trace {
+ public:
+  struct Model;
+  explicit Trace(std::shared_ptr<const Model> model);
+  const std::string& source() const;
+  std::uint64_t event_count() const;
+  // What loading repaired or skipped, and other facts worth telling ("trace truncated at ...").
+  std::vector<std::string> notes() const;
+  const Model& model() const { return *model_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+};
+
+// Loads a Kineto JSON trace or a legacy autograd export (gzip, zstd or plain; "-" is stdin).
+Trace load(const std::string& path, unsigned threads = 0);
+
+// The analyses of one trace and their diagnosis.
+class Analysis {
+ public:
+  struct Result;
+  explicit Analysis(std::shared_ptr<const Result> result);
+  // The one-line verdict ("Input-bound: ...") and the rule behind it (empty when none).
+  const std::string& verdict() const;
+  const std::string& verdict_id() const;
+  std::vector<FindingSummary> findings() const;
+  const Result& result() const { return *result_; }
+
+ private:
+  std::shared_ptr<const Result> result_;
+};
+
+Analysis analyze(const Trace& trace, const AnalyzeOptions& options = {});
+
+// The report of one analysed trace, as `ferret analyze` renders it for a single trace.
+std::string report(const Analysis& analysis, Format format);
+
+// ferret's version, "MAJOR.MINOR.PATCH".
+std::string version();
+
+}  // namespace ferret
