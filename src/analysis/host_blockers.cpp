@@ -145,19 +145,40 @@ bool is_launch_call(std::string_view name) {
   return (contains(name, "Memcpy") || contains(name, "Memset")) && contains(name, "Async");
 }
 
-HostBlockersResult analyze_host_blockers(const TraceModel& model, const AnalysisContext& ctx) {
-  HostBlockersResult r;
-  const Relations& rel = model.relations;
-  const Window window{ctx.window_start_ns, ctx.window_end_ns, ctx.whole_trace()};
-  r.window_ns = ctx.window_ns();
-  const std::size_t top = static_cast<std::size_t>(std::max(0, ctx.options.top_k));
-  NameFlags flags(model);
+namespace {
 
-  // --- GPU side: kernels (durations for the median, short kernels), busy time, copies. ---
+// What the GPU pass hands on: the merged busy intervals and the pageable copies' launch calls.
+struct GpuSide {
   std::vector<Interval> busy;
+  std::vector<std::pair<EventIndex, bool>> pageable_launchers;  // (launch call, device-to-host), unique
+};
+
+// A pageable copy: its bytes, and its launch call for the cost pass.
+void count_pageable_copy(const TraceModel& model, std::size_t g, std::int64_t dur, std::size_t& copy_row,
+                         std::vector<std::pair<StrId, std::int64_t>>& pageable, GpuSide& side, HostBlockersResult& r) {
+  const Relations& rel = model.relations;
+  const EventIndex e = rel.gpu_events[g];
+  pageable.push_back({model.name[e], dur});
+  ++r.copies.pageable_copies;
+  r.copies.pageable_ns += dur;
+  if (rel.gpu_launcher[g] != kNoEvent) {
+    const std::string_view n = model.name_of(e);
+    const bool to_host = contains(n, "DtoH") || contains(n, "-> Pageable");
+    side.pageable_launchers.push_back({rel.gpu_launcher[g], to_host});
+  }
+  // Copy args are in event order, as GPU events are: walk them forward.
+  while (copy_row < model.copy_args.size() && model.copy_args[copy_row].event < e) ++copy_row;
+  if (copy_row < model.copy_args.size() && model.copy_args[copy_row].event == e && model.copy_args[copy_row].bytes > 0)
+    r.copies.pageable_bytes += model.copy_args[copy_row].bytes;
+}
+
+// Pass 1, GPU side: kernels (durations for the median, short kernels), busy time, copies.
+GpuSide scan_gpu_side(const TraceModel& model, const AnalysisContext& ctx, const Window& window, std::size_t top,
+                      HostBlockersResult& r) {
+  const Relations& rel = model.relations;
+  GpuSide side;
   std::vector<std::int64_t> kernel_durations;
   std::vector<std::pair<StrId, std::int64_t>> pageable;
-  std::vector<std::pair<EventIndex, bool>> pageable_launchers;  // (launch call, device-to-host)
   std::size_t copy_row = 0;
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const EventIndex e = rel.gpu_events[g];
@@ -169,7 +190,7 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
     }
     if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
-    busy.push_back({std::max(model.ts_ns[e], window.start), std::min(model.ts_ns[e] + dur, window.end)});
+    side.busy.push_back({std::max(model.ts_ns[e], window.start), std::min(model.ts_ns[e] + dur, window.end)});
     if (k == EventKind::kKernel) {
       kernel_durations.push_back(dur);
       const EventIndex launcher = rel.gpu_launcher[g];
@@ -178,28 +199,17 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
       ++r.copies.memsets;
       r.copies.memset_ns += dur;
     } else if (contains(model.name_of(e), "Pageable")) {
-      pageable.push_back({model.name[e], dur});
-      ++r.copies.pageable_copies;
-      r.copies.pageable_ns += dur;
-      if (rel.gpu_launcher[g] != kNoEvent) {
-        const std::string_view n = model.name_of(e);
-        const bool to_host = contains(n, "DtoH") || contains(n, "-> Pageable");
-        pageable_launchers.push_back({rel.gpu_launcher[g], to_host});
-      }
-      // Copy args are in event order, as GPU events are: walk them forward.
-      while (copy_row < model.copy_args.size() && model.copy_args[copy_row].event < e) ++copy_row;
-      if (copy_row < model.copy_args.size() && model.copy_args[copy_row].event == e &&
-          model.copy_args[copy_row].bytes > 0)
-        r.copies.pageable_bytes += model.copy_args[copy_row].bytes;
+      count_pageable_copy(model, g, dur, copy_row, pageable, side, r);
     }
   }
-  merge_intervals(busy);
-  r.has_gpu = !busy.empty() || !kernel_durations.empty();
+  merge_intervals(side.busy);
+  r.has_gpu = !side.busy.empty() || !kernel_durations.empty();
   r.copies.pageable_by_name = aggregate(model, std::move(pageable), top);
-  std::sort(pageable_launchers.begin(), pageable_launchers.end());
-  pageable_launchers.erase(std::unique(pageable_launchers.begin(), pageable_launchers.end(),
-                                       [](const auto& a, const auto& b) { return a.first == b.first; }),
-                           pageable_launchers.end());
+  auto& launchers = side.pageable_launchers;
+  std::sort(launchers.begin(), launchers.end());
+  launchers.erase(
+      std::unique(launchers.begin(), launchers.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+      launchers.end());
   LaunchRegime& lr = r.launch;
   lr.kernels = kernel_durations.size();
   if (!kernel_durations.empty()) {
@@ -208,23 +218,41 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
                      kernel_durations.end());
     lr.median_kernel_ns = kernel_durations[mid];
   }
-  lr.gpu_busy_ns = total_length(busy);
+  lr.gpu_busy_ns = total_length(side.busy);
   if (r.window_ns > 0) lr.gpu_busy_share = static_cast<double>(lr.gpu_busy_ns) / static_cast<double>(r.window_ns);
+  return side;
+}
 
-  // --- Host side: one pass over the events. ---
+using ThreadKey = std::pair<std::int32_t, std::int32_t>;  // (pid, tid)
+
+// What the host pass hands on: sync spans to sort out, and per thread its launches and op time.
+struct HostSide {
   std::vector<EventIndex> sync_candidates;
-  std::vector<std::pair<StrId, std::int64_t>> allocs, sync_copies;
-  std::map<std::pair<std::int32_t, std::int32_t>, std::pair<std::uint64_t, std::int64_t>>
-      per_thread;  // launches, op time
-  const std::int64_t first_trace_step = rel.steps.empty() ? -1 : rel.steps.front().number;
-  AllocatorCalls& al = r.allocator;
+  std::map<ThreadKey, std::pair<std::uint64_t, std::int64_t>> per_thread;  // launches, top-level op time
+};
+
+// The allocator's steady state: every selected step but the trace's first.
+void count_steady_steps(const TraceModel& model, const AnalysisContext& ctx, AllocatorCalls& al) {
+  const std::vector<Step>& trace_steps = model.relations.steps;
+  const std::int64_t first_trace_step = trace_steps.empty() ? -1 : trace_steps.front().number;
   for (const Step& s : ctx.steps)
     if (s.number != first_trace_step) {
       al.steady_state_known = true;
       ++al.steady_steps;
       al.steady_window_ns += s.end_ns - s.start_ns;
     }
-  std::vector<std::pair<StrId, std::int64_t>> steady_allocs;
+}
+
+// Pass 2, host side: one pass over the ops and runtime calls of the window.
+HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, const Window& window, std::size_t top,
+                        NameFlags& flags, HostBlockersResult& r) {
+  const Relations& rel = model.relations;
+  HostSide side;
+  std::vector<std::pair<StrId, std::int64_t>> allocs, steady_allocs, sync_copies;
+  const std::int64_t first_trace_step = rel.steps.empty() ? -1 : rel.steps.front().number;
+  LaunchRegime& lr = r.launch;
+  AllocatorCalls& al = r.allocator;
+  count_steady_steps(model, ctx, al);
   for (std::size_t i = 0; i < model.size(); ++i) {
     const EventIndex e = static_cast<EventIndex>(i);
     const EventKind k = model.kind[e];
@@ -234,17 +262,17 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
     if (ctx.is_edge_wait(e)) continue;  // waits on work from outside the window: not this window's cost
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
     const std::uint8_t f = flags.of(model.name[e]);
-    if (is_sync_span(model, flags, e)) sync_candidates.push_back(e);
+    if (is_sync_span(model, flags, e)) side.sync_candidates.push_back(e);
     if (k == EventKind::kCpuOp) {
       if (!(f & (kStepMarker | kDataLoader)) && rel.parent.size() > e &&
           (rel.parent[e] == kNoEvent || model.kind[rel.parent[e]] != EventKind::kCpuOp))
-        per_thread[{model.pid[e], model.tid[e]}].second += dur;  // top-level op time per thread
+        side.per_thread[{model.pid[e], model.tid[e]}].second += dur;  // top-level op time per thread
       continue;
     }
     if (f & kLaunch) {
       ++lr.launch_calls;
       lr.launch_call_ns += dur;
-      ++per_thread[{model.pid[e], model.tid[e]}].first;
+      ++side.per_thread[{model.pid[e], model.tid[e]}].first;
     }
     if (f & kAllocator) {
       allocs.push_back({model.name[e], dur});
@@ -267,37 +295,32 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
   r.copies.sync_copy_by_name = aggregate(model, std::move(sync_copies), top);
   if (r.window_ns > 0)
     lr.launch_overhead_share = static_cast<double>(lr.launch_call_ns) / static_cast<double>(r.window_ns);
+  return side;
+}
 
-  // --- Syncs: the outermost ones, their callers, steps, and the GPU bubble after each. ---
-  HostSyncs& sy = r.syncs;
-  std::vector<std::pair<StrId, std::int64_t>> sync_names, sync_callers;
-  std::vector<Interval> sync_spans_main;  // filled once the main thread is known
-  std::vector<EventIndex> outer_syncs;
-  if (!ctx.steps.empty()) {
-    sy.per_step.resize(ctx.steps.size());
-    for (std::size_t i = 0; i < ctx.steps.size(); ++i) sy.per_step[i].step = ctx.steps[i].number;
-  }
-  // What a blocking call costs the GPU: the bubble from its return to the next GPU activity
-  // (zero while another stream keeps the GPU busy; never past the end of its step or the window),
-  // at most the call's own duration (the head start the host would have had without it).
-  auto stall_after = [&](EventIndex e) -> std::int64_t {
-    const std::int64_t t = clipped_end(model, e);
-    const int s = step_of(ctx.steps, model.ts_ns[e]);
-    const std::int64_t cap = s >= 0 ? ctx.steps[static_cast<std::size_t>(s)].end_ns : window.end;
-    auto it =
-        std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& i, std::int64_t x) { return i.end <= x; });
-    std::int64_t bubble = 0;
-    if (it != busy.end() && it->start > t)
-      bubble = std::min(it->start, cap) - t;
-    else if (it == busy.end() && !busy.empty())
-      bubble = cap - t;
-    return std::clamp<std::int64_t>(bubble, 0, std::max<std::int64_t>(0, model.dur_ns[e]));
-  };
+// What a blocking call costs the GPU: the bubble from its return to the next GPU activity (zero
+// while another stream keeps the GPU busy; never past the end of its step or the window), at most
+// the call's own duration (the head start the host would have had without it).
+std::int64_t stall_after(const TraceModel& model, const AnalysisContext& ctx, const Window& window,
+                         const std::vector<Interval>& busy, EventIndex e) {
+  const std::int64_t t = clipped_end(model, e);
+  const int s = step_of(ctx.steps, model.ts_ns[e]);
+  const std::int64_t cap = s >= 0 ? ctx.steps[static_cast<std::size_t>(s)].end_ns : window.end;
+  auto it = std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& i, std::int64_t x) { return i.end <= x; });
+  std::int64_t bubble = 0;
+  if (it != busy.end() && it->start > t)
+    bubble = std::min(it->start, cap) - t;
+  else if (it == busy.end() && !busy.empty())
+    bubble = cap - t;
+  return std::clamp<std::int64_t>(bubble, 0, std::max<std::int64_t>(0, model.dur_ns[e]));
+}
 
-  // Outermost first by the nesting relations; then by closed containment on the same thread,
-  // because integer-microsecond traces (the legacy export) record aten::item and the
-  // _local_scalar_dense inside it with equal or touching zero-length spans that nesting, on
-  // half-open intervals, cannot put one inside the other.
+// Sync candidates not nested in another sync by the nesting relations, each with its caller (the
+// innermost op, annotation or Python frame around it that is no step marker), sorted by thread
+// and time, the outer one first.
+std::vector<std::pair<EventIndex, StrId>> unnested_syncs(const TraceModel& model, NameFlags& flags,
+                                                         const std::vector<EventIndex>& sync_candidates) {
+  const Relations& rel = model.relations;
   std::vector<std::pair<EventIndex, StrId>> outer;  // (sync, caller)
   for (EventIndex e : sync_candidates) {
     bool nested = false;
@@ -319,8 +342,28 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
     return std::make_tuple(model.pid[x], model.tid[x], model.ts_ns[x], -model.dur_ns[x], x) <
            std::make_tuple(model.pid[y], model.tid[y], model.ts_ns[y], -model.dur_ns[y], y);
   });
+  return outer;
+}
+
+// Pass 3, syncs: the outermost ones, their callers, steps, and the GPU bubble after each. Returns
+// the outermost syncs.
+//
+// Outermost first by the nesting relations; then by closed containment on the same thread, because
+// integer-microsecond traces (the legacy export) record aten::item and the _local_scalar_dense
+// inside it with equal or touching zero-length spans that nesting, on half-open intervals, cannot
+// put one inside the other.
+std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const AnalysisContext& ctx, const Window& window,
+                                          std::size_t top, NameFlags& flags, const std::vector<Interval>& busy,
+                                          const std::vector<EventIndex>& sync_candidates, HostBlockersResult& r) {
+  HostSyncs& sy = r.syncs;
+  std::vector<std::pair<StrId, std::int64_t>> sync_names, sync_callers;
+  std::vector<EventIndex> outer_syncs;
+  if (!ctx.steps.empty()) {
+    sy.per_step.resize(ctx.steps.size());
+    for (std::size_t i = 0; i < ctx.steps.size(); ++i) sy.per_step[i].step = ctx.steps[i].number;
+  }
   EventIndex kept = kNoEvent;
-  for (const auto& [e, caller] : outer) {
+  for (const auto& [e, caller] : unnested_syncs(model, flags, sync_candidates)) {
     if (kept != kNoEvent && model.pid[e] == model.pid[kept] && model.tid[e] == model.tid[kept]) {
       // Whole-microsecond timestamps are truncated: the inner call can appear to start up to 1 us
       // after the outer one "ended" (aten::item at 5399 us for 0 us, _local_scalar_dense at 5400).
@@ -341,15 +384,22 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
       ++sy.per_step[static_cast<std::size_t>(s)].count;
       sy.per_step[static_cast<std::size_t>(s)].total_ns += dur;
     }
-    sy.gpu_stall_ns += stall_after(e);
+    sy.gpu_stall_ns += stall_after(model, ctx, window, busy, e);
   }
   for (const StepCount& sc : sy.per_step)
     if (sc.count > 0) ++sy.steps_with_syncs;
+  sy.by_name = aggregate(model, std::move(sync_names), top);
+  sy.callers = aggregate(model, std::move(sync_callers), top);
+  return outer_syncs;
+}
 
-  // Pageable copies: host-to-device ones cost the host the staging (the call's duration); a
-  // device-to-host one waits for the GPU like a sync, so it costs the bubble after it. Copies inside
-  // a sync span (aten::item reads its scalar with one) belong to that sync.
-  for (const auto& [launcher, to_host] : pageable_launchers) {
+// Pass 4, pageable copies: host-to-device ones cost the host the staging (the call's duration); a
+// device-to-host one waits for the GPU like a sync, so it costs the bubble after it. Copies inside
+// a sync span (aten::item reads its scalar with one) belong to that sync.
+void cost_pageable_copies(const TraceModel& model, const AnalysisContext& ctx, const Window& window, NameFlags& flags,
+                          const GpuSide& gpu, HostBlockersResult& r) {
+  const Relations& rel = model.relations;
+  for (const auto& [launcher, to_host] : gpu.pageable_launchers) {
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[launcher]);
     r.copies.pageable_host_ns += dur;
     bool in_sync = false;
@@ -360,105 +410,137 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
       ++r.copies.pageable_in_syncs;
       continue;
     }
-    r.copies.pageable_cost_ns += to_host ? stall_after(launcher) : dur;
+    r.copies.pageable_cost_ns += to_host ? stall_after(model, ctx, window, gpu.busy, launcher) : dur;
   }
-  sy.by_name = aggregate(model, std::move(sync_names), top);
-  sy.callers = aggregate(model, std::move(sync_callers), top);
+}
 
-  // --- Regime: the main thread's busy share outside data loading and syncs. ---
-  std::pair<std::int32_t, std::int32_t> main_thread{0, 0};
-  {
-    std::uint64_t best_launches = 0;
-    std::int64_t best_op_ns = -1;
-    for (const auto& [thread, counts] : per_thread) {
-      const bool better = r.has_gpu ? std::tie(counts.first, counts.second) > std::tie(best_launches, best_op_ns)
-                                    : counts.second > best_op_ns;
-      if (better) {
-        best_launches = counts.first;
-        best_op_ns = counts.second;
-        main_thread = thread;
-      }
+// The thread that launches the most (then runs the most top-level op time); without a GPU, the
+// one with the most op time.
+ThreadKey main_thread_of(const HostSide& host, bool has_gpu) {
+  ThreadKey main_thread{0, 0};
+  std::uint64_t best_launches = 0;
+  std::int64_t best_op_ns = -1;
+  for (const auto& [thread, counts] : host.per_thread) {
+    const bool better = has_gpu ? std::tie(counts.first, counts.second) > std::tie(best_launches, best_op_ns)
+                                : counts.second > best_op_ns;
+    if (better) {
+      best_launches = counts.first;
+      best_op_ns = counts.second;
+      main_thread = thread;
     }
   }
+  return main_thread;
+}
+
+// The main thread's spans by class, clipped to the window and merged.
+struct MainThreadSpans {
+  std::vector<Interval> ops, launches, blocking, loading, syncs;
+  std::int64_t launch_ns = 0;  // in launch calls, before merging
+};
+
+MainThreadSpans main_thread_spans(const TraceModel& model, const Window& window, NameFlags& flags, ThreadKey thread,
+                                  const std::vector<EventIndex>& outer_syncs) {
+  MainThreadSpans m;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const EventIndex e = static_cast<EventIndex>(i);
+    if (model.phase[e] != 'X' || model.pid[e] != thread.first || model.tid[e] != thread.second) continue;
+    const EventKind k = model.kind[e];
+    if (!is_host_span(k)) continue;
+    const std::int64_t s = std::max(model.ts_ns[e], window.start), end = std::min(clipped_end(model, e), window.end);
+    if (s >= end) continue;
+    const std::uint8_t f = flags.of(model.name[e]);
+    // Python frames and user annotations are left out: the outermost ones ("<module>", a
+    // "train_step" range) enclose everything and would make any thread look busy.
+    if (f & kDataLoader) {
+      m.loading.push_back({s, end});
+    } else if (is_launch_api(k)) {
+      if (f & (kAllocator | kSyncCopy)) {
+        m.blocking.push_back({s, end});
+      } else if (f & kLaunch) {
+        m.launches.push_back({s, end});
+        m.launch_ns += end - s;
+      } else {
+        m.ops.push_back({s, end});
+      }
+    } else if (k == EventKind::kCpuOp && !(f & kStepMarker)) {
+      m.ops.push_back({s, end});
+    }
+  }
+  for (EventIndex e : outer_syncs)
+    if (model.pid[e] == thread.first && model.tid[e] == thread.second)
+      m.syncs.push_back({std::max(model.ts_ns[e], window.start), std::min(clipped_end(model, e), window.end)});
+  for (auto* v : {&m.ops, &m.launches, &m.blocking, &m.loading, &m.syncs}) merge_intervals(*v);
+  return m;
+}
+
+// Pass 5: the main thread's busy share outside data loading and syncs, and the GPU's idle time
+// peeled off state by state, in priority order.
+void measure_main_thread(const TraceModel& model, const Window& window, NameFlags& flags, const HostSide& host,
+                         const std::vector<Interval>& busy, const std::vector<EventIndex>& outer_syncs,
+                         HostBlockersResult& r) {
+  LaunchRegime& lr = r.launch;
+  const ThreadKey main_thread = main_thread_of(host, r.has_gpu);
   lr.main_pid = main_thread.first;
   lr.main_tid = main_thread.second;
-  if (!per_thread.empty() && r.window_ns > 0) {
-    // The main thread's spans by class, clipped to the window.
-    std::vector<Interval> ops, launches, blocking, loading, syncs;
-    std::int64_t main_launch_ns = 0;
-    for (std::size_t i = 0; i < model.size(); ++i) {
-      const EventIndex e = static_cast<EventIndex>(i);
-      if (model.phase[e] != 'X' || model.pid[e] != main_thread.first || model.tid[e] != main_thread.second) continue;
-      const EventKind k = model.kind[e];
-      if (!is_host_span(k)) continue;
-      const std::int64_t s = std::max(model.ts_ns[e], window.start), end = std::min(clipped_end(model, e), window.end);
-      if (s >= end) continue;
-      const std::uint8_t f = flags.of(model.name[e]);
-      // Python frames and user annotations are left out: the outermost ones ("<module>", a
-      // "train_step" range) enclose everything and would make any thread look busy.
-      if (f & kDataLoader) {
-        loading.push_back({s, end});
-      } else if (is_launch_api(k)) {
-        if (f & (kAllocator | kSyncCopy)) {
-          blocking.push_back({s, end});
-        } else if (f & kLaunch) {
-          launches.push_back({s, end});
-          main_launch_ns += end - s;
-        } else {
-          ops.push_back({s, end});
-        }
-      } else if (k == EventKind::kCpuOp && !(f & kStepMarker)) {
-        ops.push_back({s, end});
-      }
-    }
-    for (EventIndex e : outer_syncs)
-      if (model.pid[e] == main_thread.first && model.tid[e] == main_thread.second)
-        syncs.push_back({std::max(model.ts_ns[e], window.start), std::min(clipped_end(model, e), window.end)});
-    for (auto* v : {&ops, &launches, &blocking, &loading, &syncs}) merge_intervals(*v);
+  if (host.per_thread.empty() || r.window_ns <= 0) return;
+  const MainThreadSpans m = main_thread_spans(model, window, flags, main_thread, outer_syncs);
 
-    std::vector<Interval> not_issuing = syncs;
-    not_issuing.insert(not_issuing.end(), loading.begin(), loading.end());
-    not_issuing.insert(not_issuing.end(), blocking.begin(), blocking.end());
-    merge_intervals(not_issuing);
-    std::vector<Interval> issuing = launches;
-    issuing.insert(issuing.end(), ops.begin(), ops.end());
-    merge_intervals(issuing);
-    const std::int64_t busy_ns = total_length(subtract(issuing, not_issuing));
-    lr.host_busy_share = static_cast<double>(busy_ns) / static_cast<double>(r.window_ns);
-    if (busy_ns > 0) lr.launch_share_of_host = static_cast<double>(main_launch_ns) / static_cast<double>(busy_ns);
+  std::vector<Interval> not_issuing = m.syncs;
+  not_issuing.insert(not_issuing.end(), m.loading.begin(), m.loading.end());
+  not_issuing.insert(not_issuing.end(), m.blocking.begin(), m.blocking.end());
+  merge_intervals(not_issuing);
+  std::vector<Interval> issuing = m.launches;
+  issuing.insert(issuing.end(), m.ops.begin(), m.ops.end());
+  merge_intervals(issuing);
+  const std::int64_t busy_ns = total_length(subtract(issuing, not_issuing));
+  lr.host_busy_share = static_cast<double>(busy_ns) / static_cast<double>(r.window_ns);
+  if (busy_ns > 0) lr.launch_share_of_host = static_cast<double>(m.launch_ns) / static_cast<double>(busy_ns);
+  if (!r.has_gpu) return;
 
-    if (r.has_gpu) {
-      // Peel the GPU's idle time off state by state, in priority order.
-      IdleAttribution& at = lr.idle;
-      std::vector<Interval> idle = subtract({{window.start, window.end}}, busy);
-      at.gpu_idle_ns = total_length(idle);
-      std::int64_t* shares[] = {&at.sync_ns, &at.dataloader_ns, &at.blocking_api_ns, &at.launch_ns, &at.op_ns};
-      const std::vector<Interval>* states[] = {&syncs, &loading, &blocking, &launches, &ops};
-      for (int i = 0; i < 5; ++i) {
-        *shares[i] = total_length(intersect(idle, *states[i]));
-        idle = subtract(idle, *states[i]);
-      }
-      at.other_ns = total_length(idle);
-    }
+  IdleAttribution& at = lr.idle;
+  std::vector<Interval> idle = subtract({{window.start, window.end}}, busy);
+  at.gpu_idle_ns = total_length(idle);
+  std::int64_t* shares[] = {&at.sync_ns, &at.dataloader_ns, &at.blocking_api_ns, &at.launch_ns, &at.op_ns};
+  const std::vector<Interval>* states[] = {&m.syncs, &m.loading, &m.blocking, &m.launches, &m.ops};
+  for (int i = 0; i < 5; ++i) {
+    *shares[i] = total_length(intersect(idle, *states[i]));
+    idle = subtract(idle, *states[i]);
   }
+  at.other_ns = total_length(idle);
+}
 
-  // The regime. A busy GPU needs nothing from the host; a starved one is launch- or CPU-bound
-  // only when the host was issuing work through most of the GPU's idle time.
+// The regime. A busy GPU needs nothing from the host; a starved one is launch- or CPU-bound only
+// when the host was issuing work through most of the GPU's idle time.
+HostRegime classify_regime(const HostBlockersResult& r) {
+  const LaunchRegime& lr = r.launch;
   const IdleAttribution& at = lr.idle;
   const bool host_issuing = at.gpu_idle_ns > 0 && static_cast<double>(at.issuing_ns()) >=
                                                       kHostIssueIdleShare * static_cast<double>(at.gpu_idle_ns);
-  if (!r.has_gpu)
-    lr.regime = HostRegime::kNoGpu;
-  else if (lr.kernels < kRegimeMinKernels)
-    lr.regime = HostRegime::kTooFew;
-  else if (lr.gpu_busy_share >= kGpuStarvedBusyShare)
-    lr.regime = HostRegime::kGpuBound;
-  else if (!host_issuing)
-    lr.regime = HostRegime::kOther;
-  else if (lr.median_kernel_ns < kLaunchBoundMedianKernelNs && lr.launch_overhead_share >= kLaunchOverheadModerate)
-    lr.regime = HostRegime::kLaunchBound;
-  else
-    lr.regime = HostRegime::kCpuBound;
+  if (!r.has_gpu) return HostRegime::kNoGpu;
+  if (lr.kernels < kRegimeMinKernels) return HostRegime::kTooFew;
+  if (lr.gpu_busy_share >= kGpuStarvedBusyShare) return HostRegime::kGpuBound;
+  if (!host_issuing) return HostRegime::kOther;
+  if (lr.median_kernel_ns < kLaunchBoundMedianKernelNs && lr.launch_overhead_share >= kLaunchOverheadModerate)
+    return HostRegime::kLaunchBound;
+  return HostRegime::kCpuBound;
+}
+
+}  // namespace
+
+HostBlockersResult analyze_host_blockers(const TraceModel& model, const AnalysisContext& ctx) {
+  HostBlockersResult r;
+  const Window window{ctx.window_start_ns, ctx.window_end_ns, ctx.whole_trace()};
+  r.window_ns = ctx.window_ns();
+  const std::size_t top = static_cast<std::size_t>(std::max(0, ctx.options.top_k));
+  NameFlags flags(model);
+
+  const GpuSide gpu = scan_gpu_side(model, ctx, window, top, r);
+  const HostSide host = scan_host_side(model, ctx, window, top, flags, r);
+  const std::vector<EventIndex> outer_syncs =
+      count_outer_syncs(model, ctx, window, top, flags, gpu.busy, host.sync_candidates, r);
+  cost_pageable_copies(model, ctx, window, flags, gpu, r);
+  measure_main_thread(model, window, flags, host, gpu.busy, outer_syncs, r);
+  r.launch.regime = classify_regime(r);
   return r;
 }
 

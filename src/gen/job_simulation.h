@@ -13,6 +13,8 @@
 // The same simulator with the same inputs gives the same events, so a job can be simulated once
 // for its physics (events not recorded) and replayed rank by rank to write the files.
 //
+// The workload (model shapes, kernels, gradient buckets) is data in gen/job_workload.h.
+//
 // All times here are true time in ns since the job's epoch (kJobEpochNs); each host's clock
 // offset is applied only when events are written (job.cpp).
 #pragma once
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "gen/job_workload.h"
 #include "gen/kineto_emitter.h"
 
 namespace ferret::jobsim {
@@ -76,15 +79,6 @@ struct JobPlan {
   std::int64_t padded_elements(std::int64_t elements) const;
 };
 
-// DDP's gradient buckets of the simulated model (GPT-2 small, 124M parameters, fp32 gradients):
-// one bucket per transformer layer (filled when that layer's backward is done, last layer
-// first), then the token+position embeddings when backward ends.
-struct GradientBucket {
-  std::int64_t elements = 0;
-  std::int64_t bytes() const { return elements * 4; }
-};
-const std::vector<GradientBucket>& gradient_buckets();
-inline constexpr int kLayers = 12;
 inline constexpr std::int64_t kFirstStepNumber = 5;  // schedule(wait=1, warmup=4)
 inline constexpr std::int32_t kComputeStream = 7;
 inline constexpr std::int32_t kNcclStream = 20;

@@ -1,5 +1,5 @@
 // Writing a torch.profiler (Kineto) trace as the two `ferret gen` simulators build it: the single-
-// rank scenarios (scenarios.cpp) and the multi-rank job (job_simulation.cpp, job.cpp).
+// rank scenarios (scenarios.cpp, scenario_*.cpp) and the multi-rank job (job_simulation.cpp, job.cpp).
 //
 // What is here is what both simulate the same way: deterministic randomness, the trace events and
 // their serialization, the host timeline of one process (host spans with the profiler's ids,
