@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/analysis.h"
+#include "base/rank_list.h"
 #include "model/gpu_specs.h"
 
 namespace ferret {
@@ -82,44 +83,6 @@ void add_distinct(std::vector<T>& values, const T& value) {
 bool is_socket(const std::string& net) { return net == "Socket"; }
 
 }  // namespace
-
-std::string format_rank_list(const std::vector<int>& ranks) {
-  std::vector<int> sorted = ranks;
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  std::string out;
-  for (std::size_t i = 0; i < sorted.size();) {
-    std::size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", sorted[i], sorted[j]) : fmt::format("{}", sorted[i]);
-    i = j + 1;
-  }
-  return out;
-}
-
-std::string format_rank_ranges(const std::vector<std::pair<int, int>>& ranges, std::size_t max_ranges) {
-  std::string out;
-  for (std::size_t i = 0; i < ranges.size() && i < max_ranges; ++i) {
-    if (!out.empty()) out += ", ";
-    const auto [first, last] = ranges[i];
-    out += last > first ? fmt::format("{}-{}", first, last) : fmt::format("{}", first);
-  }
-  if (ranges.size() > max_ranges) out += fmt::format(", ... ({} more ranges)", ranges.size() - max_ranges);
-  return out;
-}
-
-std::vector<std::pair<int, int>> missing_rank_ranges(const std::vector<int>& seen, int nranks) {
-  std::vector<std::pair<int, int>> gaps;
-  long long next = 0;  // the lowest rank not yet accounted for
-  for (int r : seen) {
-    if (r < next || r >= nranks) continue;
-    if (r > next) gaps.emplace_back(static_cast<int>(next), r - 1);
-    next = static_cast<long long>(r) + 1;
-  }
-  if (next < nranks) gaps.emplace_back(static_cast<int>(next), nranks - 1);
-  return gaps;
-}
 
 std::string NcclSetup::process_label(const std::string& host, int pid) const {
   const std::string key = fmt::format("{}:{}", host, pid);
