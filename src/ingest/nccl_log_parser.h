@@ -80,6 +80,8 @@ class NcclLogParser {
   std::uint32_t intern_host(std::string_view host);
   std::uint32_t intern_transport(std::string_view via);
   void note_implausible(const NcclOrigin& origin, std::string what);
+  // The message handlers (one per kind of message, in nccl_log_parser.cpp) fill log_ through it.
+  friend struct NcclMessageContext;
 };
 
 // Reads a whole source line by line into `log`. Throws InputError only when reading fails
