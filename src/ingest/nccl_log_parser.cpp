@@ -791,6 +791,88 @@ bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) 
   return false;
 }
 
+namespace {
+
+// Where the NCCL part of a line starts: " NCCL INFO", " NCCL WARN" or a bare "NCCL version ".
+struct NcclMarker {
+  std::size_t at = std::string_view::npos;  // npos: not an NCCL line
+  bool warn = false;
+  bool bare_version = false;
+};
+
+NcclMarker find_marker(std::string_view line) {
+  NcclMarker marker;
+  const char* data = line.data();
+  for (std::size_t from = 0; from + 5 <= line.size();) {
+    const void* hit = ::memmem(data + from, line.size() - from, "NCCL ", 5);
+    if (hit == nullptr) break;
+    const std::size_t pos = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
+    const std::string_view after = line.substr(pos + 5);
+    const bool boundary =
+        pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' || line[pos - 1] == ')';
+    if (boundary && (after.starts_with("INFO") || after.starts_with("WARN"))) {
+      marker.at = pos;
+      marker.warn = after.starts_with("WARN");
+      return marker;
+    }
+    // Bare version (printed without a prefix): only a launcher prefix may precede it, and the
+    // version ends the line. Torch's error messages ("... NCCL version 2.19.3") fail the first test.
+    if (boundary && after.starts_with("version ") && pos <= 64 && contains(line.substr(pos), "+cuda")) {
+      marker.at = pos;
+      marker.bare_version = true;
+      return marker;
+    }
+    from = pos + 5;
+  }
+  return marker;
+}
+
+// "file.cc:123 (func)" or "file.cc:123" at the end of what precedes a WARN marker: the location,
+// removed from `pre` ("" when it is not there).
+std::string_view take_warn_location(std::string_view& pre) {
+  std::string_view probe = pre;
+  std::string_view token = pop_last_token(probe);
+  if (token.size() > 2 && token.front() == '(' && token.back() == ')') {
+    pre = probe;
+    token = pop_last_token(probe);
+  }
+  if (!token.empty() && token.find(':') != std::string_view::npos && is_digit(token.back()) &&
+      (token.find('.') != std::string_view::npos || token.find('/') != std::string_view::npos)) {
+    pre = probe;
+    return token;
+  }
+  return {};
+}
+
+// "[3]" at the end of `pre`: the CUDA device, removed from `pre`.
+void take_device(std::string_view& pre, NcclOrigin& origin) {
+  std::string_view probe = pre;
+  int dev = -1;
+  if (bracketed_int(pop_last_token(probe), dev)) {
+    origin.dev = dev;
+    pre = probe;
+  }
+}
+
+}  // namespace
+
+void NcclLogParser::take_process(std::string_view line, std::string_view pre, NcclOrigin& origin) {
+  std::string_view probe = pre;
+  const std::string_view token = pop_last_token(probe);
+  std::string_view host, glued_outer;
+  int pid = -1, tid = -1;
+  if (!split_host_pid_tid(token, host, pid, tid, glued_outer)) return;
+  origin.host = intern_host(host);
+  origin.pid = pid;
+  origin.tid = tid;
+  // The launcher prefix: what came before the host (glued to it or separated by a blank).
+  const std::string_view outer =
+      glued_outer.empty()
+          ? probe
+          : line.substr(0, static_cast<std::size_t>(glued_outer.data() + glued_outer.size() - line.data()));
+  remember_process(launcher_prefix(outer), origin);
+}
+
 void NcclLogParser::feed_line(std::string_view line) {
   NcclSource& src = source();
   ++line_number_;
@@ -801,100 +883,30 @@ void NcclLogParser::feed_line(std::string_view line) {
   }
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   if (line.size() < 12) return;
-
-  // Find the marker: " NCCL INFO", " NCCL WARN", or a bare "NCCL version ".
-  const char* data = line.data();
-  std::size_t at = std::string_view::npos;
-  bool warn = false;
-  bool bare_version = false;
-  for (std::size_t from = 0; from + 5 <= line.size();) {
-    const void* hit = ::memmem(data + from, line.size() - from, "NCCL ", 5);
-    if (hit == nullptr) break;
-    const std::size_t pos = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
-    const std::string_view after = line.substr(pos + 5);
-    const bool boundary =
-        pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' || line[pos - 1] == ')';
-    if (boundary && after.starts_with("INFO")) {
-      at = pos;
-      break;
-    }
-    if (boundary && after.starts_with("WARN")) {
-      at = pos;
-      warn = true;
-      break;
-    }
-    // Bare version (printed without a prefix): only a launcher prefix may precede it, and the
-    // version ends the line. Torch's error messages ("... NCCL version 2.19.3") fail the first test.
-    if (boundary && after.starts_with("version ") && pos <= 64 && contains(line.substr(pos), "+cuda")) {
-      at = pos;
-      bare_version = true;
-      break;
-    }
-    from = pos + 5;
-  }
-  if (at == std::string_view::npos) return;
+  const NcclMarker marker = find_marker(line);
+  if (marker.at == std::string_view::npos) return;
   ++src.nccl_lines;
 
   NcclOrigin origin;
   origin.source = source_index_;
   origin.line = line_number_;
-  std::string_view pre = line.substr(0, at);
-  std::string_view outer;
-
-  if (bare_version) {
-    outer = launcher_prefix(pre);
-    attribute_bare(outer, origin);
-    if (parse_message(line.substr(at), origin))
+  std::string_view pre = line.substr(0, marker.at);
+  if (marker.bare_version) {
+    attribute_bare(launcher_prefix(pre), origin);
+    if (parse_message(line.substr(marker.at), origin))
       ++src.recognised;
     else
       ++src.not_understood;
     return;
   }
+  // The prefix is read from the right: [location (WARN)], [device], host:pid:tid, launcher text.
+  const std::string_view where = marker.warn ? take_warn_location(pre) : std::string_view();
+  take_device(pre, origin);
+  take_process(line, pre, origin);
 
-  std::string_view where;
-  if (warn) {
-    // "[dev] file.cc:123 (func) NCCL WARN" or "[dev] file.cc:123 NCCL WARN"
-    std::string_view probe = pre;
-    std::string_view token = pop_last_token(probe);
-    if (token.size() > 2 && token.front() == '(' && token.back() == ')') {
-      pre = probe;
-      token = pop_last_token(probe);
-    }
-    if (!token.empty() && token.find(':') != std::string_view::npos && is_digit(token.back()) &&
-        (token.find('.') != std::string_view::npos || token.find('/') != std::string_view::npos)) {
-      where = token;
-      pre = probe;
-    }
-  }
-  {
-    std::string_view probe = pre;
-    std::string_view token = pop_last_token(probe);
-    int dev = -1;
-    if (bracketed_int(token, dev)) {
-      origin.dev = dev;
-      pre = probe;
-    }
-  }
-  {
-    std::string_view probe = pre;
-    std::string_view token = pop_last_token(probe);
-    std::string_view host, glued_outer;
-    int pid = -1, tid = -1;
-    if (split_host_pid_tid(token, host, pid, tid, glued_outer)) {
-      origin.host = intern_host(host);
-      origin.pid = pid;
-      origin.tid = tid;
-      // The launcher prefix: what came before the host (glued to it or separated by a blank).
-      outer = glued_outer.empty()
-                  ? probe
-                  : line.substr(0, static_cast<std::size_t>(glued_outer.data() + glued_outer.size() - line.data()));
-      remember_process(launcher_prefix(outer), origin);
-    }
-  }
-
-  std::string_view message = line.substr(at + 9);  // after "NCCL INFO" / "NCCL WARN"
+  std::string_view message = line.substr(marker.at + 9);  // after "NCCL INFO" / "NCCL WARN"
   bool understood = false;
-  if (warn) {
+  if (marker.warn) {
     NcclWarnRecord r;
     r.origin = origin;
     r.where = std::string(where);

@@ -76,6 +76,8 @@ class NcclLogParser {
   std::unordered_map<std::string, std::uint32_t> transport_index_;
   void remember_process(std::string_view outer, const NcclOrigin& origin);
   bool attribute_bare(std::string_view outer, NcclOrigin& origin) const;
+  // Reads `host:pid:tid` at the end of `pre` (the line before the marker) into origin.
+  void take_process(std::string_view line, std::string_view pre, NcclOrigin& origin);
   bool parse_message(std::string_view message, const NcclOrigin& origin);
   std::uint32_t intern_host(std::string_view host);
   std::uint32_t intern_transport(std::string_view via);

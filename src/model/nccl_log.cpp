@@ -14,26 +14,20 @@ const char* nccl_transport_kind_name(NcclTransportKind k) {
   return "unknown";
 }
 
-std::uint64_t NcclLog::total_lines() const {
+namespace {
+
+std::uint64_t sum_over(const std::vector<NcclSource>& sources, std::uint64_t NcclSource::*count) {
   std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.lines;
+  for (const NcclSource& s : sources) n += s.*count;
   return n;
 }
-std::uint64_t NcclLog::total_nccl_lines() const {
-  std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.nccl_lines;
-  return n;
-}
-std::uint64_t NcclLog::total_recognised() const {
-  std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.recognised;
-  return n;
-}
-std::uint64_t NcclLog::total_not_understood() const {
-  std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.not_understood;
-  return n;
-}
+
+}  // namespace
+
+std::uint64_t NcclLog::total_lines() const { return sum_over(sources, &NcclSource::lines); }
+std::uint64_t NcclLog::total_nccl_lines() const { return sum_over(sources, &NcclSource::nccl_lines); }
+std::uint64_t NcclLog::total_recognised() const { return sum_over(sources, &NcclSource::recognised); }
+std::uint64_t NcclLog::total_not_understood() const { return sum_over(sources, &NcclSource::not_understood); }
 std::string_view NcclLog::host_name(std::uint32_t host) const {
   return host < hosts.size() ? std::string_view(hosts[host]) : std::string_view();
 }
