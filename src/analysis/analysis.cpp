@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/rank_list.h"
 #include "model/relations.h"
 
 namespace ferret {
@@ -38,19 +39,6 @@ std::pair<std::int64_t, std::int64_t> trace_span(const TraceModel& model) {
   return first <= last ? std::pair{first, last} : std::pair<std::int64_t, std::int64_t>{0, 0};
 }
 
-// "5-10", or "3, 5-7, 9" when numbers are missing.
-std::string number_ranges(const std::vector<std::int64_t>& sorted) {
-  std::string out;
-  for (std::size_t i = 0; i < sorted.size();) {
-    std::size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", sorted[i], sorted[j]) : fmt::format("{}", sorted[i]);
-    i = j + 1;
-  }
-  return out;
-}
-
 std::string step_selector_text(const AnalysisOptions& o) {
   if (o.first_step && o.last_step && *o.first_step == *o.last_step) return fmt::format("{}", *o.first_step);
   return fmt::format("{}-{}", o.first_step ? fmt::format("{}", *o.first_step) : "",
@@ -66,10 +54,9 @@ void select_steps(const TraceModel& model, const AnalysisOptions& options, Analy
   if (!ctx.steps.empty() || (!options.first_step && !options.last_step)) return;
   std::vector<std::int64_t> numbers;
   for (const Step& s : model.relations.steps) numbers.push_back(s.number);
-  std::sort(numbers.begin(), numbers.end());
   std::string holds = numbers.empty()
                           ? "the trace has no complete ProfilerStep spans (select with --window or --time)"
-                          : fmt::format("the trace's complete steps are ProfilerStep#{}", number_ranges(numbers));
+                          : fmt::format("the trace's complete steps are ProfilerStep#{}", format_number_list(numbers));
   if (const auto& dropped = model.relations.dropped_step)
     holds += fmt::format("; ProfilerStep#{} was left out as incomplete", dropped->number);
   throw SelectionError(

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/analysis.h"
+#include "base/rank_list.h"
 #include "model/gpu_specs.h"
 
 namespace ferret {
@@ -83,44 +84,6 @@ bool is_socket(const std::string& net) { return net == "Socket"; }
 
 }  // namespace
 
-std::string format_rank_list(const std::vector<int>& ranks) {
-  std::vector<int> sorted = ranks;
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  std::string out;
-  for (std::size_t i = 0; i < sorted.size();) {
-    std::size_t j = i;
-    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", sorted[i], sorted[j]) : fmt::format("{}", sorted[i]);
-    i = j + 1;
-  }
-  return out;
-}
-
-std::string format_rank_ranges(const std::vector<std::pair<int, int>>& ranges, std::size_t max_ranges) {
-  std::string out;
-  for (std::size_t i = 0; i < ranges.size() && i < max_ranges; ++i) {
-    if (!out.empty()) out += ", ";
-    const auto [first, last] = ranges[i];
-    out += last > first ? fmt::format("{}-{}", first, last) : fmt::format("{}", first);
-  }
-  if (ranges.size() > max_ranges) out += fmt::format(", ... ({} more ranges)", ranges.size() - max_ranges);
-  return out;
-}
-
-std::vector<std::pair<int, int>> missing_rank_ranges(const std::vector<int>& seen, int nranks) {
-  std::vector<std::pair<int, int>> gaps;
-  long long next = 0;  // the lowest rank not yet accounted for
-  for (int r : seen) {
-    if (r < next || r >= nranks) continue;
-    if (r > next) gaps.emplace_back(static_cast<int>(next), r - 1);
-    next = static_cast<long long>(r) + 1;
-  }
-  if (next < nranks) gaps.emplace_back(static_cast<int>(next), nranks - 1);
-  return gaps;
-}
-
 std::string NcclSetup::process_label(const std::string& host, int pid) const {
   const std::string key = fmt::format("{}:{}", host, pid);
   for (const auto& [process, ranks_of] : process_ranks)
@@ -130,17 +93,30 @@ std::string NcclSetup::process_label(const std::string& host, int pid) const {
   return key;
 }
 
-NcclSetup analyze_nccl_setup(const NcclLog& log) {
-  NcclSetup s;
+namespace {
+
+// ---- the passes of analyze_nccl_setup, in the order it runs them ----------------------------------
+
+using Processes = std::map<ProcessKey, ProcessInfo>;
+using CommGroups = std::map<std::string, CommGroup>;
+
+std::string version_text(const std::string& version, const std::string& build_cuda) {
+  return version + (build_cuda.empty() ? "" : "+cuda" + build_cuda);
+}
+
+void count_input(const NcclLog& log, NcclSetup& s) {
   s.sources = log.sources;
   s.lines = log.total_lines();
   s.nccl_lines = log.total_nccl_lines();
   s.recognised = log.total_recognised();
   s.not_understood = log.total_not_understood();
   s.not_understood_samples = log.not_understood_samples;
+}
 
-  // ---- processes ----
-  std::map<ProcessKey, ProcessInfo> processes;
+// What each process printed about itself: version, driver, NCCL_* settings, warnings, network.
+// Bare version lines with no process to pin them on go to s.unattributed_versions.
+Processes gather_processes(const NcclLog& log, NcclSetup& s) {
+  Processes processes;
   auto process_of = [&](const NcclOrigin& o) -> ProcessInfo* {
     if (o.host == kNoHost) return nullptr;
     return &processes[{o.host, o.pid}];
@@ -148,7 +124,7 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
   for (const NcclVersionRecord& v : log.versions) {
     ProcessInfo* p = process_of(v.origin);
     if (p == nullptr) {
-      add_distinct(s.unattributed_versions, v.version + (v.build_cuda.empty() ? "" : "+cuda" + v.build_cuda));
+      add_distinct(s.unattributed_versions, version_text(v.version, v.build_cuda));
       continue;
     }
     // A prefixed version line beats one inferred for a bare line.
@@ -166,9 +142,13 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
   for (const NcclNetRecord& n : log.net)
     if (n.event == NcclNetEvent::kUsingNetwork)
       if (ProcessInfo* p = process_of(n.origin)) p->network = n.name;
+  return processes;
+}
 
-  // ---- communicators ----
-  std::map<std::string, CommGroup> groups;
+// Communicators by commId (by size before NCCL 2.12), with the ranks that logged Init START /
+// COMPLETE and the node count of their graph lines.
+CommGroups gather_communicators(const NcclLog& log) {
+  CommGroups groups;
   std::map<std::tuple<std::uint32_t, std::int32_t, std::string>, std::string> group_of_comm;  // host, pid, ptr
   for (const NcclCommRecord& c : log.comms) {
     if (c.phase != NcclCommPhase::kStart && c.phase != NcclCommPhase::kComplete) continue;
@@ -192,64 +172,80 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
     auto it = group_of_comm.find({c.origin.host, c.origin.pid, c.comm});
     if (it != group_of_comm.end()) groups[it->second].nnodes = std::max(groups[it->second].nnodes, c.nnodes);
   }
+  return groups;
+}
+
+// The job's communicator: the largest by nranks, then by ranks seen.
+const CommGroup* job_communicator(const CommGroups& groups) {
   const CommGroup* job = nullptr;
   for (const auto& [key, g] : groups)
     if (job == nullptr || g.nranks > job->nranks || (g.nranks == job->nranks && g.ranks.size() > job->ranks.size()))
       job = &g;
+  return job;
+}
 
-  // Init timings by (host, pid, rank, nranks).
-  auto timing_for = [&](std::uint32_t host, int pid, int rank, int nranks) -> const NcclInitTimingRecord* {
-    const NcclInitTimingRecord* found = nullptr;
-    for (const NcclInitTimingRecord& t : log.init_timings)
-      if (t.origin.host == host && t.origin.pid == pid && t.rank == rank && t.nranks == nranks) found = &t;
-    return found;
-  };
+// The last Init timings line of (host, pid, rank, nranks).
+const NcclInitTimingRecord* timing_for(const NcclLog& log, std::uint32_t host, int pid, int rank, int nranks) {
+  const NcclInitTimingRecord* found = nullptr;
+  for (const NcclInitTimingRecord& t : log.init_timings)
+    if (t.origin.host == host && t.origin.pid == pid && t.rank == rank && t.nranks == nranks) found = &t;
+  return found;
+}
 
+NcclCommSummary summarize_communicator(const NcclLog& log, const CommGroup& g) {
+  NcclCommSummary c;
+  c.comm_id = g.comm_id;
+  c.nranks = g.nranks;
+  c.nnodes = g.nnodes;
+  std::set<std::uint32_t> hosts;
+  for (const auto& [rank, seen] : g.ranks) {
+    c.ranks_started += seen.started;
+    c.ranks_complete += seen.complete;
+    if (seen.started && !seen.complete) c.incomplete_ranks.push_back(rank);
+    hosts.insert(seen.host);
+    const NcclInitTimingRecord* t = timing_for(log, seen.host, seen.pid, rank, g.nranks);
+    if (t == nullptr || !(t->total_s > c.init_max_s)) continue;  // NaN never the slowest
+    c.init_max_s = t->total_s;
+    c.init_slowest_rank = rank;
+    c.init_slowest_phase.clear();
+    c.init_slowest_phase_s = -1;
+    for (const auto& [phase, seconds] : t->phases)
+      if (seconds > c.init_slowest_phase_s) c.init_slowest_phase = phase, c.init_slowest_phase_s = seconds;
+  }
+  // A log from a rank that printed only COMPLETE (its START filtered out) is not incomplete.
+  std::vector<int> seen;
+  seen.reserve(g.ranks.size());
+  for (const auto& [rank, unused] : g.ranks) seen.push_back(rank);
+  c.missing_ranks = missing_rank_ranges(seen, g.nranks);
+  for (const auto& [first, last] : c.missing_ranks) c.missing_count += static_cast<std::int64_t>(last) - first + 1;
+  c.hosts = static_cast<int>(hosts.size());
+  return c;
+}
+
+// The job's communicator first, then the others by key.
+void summarize_communicators(const NcclLog& log, const CommGroups& groups, const CommGroup* job, NcclSetup& s) {
   for (const auto& [key, g] : groups) {
-    NcclCommSummary c;
-    c.comm_id = g.comm_id;
-    c.nranks = g.nranks;
-    c.nnodes = g.nnodes;
+    NcclCommSummary c = summarize_communicator(log, g);
     c.is_job = &g == job;
-    std::set<std::uint32_t> hosts;
-    for (const auto& [rank, seen] : g.ranks) {
-      c.ranks_started += seen.started;
-      c.ranks_complete += seen.complete;
-      if (seen.started && !seen.complete) c.incomplete_ranks.push_back(rank);
-      hosts.insert(seen.host);
-      if (const NcclInitTimingRecord* t = timing_for(seen.host, seen.pid, rank, g.nranks)) {
-        if (t->total_s > c.init_max_s) {
-          c.init_max_s = t->total_s;
-          c.init_slowest_rank = rank;
-          c.init_slowest_phase.clear();
-          c.init_slowest_phase_s = -1;
-          for (const auto& [phase, seconds] : t->phases)
-            if (seconds > c.init_slowest_phase_s) c.init_slowest_phase = phase, c.init_slowest_phase_s = seconds;
-        }
-      }
-    }
-    // A log from a rank that printed only COMPLETE (its START filtered out) is not incomplete.
-    {
-      std::vector<int> seen;
-      seen.reserve(g.ranks.size());
-      for (const auto& [rank, unused] : g.ranks) seen.push_back(rank);
-      c.missing_ranks = missing_rank_ranges(seen, g.nranks);
-      for (const auto& [first, last] : c.missing_ranks) c.missing_count += static_cast<std::int64_t>(last) - first + 1;
-    }
-    c.hosts = static_cast<int>(hosts.size());
     if (c.is_job)
       s.comms.insert(s.comms.begin(), std::move(c));
     else
       s.comms.push_back(std::move(c));
   }
+}
 
-  // ---- connections ----
-  std::map<GpuKey, std::vector<NcclTransportUse>> gpu_uses;
-  std::map<std::uint32_t, std::vector<NcclTransportUse>> host_uses;
+struct ConnectionUses {
+  std::map<GpuKey, std::vector<NcclTransportUse>> by_gpu;
+  std::map<std::uint32_t, std::vector<NcclTransportUse>> by_host;
+};
+
+// Transports per GPU, per host and job-wide, and the job's connection counts by kind.
+ConnectionUses count_connections(const NcclLog& log, NcclSetup& s) {
+  ConnectionUses uses;
   for (const NcclConnectionRecord& c : log.connections) {
     const NcclTransport& t = log.transports[c.transport];
-    add_use(gpu_uses[{c.origin.host, c.origin.pid, c.origin.dev}], t);
-    add_use(host_uses[c.origin.host], t);
+    add_use(uses.by_gpu[{c.origin.host, c.origin.pid, c.origin.dev}], t);
+    add_use(uses.by_host[c.origin.host], t);
     add_use(s.transports, t);
     switch (t.kind) {
       case NcclTransportKind::kP2P: ++s.intra_host_p2p; break;
@@ -267,8 +263,12 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
     }
   }
   sort_uses(s.transports);
+  return uses;
+}
 
-  // ---- ranks of the job ----
+// One summary per rank of the job's communicator, and the job ranks of each process.
+void summarize_job_ranks(const NcclLog& log, const CommGroup* job, const Processes& processes,
+                         const ConnectionUses& uses, NcclSetup& s) {
   std::map<std::string, std::vector<int>> ranks_of_process;
   if (job != nullptr) {
     s.nranks = job->nranks;
@@ -288,11 +288,11 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
         r.network = it->second.network;
         r.warnings = it->second.warnings;
       }
-      if (const NcclInitTimingRecord* t = timing_for(seen.host, seen.pid, rank, job->nranks)) {
+      if (const NcclInitTimingRecord* t = timing_for(log, seen.host, seen.pid, rank, job->nranks)) {
         r.init_total_s = t->total_s;
         r.init_phases = t->phases;
       }
-      if (auto it = gpu_uses.find({seen.host, seen.pid, seen.cuda_dev}); it != gpu_uses.end()) {
+      if (auto it = uses.by_gpu.find({seen.host, seen.pid, seen.cuda_dev}); it != uses.by_gpu.end()) {
         r.transports = it->second;
         sort_uses(r.transports);
       }
@@ -301,29 +301,43 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
     }
   }
   for (auto& [process, ranks] : ranks_of_process) s.process_ranks.emplace_back(process, std::move(ranks));
+}
 
-  // ---- hosts ----
-  std::map<std::uint32_t, NcclHostSummary> hosts;
-  std::map<std::uint32_t, std::set<int>> host_pids;
-  auto host_of = [&](const NcclOrigin& o) -> NcclHostSummary* {
-    if (o.host == kNoHost) return nullptr;
-    NcclHostSummary& h = hosts[o.host];
-    if (h.host.empty()) h.host = std::string(log.host_name(o.host));
-    if (o.pid >= 0) host_pids[o.host].insert(o.pid);
+// Host summaries by interned host, made on first mention, with the pids seen on each.
+class HostTable {
+ public:
+  explicit HostTable(const NcclLog& log) : log_(log) {}
+  NcclHostSummary* of(std::uint32_t host, int pid = -1) {
+    if (host == kNoHost) return nullptr;
+    NcclHostSummary& h = hosts_[host];
+    if (h.host.empty()) h.host = std::string(log_.host_name(host));
+    if (pid >= 0) pids_[host].insert(pid);
     return &h;
-  };
+  }
+  NcclHostSummary* of(const NcclOrigin& o) { return of(o.host, o.pid); }
+  std::map<std::uint32_t, NcclHostSummary>& hosts() { return hosts_; }
+  int processes_on(std::uint32_t host) { return static_cast<int>(pids_[host].size()); }
+
+ private:
+  const NcclLog& log_;
+  std::map<std::uint32_t, NcclHostSummary> hosts_;
+  std::map<std::uint32_t, std::set<int>> pids_;
+};
+
+void add_process_facts(HostTable& hosts, const Processes& processes) {
   for (const auto& [key, p] : processes) {
-    NcclOrigin o;
-    o.host = key.first;
-    o.pid = key.second;
-    NcclHostSummary* h = host_of(o);
-    if (!p.version.empty()) add_distinct(h->versions, p.version + (p.build_cuda.empty() ? "" : "+cuda" + p.build_cuda));
+    NcclHostSummary* h = hosts.of(key.first, key.second);
+    if (!p.version.empty()) add_distinct(h->versions, version_text(p.version, p.build_cuda));
     if (p.driver >= 0) add_distinct(h->drivers, p.driver);
     if (!p.network.empty()) add_distinct(h->networks, p.network);
     h->warnings += p.warnings;
   }
+}
+
+// NICs, plugins, bootstrap interface and link speed per host; a SHARP NIC marks the job CollNet.
+void add_network_events(HostTable& hosts, const NcclLog& log, NcclSetup& s) {
   for (const NcclNetRecord& n : log.net) {
-    NcclHostSummary* h = host_of(n.origin);
+    NcclHostSummary* h = hosts.of(n.origin);
     if (h == nullptr) continue;
     switch (n.event) {
       case NcclNetEvent::kIbDevices:
@@ -350,8 +364,12 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
       case NcclNetEvent::kUsingNetwork: break;
     }
   }
+}
+
+// GPU Direct RDMA, P2P and NVLS availability per host (and job-wide).
+void add_gpu_link_events(HostTable& hosts, const NcclLog& log, NcclSetup& s) {
   for (const NcclGdrRecord& g : log.gdr) {
-    NcclHostSummary* h = host_of(g.origin);
+    NcclHostSummary* h = hosts.of(g.origin);
     if (h == nullptr) continue;
     if (g.enabled) {
       ++h->gdr_enabled;
@@ -363,25 +381,31 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
   }
   for (const NcclP2pDisabledRecord& p : log.p2p_disabled) {
     ++s.p2p_disabled_lines;
-    if (NcclHostSummary* h = host_of(p.origin)) ++h->p2p_disabled_pairs;
+    if (NcclHostSummary* h = hosts.of(p.origin)) ++h->p2p_disabled_pairs;
   }
   for (const NcclNvlsRecord& n : log.nvls) {
     if (n.available) s.nvls_available = true;
-    if (NcclHostSummary* h = host_of(n.origin)) h->nvls_available = std::max(h->nvls_available, n.available ? 1 : 0);
+    if (NcclHostSummary* h = hosts.of(n.origin)) h->nvls_available = std::max(h->nvls_available, n.available ? 1 : 0);
   }
-  for (auto& [host, uses] : host_uses) {
-    NcclOrigin o;
-    o.host = host;
-    if (NcclHostSummary* h = host_of(o)) {
-      h->transports = uses;
+}
+
+// Every host that printed NCCL lines, with its job ranks; the job's host counts.
+void summarize_hosts(const NcclLog& log, const Processes& processes, const ConnectionUses& uses, NcclSetup& s) {
+  HostTable table(log);
+  add_process_facts(table, processes);
+  add_network_events(table, log, s);
+  add_gpu_link_events(table, log, s);
+  for (const auto& [host, host_uses] : uses.by_host) {
+    if (NcclHostSummary* h = table.of(host)) {
+      h->transports = host_uses;
       sort_uses(h->transports);
     }
   }
   for (const NcclRankSummary& r : s.ranks)
-    for (auto& [idx, h] : hosts)
+    for (auto& [idx, h] : table.hosts())
       if (h.host == r.host) h.ranks.push_back(r.rank);
-  for (auto& [idx, h] : hosts) {
-    h.processes = static_cast<int>(host_pids[idx].size());
+  for (auto& [idx, h] : table.hosts()) {
+    h.processes = table.processes_on(idx);
     if (!h.ranks.empty()) {
       ++s.hosts_in_job;
       s.max_ranks_per_host = std::max(s.max_ranks_per_host, static_cast<int>(h.ranks.size()));
@@ -391,34 +415,40 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
   }
   if (s.hosts_in_job == 0) s.hosts_in_job = static_cast<int>(s.hosts.size());  // no communicator lines
   s.multi_host = s.hosts_in_job >= 2 || (!s.comms.empty() && s.comms.front().nnodes > 1);
+}
 
-  // ---- versions ----
+std::string label_of(const NcclSetup& s, const NcclLog& log, const ProcessKey& key) {
+  return s.process_label(std::string(log.host_name(key.first)), key.second);
+}
+
+void summarize_versions(const NcclLog& log, const Processes& processes, NcclSetup& s) {
   std::map<std::string, std::vector<std::string>> by_version;
   for (const auto& [key, p] : processes) {
     if (p.driver >= 0) add_distinct(s.drivers, p.driver);
     if (p.version.empty()) continue;
-    const std::string version = p.version + (p.build_cuda.empty() ? "" : "+cuda" + p.build_cuda);
-    by_version[version].push_back(s.process_label(std::string(log.host_name(key.first)), key.second));
+    by_version[version_text(p.version, p.build_cuda)].push_back(label_of(s, log, key));
   }
   for (auto& [version, labels] : by_version) {
     s.versions.push_back(version);
     s.version_processes.emplace_back(version, std::move(labels));
   }
   std::sort(s.drivers.begin(), s.drivers.end());
+}
 
-  // ---- channels ----
+void summarize_channels(const NcclLog& log, NcclSetup& s) {
   if (!log.channel_counts.empty()) s.channels = log.channel_counts.front();
-  {
-    std::set<std::tuple<int, int, int, int, int>> variants;
-    for (const NcclChannelCountRecord& c : log.channel_counts) {
-      // Not a CollNet signal: NCCL 2.2x prints a nonzero collnet count on hosts without SHARP.
-      variants.insert({c.coll, c.collnet, c.nvls, c.p2p, c.p2p_per_peer});
-    }
-    s.channel_count_variants = static_cast<int>(variants.size());
+  std::set<std::tuple<int, int, int, int, int>> variants;
+  for (const NcclChannelCountRecord& c : log.channel_counts) {
+    // Not a CollNet signal: NCCL 2.2x prints a nonzero collnet count on hosts without SHARP.
+    variants.insert({c.coll, c.collnet, c.nvls, c.p2p, c.p2p_per_peer});
   }
+  s.channel_count_variants = static_cast<int>(variants.size());
   s.rings = static_cast<int>(log.rings.size());
+}
 
-  // ---- environment ----
+// Each NCCL_* variable with the processes that printed each value; a process that echoes some
+// settings but not this one counts as "<unset>".
+void summarize_env(const NcclLog& log, const Processes& processes, NcclSetup& s) {
   std::vector<ProcessKey> echoing;  // processes that printed at least one NCCL_* setting
   std::set<std::string> names;
   for (const auto& [key, p] : processes)
@@ -431,35 +461,53 @@ NcclSetup analyze_nccl_setup(const NcclLog& log) {
     v.name = name;
     std::map<std::string, std::vector<std::string>> by_value;
     for (const ProcessKey& key : echoing) {
-      const ProcessInfo& p = processes[key];
+      const ProcessInfo& p = processes.at(key);
       auto it = p.env.find(name);
-      by_value[it == p.env.end() ? std::string("<unset>") : it->second].push_back(
-          s.process_label(std::string(log.host_name(key.first)), key.second));
+      by_value[it == p.env.end() ? std::string("<unset>") : it->second].push_back(label_of(s, log, key));
     }
     v.mismatch = by_value.size() > 1;
     for (auto& [value, labels] : by_value) v.values.emplace_back(value, std::move(labels));
     s.env.push_back(std::move(v));
   }
+}
 
-  // ---- warnings ----
+// Distinct WARN messages (at most 1000; the line count still counts every one), most frequent first.
+void summarize_warnings(const NcclLog& log, NcclSetup& s) {
   s.warning_lines = log.warnings.size();
   for (const NcclWarnRecord& w : log.warnings) {
     NcclWarning* found = nullptr;
     for (NcclWarning& x : s.warnings)
       if (x.message == w.message) found = &x;
     if (found == nullptr) {
-      if (s.warnings.size() >= 1000) continue;  // a flood of distinct messages: the count still says it
+      if (s.warnings.size() >= 1000) continue;
       s.warnings.push_back({w.message, w.where, 0, {}});
       found = &s.warnings.back();
     }
     ++found->count;
-    const std::string label = w.origin.host == kNoHost
-                                  ? std::string("unknown process")
-                                  : s.process_label(std::string(log.host_name(w.origin.host)), w.origin.pid);
+    const std::string label =
+        w.origin.host == kNoHost ? std::string("unknown process") : label_of(s, log, {w.origin.host, w.origin.pid});
     if (found->processes.size() < 64) add_distinct(found->processes, label);
   }
   std::stable_sort(s.warnings.begin(), s.warnings.end(),
                    [](const NcclWarning& a, const NcclWarning& b) { return a.count > b.count; });
+}
+
+}  // namespace
+
+NcclSetup analyze_nccl_setup(const NcclLog& log) {
+  NcclSetup s;
+  count_input(log, s);
+  const Processes processes = gather_processes(log, s);
+  const CommGroups groups = gather_communicators(log);
+  const CommGroup* job = job_communicator(groups);
+  summarize_communicators(log, groups, job, s);
+  const ConnectionUses uses = count_connections(log, s);
+  summarize_job_ranks(log, job, processes, uses, s);  // before any process_label: it names ranks
+  summarize_hosts(log, processes, uses, s);
+  summarize_versions(log, processes, s);
+  summarize_channels(log, s);
+  summarize_env(log, processes, s);
+  summarize_warnings(log, s);
   return s;
 }
 

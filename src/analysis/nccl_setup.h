@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "analysis/communication.h"
-#include "ingest/nccl_log_parser.h"
+#include "model/nccl_log.h"
 #include "model/trace_model.h"
 
 namespace ferret {
@@ -177,13 +177,5 @@ NcclSetup analyze_nccl_setup(const NcclLog& log);
 
 // Compares the trace's collectives with the transport ceilings and appends to setup.bandwidth.
 void add_bandwidth_checks(NcclSetup& setup, const TraceModel& model);
-
-// "0-3, 5, 8-15"
-std::string format_rank_list(const std::vector<int>& ranks);
-// The same for ranges already made ([0, 3], [5, 5], [8, 15]); at most `max_ranges` are written,
-// then ", ... (N more ranges)".
-std::string format_rank_ranges(const std::vector<std::pair<int, int>>& ranges, std::size_t max_ranges = 64);
-// The gaps of 0..nranks-1 not in `seen` (ascending ranks; values outside 0..nranks-1 ignored).
-std::vector<std::pair<int, int>> missing_rank_ranges(const std::vector<int>& seen, int nranks);
 
 }  // namespace ferret

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/rank_list.h"
 #include "base/text.h"
 #include "base/units.h"
 

@@ -161,7 +161,6 @@ constexpr std::string_view kKnownIgnored[] = {
     "Launch mode",
     "Plugin Path",
     "P2P plugin",
-    "NCCL_",
     "CC Off",
     "MNNVL",
     "Comm config",
@@ -175,18 +174,6 @@ constexpr std::string_view kKnownIgnored[] = {
 };
 
 }  // namespace
-
-const char* nccl_transport_kind_name(NcclTransportKind k) {
-  switch (k) {
-    case NcclTransportKind::kP2P: return "P2P";
-    case NcclTransportKind::kShm: return "SHM";
-    case NcclTransportKind::kNet: return "NET";
-    case NcclTransportKind::kCollNet: return "COLLNET";
-    case NcclTransportKind::kNvls: return "NVLS";
-    case NcclTransportKind::kUnknown: break;
-  }
-  return "unknown";
-}
 
 NcclTransport parse_nccl_transport(std::string_view via) {
   NcclTransport t;
@@ -216,32 +203,6 @@ NcclTransport parse_nccl_transport(std::string_view via) {
   for (std::size_t i = 1; i < parts.size(); ++i)
     if (parts[i].starts_with("GDRDMA")) t.gdr = true;
   return t;
-}
-
-// ---- NcclLog --------------------------------------------------------------------------------------
-
-std::uint64_t NcclLog::total_lines() const {
-  std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.lines;
-  return n;
-}
-std::uint64_t NcclLog::total_nccl_lines() const {
-  std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.nccl_lines;
-  return n;
-}
-std::uint64_t NcclLog::total_recognised() const {
-  std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.recognised;
-  return n;
-}
-std::uint64_t NcclLog::total_not_understood() const {
-  std::uint64_t n = 0;
-  for (const NcclSource& s : sources) n += s.not_understood;
-  return n;
-}
-std::string_view NcclLog::host_name(std::uint32_t host) const {
-  return host < hosts.size() ? std::string_view(hosts[host]) : std::string_view();
 }
 
 // ---- the line parser ------------------------------------------------------------------------------
@@ -457,307 +418,459 @@ std::string interface_name(std::string_view text) {
 
 }  // namespace
 
+// What a message handler may touch: the log being filled, the parser's interning and its notes on
+// ignored lines, and where the line came from.
+struct NcclMessageContext {
+  NcclLogParser& parser;
+  const NcclOrigin& origin;
+  NcclLog& log() { return parser.log_; }
+  std::uint32_t intern_transport(std::string_view via) { return parser.intern_transport(via); }
+  void note_implausible(std::string what) { parser.note_implausible(origin, std::move(what)); }
+};
+
+namespace {
+
+// ---- one handler per kind of message: true when the message was understood ----------------------
+
+bool version_message(NcclMessageContext& c, std::string_view m) {
+  NcclVersionRecord r;
+  r.origin = c.origin;
+  if (!parse_version(m.substr(13), r)) return false;  // after "NCCL version "
+  c.log().versions.push_back(std::move(r));
+  return true;
+}
+
+bool driver_message(NcclMessageContext& c, std::string_view m) {
+  NcclDriverRecord r;
+  r.origin = c.origin;
+  std::string_view rest = m.substr(18);  // after "cudaDriverVersion "
+  if (!take_int(rest, r.driver_version)) return false;
+  c.log().drivers.push_back(r);
+  return true;
+}
+
+// `0[0] -> 1[1] [send] via P2P/IPC`, after "Channel 00/0 :".
+bool connection_message(NcclMessageContext& c, int channel, std::string_view rest) {
+  NcclConnectionRecord r;
+  r.origin = c.origin;
+  r.channel = channel;
+  if (!take_int(rest, r.from_rank) || !consume(rest, "[")) return false;
+  std::size_t close = rest.find(']');
+  if (close == std::string_view::npos) return false;
+  r.from_device = std::string(rest.substr(0, close));
+  rest.remove_prefix(close + 1);
+  if (!consume(rest, "->") || !take_int(rest, r.to_rank) || !consume(rest, "[")) return false;
+  close = rest.find(']');
+  if (close == std::string_view::npos) return false;
+  r.to_device = std::string(rest.substr(0, close));
+  rest.remove_prefix(close + 1);
+  if (consume(rest, "[send]"))
+    r.direction = 's';
+  else if (consume(rest, "[receive]"))
+    r.direction = 'r';
+  if (!consume(rest, "via ")) return false;
+  r.transport = c.intern_transport(rest);
+  c.log().connections.push_back(std::move(r));
+  return true;
+}
+
+// A connection (`->`) or a ring: the ranks in order.
+bool channel_message(NcclMessageContext& c, std::string_view m) {
+  std::string_view rest = m.substr(8);  // after "Channel "
+  int channel = -1, second = -1;
+  if (!take_int(rest, channel)) return false;
+  if (consume(rest, "/")) take_int(rest, second);
+  if (!consume(rest, ":")) return false;
+  if (contains(rest, "->")) return connection_message(c, channel, rest);
+  NcclRingRecord r;
+  r.origin = c.origin;
+  r.channel = channel;
+  r.channels = second;
+  int rank = 0;
+  while (take_int(rest, rank)) ++r.ring_length;
+  if (r.ring_length == 0 || !trim(rest).empty()) return false;
+  c.log().rings.push_back(r);
+  return true;
+}
+
+bool trees_message(NcclMessageContext& c, std::string_view m) {
+  NcclTreesRecord r;
+  r.origin = c.origin;
+  for (char ch : m) r.trees += ch == '[';
+  c.log().trees.push_back(r);
+  return r.trees > 0;
+}
+
+bool init_timings_message(NcclMessageContext& c, std::string_view m) {
+  NcclInitTimingRecord r;
+  r.origin = c.origin;
+  if (!parse_init_timings(m, r)) return false;
+  if (std::string why = implausible_ranks(r.rank, r.nranks); !why.empty()) {
+    c.note_implausible("Init timings: " + why);
+    return true;
+  }
+  c.log().init_timings.push_back(std::move(r));
+  return true;
+}
+
+// "comm 0x.. rank ..." or a function name first ("ncclCommInitRank comm 0x..").
+bool is_comm_message(std::string_view m) {
+  return m.starts_with("comm ") || (m.starts_with("nccl") && contains(m.substr(0, 48), " comm 0x"));
+}
+
+bool comm_message(NcclMessageContext& c, std::string_view m) {
+  NcclCommRecord r;
+  r.origin = c.origin;
+  if (!parse_comm(m, r)) return false;
+  if (std::string why = implausible_ranks(r.rank, r.nranks); !why.empty()) {
+    c.note_implausible("comm " + r.comm + ": " + why);
+    return true;
+  }
+  c.log().comms.push_back(std::move(r));
+  return true;
+}
+
+bool is_channel_count_message(std::string_view m) { return is_digit(m.front()) && contains(m, " coll channels"); }
+
+bool channel_count_message(NcclMessageContext& c, std::string_view m) {
+  NcclChannelCountRecord r;
+  r.origin = c.origin;
+  if (!parse_channel_counts(m, r)) return false;
+  c.log().channel_counts.push_back(r);
+  return true;
+}
+
+// Printed with or without "NET/IB : " in front, so found anywhere in the message.
+bool is_gdr_message(std::string_view m) { return contains(m, "GPU Direct RDMA"); }
+
+bool gdr_message(NcclMessageContext& c, std::string_view m) {
+  NcclGdrRecord r;
+  r.origin = c.origin;
+  std::string_view rest = m.substr(m.find("GPU Direct RDMA") + 15);
+  const std::size_t for_pos = rest.find(" for ");
+  const std::string_view state = rest.substr(0, for_pos);
+  if (contains(state, "nabled"))
+    r.enabled = true;
+  else if (!contains(state, "isabled"))
+    return false;
+  if (for_pos == std::string_view::npos) return false;
+  rest.remove_prefix(for_pos + 5);
+  if (consume(rest, "GPU ")) {
+    r.gpu = std::string(take_token(rest));
+    if (consume(rest, "/") && consume(rest, "HCA")) take_int(rest, r.hca);
+    if (consume(rest, "(distance")) {
+      take_int(rest, r.distance);
+      take_token(rest);  // "<=", "<" or ">"
+      take_int(rest, r.max_distance);
+    }
+  } else if (consume(rest, "HCA")) {
+    take_int(rest, r.hca);
+    std::string_view name = trim(rest);
+    if (name.size() >= 2 && name.front() == '\'') {
+      name.remove_prefix(1);
+      r.hca_name = std::string(name.substr(0, name.find('\'')));
+    }
+  } else {
+    return false;
+  }
+  c.log().gdr.push_back(std::move(r));
+  return true;
+}
+
+// The NICs of a `Using [0]mlx5_0:1/IB [1]...` list; true when at least one was read.
+bool take_nics(std::string_view devices, bool ib, std::vector<NcclNic>& nics) {
+  while (true) {
+    std::string_view token = take_token(devices);
+    if (token.empty()) break;
+    NcclNic nic;
+    if (parse_nic(token, ib, nic)) nics.push_back(std::move(nic));
+  }
+  return !nics.empty();
+}
+
+bool ib_message(NcclMessageContext& c, std::string_view m) {
+  std::string_view rest = m.substr(6);  // after "NET/IB"
+  if (!consume(rest, ":")) return false;
+  NcclNetRecord r;
+  r.origin = c.origin;
+  if (consume(rest, "No device found")) {
+    r.event = NcclNetEvent::kIbNoDevice;
+  } else if (consume(rest, "Using")) {
+    r.event = NcclNetEvent::kIbDevices;
+    r.name = "IB";
+    const std::size_t semi = rest.find(';');
+    if (semi != std::string_view::npos) {
+      std::string_view oob = rest.substr(semi + 1);
+      if (consume(oob, "OOB")) r.oob = interface_name(oob);
+    }
+    if (!take_nics(rest.substr(0, semi), true, r.nics)) return false;
+  } else if (consume(rest, "Made virtual device")) {
+    const std::size_t speed = rest.find("speed=");
+    if (speed == std::string_view::npos) return true;
+    r.event = NcclNetEvent::kIbSpeed;
+    const std::size_t name = rest.find("name=");
+    if (name != std::string_view::npos) {
+      std::string_view n = rest.substr(name + 5);
+      r.name = std::string(take_token(n));
+    }
+    std::string_view s = rest.substr(speed + 6);
+    int mbps = -1;
+    if (!take_int(s, mbps)) return false;
+    r.speed_gbps = mbps / 1000.0;  // NCCL prints Mb/s
+  } else {
+    return false;
+  }
+  c.log().net.push_back(std::move(r));
+  return true;
+}
+
+bool socket_message(NcclMessageContext& c, std::string_view m) {
+  std::string_view rest = m.substr(10);  // after "NET/Socket"
+  if (!consume(rest, ":")) return false;
+  if (!consume(rest, "Using")) return contains(rest, "interfaces found");
+  NcclNetRecord r;
+  r.origin = c.origin;
+  r.event = NcclNetEvent::kSocketDevices;
+  r.name = "Socket";
+  if (!take_nics(rest, false, r.nics)) return false;
+  c.log().net.push_back(std::move(r));
+  return true;
+}
+
+bool plugin_message(NcclMessageContext& c, std::string_view m) {
+  NcclNetRecord r;
+  r.origin = c.origin;
+  const std::size_t loaded = m.find("Loaded ");
+  if (loaded != std::string_view::npos) {
+    // "Loaded net plugin NCCL RDMA Plugin v6 (v6)", "Loaded coll plugin SHARP (v6)"
+    std::string_view rest = m.substr(loaded + 7);
+    r.collnet_plugin = rest.starts_with("coll");
+    const std::size_t plugin = rest.find("plugin ");
+    if (plugin != std::string_view::npos) rest.remove_prefix(plugin + 7);
+    const std::size_t version = rest.rfind(" (v");
+    r.name = std::string(trim(rest.substr(0, version)));
+    r.event = NcclNetEvent::kPluginLoaded;
+  } else if (m.starts_with("Successfully loaded external")) {
+    r.event = NcclNetEvent::kPluginLoaded;
+    std::string_view rest = m.substr(28);
+    consume(rest, "network");
+    consume(rest, "plugin");
+    r.name = std::string(trim(rest));
+  } else if (contains(m, "No plugin found") || contains(m, "Could not find") || contains(m, "returned") ||
+             contains(m, "dlerror")) {
+    r.event = NcclNetEvent::kPluginAbsent;
+  } else {
+    // "Failed to find ncclNetPlugin_v7 symbol.", "Plugin name set by env to ...": version probing.
+    return contains(m, "Failed to find") || contains(m, "set by env");
+  }
+  // A failed load prints two lines ("Plugin load ... returned 2", "No plugin found"): keep one.
+  std::vector<NcclNetRecord>& net = c.log().net;
+  if (r.event == NcclNetEvent::kPluginAbsent && !net.empty()) {
+    const NcclNetRecord& prev = net.back();
+    if (prev.event == NcclNetEvent::kPluginAbsent && prev.origin.host == c.origin.host &&
+        prev.origin.pid == c.origin.pid && prev.origin.source == c.origin.source &&
+        prev.origin.line + 1 == c.origin.line)
+      return true;
+  }
+  net.push_back(std::move(r));
+  return true;
+}
+
+// "Using network IB", older "Using internal Network Socket".
+bool using_network_message(NcclMessageContext& c, std::string_view m) {
+  NcclNetRecord r;
+  r.origin = c.origin;
+  r.event = NcclNetEvent::kUsingNetwork;
+  r.name = std::string(trim(m.substr(m.find("etwork ") + 7)));
+  c.log().net.push_back(std::move(r));
+  return true;
+}
+
+bool bootstrap_message(NcclMessageContext& c, std::string_view m) {
+  std::string_view rest = m.substr(9);  // after "Bootstrap"
+  consume(rest, ":");
+  if (!consume(rest, "Using")) return false;
+  NcclNetRecord r;
+  r.origin = c.origin;
+  r.event = NcclNetEvent::kBootstrap;
+  r.name = interface_name(rest);
+  c.log().net.push_back(std::move(r));
+  return true;
+}
+
+bool p2p_disabled_message(NcclMessageContext& c, std::string_view m) {
+  NcclP2pDisabledRecord r;
+  r.origin = c.origin;
+  std::string_view rest = m.substr(23);  // after "P2P is disabled between"
+  r.nvlink = consume(rest, "NVLINK");
+  const std::size_t gpus = rest.find("GPUs");
+  if (gpus != std::string_view::npos) {
+    rest.remove_prefix(gpus + 4);
+    take_int(rest, r.gpu_a);
+    if (consume(rest, "and")) take_int(rest, r.gpu_b);
+  }
+  c.log().p2p_disabled.push_back(r);
+  return true;
+}
+
+bool nvls_message(NcclMessageContext& c, std::string_view m) {
+  NcclNvlsRecord r;
+  r.origin = c.origin;
+  std::string_view rest = m.substr(26);  // after "NVLS multicast support is "
+  r.available = !consume(rest, "not");
+  if (consume(rest, "available") && consume(rest, "on dev")) take_int(rest, r.dev);
+  const std::size_t n = rest.find("NVLS_NCHANNELS");
+  if (n != std::string_view::npos) {
+    std::string_view channels = rest.substr(n + 14);
+    take_int(channels, r.channels);
+  }
+  c.log().nvls.push_back(r);
+  return true;
+}
+
+// `NCCL_IB_DISABLE set by environment to 1`; other NCCL_* lines are known and carry nothing used.
+bool env_message(NcclMessageContext& c, std::string_view m) {
+  std::size_t name_end = 0;
+  while (name_end < m.size() &&
+         ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_digit(m[name_end]) || m[name_end] == '_'))
+    ++name_end;
+  std::string_view rest = m.substr(name_end);
+  if (!consume(rest, "set by environment to") && !consume(rest, "set to")) return true;
+  NcclEnvRecord r;
+  r.origin = c.origin;
+  r.name = std::string(m.substr(0, name_end));
+  std::string_view value = trim(rest);
+  // Older NCCL ends the sentence with a period ("set by environment to 0.").
+  if (!value.empty() && value.back() == '.') value.remove_suffix(1);
+  r.value = std::string(value);
+  c.log().env.push_back(std::move(r));
+  return true;
+}
+
+// A message is handled by the first row that matches it: its prefix, or `matches` when the
+// prefix is empty. Order matters where texts overlap ("NET/IB : GPU Direct RDMA ..." is a GDR line).
+struct MessageKind {
+  std::string_view prefix;
+  bool (*matches)(std::string_view message);
+  bool (*handle)(NcclMessageContext& context, std::string_view message);
+};
+
+constexpr MessageKind kMessageKinds[] = {
+    {"NCCL version ", nullptr, version_message},
+    {"cudaDriverVersion ", nullptr, driver_message},
+    {"Channel ", nullptr, channel_message},
+    {"Trees ", nullptr, trees_message},
+    {"Init timings", nullptr, init_timings_message},
+    {"", is_comm_message, comm_message},
+    {"", is_channel_count_message, channel_count_message},
+    {"", is_gdr_message, gdr_message},
+    {"NET/IB", nullptr, ib_message},
+    {"NET/Socket", nullptr, socket_message},
+    {"NET/Plugin", nullptr, plugin_message},
+    {"Successfully loaded external", nullptr, plugin_message},
+    {"Using network ", nullptr, using_network_message},
+    {"Using internal Network ", nullptr, using_network_message},
+    {"Bootstrap", nullptr, bootstrap_message},
+    {"P2P is disabled between", nullptr, p2p_disabled_message},
+    {"NVLS multicast support is ", nullptr, nvls_message},
+    {"NCCL_", nullptr, env_message},
+};
+
+}  // namespace
+
 bool NcclLogParser::parse_message(std::string_view m, const NcclOrigin& origin) {
   m = trim(m);
   if (m.empty()) return false;
-
-  if (consume(m, "NCCL version ")) {
-    NcclVersionRecord r;
-    r.origin = origin;
-    if (!parse_version(m, r)) return false;
-    log_.versions.push_back(std::move(r));
-    return true;
-  }
-  if (m.starts_with("cudaDriverVersion ")) {
-    NcclDriverRecord r;
-    r.origin = origin;
-    std::string_view rest = m.substr(18);
-    if (!take_int(rest, r.driver_version)) return false;
-    log_.drivers.push_back(r);
-    return true;
-  }
-  if (m.starts_with("Channel ")) {
-    std::string_view rest = m.substr(8);
-    int channel = -1, second = -1;
-    if (!take_int(rest, channel)) return false;
-    if (consume(rest, "/")) take_int(rest, second);
-    if (!consume(rest, ":")) return false;
-    if (contains(rest, "->")) {
-      NcclConnectionRecord r;
-      r.origin = origin;
-      r.channel = channel;
-      if (!take_int(rest, r.from_rank) || !consume(rest, "[")) return false;
-      std::size_t close = rest.find(']');
-      if (close == std::string_view::npos) return false;
-      r.from_device = std::string(rest.substr(0, close));
-      rest.remove_prefix(close + 1);
-      if (!consume(rest, "->") || !take_int(rest, r.to_rank) || !consume(rest, "[")) return false;
-      close = rest.find(']');
-      if (close == std::string_view::npos) return false;
-      r.to_device = std::string(rest.substr(0, close));
-      rest.remove_prefix(close + 1);
-      if (consume(rest, "[send]"))
-        r.direction = 's';
-      else if (consume(rest, "[receive]"))
-        r.direction = 'r';
-      if (!consume(rest, "via ")) return false;
-      r.transport = intern_transport(rest);
-      log_.connections.push_back(std::move(r));
-      return true;
-    }
-    // A ring: the ranks in order.
-    NcclRingRecord r;
-    r.origin = origin;
-    r.channel = channel;
-    r.channels = second;
-    int rank = 0;
-    while (take_int(rest, rank)) ++r.ring_length;
-    if (r.ring_length == 0 || !trim(rest).empty()) return false;
-    log_.rings.push_back(r);
-    return true;
-  }
-  if (m.starts_with("Trees ")) {
-    NcclTreesRecord r;
-    r.origin = origin;
-    for (char c : m) r.trees += c == '[';
-    log_.trees.push_back(r);
-    return r.trees > 0;
-  }
-  if (m.starts_with("Init timings")) {
-    NcclInitTimingRecord r;
-    r.origin = origin;
-    if (!parse_init_timings(m, r)) return false;
-    if (std::string why = implausible_ranks(r.rank, r.nranks); !why.empty()) {
-      note_implausible(origin, "Init timings: " + why);
-      return true;
-    }
-    log_.init_timings.push_back(std::move(r));
-    return true;
-  }
-  if (m.starts_with("comm ") || (m.starts_with("nccl") && contains(m.substr(0, 48), " comm 0x"))) {
-    NcclCommRecord r;
-    r.origin = origin;
-    if (!parse_comm(m, r)) return false;
-    if (std::string why = implausible_ranks(r.rank, r.nranks); !why.empty()) {
-      note_implausible(origin, "comm " + r.comm + ": " + why);
-      return true;
-    }
-    log_.comms.push_back(std::move(r));
-    return true;
-  }
-  if (!m.empty() && is_digit(m.front()) && contains(m, " coll channels")) {
-    NcclChannelCountRecord r;
-    r.origin = origin;
-    if (!parse_channel_counts(m, r)) return false;
-    log_.channel_counts.push_back(r);
-    return true;
-  }
-  if (contains(m, "GPU Direct RDMA")) {
-    NcclGdrRecord r;
-    r.origin = origin;
-    std::string_view rest = m.substr(m.find("GPU Direct RDMA") + 15);
-    const std::size_t for_pos = rest.find(" for ");
-    const std::string_view state = rest.substr(0, for_pos);
-    if (contains(state, "nabled"))
-      r.enabled = true;
-    else if (!contains(state, "isabled"))
-      return false;
-    if (for_pos == std::string_view::npos) return false;
-    rest.remove_prefix(for_pos + 5);
-    if (consume(rest, "GPU ")) {
-      r.gpu = std::string(take_token(rest));
-      if (consume(rest, "/") && consume(rest, "HCA")) take_int(rest, r.hca);
-      if (consume(rest, "(distance")) {
-        take_int(rest, r.distance);
-        take_token(rest);  // "<=", "<" or ">"
-        take_int(rest, r.max_distance);
-      }
-    } else if (consume(rest, "HCA")) {
-      take_int(rest, r.hca);
-      std::string_view name = trim(rest);
-      if (name.size() >= 2 && name.front() == '\'') {
-        name.remove_prefix(1);
-        r.hca_name = std::string(name.substr(0, name.find('\'')));
-      }
-    } else {
-      return false;
-    }
-    log_.gdr.push_back(std::move(r));
-    return true;
-  }
-  if (m.starts_with("NET/IB")) {
-    std::string_view rest = m.substr(6);
-    if (!consume(rest, ":")) return false;
-    if (consume(rest, "No device found")) {
-      NcclNetRecord r;
-      r.origin = origin;
-      r.event = NcclNetEvent::kIbNoDevice;
-      log_.net.push_back(std::move(r));
-      return true;
-    }
-    if (consume(rest, "Using")) {
-      NcclNetRecord r;
-      r.origin = origin;
-      r.event = NcclNetEvent::kIbDevices;
-      r.name = "IB";
-      const std::size_t semi = rest.find(';');
-      std::string_view devices = rest.substr(0, semi);
-      while (true) {
-        std::string_view token = take_token(devices);
-        if (token.empty()) break;
-        NcclNic nic;
-        if (parse_nic(token, true, nic)) r.nics.push_back(std::move(nic));
-      }
-      if (semi != std::string_view::npos) {
-        std::string_view oob = rest.substr(semi + 1);
-        if (consume(oob, "OOB")) r.oob = interface_name(oob);
-      }
-      if (r.nics.empty()) return false;
-      log_.net.push_back(std::move(r));
-      return true;
-    }
-    if (consume(rest, "Made virtual device")) {
-      const std::size_t speed = rest.find("speed=");
-      if (speed == std::string_view::npos) return true;
-      NcclNetRecord r;
-      r.origin = origin;
-      r.event = NcclNetEvent::kIbSpeed;
-      const std::size_t name = rest.find("name=");
-      if (name != std::string_view::npos) {
-        std::string_view n = rest.substr(name + 5);
-        r.name = std::string(take_token(n));
-      }
-      std::string_view s = rest.substr(speed + 6);
-      int mbps = -1;
-      if (!take_int(s, mbps)) return false;
-      r.speed_gbps = mbps / 1000.0;  // NCCL prints Mb/s
-      log_.net.push_back(std::move(r));
-      return true;
-    }
-    return false;
-  }
-  if (m.starts_with("NET/Socket")) {
-    std::string_view rest = m.substr(10);
-    if (!consume(rest, ":")) return false;
-    if (!consume(rest, "Using")) return contains(rest, "interfaces found");
-    NcclNetRecord r;
-    r.origin = origin;
-    r.event = NcclNetEvent::kSocketDevices;
-    r.name = "Socket";
-    while (true) {
-      std::string_view token = take_token(rest);
-      if (token.empty()) break;
-      NcclNic nic;
-      if (parse_nic(token, false, nic)) r.nics.push_back(std::move(nic));
-    }
-    if (r.nics.empty()) return false;
-    log_.net.push_back(std::move(r));
-    return true;
-  }
-  if (m.starts_with("NET/Plugin") || m.starts_with("Successfully loaded external")) {
-    NcclNetRecord r;
-    r.origin = origin;
-    const std::size_t loaded = m.find("Loaded ");
-    if (loaded != std::string_view::npos) {
-      // "Loaded net plugin NCCL RDMA Plugin v6 (v6)", "Loaded coll plugin SHARP (v6)"
-      std::string_view rest = m.substr(loaded + 7);
-      r.collnet_plugin = rest.starts_with("coll");
-      const std::size_t plugin = rest.find("plugin ");
-      if (plugin != std::string_view::npos) rest.remove_prefix(plugin + 7);
-      const std::size_t version = rest.rfind(" (v");
-      r.name = std::string(trim(rest.substr(0, version)));
-      r.event = NcclNetEvent::kPluginLoaded;
-    } else if (m.starts_with("Successfully loaded external")) {
-      r.event = NcclNetEvent::kPluginLoaded;
-      std::string_view rest = m.substr(28);
-      consume(rest, "network");
-      consume(rest, "plugin");
-      r.name = std::string(trim(rest));
-    } else if (contains(m, "No plugin found") || contains(m, "Could not find") || contains(m, "returned") ||
-               contains(m, "dlerror")) {
-      r.event = NcclNetEvent::kPluginAbsent;
-    } else {
-      // "Failed to find ncclNetPlugin_v7 symbol.", "Plugin name set by env to ...": version probing.
-      return contains(m, "Failed to find") || contains(m, "set by env");
-    }
-    // A failed load prints two lines ("Plugin load ... returned 2", "No plugin found"): keep one.
-    if (r.event == NcclNetEvent::kPluginAbsent && !log_.net.empty()) {
-      const NcclNetRecord& prev = log_.net.back();
-      if (prev.event == NcclNetEvent::kPluginAbsent && prev.origin.host == origin.host &&
-          prev.origin.pid == origin.pid && prev.origin.source == origin.source && prev.origin.line + 1 == origin.line)
-        return true;
-    }
-    log_.net.push_back(std::move(r));
-    return true;
-  }
-  if (m.starts_with("Using network ") || m.starts_with("Using internal Network ")) {
-    NcclNetRecord r;
-    r.origin = origin;
-    r.event = NcclNetEvent::kUsingNetwork;
-    r.name = std::string(trim(m.substr(m.find("etwork ") + 7)));
-    log_.net.push_back(std::move(r));
-    return true;
-  }
-  if (m.starts_with("Bootstrap")) {
-    std::string_view rest = m.substr(9);
-    consume(rest, ":");
-    if (!consume(rest, "Using")) return false;
-    NcclNetRecord r;
-    r.origin = origin;
-    r.event = NcclNetEvent::kBootstrap;
-    r.name = interface_name(rest);
-    log_.net.push_back(std::move(r));
-    return true;
-  }
-  if (m.starts_with("P2P is disabled between")) {
-    NcclP2pDisabledRecord r;
-    r.origin = origin;
-    std::string_view rest = m.substr(23);
-    r.nvlink = consume(rest, "NVLINK");
-    const std::size_t gpus = rest.find("GPUs");
-    if (gpus != std::string_view::npos) {
-      rest.remove_prefix(gpus + 4);
-      take_int(rest, r.gpu_a);
-      if (consume(rest, "and")) take_int(rest, r.gpu_b);
-    }
-    log_.p2p_disabled.push_back(r);
-    return true;
-  }
-  if (m.starts_with("NVLS multicast support is ")) {
-    NcclNvlsRecord r;
-    r.origin = origin;
-    std::string_view rest = m.substr(26);
-    r.available = !consume(rest, "not");
-    if (consume(rest, "available") && consume(rest, "on dev")) take_int(rest, r.dev);
-    const std::size_t n = rest.find("NVLS_NCHANNELS");
-    if (n != std::string_view::npos) {
-      std::string_view c = rest.substr(n + 14);
-      take_int(c, r.channels);
-    }
-    log_.nvls.push_back(r);
-    return true;
-  }
-  if (m.starts_with("NCCL_")) {
-    std::size_t name_end = 0;
-    while (name_end < m.size() &&
-           ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_digit(m[name_end]) || m[name_end] == '_'))
-      ++name_end;
-    std::string_view rest = m.substr(name_end);
-    if (consume(rest, "set by environment to") || consume(rest, "set to")) {
-      NcclEnvRecord r;
-      r.origin = origin;
-      r.name = std::string(m.substr(0, name_end));
-      std::string_view value = trim(rest);
-      // Older NCCL ends the sentence with a period ("set by environment to 0.").
-      if (!value.empty() && value.back() == '.') value.remove_suffix(1);
-      r.value = std::string(value);
-      log_.env.push_back(std::move(r));
-      return true;
-    }
+  NcclMessageContext context{*this, origin};
+  for (const MessageKind& kind : kMessageKinds) {
+    const bool match = kind.prefix.empty() ? kind.matches(m) : m.starts_with(kind.prefix);
+    if (match) return kind.handle(context, m);
   }
   for (std::string_view known : kKnownIgnored)
     if (m.starts_with(known)) return true;
   return false;
+}
+
+namespace {
+
+// Where the NCCL part of a line starts: " NCCL INFO", " NCCL WARN" or a bare "NCCL version ".
+struct NcclMarker {
+  std::size_t at = std::string_view::npos;  // npos: not an NCCL line
+  bool warn = false;
+  bool bare_version = false;
+};
+
+NcclMarker find_marker(std::string_view line) {
+  NcclMarker marker;
+  const char* data = line.data();
+  for (std::size_t from = 0; from + 5 <= line.size();) {
+    const void* hit = ::memmem(data + from, line.size() - from, "NCCL ", 5);
+    if (hit == nullptr) break;
+    const std::size_t pos = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
+    const std::string_view after = line.substr(pos + 5);
+    const bool boundary =
+        pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' || line[pos - 1] == ')';
+    if (boundary && (after.starts_with("INFO") || after.starts_with("WARN"))) {
+      marker.at = pos;
+      marker.warn = after.starts_with("WARN");
+      return marker;
+    }
+    // Bare version (printed without a prefix): only a launcher prefix may precede it, and the
+    // version ends the line. Torch's error messages ("... NCCL version 2.19.3") fail the first test.
+    if (boundary && after.starts_with("version ") && pos <= 64 && contains(line.substr(pos), "+cuda")) {
+      marker.at = pos;
+      marker.bare_version = true;
+      return marker;
+    }
+    from = pos + 5;
+  }
+  return marker;
+}
+
+// "file.cc:123 (func)" or "file.cc:123" at the end of what precedes a WARN marker: the location,
+// removed from `pre` ("" when it is not there).
+std::string_view take_warn_location(std::string_view& pre) {
+  std::string_view probe = pre;
+  std::string_view token = pop_last_token(probe);
+  if (token.size() > 2 && token.front() == '(' && token.back() == ')') {
+    pre = probe;
+    token = pop_last_token(probe);
+  }
+  if (!token.empty() && token.find(':') != std::string_view::npos && is_digit(token.back()) &&
+      (token.find('.') != std::string_view::npos || token.find('/') != std::string_view::npos)) {
+    pre = probe;
+    return token;
+  }
+  return {};
+}
+
+// "[3]" at the end of `pre`: the CUDA device, removed from `pre`.
+void take_device(std::string_view& pre, NcclOrigin& origin) {
+  std::string_view probe = pre;
+  int dev = -1;
+  if (bracketed_int(pop_last_token(probe), dev)) {
+    origin.dev = dev;
+    pre = probe;
+  }
+}
+
+}  // namespace
+
+void NcclLogParser::take_process(std::string_view line, std::string_view pre, NcclOrigin& origin) {
+  std::string_view probe = pre;
+  const std::string_view token = pop_last_token(probe);
+  std::string_view host, glued_outer;
+  int pid = -1, tid = -1;
+  if (!split_host_pid_tid(token, host, pid, tid, glued_outer)) return;
+  origin.host = intern_host(host);
+  origin.pid = pid;
+  origin.tid = tid;
+  // The launcher prefix: what came before the host (glued to it or separated by a blank).
+  const std::string_view outer =
+      glued_outer.empty()
+          ? probe
+          : line.substr(0, static_cast<std::size_t>(glued_outer.data() + glued_outer.size() - line.data()));
+  remember_process(launcher_prefix(outer), origin);
 }
 
 void NcclLogParser::feed_line(std::string_view line) {
@@ -770,100 +883,30 @@ void NcclLogParser::feed_line(std::string_view line) {
   }
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   if (line.size() < 12) return;
-
-  // Find the marker: " NCCL INFO", " NCCL WARN", or a bare "NCCL version ".
-  const char* data = line.data();
-  std::size_t at = std::string_view::npos;
-  bool warn = false;
-  bool bare_version = false;
-  for (std::size_t from = 0; from + 5 <= line.size();) {
-    const void* hit = ::memmem(data + from, line.size() - from, "NCCL ", 5);
-    if (hit == nullptr) break;
-    const std::size_t pos = static_cast<std::size_t>(static_cast<const char*>(hit) - data);
-    const std::string_view after = line.substr(pos + 5);
-    const bool boundary =
-        pos == 0 || is_space(line[pos - 1]) || line[pos - 1] == ':' || line[pos - 1] == ']' || line[pos - 1] == ')';
-    if (boundary && after.starts_with("INFO")) {
-      at = pos;
-      break;
-    }
-    if (boundary && after.starts_with("WARN")) {
-      at = pos;
-      warn = true;
-      break;
-    }
-    // Bare version (printed without a prefix): only a launcher prefix may precede it, and the
-    // version ends the line. Torch's error messages ("... NCCL version 2.19.3") fail the first test.
-    if (boundary && after.starts_with("version ") && pos <= 64 && contains(line.substr(pos), "+cuda")) {
-      at = pos;
-      bare_version = true;
-      break;
-    }
-    from = pos + 5;
-  }
-  if (at == std::string_view::npos) return;
+  const NcclMarker marker = find_marker(line);
+  if (marker.at == std::string_view::npos) return;
   ++src.nccl_lines;
 
   NcclOrigin origin;
   origin.source = source_index_;
   origin.line = line_number_;
-  std::string_view pre = line.substr(0, at);
-  std::string_view outer;
-
-  if (bare_version) {
-    outer = launcher_prefix(pre);
-    attribute_bare(outer, origin);
-    if (parse_message(line.substr(at), origin))
+  std::string_view pre = line.substr(0, marker.at);
+  if (marker.bare_version) {
+    attribute_bare(launcher_prefix(pre), origin);
+    if (parse_message(line.substr(marker.at), origin))
       ++src.recognised;
     else
       ++src.not_understood;
     return;
   }
+  // The prefix is read from the right: [location (WARN)], [device], host:pid:tid, launcher text.
+  const std::string_view where = marker.warn ? take_warn_location(pre) : std::string_view();
+  take_device(pre, origin);
+  take_process(line, pre, origin);
 
-  std::string_view where;
-  if (warn) {
-    // "[dev] file.cc:123 (func) NCCL WARN" or "[dev] file.cc:123 NCCL WARN"
-    std::string_view probe = pre;
-    std::string_view token = pop_last_token(probe);
-    if (token.size() > 2 && token.front() == '(' && token.back() == ')') {
-      pre = probe;
-      token = pop_last_token(probe);
-    }
-    if (!token.empty() && token.find(':') != std::string_view::npos && is_digit(token.back()) &&
-        (token.find('.') != std::string_view::npos || token.find('/') != std::string_view::npos)) {
-      where = token;
-      pre = probe;
-    }
-  }
-  {
-    std::string_view probe = pre;
-    std::string_view token = pop_last_token(probe);
-    int dev = -1;
-    if (bracketed_int(token, dev)) {
-      origin.dev = dev;
-      pre = probe;
-    }
-  }
-  {
-    std::string_view probe = pre;
-    std::string_view token = pop_last_token(probe);
-    std::string_view host, glued_outer;
-    int pid = -1, tid = -1;
-    if (split_host_pid_tid(token, host, pid, tid, glued_outer)) {
-      origin.host = intern_host(host);
-      origin.pid = pid;
-      origin.tid = tid;
-      // The launcher prefix: what came before the host (glued to it or separated by a blank).
-      outer = glued_outer.empty()
-                  ? probe
-                  : line.substr(0, static_cast<std::size_t>(glued_outer.data() + glued_outer.size() - line.data()));
-      remember_process(launcher_prefix(outer), origin);
-    }
-  }
-
-  std::string_view message = line.substr(at + 9);  // after "NCCL INFO" / "NCCL WARN"
+  std::string_view message = line.substr(marker.at + 9);  // after "NCCL INFO" / "NCCL WARN"
   bool understood = false;
-  if (warn) {
+  if (marker.warn) {
     NcclWarnRecord r;
     r.origin = origin;
     r.where = std::string(where);

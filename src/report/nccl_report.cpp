@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/rank_list.h"
+#include "ingest/nccl_log_parser.h"
 #include "report/analyze_report.h"
 
 namespace ferret {

@@ -8,6 +8,7 @@
 
 #include "analysis/nccl_setup.h"
 #include "diagnosis/rules_nccl.h"
+#include "ingest/nccl_log_parser.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 
@@ -44,12 +45,6 @@ const NcclEnvVariable* env(const NcclSetup& s, const std::string& name) {
   for (const NcclEnvVariable& v : s.env)
     if (v.name == name) return &v;
   return nullptr;
-}
-
-TEST(NcclSetup, FormatsRankLists) {
-  EXPECT_EQ(format_rank_list({8, 9, 10, 11, 3, 5, 4}), "3-5, 8-11");
-  EXPECT_EQ(format_rank_list({7}), "7");
-  EXPECT_EQ(format_rank_list({}), "");
 }
 
 TEST(NcclSetup, SingleHostNvlinkIsClean) {
@@ -228,16 +223,6 @@ TEST(NcclSetup, PerHostSettingsDifferingIsLow) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].id, "nccl-config-mismatch");
   EXPECT_EQ(fs[0].severity, Severity::kLow);
-}
-
-TEST(NcclSetup, MissingRankRangesFollowTheRanksSeen) {
-  using Ranges = std::vector<std::pair<int, int>>;
-  EXPECT_EQ(missing_rank_ranges({}, 3), (Ranges{{0, 2}}));
-  EXPECT_EQ(missing_rank_ranges({0, 1, 2}, 3), Ranges{});
-  EXPECT_EQ(missing_rank_ranges({0, 2, 5}, 8), (Ranges{{1, 1}, {3, 4}, {6, 7}}));
-  EXPECT_EQ(missing_rank_ranges({-4, 1, 1, 9}, 4), (Ranges{{0, 0}, {2, 3}}));  // out of range and repeats ignored
-  EXPECT_EQ(format_rank_ranges({{1, 1}, {3, 4}, {6, 7}}), "1, 3-4, 6-7");
-  EXPECT_EQ(format_rank_ranges({{1, 1}, {3, 4}, {6, 7}}, 2), "1, 3-4, ... (1 more ranges)");
 }
 
 // The security review's log: 50 communicators that each claim 1,048,576 ranks and log rank 0.
