@@ -12,7 +12,7 @@
 namespace ferret {
 
 struct Diagnosis {
-  std::vector<Finding> findings;  // ranked: largest max_speedup first, then severity
+  std::vector<Finding> findings;  // the verdict first, then ranked (verdict.h)
   Verdict verdict;
 };
 

@@ -77,15 +77,6 @@ const RuleInfo* find_rule(std::string_view id) {
   return nullptr;
 }
 
-const char* rule_source_name(RuleSource s) {
-  switch (s) {
-    case RuleSource::kTrace: return "trace";
-    case RuleSource::kJob: return "job";
-    case RuleSource::kNccl: return "nccl";
-  }
-  return "trace";
-}
-
 const char* rule_role_name(RuleRole r) {
   switch (r) {
     case RuleRole::kCause: return "cause";

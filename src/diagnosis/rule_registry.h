@@ -31,7 +31,6 @@ struct RuleInfo {
 
 std::span<const RuleInfo> rule_registry();
 const RuleInfo* find_rule(std::string_view id);  // nullptr for an id not in the table
-const char* rule_source_name(RuleSource s);      // "trace", "job", "nccl"
 const char* rule_role_name(RuleRole r);          // "cause", "symptom", "window"
 
 }  // namespace ferret

@@ -16,6 +16,28 @@ void rank_findings(std::vector<Finding>& findings) {
   });
 }
 
+namespace {
+
+bool explains(const RuleInfo& symptom, const Finding& f) {
+  return std::find(symptom.explained_by.begin(), symptom.explained_by.end(), f.id) != symptom.explained_by.end();
+}
+
+// A symptom whose cause also fired says so first: fixing the cause is what removes it. The cause
+// named is the highest-ranked one, the largest part of the symptom it explains.
+void point_symptoms_at_causes(std::vector<Finding>& findings) {
+  for (Finding& symptom : findings) {
+    const RuleInfo* rule = find_rule(symptom.id);
+    if (rule == nullptr || rule->role != RuleRole::kSymptom) continue;
+    auto cause = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return explains(*rule, f); });
+    if (cause == findings.end()) continue;
+    symptom.fixes.insert(symptom.fixes.begin(),
+                         fmt::format("First fix its cause, finding {} ({}): the fixes below are for what remains.",
+                                     cause->id, cause->title));
+  }
+}
+
+}  // namespace
+
 const Finding* pick_verdict(const std::vector<Finding>& ranked) {
   auto role = [](const Finding& f) {
     const RuleInfo* rule = find_rule(f.id);
@@ -25,36 +47,14 @@ const Finding* pick_verdict(const std::vector<Finding>& ranked) {
     if (role(f) == RuleRole::kWindow) return &f;
   auto significant = [](const Finding& f) { return f.severity >= Severity::kMedium; };
   auto significant_cause_fired = [&](const Finding& symptom) {
-    const RuleInfo* rule = find_rule(symptom.id);
-    return std::any_of(ranked.begin(), ranked.end(), [&](const Finding& f) {
-      return significant(f) &&
-             std::find(rule->explained_by.begin(), rule->explained_by.end(), f.id) != rule->explained_by.end();
-    });
+    const RuleInfo& rule = *find_rule(symptom.id);
+    return std::any_of(ranked.begin(), ranked.end(),
+                       [&](const Finding& f) { return significant(f) && explains(rule, f); });
   };
   for (const Finding& f : ranked)
     if (significant(f) && (role(f) != RuleRole::kSymptom || !significant_cause_fired(f))) return &f;
   return nullptr;
 }
-
-namespace {
-
-// A symptom whose cause also fired says so first: fixing the cause is what removes it.
-void point_symptoms_at_causes(std::vector<Finding>& findings) {
-  for (Finding& symptom : findings) {
-    const RuleInfo* rule = find_rule(symptom.id);
-    if (rule == nullptr || rule->role != RuleRole::kSymptom) continue;
-    for (std::string_view cause_id : rule->explained_by) {
-      auto cause = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.id == cause_id; });
-      if (cause == findings.end()) continue;
-      symptom.fixes.insert(symptom.fixes.begin(),
-                           fmt::format("First fix its cause, finding {} ({}): the fixes below are for what remains.",
-                                       cause->id, cause->title));
-      break;
-    }
-  }
-}
-
-}  // namespace
 
 const Finding* rank_and_lead_with_verdict(std::vector<Finding>& findings) {
   rank_findings(findings);
