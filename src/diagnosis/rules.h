@@ -23,7 +23,4 @@ void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);    // capt
 // a rule's text calls the analysed time when there are no steps.
 inline const char* window_noun(const TraceAnalysis& a) { return a.context.whole_trace() ? "trace" : "window"; }
 
-// A finding that says the window is not a steady state: it leads, and it is the verdict.
-bool is_window_finding(const Finding& f);
-
 }  // namespace ferret

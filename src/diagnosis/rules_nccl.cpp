@@ -10,6 +10,7 @@
 #include "base/rank_list.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "diagnosis/verdict.h"
 
 namespace ferret {
 
@@ -508,25 +509,24 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
   }
 }
 
-int severity_rank(Severity s) { return static_cast<int>(s); }
-
 }  // namespace
 
 void rules_nccl(const NcclSetup& setup, std::vector<Finding>& out) {
-  const std::size_t first = out.size();
-  rule_socket_transport(setup, out);
-  rule_gdr_disabled(setup, out);
-  rule_p2p_disabled(setup, out);
-  rule_version_mismatch(setup, out);
-  rule_driver_mismatch(setup, out);
-  rule_config_mismatch(setup, out);
-  rule_missing_ranks(setup, out);
-  rule_slow_init(setup, out);
-  rule_warnings(setup, out);
-  rule_bandwidth(setup, out);
-  std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(), [](const Finding& a, const Finding& b) {
-    return severity_rank(a.severity) > severity_rank(b.severity);
-  });
+  std::vector<Finding> found;
+  rule_socket_transport(setup, found);
+  rule_gdr_disabled(setup, found);
+  rule_p2p_disabled(setup, found);
+  rule_version_mismatch(setup, found);
+  rule_driver_mismatch(setup, found);
+  rule_config_mismatch(setup, found);
+  rule_missing_ranks(setup, found);
+  rule_slow_init(setup, found);
+  rule_warnings(setup, found);
+  rule_bandwidth(setup, found);
+  // The policy of the trace and job paths: with no time measured (max_speedup 1) it ranks by
+  // severity, and the verdict leads.
+  rank_and_lead_with_verdict(found);
+  out.insert(out.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
 }
 
 }  // namespace ferret

@@ -142,6 +142,4 @@ void rules_window(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_edge_wait(a, a.window_activity, out);
 }
 
-bool is_window_finding(const Finding& f) { return f.id == "graph-capture-window" || f.id == "initialisation-window"; }
-
 }  // namespace ferret

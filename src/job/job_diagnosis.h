@@ -12,7 +12,7 @@
 namespace ferret {
 
 struct JobDiagnosis {
-  std::vector<Finding> findings;  // ranked as for one trace
+  std::vector<Finding> findings;  // the verdict first, then ranked, as for one trace (verdict.h)
   Verdict verdict;
   // The ranks' own verdicts, most common first: (finding id or "" for none, ranks, an example title).
   struct RankVerdicts {

@@ -33,6 +33,14 @@ const ActivityExcess* activity(const Straggler& s, StragglerCause c) {
 // 1% of the median step (below that, skew is noise a fix cannot win back).
 constexpr double kStragglerMinStepShare = 0.01;
 
+// The straggler the rule reports first (stragglers come most costly first), or nullptr: the other
+// rules judge the job given it, whatever order they run in.
+const Straggler* reported_straggler(const JobAnalysis& job) {
+  for (const Straggler& s : job.stragglers.stragglers)
+    if (s.step_share >= kStragglerMinStepShare) return &s;
+  return nullptr;
+}
+
 void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
   for (const Straggler& s : job.stragglers.stragglers) {
     if (s.step_share < kStragglerMinStepShare) continue;
@@ -153,12 +161,9 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
   double median = shares[shares.size() / 2];
   // With a straggler, the others' exposed communication is mostly waiting for it (its own rule);
   // what remains exposed on the straggler, which waits for nobody, is the communication itself.
-  const RankResult* straggler = nullptr;
-  for (const Finding& f : out)
-    if (f.id == "rank-straggler") {
-      straggler = &job.ranks[static_cast<std::size_t>(job.stragglers.stragglers.front().rank_index)];
-      break;
-    }
+  const Straggler* reported = reported_straggler(job);
+  const RankResult* straggler =
+      reported != nullptr ? &job.ranks[static_cast<std::size_t>(reported->rank_index)] : nullptr;
   if (straggler != nullptr && straggler->window_ns > 0)
     median = static_cast<double>(straggler->exposed_comm_ns) / static_cast<double>(straggler->window_ns);
   if (median < kExposedShare) return;
@@ -232,8 +237,7 @@ void rule_waiting(const JobAnalysis& job, std::vector<Finding>& out) {
   if (total <= 0) return;
   const double share = static_cast<double>(wait) / static_cast<double>(total);
   if (share < kWaitShare) return;
-  for (const Finding& f : out)
-    if (f.id == "rank-straggler") return;  // the straggler is the cause
+  if (reported_straggler(job) != nullptr) return;  // the straggler is the cause
   std::int64_t window = 0;
   for (const RankResult& r : job.ranks) window += r.error.empty() ? r.window_ns : 0;
   const double time_share = window > 0 ? static_cast<double>(exposed_wait) / static_cast<double>(window) : 0;
@@ -344,19 +348,9 @@ JobDiagnosis diagnose_job(const JobAnalysis& job) {
   rule_exposed_communication(job, d.findings);
   rule_waiting(job, d.findings);
   rule_slow_transport(job, d.findings);
-  rank_findings(d.findings);
-  // A slow transport is why communication stays exposed: the cause leads, the symptom follows
-  // (as diagnose() prefers a cause over a symptom for one trace).
-  const auto transport = std::find_if(d.findings.begin(), d.findings.end(),
-                                      [](const Finding& f) { return f.id == "slow-collective-transport"; });
-  const auto exposed = std::find_if(d.findings.begin(), d.findings.end(),
-                                    [](const Finding& f) { return f.id == "job-exposed-communication"; });
-  if (transport != d.findings.end() && exposed != d.findings.end()) {
-    exposed->fixes.insert(exposed->fixes.begin(),
-                          "First bring the transport to its expected bandwidth (finding "
-                          "slow-collective-transport): less transfer time leaves less to hide.");
-    if (exposed < transport) std::rotate(exposed, transport, transport + 1);
-  }
+  // One policy with the trace and NCCL paths (docs/RULES.md#the-verdict): a slow transport is why
+  // communication stays exposed, so it is the verdict over it.
+  const Finding* top = rank_and_lead_with_verdict(d.findings);
 
   // The ranks' own verdicts, grouped.
   std::map<std::string, std::size_t> slot;
@@ -370,19 +364,17 @@ JobDiagnosis diagnose_job(const JobAnalysis& job) {
   std::stable_sort(d.rank_verdicts.begin(), d.rank_verdicts.end(),
                    [](const auto& a, const auto& b) { return a.ranks.size() > b.ranks.size(); });
 
-  if (!d.findings.empty()) {
-    const Finding& top = d.findings.front();
-    d.verdict.bottleneck_found = true;
-    d.verdict.finding_id = top.id;
-    d.verdict.dimension = top.dimension;
-    d.verdict.max_speedup = top.max_speedup;
-    d.verdict.headline = top.max_speedup > 1.005 ? fmt::format("{}. Fixing it can make the job up to {:.2f}x faster.",
-                                                               top.title, top.max_speedup)
-                                                 : top.title + ".";
+  if (top != nullptr) {
+    d.verdict = verdict_of(*top);
+    d.verdict.headline = top->max_speedup > 1.005 ? fmt::format("{}. Fixing it can make the job up to {:.2f}x faster.",
+                                                                top->title, top->max_speedup)
+                                                  : top->title + ".";
   } else if (!d.rank_verdicts.empty()) {
+    // Low-severity job findings are no verdict (as for one trace), but they are not nothing.
     const auto& common = d.rank_verdicts.front();
     d.verdict.headline =
-        fmt::format("No cross-rank bottleneck (no straggler, communication hidden). {} of {} ranks: {}",
+        fmt::format("No cross-rank bottleneck ({}). {} of {} ranks: {}",
+                    d.findings.empty() ? "no straggler, communication hidden" : "only minor cross-rank findings, below",
                     common.ranks.size(), job.ranks.size(), common.title);
   } else {
     d.verdict.headline = "No rank could be analysed.";

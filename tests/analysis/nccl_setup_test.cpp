@@ -203,11 +203,12 @@ TEST(NcclSetup, VersionDriverAndConfigMismatchesSlowInitAndAHungRank) {
   const std::vector<Finding> fs = findings_of(s);
   std::vector<std::string> ids;
   for (const Finding& f : fs) ids.push_back(f.id);
-  // By severity: the two high ones, then medium, then low (rule order within a level).
-  EXPECT_EQ(ids, (std::vector<std::string>{"nccl-version-mismatch", "nccl-missing-ranks", "nccl-config-mismatch",
+  // By severity: the two high ones, then medium, then low (id order within a level, as for
+  // every path: docs/RULES.md#the-verdict).
+  EXPECT_EQ(ids, (std::vector<std::string>{"nccl-missing-ranks", "nccl-version-mismatch", "nccl-config-mismatch",
                                            "nccl-driver-mismatch", "nccl-slow-init"}));
-  EXPECT_EQ(fs[1].severity, Severity::kHigh);
-  EXPECT_EQ(evidence(fs[1], "ranks_incomplete"), 1);
+  EXPECT_EQ(fs[0].severity, Severity::kHigh);
+  EXPECT_EQ(evidence(fs[0], "ranks_incomplete"), 1);
   EXPECT_EQ(evidence(fs[2], "variables_differing"), 2);  // NCCL_ALGO, NCCL_IB_GID_INDEX
   EXPECT_EQ(fs[2].severity, Severity::kMedium);
   EXPECT_EQ(evidence(fs[4], "init_seconds"), 12.30);

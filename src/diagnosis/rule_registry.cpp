@@ -1,0 +1,89 @@
+#include "diagnosis/rule_registry.h"
+
+#include <array>
+
+namespace ferret {
+
+namespace {
+
+using D = Dimension;
+using R = RuleRole;
+using S = RuleSource;
+
+// Low GPU utilization and CPU-bound say that the GPU idles (CPU-bound: while the host runs), not
+// why. Utilization counts NCCL kernels as busy, so what explains them is what keeps the GPU from
+// starting work: waiting for input, launch overhead, host syncs, blocking or slow host copies,
+// allocator calls, and - on a rank of a job - waiting for the other ranks, which the host does in
+// c10d waits and blocking launches around the collectives.
+constexpr std::array<std::string_view, 11> kIdleGpuCauses = {
+    "input-bound",         "launch-bound",          "host-sync",        "sync-copy",
+    "pageable-copy",       "pageable-copies",       "slow-host-copies", "allocator-in-steady-state",
+    "communication-heavy", "exposed-communication", "low-busbw"};
+// Exposed communication on a job: a slow transport makes every collective take longer to hide.
+constexpr std::array<std::string_view, 1> kExposedCommunicationCauses = {"slow-collective-transport"};
+
+constexpr std::array kRules = {
+    // One trace (diagnose()).
+    RuleInfo{"input-bound", S::kTrace, D::kDataPipeline, "rules_data_pipeline", R::kCause, {}},
+    RuleInfo{"low-gpu-utilization", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kIdleGpuCauses},
+    RuleInfo{"cpu-bound", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kIdleGpuCauses},
+    RuleInfo{"no-tensor-cores", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
+    RuleInfo{"low-occupancy", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
+    RuleInfo{"matmul-dominated", S::kTrace, D::kCompute, "rules_gpu_efficiency, rules_cpu", R::kCause, {}},
+    RuleInfo{"launch-bound", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"host-sync", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"allocator-in-steady-state", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"pageable-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"hot-operator", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"memory-near-capacity", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
+    RuleInfo{"memory-fragmentation", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
+    RuleInfo{"allocation-churn", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
+    RuleInfo{"communication-heavy", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
+    RuleInfo{"exposed-communication", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
+    RuleInfo{"low-busbw", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
+    RuleInfo{"slow-host-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
+    RuleInfo{"pageable-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
+    RuleInfo{"graph-capture-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
+    RuleInfo{"initialisation-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
+    RuleInfo{"window-edge-wait", S::kTrace, D::kBenchmark, "rules_window", R::kCause, {}},
+    // All ranks of a job (diagnose_job()).
+    RuleInfo{"rank-straggler", S::kJob, D::kDistributed, "rule_straggler", R::kCause, {}},
+    RuleInfo{"job-exposed-communication", S::kJob, D::kDistributed, "rule_exposed_communication", R::kSymptom,
+             kExposedCommunicationCauses},
+    RuleInfo{"collective-skew", S::kJob, D::kDistributed, "rule_waiting", R::kCause, {}},
+    RuleInfo{"slow-collective-transport", S::kJob, D::kDistributed, "rule_slow_transport", R::kCause, {}},
+    // NCCL logs (rules_nccl()).
+    RuleInfo{"nccl-socket-transport", S::kNccl, D::kDistributed, "rule_socket_transport", R::kCause, {}},
+    RuleInfo{"nccl-gdr-disabled", S::kNccl, D::kDistributed, "rule_gdr_disabled", R::kCause, {}},
+    RuleInfo{"nccl-p2p-disabled", S::kNccl, D::kDistributed, "rule_p2p_disabled", R::kCause, {}},
+    RuleInfo{"nccl-version-mismatch", S::kNccl, D::kDistributed, "rule_version_mismatch", R::kCause, {}},
+    RuleInfo{"nccl-driver-mismatch", S::kNccl, D::kDistributed, "rule_driver_mismatch", R::kCause, {}},
+    RuleInfo{"nccl-config-mismatch", S::kNccl, D::kDistributed, "rule_config_mismatch", R::kCause, {}},
+    RuleInfo{"nccl-missing-ranks", S::kNccl, D::kDistributed, "rule_missing_ranks", R::kCause, {}},
+    RuleInfo{"nccl-slow-init", S::kNccl, D::kDistributed, "rule_slow_init", R::kCause, {}},
+    RuleInfo{"nccl-warnings", S::kNccl, D::kDistributed, "rule_warnings", R::kCause, {}},
+    RuleInfo{"nccl-busbw-low", S::kNccl, D::kDistributed, "rule_bandwidth", R::kCause, {}},
+    RuleInfo{"nccl-busbw-impossible", S::kNccl, D::kDistributed, "rule_bandwidth", R::kCause, {}},
+};
+
+}  // namespace
+
+std::span<const RuleInfo> rule_registry() { return kRules; }
+
+const RuleInfo* find_rule(std::string_view id) {
+  for (const RuleInfo& r : kRules)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+const char* rule_role_name(RuleRole r) {
+  switch (r) {
+    case RuleRole::kCause: return "cause";
+    case RuleRole::kSymptom: return "symptom";
+    case RuleRole::kWindow: return "window";
+  }
+  return "cause";
+}
+
+}  // namespace ferret

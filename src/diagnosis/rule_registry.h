@@ -1,0 +1,36 @@
+// The rule registry: one row per rule id that any path (one trace, a job, NCCL logs) emits, with
+// what the verdict policy needs to know about it. Policy decisions look rules up here instead of
+// comparing id strings; docs/RULES.md lists the same rows (a test checks both ways).
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "diagnosis/finding.h"
+
+namespace ferret {
+
+// Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, or NCCL logs.
+enum class RuleSource { kTrace, kJob, kNccl };
+
+// What a rule's finding means for the verdict (docs/RULES.md#the-verdict).
+enum class RuleRole {
+  kCause,    // names why time is lost: a verdict candidate
+  kSymptom,  // says that time is lost, not why: defers to any of its causes that also fired
+  kWindow,   // the window is not a steady state: leads and is the verdict, with no bottleneck
+};
+
+struct RuleInfo {
+  std::string_view id;
+  RuleSource source;
+  Dimension dimension;
+  std::string_view function;  // the function that evaluates it (the family, when one emits several ids)
+  RuleRole role;
+  std::span<const std::string_view> explained_by;  // for a symptom: the cause ids that explain it
+};
+
+std::span<const RuleInfo> rule_registry();
+const RuleInfo* find_rule(std::string_view id);  // nullptr for an id not in the table
+const char* rule_role_name(RuleRole r);          // "cause", "symptom", "window"
+
+}  // namespace ferret

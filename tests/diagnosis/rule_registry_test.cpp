@@ -1,0 +1,185 @@
+// The rule registry is the one list of rule ids: every id the sources emit is in it, every row
+// is emitted somewhere, docs/RULES.md lists exactly its rows (dimension, role, a symptom's
+// causes), and the findings of real runs on the example traces and NCCL logs are all registered.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/nccl_setup.h"
+#include "analysis/trace_analysis.h"
+#include "diagnosis/diagnose.h"
+#include "diagnosis/rule_registry.h"
+#include "diagnosis/rules_nccl.h"
+#include "ingest/nccl_log_parser.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string source_path(const std::string& relative) { return std::string(FERRET_SOURCE_DIR) + "/" + relative; }
+
+std::set<std::string> registered_ids() {
+  std::set<std::string> ids;
+  for (const RuleInfo& r : rule_registry()) ids.insert(std::string(r.id));
+  return ids;
+}
+
+TEST(RuleRegistry, IdsAreUniqueAndSymptomsNameCausesOfTheirOwnPath) {
+  EXPECT_EQ(registered_ids().size(), rule_registry().size());
+  for (const RuleInfo& r : rule_registry()) {
+    EXPECT_EQ(r.role == RuleRole::kSymptom, !r.explained_by.empty()) << r.id;
+    for (std::string_view cause_id : r.explained_by) {
+      const RuleInfo* cause = find_rule(cause_id);
+      ASSERT_NE(cause, nullptr) << r.id << " is explained by unregistered " << cause_id;
+      EXPECT_EQ(cause->role, RuleRole::kCause) << r.id << " <- " << cause_id;
+      EXPECT_EQ(cause->source, r.source) << r.id << " <- " << cause_id;
+    }
+  }
+  EXPECT_EQ(find_rule("no-such-rule"), nullptr);
+}
+
+// Every `id = "..."` in src/ is a rule id: each is registered, and each row is emitted somewhere.
+TEST(RuleRegistry, EveryIdInTheSourcesIsRegisteredAndNoRowIsStale) {
+  const std::regex assignment(R"re(\bid = "([a-z0-9-]+)")re");
+  std::set<std::string> in_sources;
+  for (const auto& entry : fs::recursive_directory_iterator(source_path("src"))) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".cpp") continue;
+    const std::string text = test::read_file(entry.path().string());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), assignment); it != std::sregex_iterator(); ++it)
+      in_sources.insert((*it)[1].str());
+  }
+  // 23 trace rules, 4 job rules, 11 NCCL rules, counted in the rules_*.cpp files by hand.
+  EXPECT_EQ(in_sources.size(), 38u);
+  EXPECT_EQ(in_sources, registered_ids());
+}
+
+// The rules run on real inputs: whatever fires is registered with the dimension it reports.
+void expect_registered(const std::vector<Finding>& findings, const std::string& input) {
+  for (const Finding& f : findings) {
+    const RuleInfo* rule = find_rule(f.id);
+    ASSERT_NE(rule, nullptr) << f.id << " from " << input;
+    EXPECT_EQ(rule->dimension, f.dimension) << f.id << " from " << input;
+  }
+}
+
+TEST(RuleRegistry, FindingsOnTheExampleTracesAndNcclLogsAreRegistered) {
+  std::size_t findings = 0;
+  for (const auto& entry : fs::directory_iterator(source_path("examples/traces"))) {
+    const TraceModel model = load_trace(entry.path().string());
+    const Diagnosis d = diagnose(analyze_trace(model, {}));
+    expect_registered(d.findings, entry.path().string());
+    findings += d.findings.size();
+  }
+  for (const auto& entry : fs::directory_iterator(source_path("tests/data/nccl"))) {
+    NcclLog log;
+    parse_nccl_file(entry.path().string(), log);
+    std::vector<Finding> found;
+    rules_nccl(analyze_nccl_setup(log), found);
+    expect_registered(found, entry.path().string());
+    findings += found.size();
+  }
+  EXPECT_GT(findings, 10u);  // the inputs do trigger rules
+}
+
+// docs/RULES.md: every table row whose first cell is a backquoted id. Columns by their header.
+struct DocRow {
+  std::map<std::string, std::string> cells;  // header -> cell
+  int line = 0;
+};
+
+std::vector<std::string> split_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t start = 1;  // after the leading '|'
+  for (std::size_t bar = line.find('|', start); bar != std::string::npos; bar = line.find('|', start)) {
+    std::string cell = line.substr(start, bar - start);
+    const std::size_t first = cell.find_first_not_of(' ');
+    const std::size_t last = cell.find_last_not_of(' ');
+    cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    start = bar + 1;
+  }
+  return cells;
+}
+
+// id -> row, for the rule tables (header "id") and the symptom table (header "symptom").
+std::map<std::string, DocRow> doc_rows(const std::string& first_header) {
+  const std::string text = test::read_file(source_path("docs/RULES.md"));
+  std::map<std::string, DocRow> rows;
+  std::vector<std::string> header;
+  int number = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++number;
+    if (line.rfind('|', 0) != 0) {
+      header.clear();
+      continue;
+    }
+    const std::vector<std::string> cells = split_cells(line);
+    if (header.empty()) {
+      header = cells;
+      continue;
+    }
+    if (header.front() != first_header || cells.empty() || cells.front().size() < 3 || cells.front().front() != '`')
+      continue;
+    const std::string id = cells.front().substr(1, cells.front().size() - 2);
+    EXPECT_EQ(rows.count(id), 0u) << id << " listed twice, again on line " << number;
+    DocRow& row = rows[id];
+    row.line = number;
+    for (std::size_t i = 0; i < cells.size() && i < header.size(); ++i) row.cells[header[i]] = cells[i];
+  }
+  return rows;
+}
+
+std::set<std::string> backquoted(const std::string& cell) {
+  std::set<std::string> ids;
+  const std::regex quoted("`([a-z0-9-]+)`");
+  for (auto it = std::sregex_iterator(cell.begin(), cell.end(), quoted); it != std::sregex_iterator(); ++it)
+    ids.insert((*it)[1].str());
+  return ids;
+}
+
+TEST(RuleRegistry, RulesMdListsEveryRegisteredRuleAndNoOther) {
+  const std::map<std::string, DocRow> rows = doc_rows("id");
+  std::set<std::string> documented;
+  for (const auto& [id, row] : rows) documented.insert(id);
+  EXPECT_EQ(documented, registered_ids());
+  for (const auto& [id, row] : rows) {
+    const RuleInfo* rule = find_rule(id);
+    if (rule == nullptr) continue;  // reported above
+    const std::string dimension = row.cells.at("dimension / layer");
+    EXPECT_EQ(dimension.substr(0, dimension.find(" / ")), dimension_name(rule->dimension))
+        << id << " on line " << row.line;
+    EXPECT_EQ(row.cells.at("role"), rule_role_name(rule->role)) << id << " on line " << row.line;
+  }
+}
+
+TEST(RuleRegistry, RulesMdNamesEachSymptomsCauses) {
+  const std::map<std::string, DocRow> rows = doc_rows("symptom");
+  std::set<std::string> symptoms;
+  for (const RuleInfo& r : rule_registry()) {
+    if (r.role != RuleRole::kSymptom) continue;
+    symptoms.insert(std::string(r.id));
+    const auto row = rows.find(std::string(r.id));
+    ASSERT_NE(row, rows.end()) << r.id << " has no row in the symptom table";
+    std::set<std::string> causes;
+    for (std::string_view c : r.explained_by) causes.insert(std::string(c));
+    EXPECT_EQ(backquoted(row->second.cells.at("explained by")), causes) << r.id;
+  }
+  std::set<std::string> documented;
+  for (const auto& [id, row] : rows) documented.insert(id);
+  EXPECT_EQ(documented, symptoms);
+}
+
+}  // namespace
+}  // namespace ferret
