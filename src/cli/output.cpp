@@ -21,8 +21,10 @@ void print_error(std::string_view message) {
   std::fputs(line.c_str(), stderr);
 }
 
+void print_usage_error(std::string_view message) { print_error(message); }
+
 void usage_error(std::string_view message) {
-  print_error(message);
+  print_usage_error(message);
   throw ExitCode{2};
 }
 

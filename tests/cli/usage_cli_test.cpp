@@ -1,5 +1,7 @@
 // Usage errors read the same in every sub-command: "ferret: <what is wrong>" on stderr, nothing
 // on stdout, exit status 2.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -26,6 +28,17 @@ TEST(UsageCli, EverySubCommandPrintsUsageErrorsOneWay) {
   expect_usage_error("gen inflate --from x.json --copies 2 --gzip --no-gzip -o " + out,
                      "--gzip and --no-gzip exclude each other");
   expect_usage_error("gen scenario -o " + out, "scenario: give a NAME (see --list)");
+}
+
+TEST(UsageCli, ParseErrorsOfTheOptionParserReadTheSameWay) {
+  // One line, the unknown option named (not CLI11's "A subcommand is required" before it).
+  expect_usage_error("--bogus info x.json", "unknown option --bogus; run with --help for more information");
+  expect_usage_error("analyze x.json --bogus", "unknown option --bogus; run with --help for more information");
+  const test::CommandResult missing = test::run_ferret("analyze");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err.rfind("ferret: ", 0), 0u) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  EXPECT_NE(missing.err.find("traces"), std::string::npos) << missing.err;
 }
 
 }  // namespace
