@@ -2,23 +2,14 @@
 // as a whole when the inputs are the ranks of one job.
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdio>
 #include <iostream>
-#include <set>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "cli/rank_analysis.h"
+#include "cli/progress.h"
 #include "cli/world.h"
-#include "ingest/trace_loader.h"
-#include "job/job_analysis.h"
-#include "job/job_diagnosis.h"
-#include "job/rank_files.h"
-#include "report/job_report.h"
+#include "report/analyze_command.h"
 
 namespace ferret::cli {
 
@@ -52,181 +43,51 @@ AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
   return o;
 }
 
-// Inputs are the ranks of one job when each says which rank it is (distributedInfo or its file
-// name), no two say the same, and they agree on the world size.
-bool looks_like_one_job(const std::vector<TraceOutcome>& outcomes) {
-  std::set<int> ranks, world_sizes;
-  std::size_t ok = 0;
-  for (const TraceOutcome& o : outcomes) {
-    if (!o.error.empty()) continue;
-    ++ok;
-    int rank = o.rank.rank;
-    if (rank < 0) rank = rank_from_file_name(o.path).value_or(-1);
-    if (rank < 0 || !ranks.insert(rank).second) return false;
-    if (o.rank.world_size > 0) world_sizes.insert(o.rank.world_size);
-  }
-  return ok >= 2 && world_sizes.size() <= 1;
-}
-
-// The files each MPI process analyses: largest first to the least loaded process (LPT), the
-// same on every process since it depends only on the file sizes.
-std::vector<std::size_t> my_share(const std::vector<std::string>& files, const World& world) {
-  std::vector<std::size_t> mine;
-  if (world.size <= 1) {
-    for (std::size_t i = 0; i < files.size(); ++i) mine.push_back(i);
-    return mine;
-  }
-  std::vector<std::pair<std::uint64_t, std::size_t>> by_size;
-  for (std::size_t i = 0; i < files.size(); ++i) by_size.push_back({input_file_size(files[i]), i});
-  std::stable_sort(by_size.begin(), by_size.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::uint64_t> load(static_cast<std::size_t>(world.size), 0);
-  for (const auto& [size, index] : by_size) {
-    const auto p = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[p] += std::max<std::uint64_t>(size, 1);
-    if (static_cast<int>(p) == world.rank) mine.push_back(index);
-  }
-  std::sort(mine.begin(), mine.end());
-  return mine;
-}
-
-// What a process sends to process 0: per analysed file, its index and its rank result or error.
-std::vector<std::uint8_t> encode_share(const std::vector<std::size_t>& indices,
-                                       const std::vector<TraceOutcome>& outcomes) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (std::size_t k = 0; k < indices.size(); ++k) {
-    const TraceOutcome& o = outcomes[k];
-    rows.push_back(
-        {indices[k], o.error,
-         nlohmann::json::binary(o.error.empty() ? encode_rank_result(o.rank) : std::vector<std::uint8_t>{})});
-  }
-  return nlohmann::json::to_msgpack(rows);
-}
-
-void decode_share(const std::vector<std::uint8_t>& bytes, const std::vector<std::string>& files,
-                  std::vector<TraceOutcome>& all) {
-  const nlohmann::json rows = nlohmann::json::from_msgpack(bytes);
-  for (const nlohmann::json& row : rows) {
-    const auto index = row.at(0).get<std::size_t>();
-    if (index >= all.size()) throw std::runtime_error("a process sent a result for an unknown file");
-    TraceOutcome& o = all[index];
-    o.path = files[index];
-    o.error = row.at(1).get<std::string>();
-    if (o.error.empty()) o.rank = decode_rank_result(row.at(2).get_binary());
-  }
-}
-
 // MPI_Finalize on every way out.
 struct WorldGuard {
   World world;
   ~WorldGuard() { world_stop(world); }
 };
 
-void run_analyze(const AnalyzeCliOptions& cli) {
-  if (cli.json && cli.markdown) {
-    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
-    throw ExitCode{2};
-  }
-  if (cli.job && cli.per_trace) {
-    std::fprintf(stderr, "ferret: choose one of --job and --per-trace\n");
-    throw ExitCode{2};
-  }
-  const AnalysisOptions options = to_analysis_options(cli);
-  const TraceInputs inputs = expand_inputs(cli.traces);
-  const std::vector<std::string>& files = inputs.files;
-  const std::vector<bool>& given_by_name = inputs.given_by_name;
-  const bool directory_given = inputs.directory_given;
+void run_analyze_command(const AnalyzeCliOptions& cli) {
+  if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
+  if (cli.job && cli.per_trace) usage_error("choose one of --job and --per-trace");
+  AnalyzeRequest request;
+  request.inputs = cli.traces;
+  request.analysis = to_analysis_options(cli);
+  request.format = cli.json ? AnalyzeFormat::kJson : cli.markdown ? AnalyzeFormat::kMarkdown : AnalyzeFormat::kText;
+  request.grouping = cli.job         ? AnalyzeGrouping::kJob
+                     : cli.per_trace ? AnalyzeGrouping::kPerTrace
+                                     : AnalyzeGrouping::kAuto;
 
   if (launched_by_mpi_launcher() && !built_with_mpi()) {
     exec_sibling_binary("ferret-mpi");
-    std::fprintf(stderr,
-                 "ferret: started by an MPI launcher, but there is no ferret-mpi beside this ferret: "
-                 "install libopenmpi-dev and rebuild ferret, or run without mpirun\n");
+    print_error(
+        "started by an MPI launcher, but there is no ferret-mpi beside this ferret: install libopenmpi-dev and "
+        "rebuild ferret, or run without mpirun");
     throw ExitCode{2};
   }
   WorldGuard guard{world_start()};
   const World& world = guard.world;
-  if (world.size > 1 && cli.per_trace) {
-    std::fprintf(stderr, "ferret: --per-trace cannot be spread over MPI processes; run it without mpirun\n");
-    throw ExitCode{2};
-  }
-  const std::vector<std::size_t> mine = my_share(files, world);
+  if (world.size > 1 && cli.per_trace)
+    usage_error("--per-trace cannot be spread over MPI processes; run it without mpirun");
   // Under MPI the launcher forwards stdout: whether it ends at a terminal is not known here.
-  const Style style = (cli.json || cli.markdown || world.size > 1) ? Style{} : style_for_fd(STDOUT_FILENO);
+  if (request.format == AnalyzeFormat::kText && world.size == 1) request.style = style_for_fd(STDOUT_FILENO);
+  request.jobs = thread_option(cli.jobs, "--jobs");
+  request.threads = thread_option(cli.threads, "--threads");
+  request.max_memory = memory_limit(cli.max_memory);
+  request.start_progress = make_progress_bar;
+  request.finish_progress = finish_progress_bar;
+  request.on_message = [](const std::string& message) { print_error(message); };
 
-  TraceRunOptions run;
-  run.analysis = options;
-  run.rendering = cli.json ? TraceRendering::kJson : cli.markdown ? TraceRendering::kMarkdown : TraceRendering::kText;
-  run.style = style;
-  run.jobs = thread_option(cli.jobs, "--jobs");
-  run.threads = thread_option(cli.threads, "--threads");
-  run.max_memory = memory_limit(cli.max_memory);
-  run.progress = world.size == 1;
-  std::vector<TraceOutcome> outcomes = analyze_trace_files(files, mine, run);
-  if (world.size > 1) {
-    // Process 0 gathers the rank results and writes the one report; the others only analyse.
-    const std::vector<std::vector<std::uint8_t>> shares = world_gather(world, encode_share(mine, outcomes));
-    int exit_code = 0;
-    if (world.rank == 0) {
-      outcomes.assign(files.size(), TraceOutcome{});
-      try {
-        for (const std::vector<std::uint8_t>& share : shares) decode_share(share, files, outcomes);
-      } catch (const std::exception& e) {
-        print_error(fmt::format("cannot read a process's results: {}", e.what()));
-        world_broadcast(world, 2);
-        throw ExitCode{2};
-      }
-    }
-    if (world.rank != 0) {
-      exit_code = world_broadcast(world, 0);
-      if (exit_code != 0) throw ExitCode{exit_code};
-      return;
-    }
-  }
-
-  // A directory can hold other JSON beside the rank traces (a config, a ground truth): a file
-  // found in one that is not a trace document at all is left out with a note, not a failure.
-  const int failures = report_trace_errors(outcomes, given_by_name);
-
-  const bool job_mode =
-      !cli.per_trace && (world.size > 1 || cli.job || directory_given || looks_like_one_job(outcomes));
-  if (job_mode) {
-    std::vector<RankResult> ranks;
-    for (TraceOutcome& o : outcomes) {
-      if (o.error.empty()) {
-        ranks.push_back(std::move(o.rank));
-      } else {
-        RankResult failed;
-        failed.source = o.path;
-        failed.error = o.error;
-        ranks.push_back(std::move(failed));
-      }
-    }
-    const JobAnalysis job = analyze_job(std::move(ranks));
-    const JobDiagnosis diagnosis = diagnose_job(job);
-    if (cli.json)
-      std::cout << job_json(job, diagnosis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-                << '\n';
-    else
-      print_report(cli.markdown ? job_markdown(job, diagnosis) : job_text(job, diagnosis, style));
-  } else if (cli.json) {
-    nlohmann::ordered_json all = nlohmann::ordered_json::array();
-    for (TraceOutcome& o : outcomes)
-      all.push_back(o.error.empty() ? std::move(o.json)
-                                    : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
-    nlohmann::ordered_json doc = {{"schema", "ferret.analysis/1"}, {"traces", all}};
-    std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
-  } else {
-    bool first = true;
-    for (const TraceOutcome& o : outcomes) {
-      if (!o.error.empty()) continue;
-      if (!first) std::cout << '\n';
-      print_report(o.report);
-      first = false;
-    }
-  }
+  WorldProcessGroup group(world);
+  const AnalyzeOutput output = run_analyze(request, &group);
+  if (request.format == AnalyzeFormat::kJson)
+    std::cout << output.out;
+  else
+    print_report(output.out);
   std::cout.flush();
-  const int exit_code = world_broadcast(world, failures > 0 ? 2 : 0);
-  if (exit_code != 0) throw ExitCode{exit_code};
+  if (output.exit_code != 0) throw ExitCode{output.exit_code};
 }
 
 }  // namespace
@@ -266,7 +127,7 @@ void register_analyze(CLI::App& app) {
   cmd->add_option("--max-memory", opt->max_memory,
                   "Memory bound of the run: loading stops (keeping what was read) early enough that the models, "
                   "read buffers and analyses fit, e.g. 8GiB (default: 3/4 of RAM or of the cgroup limit)");
-  cmd->callback([opt] { run_analyze(*opt); });
+  cmd->callback([opt] { run_analyze_command(*opt); });
 }
 
 }  // namespace ferret::cli

@@ -77,11 +77,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void usage_error(const std::string& message) {
-  std::fprintf(stderr, "ferret gen: %s\n", message.c_str());
-  throw ExitCode{2};
-}
-
 void run_inflate(const InflateArgs& args) {
   if (args.gzip && args.no_gzip) usage_error("--gzip and --no-gzip exclude each other");
   if (args.size.empty() == (args.copies == 0)) usage_error("give exactly one of --size and --copies");

@@ -31,17 +31,11 @@ struct NcclCliOptions {
 };
 
 void run_nccl(const NcclCliOptions& cli) {
-  if (cli.json && cli.markdown) {
-    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
-    throw ExitCode{2};
-  }
+  if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
   int stdin_uses = 0;
   for (const std::string& p : cli.logs) stdin_uses += p == "-";
   for (const std::string& p : cli.traces) stdin_uses += p == "-";
-  if (stdin_uses > 1) {
-    std::fprintf(stderr, "ferret: only one input can be read from stdin\n");
-    throw ExitCode{2};
-  }
+  if (stdin_uses > 1) usage_error("only one input can be read from stdin");
 
   NcclReadLimits limits = cli.limits;
   if (!cli.max_bytes_without_progress.empty())
@@ -60,7 +54,7 @@ void run_nccl(const NcclCliOptions& cli) {
     }
   }
   if (log.sources.empty()) {
-    std::fprintf(stderr, "ferret: none of the NCCL logs could be read\n");
+    print_error("none of the NCCL logs could be read");
     throw ExitCode{2};
   }
 

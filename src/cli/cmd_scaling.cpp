@@ -8,8 +8,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "cli/rank_analysis.h"
 #include "job/job_analysis.h"
+#include "job/job_runner.h"
 #include "job/scaling.h"
 #include "report/scaling_report.h"
 
@@ -28,26 +28,31 @@ struct ScalingCliOptions {
 };
 
 void run_scaling(const ScalingCliOptions& cli) {
-  if (cli.json && cli.markdown) {
-    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
-    throw ExitCode{2};
-  }
+  if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
   std::vector<ScalingRun> runs;
   int failures = 0;
   for (const std::string& dir : cli.runs) {
-    const TraceInputs inputs = expand_inputs({dir});
+    TraceInputs inputs;
+    try {
+      inputs = expand_inputs({dir});
+    } catch (const std::exception& e) {
+      print_error(e.what());
+      throw ExitCode{2};
+    }
+    for (const std::string& entry : inputs.left_out) print_error("left out " + entry);
     TraceRunOptions options;
     options.jobs = thread_option(cli.jobs, "--jobs");
     options.threads = thread_option(cli.threads, "--threads");
     options.max_memory = memory_limit(cli.max_memory);
-    options.progress = false;
     std::vector<std::size_t> all(inputs.files.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
     std::vector<TraceOutcome> outcomes = analyze_trace_files(inputs.files, all, options);
-    failures += report_trace_errors(outcomes, inputs.given_by_name);
+    const TraceTriage triage = triage_trace_outcomes(outcomes, inputs.given_by_name);
+    for (const std::string& message : triage.messages) print_error(message);
+    failures += triage.failures;
     std::vector<RankResult> ranks;
     for (TraceOutcome& o : outcomes)
-      if (o.error.empty()) ranks.push_back(std::move(o.rank));
+      if (o.ok()) ranks.push_back(std::move(o.rank));
     if (ranks.empty()) {
       print_error(dir + ": no rank could be analysed; left out");
       continue;

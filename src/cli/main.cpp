@@ -34,12 +34,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11 reports a missing sub-command before an unknown option; name the option first.
-    const std::vector<std::string> unknown = app.remaining();
-    if (!unknown.empty() && !unknown.front().empty() && unknown.front()[0] == '-')
-      ferret::cli::print_error("unknown option " + unknown.front());
-    app.exit(e);
-    return 2;  // usage error
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // CLI11 reports a missing sub-command before an unknown option; name the option instead.
+    const std::vector<std::string> unknown = app.remaining(true);
+    const bool unknown_option = !unknown.empty() && !unknown.front().empty() && unknown.front()[0] == '-';
+    ferret::cli::print_usage_error((unknown_option ? "unknown option " + unknown.front() : std::string(e.what())) +
+                                   "; run with --help for more information");
+    return 2;
   } catch (const ferret::cli::ExitCode& code) {
     return code.value;
   } catch (const std::exception& e) {

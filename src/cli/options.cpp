@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -26,8 +24,7 @@ std::uint64_t memory_limit(const std::string& text) {
     if (bytes > 0) return bytes;
   } catch (const std::exception&) {
   }
-  print_error(fmt::format("--max-memory: expected a size such as 4GiB or 512MiB, got \"{}\"", text));
-  throw ExitCode{2};
+  usage_error(fmt::format("--max-memory: expected a size such as 4GiB or 512MiB, got \"{}\"", text));
 }
 
 std::uint64_t size_option(const std::string& text, const char* option) {
@@ -35,8 +32,7 @@ std::uint64_t size_option(const std::string& text, const char* option) {
     return parse_size(text);
   } catch (const std::exception&) {
   }
-  print_error(fmt::format("{}: expected a size in bytes or such as 64MiB or 1GiB, got \"{}\"", option, text));
-  throw ExitCode{2};
+  usage_error(fmt::format("{}: expected a size in bytes or such as 64MiB or 1GiB, got \"{}\"", option, text));
 }
 
 namespace {
@@ -67,8 +63,7 @@ void parse_step_range(const std::string& text, AnalysisOptions& options) {
     last = step_number(all.substr(dash + 1), ok);
   }
   if (!ok || (!first && !last)) {
-    print_error(fmt::format("--steps: expected A-B, A-, -B or N (step numbers), got \"{}\"", text));
-    throw ExitCode{2};
+    usage_error(fmt::format("--steps: expected A-B, A-, -B or N (step numbers), got \"{}\"", text));
   }
   options.first_step = first;
   options.last_step = last;
@@ -90,8 +85,7 @@ void parse_time_range(const std::string& text, AnalysisOptions& options) {
   const bool ok = dash != std::string_view::npos && dash > 0 && number(all.substr(0, dash), from) &&
                   number(all.substr(dash + 1), to) && (!to || *to > *from);
   if (!ok) {
-    print_error(fmt::format("--time: expected A-B or A- (milliseconds from the trace start, A < B), got \"{}\"", text));
-    throw ExitCode{2};
+    usage_error(fmt::format("--time: expected A-B or A- (milliseconds from the trace start, A < B), got \"{}\"", text));
   }
   options.time_from_ms = from;
   options.time_to_ms = to;
@@ -100,13 +94,7 @@ void parse_time_range(const std::string& text, AnalysisOptions& options) {
 TimelineDefinition parse_timeline_definition(const std::string& text) {
   if (text == "ferret") return TimelineDefinition::kFerret;
   if (text == "hta") return TimelineDefinition::kHta;
-  print_error(fmt::format("--timeline-definition: expected ferret or hta, got \"{}\"", text));
-  throw ExitCode{2};
-}
-
-std::uint64_t input_file_size(const std::string& path) {
-  struct stat st {};
-  return (path != "-" && ::stat(path.c_str(), &st) == 0) ? static_cast<std::uint64_t>(st.st_size) : 0;
+  usage_error(fmt::format("--timeline-definition: expected ferret or hta, got \"{}\"", text));
 }
 
 unsigned thread_option(unsigned requested, const char* option) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analysis/analysis.h"
+#include "job/job_runner.h"  // input_file_size, for the commands' progress bars
 
 namespace ferret::cli {
 
@@ -27,8 +28,5 @@ TimelineDefinition parse_timeline_definition(const std::string& text);
 // "--threads" / "--jobs": at most thread_cap() (4 x the cores); a larger value is capped with a
 // note on stderr. 0 (the default: one per core) is kept.
 unsigned thread_option(unsigned requested, const char* option);
-
-// Size of a regular file for the progress bar; 0 for "-", pipes and unreadable paths.
-std::uint64_t input_file_size(const std::string& path);
 
 }  // namespace ferret::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/terminal_text.h"
+#include "cli/commands.h"
 #include "report/format.h"
 
 namespace ferret::cli {
@@ -18,6 +19,13 @@ void print_report(std::string_view report) {
 void print_error(std::string_view message) {
   const std::string line = "ferret: " + terminal_safe(message) + "\n";
   std::fputs(line.c_str(), stderr);
+}
+
+void print_usage_error(std::string_view message) { print_error(message); }
+
+void usage_error(std::string_view message) {
+  print_usage_error(message);
+  throw ExitCode{2};
 }
 
 }  // namespace ferret::cli

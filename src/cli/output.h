@@ -15,4 +15,10 @@ void print_report(std::string_view report);
 // line, and the file names, options and trace text it quotes may hold ESC or '\n'.
 void print_error(std::string_view message);
 
+// The one way usage errors are printed, for every sub-command and CLI11's own parse errors
+// (options that exclude each other, a malformed value, an unknown option): "ferret: <message>".
+void print_usage_error(std::string_view message);
+// print_usage_error(message), then exit status 2 (throws ExitCode{2}).
+[[noreturn]] void usage_error(std::string_view message);
+
 }  // namespace ferret::cli

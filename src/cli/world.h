@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "job/job_runner.h"
+
 namespace ferret::cli {
 
 struct World {
@@ -29,6 +31,21 @@ std::vector<std::vector<std::uint8_t>> world_gather(const World& world, const st
 // Process 0's value on every process.
 int world_broadcast(const World& world, int value);
 void world_stop(World& world);
+
+// The world as the job runner's transport (job/job_runner.h).
+class WorldProcessGroup : public ProcessGroup {
+ public:
+  explicit WorldProcessGroup(const World& world) : world_(world) {}
+  int process() const override { return world_.rank; }
+  int processes() const override { return world_.size; }
+  std::vector<std::vector<std::uint8_t>> gather(const std::vector<std::uint8_t>& mine) override {
+    return world_gather(world_, mine);
+  }
+  int broadcast(int value) override { return world_broadcast(world_, value); }
+
+ private:
+  const World& world_;
+};
 
 // Replaces this process with a sibling build beside the running binary (ferret-torch, ferret-mpi)
 // with the same arguments. Returns only when there is none.

@@ -2,7 +2,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include <fmt/format.h>
@@ -315,346 +318,215 @@ void parse_inductor_arg(std::string_view key, od::value v, EventRow& row, Parsed
   }
 }
 
+// How the value of an arg the table knows is read. A value of another JSON type is counted under
+// the row's "args.<key>" (bad_type) and ignored; null is ignored silently, except where noted.
+enum class ArgKind {
+  kId,       // integer; unsigned 64-bit ids kept as their bit pattern
+  kIdOrNaN,  // kId, and NaN / Infinity counted as nan_id (correlation and External id)
+  kCount,    // integer that must fit int64 (an unsigned 64-bit pattern is a wrong type)
+  kNumber,   // any JSON number
+  kText,     // anything, interned as its text (strings unquoted); never a wrong type
+  kTriplet,  // [x, y, z] integers; null is a wrong type too
+};
+
+// What was read, for a row's store.
+struct ArgValue {
+  std::int64_t n = 0;
+  double d = 0;
+  std::uint32_t text = 0;
+};
+
+// One row per known arg key: "args.<key>" (the key, and the name its wrong types are counted
+// under), how its value is read, and where it goes. store returns false to count the value as a
+// wrong type (out of its field's range).
+struct ArgRule {
+  const char* qualified_key;
+  ArgKind kind;
+  bool (*store)(EventRow&, ArgValue&);
+  std::string_view key_view;  // measured once, at compile time: the search compares it per arg
+  constexpr ArgRule(const char* qualified, ArgKind how, bool (*to)(EventRow&, ArgValue&))
+      : qualified_key(qualified), kind(how), store(to), key_view(std::string_view(qualified).substr(5)) {}
+  constexpr std::string_view key() const { return key_view; }
+};
+
+// Sorted by key (after "args."), so that the keys with one first byte are side by side.
+constexpr ArgRule kArgRules[] = {
+    {"args.Addr", ArgKind::kId,
+     [](EventRow& r, ArgValue& a) { return r.mem.addr = static_cast<std::uint64_t>(a.n), r.mem_seen = true; }},
+    {"args.Bytes", ArgKind::kCount, [](EventRow& r, ArgValue& a) { return r.mem.bytes = a.n, r.mem_seen = true; }},
+    {"args.Collective name", ArgKind::kText,
+     [](EventRow& r, ArgValue& a) { return r.coll.collective_name = a.text, r.coll_seen = true; }},
+    {"args.Comms Id", ArgKind::kId, [](EventRow& r, ArgValue& a) { return r.coll.comms_id = a.n, r.coll_seen = true; }},
+    {"args.Device Id", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.mem.device_id = static_cast<std::int16_t>(a.n), r.mem_seen = true; }},
+    {"args.Device Type", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.mem.device_type = static_cast<std::int8_t>(a.n), r.mem_seen = true; }},
+    {"args.External id", ArgKind::kIdOrNaN, [](EventRow& r, ArgValue& a) { return r.external_id = a.n, true; }},
+    {"args.Fwd thread id", ArgKind::kId,
+     [](EventRow& r, ArgValue& a) { return r.op.fwd_thread_id = static_cast<std::int32_t>(a.n), r.op_seen = true; }},
+    {"args.Group size", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.coll.group_size = static_cast<std::int32_t>(a.n), r.coll_seen = true; }},
+    {"args.In msg nelems", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.coll.in_msg_nelems = a.n, r.coll_seen = true; }},
+    {"args.Input Dims", ArgKind::kText,
+     [](EventRow& r, ArgValue& a) { return r.op.input_dims = a.text, r.op_seen = true; }},
+    {"args.Input type", ArgKind::kText,
+     [](EventRow& r, ArgValue& a) { return r.op.input_types = a.text, r.op_seen = true; }},
+    {"args.Out msg nelems", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.coll.out_msg_nelems = a.n, r.coll_seen = true; }},
+    {"args.Process Group Name", ArgKind::kText,
+     [](EventRow& r, ArgValue& a) { return r.coll.process_group_name = a.text, r.coll_seen = true; }},
+    {"args.Process Group Ranks", ArgKind::kText,
+     [](EventRow& r, ArgValue& a) { return r.coll.process_group_ranks = a.text, r.coll_seen = true; }},
+    {"args.Python id", ArgKind::kId, [](EventRow& r, ArgValue& a) { return r.python.id = a.n, r.python_seen = true; }},
+    {"args.Python parent id", ArgKind::kId,
+     [](EventRow& r, ArgValue& a) { return r.python.parent_id = a.n, r.python_seen = true; }},
+    {"args.Rank", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.coll.rank = static_cast<std::int32_t>(a.n), r.coll_seen = true; }},
+    {"args.Seq", ArgKind::kId, [](EventRow& r, ArgValue& a) { return r.coll.seq = a.n, r.coll_seen = true; }},
+    {"args.Sequence number", ArgKind::kId,
+     [](EventRow& r, ArgValue& a) { return r.op.sequence_number = a.n, r.op_seen = true; }},
+    {"args.Total Allocated", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.mem.total_allocated = a.n, r.mem_seen = true; }},
+    {"args.Total Reserved", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) { return r.mem.total_reserved = a.n, r.mem_seen = true; }},
+    {"args.block", ArgKind::kTriplet, nullptr},
+    {"args.blocks per SM", ArgKind::kNumber,
+     [](EventRow& r, ArgValue& a) { return r.kernel.blocks_per_sm = static_cast<float>(a.d), r.kernel_seen = true; }},
+    {"args.bytes", ArgKind::kCount, [](EventRow& r, ArgValue& a) { return r.copy.bytes = a.n, r.copy_seen = true; }},
+    {"args.correlation", ArgKind::kIdOrNaN, [](EventRow& r, ArgValue& a) { return r.correlation = a.n, true; }},
+    {"args.dtype", ArgKind::kText, [](EventRow& r, ArgValue& a) { return r.coll.dtype = a.text, r.coll_seen = true; }},
+    {"args.est. achieved occupancy %", ArgKind::kNumber,
+     [](EventRow& r, ArgValue& a) {
+       return r.kernel.est_occupancy_pct = static_cast<float>(a.d), r.kernel_seen = true;
+     }},
+    {"args.external id", ArgKind::kIdOrNaN,
+     [](EventRow& r, ArgValue& a) { return r.external_id = a.n, true; }},  // torch 1.8-1.9
+    {"args.graph id", ArgKind::kId,
+     [](EventRow& r, ArgValue& a) { return r.graph.graph_id = a.n, r.graph_seen = true; }},
+    {"args.graph node id", ArgKind::kId,
+     [](EventRow& r, ArgValue& a) { return r.graph.node_id = a.n, r.graph_seen = true; }},
+    {"args.grid", ArgKind::kTriplet, nullptr},
+    {"args.memory bandwidth (GB/s)", ArgKind::kNumber,
+     [](EventRow& r, ArgValue& a) { return r.copy.bandwidth_gbps = static_cast<float>(a.d), r.copy_seen = true; }},
+    {"args.priority", ArgKind::kId,
+     [](EventRow& r, ArgValue& a) {
+       if (a.n < INT32_MIN + 1 || a.n > INT32_MAX) return false;
+       return r.kernel.priority = static_cast<std::int32_t>(a.n), r.kernel_seen = true;
+     }},
+    {"args.registers per thread", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) {
+       return r.kernel.registers_per_thread = static_cast<std::int32_t>(a.n), r.kernel_seen = true;
+     }},
+    {"args.shared memory", ArgKind::kCount,
+     [](EventRow& r, ArgValue& a) {
+       return r.kernel.shared_memory = static_cast<std::int32_t>(a.n), r.kernel_seen = true;
+     }},
+    {"args.warps per SM", ArgKind::kNumber,
+     [](EventRow& r, ArgValue& a) { return r.kernel.warps_per_sm = static_cast<float>(a.d), r.kernel_seen = true; }},
+};
+
+constexpr bool arg_rules_sorted() {
+  for (std::size_t i = 1; i < std::size(kArgRules); ++i)
+    if (!(kArgRules[i - 1].key() < kArgRules[i].key())) return false;
+  return true;
+}
+static_assert(arg_rules_sorted(), "kArgRules must be sorted by key: the keys of one first byte side by side");
+
+// Per first byte of a key, the range of kArgRules that start with it: a lookup compares the one
+// to four keys of that range (size first), as cheap as a switch on the first byte.
+struct ArgRuleRange {
+  std::uint8_t begin = 0, end = 0;
+};
+constexpr std::array<ArgRuleRange, 128> arg_rule_ranges() {
+  std::array<ArgRuleRange, 128> ranges{};
+  for (std::size_t i = 0; i < std::size(kArgRules); ++i) {
+    ArgRuleRange& r = ranges[static_cast<unsigned char>(kArgRules[i].key()[0])];
+    if (r.begin == r.end) r.begin = static_cast<std::uint8_t>(i);
+    r.end = static_cast<std::uint8_t>(i + 1);
+  }
+  return ranges;
+}
+constexpr std::array<ArgRuleRange, 128> kArgRuleRanges = arg_rule_ranges();
+
+const ArgRule* find_arg_rule(std::string_view key) {
+  const auto first = static_cast<unsigned char>(key[0]);
+  if (first >= kArgRuleRanges.size()) return nullptr;
+  for (std::uint8_t i = kArgRuleRanges[first].begin; i < kArgRuleRanges[first].end; ++i)
+    if (kArgRules[i].key() == key) return &kArgRules[i];
+  return nullptr;
+}
+
+// Reads and stores one known arg; counts a wrong type.
+void apply_arg_rule(const ArgRule& rule, od::value v, EventRow& row, ParsedBatch& out) {
+  const od::json_type type = v.type();
+  ArgValue a;
+  bool read = false;
+  switch (rule.kind) {
+    case ArgKind::kId: read = read_int(row, v, a.n); break;
+    case ArgKind::kIdOrNaN:
+      read = read_int(row, v, a.n);
+      if (!read && is_not_a_number(v)) {
+        row.nan_id = true;
+        return;
+      }
+      break;
+    case ArgKind::kCount: read = read_int(row, v, a.n, false); break;
+    case ArgKind::kNumber: read = read_double(v, a.d); break;
+    case ArgKind::kText:
+      a.text = out.strings.intern(raw_value_text(v));
+      read = true;
+      break;
+    case ArgKind::kTriplet: {
+      // Kept even when partly wrong (the good elements are set); null is counted too.
+      std::int32_t(&dst)[3] = rule.key() == "grid" ? row.kernel.grid : row.kernel.block;
+      if (!read_triplet(row, v, dst)) row.bad_type = rule.qualified_key;
+      row.kernel_seen = true;
+      return;
+    }
+  }
+  if (read ? !rule.store(row, a) : type != od::json_type::null) row.bad_type = rule.qualified_key;
+}
+
 void parse_args(od::object args, EventRow& row, ParsedBatch& out) {
   for (auto field_result : args) {
     od::field field;
     if (const auto error = std::move(field_result).get(field)) throw simdjson::simdjson_error(error);
     const std::string_view key = field_key(field);
     od::value v = field.value();
-    const od::json_type type = v.type();
-    std::int64_t n = 0;
-    double d = 0;
     if (key.empty()) continue;
-    switch (key[0]) {
-      case 'k':
-        if (key.size() > 7 && key.substr(0, 7) == "kernel_") {
-          parse_inductor_arg(key, v, row, out);
-          continue;
-        }
-        break;
-      case 'o':
-        if (key == "occupancy") {
-          if (type == od::json_type::object)
-            parse_occupancy(v.get_object(), row, out);
-          else if (type != od::json_type::null)
-            row.bad_type = "args.occupancy";
-          continue;
-        }
-        break;
-      case 'p':
-        if (key == "priority") {
-          if (read_int(row, v, n) && n >= INT32_MIN + 1 && n <= INT32_MAX)
-            row.kernel.priority = static_cast<std::int32_t>(n), row.kernel_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.priority";
-          continue;
-        }
-        break;
-      case 'c':
-        if (key == "correlation") {
-          if (read_int(row, v, n))
-            row.correlation = n;
-          else if (is_not_a_number(v))
-            row.nan_id = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.correlation";
-          continue;
-        }
-        break;
-      case 'E':
-        if (key == "External id") {
-          if (read_int(row, v, n))
-            row.external_id = n;
-          else if (is_not_a_number(v))
-            row.nan_id = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.External id";
-          continue;
-        }
-        break;
-      case 'e':
-        if (key == "external id") {  // torch 1.8-1.9
-          if (read_int(row, v, n))
-            row.external_id = n;
-          else if (is_not_a_number(v))
-            row.nan_id = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.external id";
-          continue;
-        }
-        if (key == "est. achieved occupancy %") {
-          if (read_double(v, d))
-            row.kernel.est_occupancy_pct = static_cast<float>(d), row.kernel_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.est. achieved occupancy %";
-          continue;
-        }
-        break;
-      case 'g':
-        if (key == "grid") {
-          if (!read_triplet(row, v, row.kernel.grid)) row.bad_type = "args.grid";
-          row.kernel_seen = true;
-          continue;
-        }
-        if (key == "graph id") {
-          if (read_int(row, v, n))
-            row.graph.graph_id = n, row.graph_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.graph id";
-          continue;
-        }
-        if (key == "graph node id") {
-          if (read_int(row, v, n))
-            row.graph.node_id = n, row.graph_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.graph node id";
-          continue;
-        }
-        break;
-      case 'b':
-        if (key == "block") {
-          if (!read_triplet(row, v, row.kernel.block)) row.bad_type = "args.block";
-          row.kernel_seen = true;
-          continue;
-        }
-        if (key == "blocks per SM") {
-          if (read_double(v, d))
-            row.kernel.blocks_per_sm = static_cast<float>(d), row.kernel_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.blocks per SM";
-          continue;
-        }
-        if (key == "bytes") {
-          if (read_int(row, v, n, false))
-            row.copy.bytes = n, row.copy_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.bytes";
-          continue;
-        }
-        break;
-      case 'r':
-        if (key == "registers per thread") {
-          if (read_int(row, v, n, false))
-            row.kernel.registers_per_thread = static_cast<std::int32_t>(n), row.kernel_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.registers per thread";
-          continue;
-        }
-        break;
-      case 's':
-        if (key == "shared memory") {
-          if (read_int(row, v, n, false))
-            row.kernel.shared_memory = static_cast<std::int32_t>(n), row.kernel_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.shared memory";
-          continue;
-        }
-        if (key == "stream") {
-          if (read_int(row, v, n)) row.stream = n;  // ROCm may write a 64-bit HIP stream here: only compared
-          continue;
-        }
-        break;
-      case 'w':
-        if (key == "warps per SM") {
-          if (read_double(v, d))
-            row.kernel.warps_per_sm = static_cast<float>(d), row.kernel_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.warps per SM";
-          continue;
-        }
-        break;
-      case 'm':
-        if (key == "memory bandwidth (GB/s)") {
-          if (read_double(v, d))
-            row.copy.bandwidth_gbps = static_cast<float>(d), row.copy_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.memory bandwidth (GB/s)";
-          continue;
-        }
-        break;
-      case 'n':
-        if (key == "name") {  // metadata events: {"name": "process_name", "args": {"name": "..."}}
-          if (type == od::json_type::string)
-            row.meta_name = v.get_string(), row.has_meta_name = true;
-          else
-            row.bad_type = "args.name";
-          continue;
-        }
-        break;
-      case 'I':
-        if (key == "Input Dims") {
-          row.op.input_dims = out.strings.intern(raw_value_text(v));
-          row.op_seen = true;
-          continue;
-        }
-        if (key == "Input type") {
-          row.op.input_types = out.strings.intern(raw_value_text(v));
-          row.op_seen = true;
-          continue;
-        }
-        if (key == "In msg nelems") {
-          if (read_int(row, v, n, false))
-            row.coll.in_msg_nelems = n, row.coll_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.In msg nelems";
-          continue;
-        }
-        break;
-      case 'S':
-        if (key == "Sequence number") {
-          if (read_int(row, v, n))
-            row.op.sequence_number = n, row.op_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Sequence number";
-          continue;
-        }
-        if (key == "Seq") {
-          if (read_int(row, v, n))
-            row.coll.seq = n, row.coll_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Seq";
-          continue;
-        }
-        break;
-      case 'F':
-        if (key == "Fwd thread id") {
-          if (read_int(row, v, n))
-            row.op.fwd_thread_id = static_cast<std::int32_t>(n), row.op_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Fwd thread id";
-          continue;
-        }
-        break;
-      case 'C':
-        if (key == "Collective name") {
-          row.coll.collective_name = out.strings.intern(raw_value_text(v));
-          row.coll_seen = true;
-          continue;
-        }
-        if (key == "Comms Id") {
-          if (read_int(row, v, n))
-            row.coll.comms_id = n, row.coll_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Comms Id";
-          continue;
-        }
-        break;
-      case 'd':
-        if (key == "dtype") {
-          row.coll.dtype = out.strings.intern(raw_value_text(v));
-          row.coll_seen = true;
-          continue;
-        }
-        break;
-      case 'O':
-        if (key == "Out msg nelems") {
-          if (read_int(row, v, n, false))
-            row.coll.out_msg_nelems = n, row.coll_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Out msg nelems";
-          continue;
-        }
-        break;
-      case 'G':
-        if (key == "Group size") {
-          if (read_int(row, v, n, false))
-            row.coll.group_size = static_cast<std::int32_t>(n), row.coll_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Group size";
-          continue;
-        }
-        break;
-      case 'P':
-        if (key == "Process Group Name") {
-          row.coll.process_group_name = out.strings.intern(raw_value_text(v));
-          row.coll_seen = true;
-          continue;
-        }
-        if (key == "Process Group Ranks") {
-          row.coll.process_group_ranks = out.strings.intern(raw_value_text(v));
-          row.coll_seen = true;
-          continue;
-        }
-        if (key == "Python id") {
-          if (read_int(row, v, n))
-            row.python.id = n, row.python_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Python id";
-          continue;
-        }
-        if (key == "Python parent id") {
-          if (read_int(row, v, n))
-            row.python.parent_id = n, row.python_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Python parent id";
-          continue;
-        }
-        break;
-      case 'R':
-        if (key == "Rank") {
-          if (read_int(row, v, n, false))
-            row.coll.rank = static_cast<std::int32_t>(n), row.coll_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Rank";
-          continue;
-        }
-        break;
-      case 'T':
-        if (key == "Total Allocated") {
-          if (read_int(row, v, n, false))
-            row.mem.total_allocated = n, row.mem_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Total Allocated";
-          continue;
-        }
-        if (key == "Total Reserved") {
-          if (read_int(row, v, n, false))
-            row.mem.total_reserved = n, row.mem_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Total Reserved";
-          continue;
-        }
-        break;
-      case 'D':
-        if (key == "Device Type") {
-          if (read_int(row, v, n, false))
-            row.mem.device_type = static_cast<std::int8_t>(n), row.mem_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Device Type";
-          continue;
-        }
-        if (key == "Device Id") {
-          if (read_int(row, v, n, false))
-            row.mem.device_id = static_cast<std::int16_t>(n), row.mem_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Device Id";
-          continue;
-        }
-        break;
-      case 'A':
-        if (key == "Addr") {
-          if (read_int(row, v, n))
-            row.mem.addr = static_cast<std::uint64_t>(n), row.mem_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Addr";
-          continue;
-        }
-        break;
-      case 'B':
-        if (key == "Bytes") {
-          if (read_int(row, v, n, false))
-            row.mem.bytes = n, row.mem_seen = true;
-          else if (type != od::json_type::null)
-            row.bad_type = "args.Bytes";
-          continue;
-        }
-        break;
-      default: break;
+    if (const ArgRule* rule = find_arg_rule(key)) {
+      apply_arg_rule(*rule, v, row, out);
+      continue;
+    }
+    if (key.size() > 7 && key.substr(0, 7) == "kernel_") {
+      parse_inductor_arg(key, v, row, out);
+      continue;
+    }
+    const od::json_type type = v.type();
+    if (key == "occupancy") {
+      if (type == od::json_type::object)
+        parse_occupancy(v.get_object(), row, out);
+      else if (type != od::json_type::null)
+        row.bad_type = "args.occupancy";
+      continue;
+    }
+    if (key == "stream") {
+      std::int64_t n = 0;
+      if (read_int(row, v, n)) row.stream = n;  // ROCm may write a 64-bit HIP stream here: only compared
+      continue;
+    }
+    if (key == "name") {  // metadata events: {"name": "process_name", "args": {"name": "..."}}
+      if (type == od::json_type::string)
+        row.meta_name = v.get_string(), row.has_meta_name = true;
+      else
+        row.bad_type = "args.name";
+      continue;
     }
     // Counter events carry their series as numeric args.
-    if (row.ph == 'C' || row.ph == 0) {
-      if (v.type() == od::json_type::number && read_double(v, d)) row.counter_values.emplace_back(key, d);
-    }
+    double d = 0;
+    if ((row.ph == 'C' || row.ph == 0) && type == od::json_type::number && read_double(v, d))
+      row.counter_values.emplace_back(key, d);
   }
 }
 

@@ -1,0 +1,125 @@
+#include "report/analyze_command.h"
+
+#include "analysis/trace_analysis.h"
+#include "diagnosis/diagnose.h"
+#include "job/job_analysis.h"
+#include "job/job_diagnosis.h"
+#include "job/wire.h"
+#include "report/analyze_report.h"
+#include "report/job_report.h"
+
+namespace ferret {
+
+namespace {
+
+std::string dump(const nlohmann::ordered_json& doc) {
+  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + '\n';
+}
+
+RenderTrace trace_renderer(AnalyzeFormat format, const Style& style) {
+  switch (format) {
+    case AnalyzeFormat::kJson:
+      return [](const TraceAnalysis& a, const Diagnosis& d, TraceOutcome& o) { o.json = analyze_json(a, d); };
+    case AnalyzeFormat::kMarkdown:
+      return [](const TraceAnalysis& a, const Diagnosis& d, TraceOutcome& o) { o.report = analyze_markdown(a, d); };
+    case AnalyzeFormat::kText: break;
+  }
+  return [style](const TraceAnalysis& a, const Diagnosis& d, TraceOutcome& o) { o.report = analyze_text(a, d, style); };
+}
+
+std::string job_output(std::vector<TraceOutcome>&& outcomes, const AnalyzeRequest& request) {
+  const JobAnalysis job = analyze_job(rank_results(std::move(outcomes)));
+  const JobDiagnosis diagnosis = diagnose_job(job);
+  switch (request.format) {
+    case AnalyzeFormat::kJson: return dump(job_json(job, diagnosis));
+    case AnalyzeFormat::kMarkdown: return job_markdown(job, diagnosis);
+    case AnalyzeFormat::kText: break;
+  }
+  return job_text(job, diagnosis, request.style);
+}
+
+std::string per_trace_output(std::vector<TraceOutcome>&& outcomes, AnalyzeFormat format) {
+  if (format == AnalyzeFormat::kJson) {
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (TraceOutcome& o : outcomes)
+      all.push_back(o.ok() ? std::move(o.json) : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
+    return dump({{"schema", "ferret.analysis/1"}, {"traces", all}});
+  }
+  std::string out;
+  bool first = true;
+  for (const TraceOutcome& o : outcomes) {
+    if (!o.ok()) continue;
+    if (!first) out += '\n';
+    out += o.report;
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+AnalyzeOutput run_analyze(const AnalyzeRequest& request, ProcessGroup* group) {
+  AnalyzeOutput result;
+  auto message = [&](std::string text) {
+    if (request.on_message) request.on_message(text);
+    result.messages.push_back(std::move(text));
+  };
+  TraceInputs inputs;
+  try {
+    inputs = expand_inputs(request.inputs);
+  } catch (const std::exception& e) {
+    message(e.what());
+    result.exit_code = 2;
+    return result;
+  }
+  for (const std::string& entry : inputs.left_out) message("left out " + entry);
+  const std::vector<std::string>& files = inputs.files;
+
+  const int processes = group != nullptr ? group->processes() : 1;
+  const int process = group != nullptr ? group->process() : 0;
+  std::vector<std::uint64_t> sizes(files.size(), 0);
+  if (processes > 1)
+    for (std::size_t i = 0; i < files.size(); ++i) sizes[i] = input_file_size(files[i]);
+  const std::vector<std::size_t> mine = share_of_process(sizes, processes, process);
+
+  TraceRunOptions run;
+  run.analysis = request.analysis;
+  run.render = trace_renderer(request.format, request.style);
+  run.jobs = request.jobs;
+  run.threads = request.threads;
+  run.max_memory = request.max_memory;
+  if (processes == 1) {
+    run.start_progress = request.start_progress;
+    run.finish_progress = request.finish_progress;
+  }
+  std::vector<TraceOutcome> outcomes = analyze_trace_files(files, mine, run);
+  if (processes > 1) {
+    // Process 0 gathers the rank results and writes the one report; the others only analyse.
+    const std::vector<std::vector<std::uint8_t>> shares = group->gather(encode_share(mine, outcomes));
+    if (process != 0) {
+      result.exit_code = group->broadcast(0);
+      return result;
+    }
+    outcomes.assign(files.size(), TraceOutcome{});
+    try {
+      for (const std::vector<std::uint8_t>& share : shares) decode_share(share, files, outcomes);
+    } catch (const std::exception& e) {
+      message(std::string("cannot read a process's results: ") + e.what());
+      result.exit_code = group->broadcast(2);
+      return result;
+    }
+  }
+
+  const TraceTriage triage = triage_trace_outcomes(outcomes, inputs.given_by_name);
+  for (const std::string& line : triage.messages) message(line);
+  const bool job_mode =
+      request.grouping != AnalyzeGrouping::kPerTrace && (processes > 1 || request.grouping == AnalyzeGrouping::kJob ||
+                                                         inputs.directory_given || looks_like_one_job(outcomes));
+  result.out =
+      job_mode ? job_output(std::move(outcomes), request) : per_trace_output(std::move(outcomes), request.format);
+  result.exit_code = triage.failures > 0 ? 2 : 0;
+  if (group != nullptr) result.exit_code = group->broadcast(result.exit_code);
+  return result;
+}
+
+}  // namespace ferret
