@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 
+#include "base/input_error.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "model/huge_pages.h"
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
     const bool unknown_option = !unknown.empty() && !unknown.front().empty() && unknown.front()[0] == '-';
     ferret::cli::print_usage_error((unknown_option ? "unknown option " + unknown.front() : std::string(e.what())) +
                                    "; run with --help for more information");
+    return 2;
+  } catch (const ferret::OptionError& e) {
+    ferret::cli::print_usage_error(e.what());
     return 2;
   } catch (const ferret::cli::ExitCode& code) {
     return code.value;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "analysis/analysis.h"
+#include "analysis/analysis_options.h"
 #include "job/job_runner.h"  // input_file_size, for the commands' progress bars
 
 namespace ferret::cli {
@@ -14,16 +14,8 @@ std::uint64_t memory_limit(const std::string& text);
 // "1GiB", "64MiB", "4096" -> bytes (0 allowed); throws ExitCode{2} naming `option` when invalid.
 std::uint64_t size_option(const std::string& text, const char* option);
 
-// "--steps": "A-B", "A-", "-B" (ProfilerStep numbers, inclusive) or "N" into options.first_step /
-// last_step; "" leaves them unset. Throws ExitCode{2} with a message when invalid.
-void parse_step_range(const std::string& text, AnalysisOptions& options);
-
-// "--time": "A-B" or "A-" (milliseconds from the trace start, decimals allowed) into
-// options.time_from_ms / time_to_ms; "" leaves them unset. Throws ExitCode{2} when invalid.
-void parse_time_range(const std::string& text, AnalysisOptions& options);
-
-// "--timeline-definition": "ferret" or "hta". Throws ExitCode{2} when invalid.
-TimelineDefinition parse_timeline_definition(const std::string& text);
+// --steps, --time and --timeline-definition are read by the library (analysis/analysis_options.h),
+// which throws OptionError; main() prints it as every other usage error.
 
 // "--threads" / "--jobs": at most thread_cap() (4 x the cores); a larger value is capped with a
 // note on stderr. 0 (the default: one per core) is kept.

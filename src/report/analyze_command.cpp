@@ -43,7 +43,7 @@ std::string per_trace_output(std::vector<TraceOutcome>&& outcomes, AnalyzeFormat
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (TraceOutcome& o : outcomes)
       all.push_back(o.ok() ? std::move(o.json) : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
-    return dump({{"schema", "ferret.analysis/1"}, {"traces", all}});
+    return analysis_document(std::move(all));
   }
   std::string out;
   bool first = true;
@@ -57,6 +57,10 @@ std::string per_trace_output(std::vector<TraceOutcome>&& outcomes, AnalyzeFormat
 }
 
 }  // namespace
+
+std::string analysis_document(nlohmann::ordered_json traces) {
+  return dump({{"schema", "ferret.analysis/1"}, {"traces", std::move(traces)}});
+}
 
 AnalyzeOutput run_analyze(const AnalyzeRequest& request, ProcessGroup* group) {
   AnalyzeOutput result;

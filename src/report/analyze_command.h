@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/analysis.h"
 #include "job/job_runner.h"
 #include "report/format.h"
@@ -48,6 +50,10 @@ struct AnalyzeOutput {
 
 // `group` shares the traces among processes (process 0 writes the report); nullptr = this process
 // alone. Throws only what the group's transport throws.
+// The ferret.analysis/1 document around an array of per-trace JSON (analyze_json of
+// report/analyze_report.h), as `ferret analyze --json` prints it, final newline included.
+std::string analysis_document(nlohmann::ordered_json traces);
+
 AnalyzeOutput run_analyze(const AnalyzeRequest& request, ProcessGroup* group = nullptr);
 
 }  // namespace ferret

@@ -1,0 +1,75 @@
+#include "analysis/analysis_options.h"
+
+#include <charconv>
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "base/text.h"
+
+namespace ferret {
+
+namespace {
+
+// A step number: digits only, fits int64. nullopt for "" ; throws for anything else.
+std::optional<std::int64_t> step_number(std::string_view s, bool& ok) {
+  s = trim(s);
+  if (s.empty()) return std::nullopt;
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc{} || end != s.data() + s.size() || value < 0) ok = false;
+  return value;
+}
+
+}  // namespace
+
+void parse_step_range(const std::string& text, AnalysisOptions& options) {
+  if (text.empty()) return;
+  const std::string_view all = text;
+  const std::size_t dash = all.find('-');
+  bool ok = true;
+  std::optional<std::int64_t> first;
+  std::optional<std::int64_t> last;
+  if (dash == std::string_view::npos) {
+    first = last = step_number(all, ok);
+  } else {
+    first = step_number(all.substr(0, dash), ok);
+    last = step_number(all.substr(dash + 1), ok);
+  }
+  if (!ok || (!first && !last)) {
+    throw OptionError(fmt::format("--steps: expected A-B, A-, -B or N (step numbers), got \"{}\"", text));
+  }
+  options.first_step = first;
+  options.last_step = last;
+}
+
+void parse_time_range(const std::string& text, AnalysisOptions& options) {
+  if (text.empty()) return;
+  const std::size_t dash = text.find('-');
+  auto number = [](std::string_view s, std::optional<double>& out) {
+    if (s.empty()) return true;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || !(v >= 0) || v > 1e12) return false;
+    out = v;
+    return true;
+  };
+  std::optional<double> from, to;
+  const std::string_view all = text;
+  const bool ok = dash != std::string_view::npos && dash > 0 && number(all.substr(0, dash), from) &&
+                  number(all.substr(dash + 1), to) && (!to || *to > *from);
+  if (!ok) {
+    throw OptionError(fmt::format("--time: expected A-B or A- (milliseconds from the trace start, A < B), got \"{}\"", text));
+  }
+  options.time_from_ms = from;
+  options.time_to_ms = to;
+}
+
+TimelineDefinition parse_timeline_definition(const std::string& text) {
+  if (text == "ferret") return TimelineDefinition::kFerret;
+  if (text == "hta") return TimelineDefinition::kHta;
+  throw OptionError(fmt::format("--timeline-definition: expected ferret or hta, got \"{}\"", text));
+}
+
+}  // namespace ferret

@@ -1,0 +1,124 @@
+// The public front door (include/ferret/ferret.h) over the stages: each call is the library call
+// the command line makes, so the API and `ferret analyze` cannot drift apart.
+#include <ferret/ferret.h>
+
+#include <utility>
+
+#include "analysis/analysis_options.h"
+#include "analysis/trace_analysis.h"
+#include "base/units.h"
+#include "diagnosis/diagnose.h"
+#include "ingest/trace_loader.h"
+#include "report/analyze_command.h"
+#include "report/analyze_report.h"
+#include "version.h"
+
+namespace ferret {
+
+struct Trace::Model {
+  TraceModel model;
+};
+
+struct Analysis::Result {
+  TraceAnalysis analysis;
+  Diagnosis diagnosis;
+};
+
+namespace {
+
+AnalysisOptions to_analysis_options(const AnalyzeOptions& options) {
+  AnalysisOptions o;
+  o.top_k = options.top;
+  if (options.device >= 0) o.device = options.device;
+  parse_step_range(options.steps, o);
+  parse_time_range(options.time, o);
+  o.window_name = options.window;
+  o.timeline_definition = options.hta_timeline ? TimelineDefinition::kHta : TimelineDefinition::kFerret;
+  return o;
+}
+
+AnalyzeFormat to_analyze_format(Format format) {
+  switch (format) {
+    case Format::kJson: return AnalyzeFormat::kJson;
+    case Format::kMarkdown: return AnalyzeFormat::kMarkdown;
+    case Format::kText: break;
+  }
+  return AnalyzeFormat::kText;
+}
+
+}  // namespace
+
+std::string analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& options, Format format,
+                          std::vector<std::string>* notes) {
+  AnalyzeRequest request;
+  request.inputs = paths;
+  request.analysis = to_analysis_options(options);
+  request.format = to_analyze_format(format);
+  request.threads = options.threads;
+  request.max_memory = options.max_memory.empty() ? 0 : parse_size(options.max_memory);
+  AnalyzeOutput output = run_analyze(request);
+  if (notes) *notes = std::move(output.messages);
+  return std::move(output.out);
+}
+
+std::string analyze_json(const std::string& path) { return analyze_paths({path}, AnalyzeOptions{}, Format::kJson); }
+
+Trace::Trace(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
+const std::string& Trace::source() const { return model_->model.info.source; }
+std::uint64_t Trace::event_count() const { return model_->model.size(); }
+
+std::vector<std::string> Trace::notes() const {
+  const IngestReport& report = model_->model.report;
+  std::vector<std::string> notes;
+  for (const auto& [reason, issue] : report.repairs)
+    notes.push_back("repaired " + std::to_string(issue.count) + " x " + reason + " (first at " + issue.first_location +
+                    ")");
+  for (const auto& [reason, issue] : report.skips)
+    notes.push_back("skipped " + std::to_string(issue.count) + " x " + reason + " (first at " + issue.first_location +
+                    ")");
+  notes.insert(notes.end(), report.notes.begin(), report.notes.end());
+  return notes;
+}
+
+Trace load(const std::string& path, unsigned threads) {
+  LoadOptions options;
+  options.threads = threads;
+  auto model = std::make_shared<Trace::Model>();
+  model->model = load_trace(path, options);
+  return Trace(std::move(model));
+}
+
+Analysis::Analysis(std::shared_ptr<const Result> result) : result_(std::move(result)) {}
+const std::string& Analysis::verdict() const { return result_->diagnosis.verdict.headline; }
+const std::string& Analysis::verdict_id() const { return result_->diagnosis.verdict.finding_id; }
+
+std::vector<FindingSummary> Analysis::findings() const {
+  std::vector<FindingSummary> out;
+  for (const Finding& f : result_->diagnosis.findings) {
+    out.push_back({f.id, f.title, dimension_name(f.dimension), layer_name(f.layer), severity_name(f.severity), f.fixes,
+                   f.time_share, f.max_speedup});
+  }
+  return out;
+}
+
+Analysis analyze(const Trace& trace, const AnalyzeOptions& options) {
+  auto result = std::make_shared<Analysis::Result>();
+  result->analysis = analyze_trace(trace.model().model, to_analysis_options(options));
+  result->diagnosis = diagnose(result->analysis);
+  return Analysis(std::move(result));
+}
+
+std::string report(const Analysis& analysis, Format format) {
+  const TraceAnalysis& a = analysis.result().analysis;
+  const Diagnosis& d = analysis.result().diagnosis;
+  switch (format) {
+    case Format::kJson: return analysis_document(nlohmann::ordered_json::array({analyze_json(a, d)}));
+    case Format::kMarkdown: return analyze_markdown(a, d);
+    case Format::kText: break;
+  }
+  return analyze_text(a, d, Style{});
+}
+
+std::string version() { return FERRET_VERSION; }
+
+}  // namespace ferret
