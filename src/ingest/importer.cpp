@@ -68,9 +68,12 @@ Importer pick_importer(std::string_view head, const std::string& source_name) {
   std::string expected;
   for (const Importer& importer : candidates)
     expected += fmt::format("{}{} ({})", expected.empty() ? "" : ", ", importer.name, importer.expects);
+  // Point at the first byte that is not a byte order mark or whitespace: what no importer read.
+  std::size_t at = head.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  at = std::min(head.find_first_not_of(" \t\r\n", at), head.size());
   throw InputError(
-      fmt::format("{}: byte 0: not a trace: no importer reads a file that starts with {}; known formats: {}",
-                  source_name, describe_head(head), expected));
+      fmt::format("{}: byte {}: not a trace: no importer reads input that starts with {}; known formats: {}",
+                  source_name, at, describe_head(head.substr(at)), expected));
 }
 
 }  // namespace ferret
