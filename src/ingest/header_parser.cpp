@@ -39,13 +39,13 @@ std::string string_or(dom::element obj, const char* key) {
   return scalar_text(v);
 }
 
-void parse_devices(dom::element value, TraceModel& model) {
+void parse_devices(dom::element value, TraceInfo& info) {
   dom::array devices;
   if (value.get_array().get(devices) != simdjson::SUCCESS) return;
   for (dom::element d : devices) {
     if (!d.is_object()) continue;
     DeviceProperties p;
-    p.id = static_cast<int>(int_or(d, "id", static_cast<std::int64_t>(model.info.devices.size())));
+    p.id = static_cast<int>(int_or(d, "id", static_cast<std::int64_t>(info.devices.size())));
     p.name = string_or(d, "name");
     p.total_global_mem = int_or(d, "totalGlobalMem", -1);
     p.compute_major = static_cast<int>(int_or(d, "computeMajor", -1));
@@ -55,13 +55,13 @@ void parse_devices(dom::element value, TraceModel& model) {
     p.regs_per_sm = static_cast<int>(int_or(d, "regsPerMultiprocessor", -1));
     p.warp_size = static_cast<int>(int_or(d, "warpSize", -1));
     p.shared_mem_per_sm = int_or(d, "sharedMemPerMultiprocessor", -1);
-    model.info.devices.push_back(std::move(p));
+    info.devices.push_back(std::move(p));
   }
 }
 
-void parse_distributed(dom::element value, TraceModel& model) {
+void parse_distributed(dom::element value, TraceInfo& info) {
   if (!value.is_object()) return;
-  DistributedInfo& d = model.info.distributed;
+  DistributedInfo& d = info.distributed;
   d.present = true;
   d.backend = string_or(value, "backend");
   d.rank = static_cast<int>(int_or(value, "rank", -1));
@@ -71,38 +71,39 @@ void parse_distributed(dom::element value, TraceModel& model) {
 
 }  // namespace
 
-void parse_header(const std::vector<std::pair<std::string, std::string>>& header, TraceModel& model) {
+void parse_header(const std::vector<std::pair<std::string, std::string>>& header, TraceInfo& info,
+                  IngestReport& report) {
   dom::parser parser;
   for (const auto& [key, raw] : header) {
     dom::element value;
     if (parser.parse(raw).get(value) != simdjson::SUCCESS) {
-      model.report.skip("unparseable top-level value", "key \"" + key + "\"");
+      report.skip("unparseable top-level value", "key \"" + key + "\"");
       continue;
     }
     if (key == "deviceProperties" || key == "computeProperties") {
-      parse_devices(value, model);
+      parse_devices(value, info);
     } else if (key == "distributedInfo") {
-      parse_distributed(value, model);
+      parse_distributed(value, info);
     } else if (key == "schemaVersion") {
-      model.info.schema_version = value.is_int64() ? std::int64_t(value.get_int64()) : -1;
+      info.schema_version = value.is_int64() ? std::int64_t(value.get_int64()) : -1;
     } else if (key == "baseTimeNanoseconds") {
       std::int64_t base = 0;
       const std::string text = scalar_text(value);
       if (parse_int64(text, base) == DecimalStatus::kOk)
-        model.info.base_time_ns = base;
+        info.base_time_ns = base;
       else
-        model.report.repair("unreadable baseTimeNanoseconds ignored", text);
+        report.repair("unreadable baseTimeNanoseconds ignored", text);
     } else if (key == "displayTimeUnit") {
-      model.info.display_time_unit = scalar_text(value);
+      info.display_time_unit = scalar_text(value);
     } else if (key == "traceName") {
-      model.info.trace_name = scalar_text(value);
+      info.trace_name = scalar_text(value);
     } else if (key.size() > 8 && key.compare(key.size() - 8, 8, "_version") == 0) {
-      model.info.versions[key] = scalar_text(value);
+      info.versions[key] = scalar_text(value);
     } else if (key == "record_shapes" || key == "profile_memory" || key == "with_stack" || key == "with_flops" ||
                key == "with_modules" || key == "trace_id") {
-      model.info.settings[key] = scalar_text(value);
+      info.settings[key] = scalar_text(value);
     } else {
-      model.info.other_keys.push_back(key);
+      info.other_keys.push_back(key);
     }
   }
 }

@@ -10,6 +10,7 @@
 
 namespace ferret {
 
-void parse_header(const std::vector<std::pair<std::string, std::string>>& header, TraceModel& model);
+void parse_header(const std::vector<std::pair<std::string, std::string>>& header, TraceInfo& info,
+                  IngestReport& report);
 
 }  // namespace ferret

@@ -1,6 +1,10 @@
 #include "model/trace_model.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
 
 namespace ferret {
 
@@ -135,6 +139,86 @@ void TraceModel::truncate_events(std::size_t n) {
   truncate_side_table(graph_nodes, n);
   truncate_side_table(inductor_kernels, n);
   truncate_side_table(python_frames, n);
+}
+
+namespace {
+// The first side-table row naming no event, or out of event order, as text.
+template <class Table>
+std::string side_table_violation(const Table& table, const char* table_name, std::size_t events, bool one_per_event) {
+  for (std::size_t r = 0; r < table.size(); ++r) {
+    const EventIndex e = table[r].event;
+    if (e >= events) return fmt::format("{} row {} names event {}, but the model holds {}", table_name, r, e, events);
+    if (r > 0 && (e < table[r - 1].event || (one_per_event && e == table[r - 1].event)))
+      return fmt::format("{} row {} (event {}) is out of event order after event {}", table_name, r, e,
+                         table[r - 1].event);
+  }
+  return {};
+}
+
+// The first row of `table` with a string field (picked by `fields`) beyond the string table.
+template <class Table, class Fields>
+std::string string_violation(const Table& table, const char* table_name, std::size_t strings, Fields fields) {
+  for (std::size_t r = 0; r < table.size(); ++r)
+    for (const StrId id : fields(table[r]))
+      if (id >= strings) return fmt::format("{} row {} holds string id {} of {}", table_name, r, id, strings);
+  return {};
+}
+}  // namespace
+
+std::string TraceModel::check_invariants() const {
+  const std::size_t n = size();
+  const std::pair<const char*, std::size_t> lengths[] = {
+      {"phase", phase.size()}, {"category", category.size()},       {"name", name.size()},
+      {"ts_ns", ts_ns.size()}, {"dur_ns", dur_ns.size()},           {"pid", pid.size()},
+      {"tid", tid.size()},     {"correlation", correlation.size()}, {"external_id", external_id.size()}};
+  for (const auto& [column, length] : lengths)
+    if (length != n) return fmt::format("column {} holds {} values, kind holds {}", column, length, n);
+  for (std::size_t e = 0; e < n; ++e) {
+    if (static_cast<int>(kind[e]) >= kEventKindCount)
+      return fmt::format("event {} has kind {}, not an EventKind", e, static_cast<int>(kind[e]));
+    if (name[e] >= strings.size()) return fmt::format("event {} has name id {} of {}", e, name[e], strings.size());
+    if (category[e] >= categories.size())
+      return fmt::format("event {} has category id {} of {}", e, category[e], categories.size());
+    for (const std::int32_t id : {pid[e], tid[e]})
+      if (id < 0 && !id_labels.count(id)) return fmt::format("event {} has synthetic id {} with no label", e, id);
+  }
+  const std::string side[] = {
+      side_table_violation(kernel_args, "kernel_args", n, true),
+      side_table_violation(copy_args, "copy_args", n, true),
+      side_table_violation(op_args, "op_args", n, true),
+      side_table_violation(collective_args, "collective_args", n, true),
+      side_table_violation(memory_args, "memory_args", n, true),
+      side_table_violation(counters, "counters", n, false),
+      side_table_violation(graph_nodes, "graph_nodes", n, true),
+      side_table_violation(inductor_kernels, "inductor_kernels", n, true),
+      side_table_violation(python_frames, "python_frames", n, true),
+      string_violation(kernel_args, "kernel_args", strings.size(),
+                       [](const KernelArgs& k) { return std::array{k.limiting_factor}; }),
+      string_violation(op_args, "op_args", strings.size(),
+                       [](const OpArgs& o) {
+                         return std::array{o.input_dims, o.input_types};
+                       }),
+      string_violation(collective_args, "collective_args", strings.size(),
+                       [](const CollectiveArgs& c) {
+                         return std::array{c.collective_name, c.dtype, c.process_group_name, c.process_group_ranks};
+                       }),
+      string_violation(counters, "counters", strings.size(),
+                       [](const CounterSample& c) { return std::array{c.series}; }),
+      string_violation(inductor_kernels, "inductor_kernels", strings.size(),
+                       [](const InductorKernelArgs& k) {
+                         return std::array{k.backend, k.hash};
+                       }),
+  };
+  for (const std::string& violation : side)
+    if (!violation.empty()) return violation;
+  if (relations.built) {
+    if (relations.parent.size() != n)
+      return fmt::format("relations.parent holds {} entries for {} events", relations.parent.size(), n);
+    if (relations.python_parent.size() != python_frames.size())
+      return fmt::format("relations.python_parent holds {} entries for {} python frames",
+                         relations.python_parent.size(), python_frames.size());
+  }
+  return {};
 }
 
 std::size_t TraceModel::memory_bytes() const {

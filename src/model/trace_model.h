@@ -358,6 +358,12 @@ class TraceModel {
   // Keeps the first n events (and the side-table rows of those), freeing the rest; allocates
   // nothing, so it can repair a model after an append ran out of memory half-way.
   void truncate_events(std::size_t n);
+  // The first broken invariant, as text, or "" when there is none: every event column as long as
+  // `kind`, kinds in range, name/category/side-table string ids interned, synthetic pid/tid ids
+  // labelled, side-table rows naming existing events in event order (one per event, several
+  // per event for counters), relations (once built) sized to the events. ModelBuilder keeps
+  // them; tests and debug builds check them after loading.
+  std::string check_invariants() const;
 
   // Side-table lookups by event (binary search: side tables are appended in event order).
   const KernelArgs* kernel_args_of(EventIndex e) const;

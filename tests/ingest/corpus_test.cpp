@@ -79,6 +79,7 @@ TEST_P(CorpusFile, LoadsAndMatchesIndependentCounts) {
 
   TraceModel model;
   ASSERT_NO_THROW(model = load_trace(path)) << file;
+  EXPECT_EQ(model.check_invariants(), "") << file;
   const TraceSummary summary = summarize_trace(model);
 
   // Every event of the file is stored (the reference counts events without "ts" separately).
