@@ -65,6 +65,15 @@ inline constexpr std::int64_t kEdgeWaitMinNs = 1'000'000;
 // the window's first (last) act and is cut off the window.
 inline constexpr std::int64_t kEdgeWaitTrimSlackNs = 1'000'000;
 
+// A stretch of time [start, end); a whole-trace window also holds the instant `end` itself (its
+// last event's end), so an event ending the trace is inside it.
+struct TimeWindow {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  bool inclusive_end = false;
+  bool contains(std::int64_t t) const { return t >= start && (t < end || (inclusive_end && t == end)); }
+};
+
 // The window an analysis covers: the selected complete steps, a named span, a time range, or
 // (for a trace without steps) the span of all its events. Built once per trace.
 struct AnalysisContext {
@@ -80,6 +89,7 @@ struct AnalysisContext {
   std::int64_t edge_trimmed_ns = 0;  // cut off the window's edges (edge waits that open or close it)
 
   std::int64_t window_ns() const { return window_end_ns - window_start_ns; }
+  TimeWindow window() const { return {window_start_ns, window_end_ns, whole_trace()}; }
   // GPU activity outside a selected window is clipped away; the whole trace clips nothing.
   bool whole_trace() const { return source == WindowSource::kWholeTrace; }
   bool device_selected(std::int32_t device) const { return !options.device || *options.device == device; }

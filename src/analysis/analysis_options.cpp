@@ -60,7 +60,8 @@ void parse_time_range(const std::string& text, AnalysisOptions& options) {
   const bool ok = dash != std::string_view::npos && dash > 0 && number(all.substr(0, dash), from) &&
                   number(all.substr(dash + 1), to) && (!to || *to > *from);
   if (!ok) {
-    throw OptionError(fmt::format("--time: expected A-B or A- (milliseconds from the trace start, A < B), got \"{}\"", text));
+    throw OptionError(
+        fmt::format("--time: expected A-B or A- (milliseconds from the trace start, A < B), got \"{}\"", text));
   }
   options.time_from_ms = from;
   options.time_to_ms = to;

@@ -1,4 +1,6 @@
 #include "analysis/host_blockers.h"
+
+#include "base/statistics.h"
 #include "base/text.h"
 
 #include <algorithm>
@@ -55,13 +57,6 @@ bool is_sync_span(const TraceModel& m, NameFlags& flags, EventIndex e) {
   if (is_launch_api(k)) return (f & kSyncCall) != 0;
   return k == EventKind::kCpuOp && (f & kSyncOp) != 0;
 }
-
-struct Window {
-  std::int64_t start = 0;
-  std::int64_t end = 0;
-  bool inclusive_end = false;
-  bool contains(std::int64_t t) const { return t >= start && (t < end || (inclusive_end && t == end)); }
-};
 
 // (name, duration) pairs -> per-name count and time, time descending, at most `limit` rows.
 std::vector<NamedTime> aggregate(const TraceModel& m, std::vector<std::pair<StrId, std::int64_t>> items,
@@ -173,7 +168,7 @@ void count_pageable_copy(const TraceModel& model, std::size_t g, std::int64_t du
 }
 
 // Pass 1, GPU side: kernels (durations for the median, short kernels), busy time, copies.
-GpuSide scan_gpu_side(const TraceModel& model, const AnalysisContext& ctx, const Window& window, std::size_t top,
+GpuSide scan_gpu_side(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window, std::size_t top,
                       HostBlockersResult& r) {
   const Relations& rel = model.relations;
   GpuSide side;
@@ -212,12 +207,7 @@ GpuSide scan_gpu_side(const TraceModel& model, const AnalysisContext& ctx, const
       launchers.end());
   LaunchRegime& lr = r.launch;
   lr.kernels = kernel_durations.size();
-  if (!kernel_durations.empty()) {
-    const std::size_t mid = kernel_durations.size() / 2;
-    std::nth_element(kernel_durations.begin(), kernel_durations.begin() + static_cast<std::ptrdiff_t>(mid),
-                     kernel_durations.end());
-    lr.median_kernel_ns = kernel_durations[mid];
-  }
+  lr.median_kernel_ns = stats::median_ns_in_place(kernel_durations);
   lr.gpu_busy_ns = total_length(side.busy);
   if (r.window_ns > 0) lr.gpu_busy_share = static_cast<double>(lr.gpu_busy_ns) / static_cast<double>(r.window_ns);
   return side;
@@ -244,7 +234,7 @@ void count_steady_steps(const TraceModel& model, const AnalysisContext& ctx, All
 }
 
 // Pass 2, host side: one pass over the ops and runtime calls of the window.
-HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, const Window& window, std::size_t top,
+HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window, std::size_t top,
                         NameFlags& flags, HostBlockersResult& r) {
   const Relations& rel = model.relations;
   HostSide side;
@@ -301,7 +291,7 @@ HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, con
 // What a blocking call costs the GPU: the bubble from its return to the next GPU activity (zero
 // while another stream keeps the GPU busy; never past the end of its step or the window), at most
 // the call's own duration (the head start the host would have had without it).
-std::int64_t stall_after(const TraceModel& model, const AnalysisContext& ctx, const Window& window,
+std::int64_t stall_after(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window,
                          const std::vector<Interval>& busy, EventIndex e) {
   const std::int64_t t = clipped_end(model, e);
   const int s = step_of(ctx.steps, model.ts_ns[e]);
@@ -352,7 +342,7 @@ std::vector<std::pair<EventIndex, StrId>> unnested_syncs(const TraceModel& model
 // integer-microsecond traces (the legacy export) record aten::item and the _local_scalar_dense
 // inside it with equal or touching zero-length spans that nesting, on half-open intervals, cannot
 // put one inside the other.
-std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const AnalysisContext& ctx, const Window& window,
+std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window,
                                           std::size_t top, NameFlags& flags, const std::vector<Interval>& busy,
                                           const std::vector<EventIndex>& sync_candidates, HostBlockersResult& r) {
   HostSyncs& sy = r.syncs;
@@ -396,8 +386,8 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
 // Pass 4, pageable copies: host-to-device ones cost the host the staging (the call's duration); a
 // device-to-host one waits for the GPU like a sync, so it costs the bubble after it. Copies inside
 // a sync span (aten::item reads its scalar with one) belong to that sync.
-void cost_pageable_copies(const TraceModel& model, const AnalysisContext& ctx, const Window& window, NameFlags& flags,
-                          const GpuSide& gpu, HostBlockersResult& r) {
+void cost_pageable_copies(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window,
+                          NameFlags& flags, const GpuSide& gpu, HostBlockersResult& r) {
   const Relations& rel = model.relations;
   for (const auto& [launcher, to_host] : gpu.pageable_launchers) {
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[launcher]);
@@ -438,7 +428,7 @@ struct MainThreadSpans {
   std::int64_t launch_ns = 0;  // in launch calls, before merging
 };
 
-MainThreadSpans main_thread_spans(const TraceModel& model, const Window& window, NameFlags& flags, ThreadKey thread,
+MainThreadSpans main_thread_spans(const TraceModel& model, const TimeWindow& window, NameFlags& flags, ThreadKey thread,
                                   const std::vector<EventIndex>& outer_syncs) {
   MainThreadSpans m;
   for (std::size_t i = 0; i < model.size(); ++i) {
@@ -475,7 +465,7 @@ MainThreadSpans main_thread_spans(const TraceModel& model, const Window& window,
 
 // Pass 5: the main thread's busy share outside data loading and syncs, and the GPU's idle time
 // peeled off state by state, in priority order.
-void measure_main_thread(const TraceModel& model, const Window& window, NameFlags& flags, const HostSide& host,
+void measure_main_thread(const TraceModel& model, const TimeWindow& window, NameFlags& flags, const HostSide& host,
                          const std::vector<Interval>& busy, const std::vector<EventIndex>& outer_syncs,
                          HostBlockersResult& r) {
   LaunchRegime& lr = r.launch;
@@ -529,7 +519,7 @@ HostRegime classify_regime(const HostBlockersResult& r) {
 
 HostBlockersResult analyze_host_blockers(const TraceModel& model, const AnalysisContext& ctx) {
   HostBlockersResult r;
-  const Window window{ctx.window_start_ns, ctx.window_end_ns, ctx.whole_trace()};
+  const TimeWindow window = ctx.window();
   r.window_ns = ctx.window_ns();
   const std::size_t top = static_cast<std::size_t>(std::max(0, ctx.options.top_k));
   NameFlags flags(model);

@@ -50,13 +50,6 @@ std::string replay_row_name(const OpGroup& g) {
   return fmt::format("{} graph replay (graph {})", api, g.replay_graph);
 }
 
-struct Window {
-  std::int64_t start = 0;
-  std::int64_t end = 0;
-  bool inclusive_end = false;  // a trace without steps: its window ends at its last event's end
-  bool contains(std::int64_t t) const { return t >= start && (t < end || (inclusive_end && t == end)); }
-};
-
 bool is_gpu_work(EventKind k) { return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset; }
 
 // "Input Dims" is stored as the raw JSON text, pretty-printed over several lines by some torch
@@ -197,7 +190,7 @@ struct OpTable {
 };
 
 // Pass 1: the ops of the window, in event order, grouped by name and shapes with their host total.
-void collect_op_calls(const TraceModel& model, const Window& window, OpTable& table, HotSpotsResult& r) {
+void collect_op_calls(const TraceModel& model, const TimeWindow& window, OpTable& table, HotSpotsResult& r) {
   std::size_t cpu_ops = 0;
   for (std::size_t e = 0; e < model.size(); ++e) cpu_ops += model.kind[e] == EventKind::kCpuOp;
   table.calls.reserve(cpu_ops);
@@ -313,8 +306,8 @@ OpGroup replay_row(const TraceModel& model, const GraphReplay& rp) {
 }
 
 // Pass 3b: graph replays go to the op that captured the node, else to a row per graph (returned).
-std::vector<OpGroup> attribute_graph_replays(const TraceModel& model, const AnalysisContext& ctx, const Window& window,
-                                             OpTable& table, HotSpotsResult& r) {
+std::vector<OpGroup> attribute_graph_replays(const TraceModel& model, const AnalysisContext& ctx,
+                                             const TimeWindow& window, OpTable& table, HotSpotsResult& r) {
   const Relations& rel = model.relations;
   std::vector<OpGroup> replay_rows;
   if (rel.graph_replays.empty()) return replay_rows;
@@ -396,7 +389,7 @@ struct KernelRecord {
 
 // Pass 5: one record per GPU activity in the window, sorted by (kernel, op, launch call).
 std::vector<KernelRecord> collect_kernel_records(const TraceModel& model, const AnalysisContext& ctx,
-                                                 const Window& window, HotSpotsResult& r) {
+                                                 const TimeWindow& window, HotSpotsResult& r) {
   const Relations& rel = model.relations;
   std::vector<KernelRecord> recs;
   std::size_t ka = 0;
@@ -515,7 +508,7 @@ void rank_kernels(const TraceModel& model, std::size_t top, const std::vector<Ke
 
 HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext& ctx) {
   HotSpotsResult r;
-  const Window window{ctx.window_start_ns, ctx.window_end_ns, ctx.whole_trace()};
+  const TimeWindow window = ctx.window();
   r.window_ns = ctx.window_ns();
   const std::size_t top = static_cast<std::size_t>(std::max(0, ctx.options.top_k));
 

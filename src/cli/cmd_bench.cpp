@@ -42,11 +42,6 @@ struct BenchCliOptions {
 };
 
 #if defined(FERRET_HAVE_LIBTORCH)
-[[noreturn]] void usage_error(const std::string& message) {
-  print_error(message);
-  throw ExitCode{2};
-}
-
 bench::BenchOptions to_bench_options(const BenchCliOptions& cli) {
   bench::BenchOptions o;
   o.model_path = cli.model;

@@ -55,8 +55,7 @@ RunRecord find_run(const HistoryStore& store, const std::string& ref) {
 
 void run_compare(const CompareOptions& opt, bool gate) {
   if (opt.json && opt.markdown) {
-    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
-    throw ExitCode{2};
+    usage_error("choose one of --json and --md");
   }
   CompareReport report;
   report.database = opt.db.empty() ? default_history_path() : opt.db;

@@ -58,12 +58,10 @@ TraceModel load_for_diff(const std::string& label, const std::string& path, cons
 
 void run_diff(const DiffCliOptions& cli) {
   if (cli.json && cli.markdown) {
-    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
-    throw ExitCode{2};
+    usage_error("choose one of --json and --md");
   }
   if (cli.base == "-" && cli.next == "-") {
-    std::fprintf(stderr, "ferret: only one of BASE and NEW can be read from stdin\n");
-    throw ExitCode{2};
+    usage_error("only one of BASE and NEW can be read from stdin");
   }
   DiffOptions options;
   options.top = cli.top;

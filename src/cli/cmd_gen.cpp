@@ -63,13 +63,6 @@ struct JobArgs {
   unsigned threads = 0;
 };
 
-std::string human_bytes(std::uint64_t bytes) {
-  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
-  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
-  if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / (1ull << 10));
-  return fmt::format("{} B", bytes);
-}
-
 // The summary goes to stdout, unless the trace itself does.
 std::FILE* summary_stream(const std::string& output) { return output == "-" ? stderr : stdout; }
 

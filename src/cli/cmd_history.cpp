@@ -28,8 +28,7 @@ struct HistoryOptions {
 
 void run_history(const HistoryOptions& opt) {
   if (opt.json && opt.markdown) {
-    std::fprintf(stderr, "ferret: choose one of --json and --md\n");
-    throw ExitCode{2};
+    usage_error("choose one of --json and --md");
   }
   HistoryReport report;
   report.database = opt.db.empty() ? default_history_path() : opt.db;

@@ -3,13 +3,12 @@
 // pipeline analysis (raw wait, GPU idle while waiting, calls, how the DataLoader was built).
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
-
-double ms(double ns) { return ns / 1e6; }
 
 // input-bound. Thresholds: XProf's input-pipeline analyzer (>= 20% of step time highly
 // input-bound, 5-20% moderately); the TensorBoard plugin recommends a DataLoader fix above 5%.
@@ -30,9 +29,9 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.title =
       b.has_steps
           ? fmt::format("Input-bound: {:.0f}% of each {:.0f} ms step waits for the DataLoader ({:.1f} ms per step)",
-                        100 * share, ms(b.average_duration_ns), ms(b.average_of(StepCategory::kDataLoader)))
+                        100 * share, ns_to_ms(b.average_duration_ns), ns_to_ms(b.average_of(StepCategory::kDataLoader)))
           : fmt::format("Input-bound: {:.0f}% of the {:.0f} ms {} waits for the DataLoader", 100 * share,
-                        ms(b.average_duration_ns), window_noun(a));
+                        ns_to_ms(b.average_duration_ns), window_noun(a));
   f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kFramework;
   f.severity = share >= kInputBoundHigh ? Severity::kHigh : Severity::kMedium;
@@ -49,16 +48,16 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
       "The training loop spends {:.1f} ms of {} inside enumerate(DataLoader) ({:.0f}%; {:.1f} calls, the longest "
       "{:.1f} ms), and for {:.1f} ms of it ({:.0f}%) no GPU work runs.{} Input waits add straight to the step time: "
       "the GPU cannot start a step before its batch arrives.",
-      ms(d.average_dataloader_ns), b.has_steps ? "each step" : std::string("the ") + window_noun(a), d.dataloader_pct,
-      d.average_calls_per_step, ms(static_cast<double>(d.longest_call_ns)), ms(b.average_of(StepCategory::kDataLoader)),
-      100 * share, how_built);
+      ns_to_ms(d.average_dataloader_ns), b.has_steps ? "each step" : std::string("the ") + window_noun(a),
+      d.dataloader_pct, d.average_calls_per_step, ns_to_ms(static_cast<double>(d.longest_call_ns)),
+      ns_to_ms(b.average_of(StepCategory::kDataLoader)), 100 * share, how_built);
   f.evidence = {{"dataloader_share_pct", 100 * share, "%"},
-                {"dataloader_ms_per_step", ms(b.average_of(StepCategory::kDataLoader)), "ms"},
-                {"step_ms", ms(b.average_duration_ns), "ms"},
+                {"dataloader_ms_per_step", ns_to_ms(b.average_of(StepCategory::kDataLoader)), "ms"},
+                {"step_ms", ns_to_ms(b.average_duration_ns), "ms"},
                 {"dataloader_wait_pct", d.dataloader_pct, "%"},
                 {"gpu_idle_waiting_pct", d.gpu_idle_waiting_pct, "%"},
                 {"dataloader_calls_per_step", d.average_calls_per_step, "count"},
-                {"longest_dataloader_call_ms", ms(static_cast<double>(d.longest_call_ns)), "ms"},
+                {"longest_dataloader_call_ms", ns_to_ms(static_cast<double>(d.longest_call_ns)), "ms"},
                 {"num_workers_zero", d.single_process_loader && !d.multi_process_loader ? 1.0 : 0.0, ""}};
   f.fixes = {
       "Load batches in worker processes, pinned and prefetched: `loader = DataLoader(dataset, batch_size=batch_size, "

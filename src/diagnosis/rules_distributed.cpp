@@ -5,14 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
-
-double pct(double share) { return share * 100.0; }
-double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 std::string window_phrase(const TraceAnalysis& a) {
   return a.context.has_steps ? "of step time" : std::string("of the ") + window_noun(a);
@@ -21,7 +19,7 @@ std::string window_phrase(const TraceAnalysis& a) {
 // Per-step figure when the window is made of steps, else the total.
 double per_step_ms(const TraceAnalysis& a, std::int64_t ns) {
   const std::size_t steps = a.context.steps.size();
-  return steps > 0 ? ms(ns) / static_cast<double>(steps) : ms(ns);
+  return steps > 0 ? ns_to_ms(ns) / static_cast<double>(steps) : ns_to_ms(ns);
 }
 
 std::string top_collectives(const CommunicationResult& c) {
@@ -29,8 +27,8 @@ std::string top_collectives(const CommunicationResult& c) {
   for (std::size_t i = 0; i < c.by_collective.size() && i < 3; ++i) {
     const CollectiveStats& k = c.by_collective[i];
     if (!s.empty()) s += ", ";
-    s +=
-        fmt::format("{} {} call{} {:.1f} ms", collective_name(k.kind), k.calls, k.calls == 1 ? "" : "s", ms(k.time_ns));
+    s += fmt::format("{} {} call{} {:.1f} ms", collective_name(k.kind), k.calls, k.calls == 1 ? "" : "s",
+                     ns_to_ms(k.time_ns));
   }
   return s;
 }
@@ -57,20 +55,20 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
   if (!c.present || c.comm_share <= kCommunicationHeavyShare) return;
   Finding f;
   f.id = "communication-heavy";
-  f.title = fmt::format("Communication-heavy: NCCL kernels run {:.0f}% {} ({:.0f}% exposed)", pct(c.comm_share),
-                        window_phrase(a), pct(c.exposed_share));
+  f.title = fmt::format("Communication-heavy: NCCL kernels run {:.0f}% {} ({:.0f}% exposed)",
+                        share_to_pct(c.comm_share), window_phrase(a), share_to_pct(c.exposed_share));
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kMacro;
   f.severity = exposed_severity(c.exposed_share);
   f.detail = fmt::format(
       "Communication kernels were active {:.1f} ms {} ({:.1f} ms per step): {}. {:.0f}% of that time overlapped "
       "compute kernels. The volume is the lever here: fewer or smaller collectives per sample.",
-      ms(c.comm_ns), a.context.has_steps ? "over the steps" : std::string("in the ") + window_noun(a),
-      per_step_ms(a, c.comm_ns), top_collectives(c), pct(c.overlap_share));
-  f.evidence = {{"communication_pct", pct(c.comm_share), "%"},
-                {"exposed_communication_pct", pct(c.exposed_share), "%"},
-                {"overlap_pct", pct(c.overlap_share), "%"},
-                {"communication_ms", ms(c.comm_ns), "ms"},
+      ns_to_ms(c.comm_ns), a.context.has_steps ? "over the steps" : std::string("in the ") + window_noun(a),
+      per_step_ms(a, c.comm_ns), top_collectives(c), share_to_pct(c.overlap_share));
+  f.evidence = {{"communication_pct", share_to_pct(c.comm_share), "%"},
+                {"exposed_communication_pct", share_to_pct(c.exposed_share), "%"},
+                {"overlap_pct", share_to_pct(c.overlap_share), "%"},
+                {"communication_ms", ns_to_ms(c.comm_ns), "ms"},
                 {"communication_calls", static_cast<double>(c.calls.size()), "count"}};
   f.fixes = {
       "Gradient accumulation: synchronize once per N micro-batches - "
@@ -95,7 +93,7 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
   Finding f;
   f.id = "exposed-communication";
   f.title = fmt::format("Exposed communication: {:.0f}% {} waits on NCCL with no compute to hide it",
-                        pct(c.exposed_share), window_phrase(a));
+                        share_to_pct(c.exposed_share), window_phrase(a));
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = exposed_severity(c.exposed_share);
@@ -104,11 +102,11 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
       "communication time overlapped compute. Collectives issued after backward finishes, or buckets too small to "
       "start early, leave the GPU idle while gradients move.",
       per_step_ms(a, c.exposed_ns), a.context.has_steps ? "per step" : std::string("in the ") + window_noun(a),
-      pct(c.overlap_share));
-  f.evidence = {{"exposed_communication_pct", pct(c.exposed_share), "%"},
+      share_to_pct(c.overlap_share));
+  f.evidence = {{"exposed_communication_pct", share_to_pct(c.exposed_share), "%"},
                 {"exposed_communication_ms_per_step", per_step_ms(a, c.exposed_ns), "ms"},
-                {"overlap_pct", pct(c.overlap_share), "%"},
-                {"communication_pct", pct(c.comm_share), "%"}};
+                {"overlap_pct", share_to_pct(c.overlap_share), "%"},
+                {"communication_pct", share_to_pct(c.comm_share), "%"}};
   f.fixes = {
       "DDP: `DistributedDataParallel(model, bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)` - "
       "bigger buckets, no gradient copy, and a fixed bucket order so all-reduce starts during backward",
@@ -148,9 +146,9 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   const double share = std::max(0.0, c.exposed_share * (1.0 - u.best_large_efficiency));
   Finding f;
   f.id = "low-busbw";
-  f.title =
-      fmt::format("Low NCCL bandwidth: {} reaches {:.1f} GB/s bus bandwidth, {:.0f}% of {} ({:.0f} GB/s)",
-                  collective_name(u.kind), u.best_large_busbw_gbps, pct(u.best_large_efficiency), u.link, u.link_gbps);
+  f.title = fmt::format("Low NCCL bandwidth: {} reaches {:.1f} GB/s bus bandwidth, {:.0f}% of {} ({:.0f} GB/s)",
+                        collective_name(u.kind), u.best_large_busbw_gbps, share_to_pct(u.best_large_efficiency), u.link,
+                        u.link_gbps);
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = share >= kExposedModerate ? Severity::kMedium : Severity::kLow;
@@ -173,9 +171,9 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.evidence = {{"best_large_busbw_gbps", u.best_large_busbw_gbps, "GB/s"},
                 {"mean_busbw_gbps", u.busbw_gbps, "GB/s"},
                 {"link_peak_gbps", u.link_gbps, "GB/s"},
-                {"link_efficiency_pct", pct(u.best_large_efficiency), "%"},
+                {"link_efficiency_pct", share_to_pct(u.best_large_efficiency), "%"},
                 {"group_size", static_cast<double>(u.group_size), "count"},
-                {"exposed_communication_pct", pct(c.exposed_share), "%"}};
+                {"exposed_communication_pct", share_to_pct(c.exposed_share), "%"}};
   f.fixes = {
       "Check the transport NCCL picked: `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH torchrun ...` and look for "
       "`via P2P/IPC` or `NVLS` (good) versus `via SHM`, `NET/Socket` or `NET/IB : No device found` (slow path)",

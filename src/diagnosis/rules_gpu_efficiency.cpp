@@ -8,13 +8,12 @@
 #include <fmt/format.h>
 
 #include "base/text.h"
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
-
-double ms(double ns) { return ns / 1e6; }
 
 std::string device_label(const DeviceMetrics& d) {
   std::string label = d.name.empty() ? fmt::format("GPU {}", d.device) : fmt::format("GPU {} ({}", d.device, d.name);
@@ -171,7 +170,7 @@ void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
       "an estimated achieved occupancy of {:.1f}% (all kernels: {:.1f}%; est. SM efficiency {:.1f}% against "
       "{:.1f}% utilization). Memory-bound kernels need many resident warps to hide memory latency; these have "
       "few, usually because tensors are small (little work per launch) or kernels are short.",
-      ms(static_cast<double>(d.non_matmul_occupancy_ns)), 100 * kernel_share, d.non_matmul_occupancy_pct,
+      ns_to_ms(static_cast<double>(d.non_matmul_occupancy_ns)), 100 * kernel_share, d.non_matmul_occupancy_pct,
       d.achieved_occupancy_pct, d.sm_efficiency_pct, d.utilization_pct);
   f.evidence = {{"non_matmul_occupancy_pct", d.non_matmul_occupancy_pct, "%"},
                 {"non_matmul_kernel_share_pct", 100 * kernel_share, "%"},
@@ -224,9 +223,10 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
       "Matrix multiplications, convolutions and attention take {:.1f} ms of the {:.1f} ms of compute kernel time "
       "in the analysed window ({:.1f}%). Their speed is set by the precision they run in, the kernels chosen for "
       "their shapes, and the memory traffic of the small operators around them.",
-      ms(static_cast<double>(d.matmul_conv_ns)), ms(static_cast<double>(d.compute_kernel_ns)), d.matmul_conv_pct);
+      ns_to_ms(static_cast<double>(d.matmul_conv_ns)), ns_to_ms(static_cast<double>(d.compute_kernel_ns)),
+      d.matmul_conv_pct);
   f.evidence = {{"matmul_conv_pct", d.matmul_conv_pct, "%"},
-                {"matmul_conv_ms", ms(static_cast<double>(d.matmul_conv_ns)), "ms"},
+                {"matmul_conv_ms", ns_to_ms(static_cast<double>(d.matmul_conv_ns)), "ms"},
                 {"matmul_on_tensor_cores_pct", 100 * on_tensor_cores, "%"},
                 {"tensor_core_pct", d.tensor_core_pct, "%"}};
   if (on_tensor_cores < kMatmulOnTensorCoresEnough) f.fixes = precision_fixes(d);

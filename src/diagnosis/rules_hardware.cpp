@@ -4,14 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
 
-double pct(double share) { return share * 100.0; }
-double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // slow-host-copies. Threshold: copies of >= 1 MiB (kLargeCopyBytes) achieve < 50% of the host
@@ -45,7 +44,7 @@ void rule_slow_host_copies(const HardwareResult& h, std::vector<Finding>& out) {
   f.id = "slow-host-copies";
   f.title = fmt::format("Slow host copies: {} {} copies reach {:.1f} GB/s, {:.0f}% of {} ({:.0f} GB/s)",
                         copy_direction_name(w.direction), host_memory_name(w.host_memory), w.large_gbps,
-                        pct(w.large_efficiency), w.link, w.peak_gbps);
+                        share_to_pct(w.large_efficiency), w.link, w.peak_gbps);
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
   f.severity = share >= 0.05 ? Severity::kMedium : Severity::kLow;
@@ -54,14 +53,14 @@ void rule_slow_host_copies(const HardwareResult& h, std::vector<Finding>& out) {
       "per direction. At peak, the slow large host copies in the window would take {:.2f} ms less. Pinned copies "
       "normally reach "
       "80-90% of the link.",
-      w.large_count, w.device, static_cast<double>(w.large_bytes) / kMiB, ms(w.large_time_ns), w.large_gbps, w.link,
-      w.peak_gbps, lost_ns / 1e6);
+      w.large_count, w.device, static_cast<double>(w.large_bytes) / kMiB, ns_to_ms(w.large_time_ns), w.large_gbps,
+      w.link, w.peak_gbps, lost_ns / 1e6);
   f.evidence = {{"achieved_gbps", w.large_gbps, "GB/s"},
                 {"link_peak_gbps", w.peak_gbps, "GB/s"},
-                {"link_efficiency_pct", pct(w.large_efficiency), "%"},
+                {"link_efficiency_pct", share_to_pct(w.large_efficiency), "%"},
                 {"large_copy_bytes", static_cast<double>(large_bytes), "bytes"},
-                {"large_copy_ms", ms(large_time), "ms"},
-                {"time_lost_pct", pct(share), "%"}};
+                {"large_copy_ms", ns_to_ms(large_time), "ms"},
+                {"time_lost_pct", share_to_pct(share), "%"}};
   f.fixes = {};
   if (w.host_memory == HostMemory::kPageable)
     f.fixes.push_back(
@@ -109,7 +108,7 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
   f.id = "pageable-copies";
   f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
   f.title = fmt::format("Pageable copies: {} copies from/to pageable host memory take {:.1f}% of the window",
-                        h.pageable_count, pct(share));
+                        h.pageable_count, share_to_pct(share));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
   f.severity =
@@ -118,13 +117,13 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
       "{:.1f} MiB host-to-device and {:.1f} MiB device-to-host went through pageable memory ({:.0f}% of host copy "
       "bytes), {:.2f} ms of copy time. The driver stages pageable memory through a pinned bounce buffer, which roughly "
       "halves bandwidth and makes the copy synchronous for the host, so it cannot overlap the next step's work.",
-      static_cast<double>(htod) / kMiB, static_cast<double>(dtoh) / kMiB, pct(pageable_of_host),
-      ms(h.pageable_time_ns));
+      static_cast<double>(htod) / kMiB, static_cast<double>(dtoh) / kMiB, share_to_pct(pageable_of_host),
+      ns_to_ms(h.pageable_time_ns));
   f.evidence = {{"pageable_copies", static_cast<double>(h.pageable_count), "count"},
                 {"pageable_bytes", static_cast<double>(h.pageable_bytes), "bytes"},
-                {"pageable_ms", ms(h.pageable_time_ns), "ms"},
-                {"pageable_time_pct", pct(share), "%"},
-                {"pageable_share_of_host_bytes_pct", pct(pageable_of_host), "%"}};
+                {"pageable_ms", ns_to_ms(h.pageable_time_ns), "ms"},
+                {"pageable_time_pct", share_to_pct(share), "%"},
+                {"pageable_share_of_host_bytes_pct", share_to_pct(pageable_of_host), "%"}};
   f.fixes = {
       "Input batches: `DataLoader(dataset, ..., pin_memory=True)`, then `batch.to(\"cuda\", non_blocking=True)`",
       "Other host tensors: `x = x.pin_memory()` once (not every step), then `x.to(\"cuda\", non_blocking=True)`",

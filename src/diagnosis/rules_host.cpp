@@ -7,15 +7,13 @@
 #include <fmt/format.h>
 
 #include "analysis/tensor_cores.h"
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
 
-double pct(double share) { return share * 100.0; }
-double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
-double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
 double share_of(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
@@ -35,7 +33,7 @@ std::string list_names(const std::vector<NamedTime>& rows, std::size_t n) {
   std::string out;
   for (std::size_t i = 0; i < rows.size() && i < n; ++i) {
     if (!out.empty()) out += ", ";
-    out += fmt::format("{} ({}x, {:.2f} ms)", rows[i].name, rows[i].count, ms(rows[i].total_ns));
+    out += fmt::format("{} ({}x, {:.2f} ms)", rows[i].name, rows[i].count, ns_to_ms(rows[i].total_ns));
   }
   return out;
 }
@@ -55,7 +53,7 @@ void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
   f.id = "launch-bound";
   f.title = fmt::format(
       "Launch-bound: {:.0f}% of the time the GPU waits while the host launches {} kernels of median {:.1f} us",
-      pct(share), l.kernels, us(l.median_kernel_ns));
+      share_to_pct(share), l.kernels, ns_to_us(l.median_kernel_ns));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = l.launch_overhead_share >= kHostHigh ? Severity::kHigh : Severity::kMedium;
@@ -65,15 +63,16 @@ void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
       "{:.2f} ms "
       "of idle time, {:.2f} ms fall while the launching thread is inside ops or launch calls: the host cannot issue "
       "kernels as fast as the GPU finishes them.",
-      pct(l.gpu_busy_share), us(l.median_kernel_ns), l.short_kernels, l.kernels, l.launch_calls,
-      pct(l.launch_overhead_share), ms(l.launch_call_ns), ms(l.idle.gpu_idle_ns), ms(l.idle.issuing_ns()));
-  f.evidence = {{"gpu_busy_pct", pct(l.gpu_busy_share), "%"},
-                {"median_kernel_us", us(l.median_kernel_ns), "us"},
+      share_to_pct(l.gpu_busy_share), ns_to_us(l.median_kernel_ns), l.short_kernels, l.kernels, l.launch_calls,
+      share_to_pct(l.launch_overhead_share), ns_to_ms(l.launch_call_ns), ns_to_ms(l.idle.gpu_idle_ns),
+      ns_to_ms(l.idle.issuing_ns()));
+  f.evidence = {{"gpu_busy_pct", share_to_pct(l.gpu_busy_share), "%"},
+                {"median_kernel_us", ns_to_us(l.median_kernel_ns), "us"},
                 {"kernels", static_cast<double>(l.kernels), "count"},
                 {"short_kernels", static_cast<double>(l.short_kernels), "count"},
                 {"launch_calls", static_cast<double>(l.launch_calls), "count"},
-                {"launch_overhead_pct", pct(l.launch_overhead_share), "%"},
-                {"gpu_idle_while_host_issues_pct", pct(share), "%"}};
+                {"launch_overhead_pct", share_to_pct(l.launch_overhead_share), "%"},
+                {"gpu_idle_while_host_issues_pct", share_to_pct(share), "%"}};
   f.fixes = {
       "Replay the step as a CUDA graph: `model = torch.compile(model, mode=\"reduce-overhead\")`",
       "Or capture by hand: `g = torch.cuda.CUDAGraph()`; after warm-up on a side stream, `with torch.cuda.graph(g): "
@@ -115,7 +114,8 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
   Finding f;
   f.id = "host-sync";
   if (h.has_gpu)
-    f.title = fmt::format("Host syncs: {} device syncs leave the GPU idle {:.1f}% of the time", s.count, pct(share));
+    f.title =
+        fmt::format("Host syncs: {} device syncs leave the GPU idle {:.1f}% of the time", s.count, share_to_pct(share));
   else
     f.title = fmt::format(
         "Host syncs: {} tensor reads on the host ({} of {} steps); each stalls the GPU once this runs on CUDA", s.count,
@@ -131,12 +131,12 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
       "{} syncs block the host for {:.2f} ms in total: {}. Called from: {}.{} A sync drains the GPU's queue, so when "
       "it "
       "returns the GPU idles until the host launches again{}.",
-      s.count, ms(s.total_ns), list_names(s.by_name, 4), list_names(s.callers, 4), per_step,
-      h.has_gpu ? fmt::format(" ({:.2f} ms of GPU idle in this window)", ms(s.gpu_stall_ns)) : "");
+      s.count, ns_to_ms(s.total_ns), list_names(s.by_name, 4), list_names(s.callers, 4), per_step,
+      h.has_gpu ? fmt::format(" ({:.2f} ms of GPU idle in this window)", ns_to_ms(s.gpu_stall_ns)) : "");
   f.evidence = {{"syncs", static_cast<double>(s.count), "count"},
-                {"sync_host_ms", ms(s.total_ns), "ms"},
-                {"gpu_stall_ms", ms(s.gpu_stall_ns), "ms"},
-                {"gpu_stall_pct", h.has_gpu ? pct(share) : 0.0, "%"},
+                {"sync_host_ms", ns_to_ms(s.total_ns), "ms"},
+                {"gpu_stall_ms", ns_to_ms(s.gpu_stall_ns), "ms"},
+                {"gpu_stall_pct", h.has_gpu ? share_to_pct(share) : 0.0, "%"},
                 {"steps_with_syncs", static_cast<double>(s.steps_with_syncs), "count"}};
   f.fixes = {
       "Keep values on the GPU in the loop: accumulate `total_loss += loss.detach()` and call `.item()` once per log "
@@ -188,9 +188,9 @@ void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
                 ? fmt::format(
                       "Allocator calls in steady state: {} cudaMalloc/cudaFree-type calls after the first step take "
                       "{:.1f}% of those steps",
-                      calls, pct(share))
+                      calls, share_to_pct(share))
                 : fmt::format("Allocator calls: {} cudaMalloc/cudaFree-type calls take {:.1f}% of the trace", calls,
-                              pct(share));
+                              share_to_pct(share));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = severity;
@@ -199,13 +199,13 @@ void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
       "its "
       "cache once the first step has run; a cudaMalloc later means the cache missed (new tensor shapes, fragmentation, "
       "torch.cuda.empty_cache()), and cudaFree synchronizes the whole device.",
-      calls, ms(call_ns),
+      calls, ns_to_ms(call_ns),
       a.steady_state_known ? fmt::format(" in {} steps after the first", a.steady_steps)
                            : std::string(" (the trace has no steps, so warm-up is included)"),
       list_names(a.by_name, 4));
   f.evidence = {{"allocator_calls", static_cast<double>(calls), "count"},
-                {"allocator_ms", ms(call_ns), "ms"},
-                {"allocator_pct", pct(share), "%"},
+                {"allocator_ms", ns_to_ms(call_ns), "ms"},
+                {"allocator_pct", share_to_pct(share), "%"},
                 {"steady_steps", static_cast<double>(a.steady_steps), "count"}};
   f.fixes = {
       "Let segments grow in place: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py`",
@@ -238,8 +238,8 @@ void rule_pageable_copy(const HostBlockersResult& h, std::vector<Finding>& out) 
   Finding f;
   f.id = "pageable-copy";
   f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
-  f.title =
-      fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies, pct(share));
+  f.title = fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies,
+                        share_to_pct(share));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kHardware;
   f.severity = host_severity(share);
@@ -249,13 +249,13 @@ void rule_pageable_copy(const HostBlockersResult& h, std::vector<Finding>& out) 
       "call for {:.2f} ms; staging host-to-device data and the GPU idle after device-to-host reads cost {:.2f} ms. "
       "Pinned "
       "memory lets the copy run asynchronously while the host prepares the next step.",
-      c.pageable_copies, static_cast<double>(c.pageable_bytes) / 1e6, ms(c.pageable_ns),
-      list_names(c.pageable_by_name, 3), ms(c.pageable_host_ns), ms(c.pageable_cost_ns));
+      c.pageable_copies, static_cast<double>(c.pageable_bytes) / 1e6, ns_to_ms(c.pageable_ns),
+      list_names(c.pageable_by_name, 3), ns_to_ms(c.pageable_host_ns), ns_to_ms(c.pageable_cost_ns));
   f.evidence = {{"pageable_copies", static_cast<double>(c.pageable_copies), "count"},
                 {"pageable_bytes", static_cast<double>(c.pageable_bytes), "bytes"},
-                {"pageable_gpu_ms", ms(c.pageable_ns), "ms"},
-                {"pageable_host_ms", ms(c.pageable_host_ns), "ms"},
-                {"pageable_cost_pct", pct(share), "%"}};
+                {"pageable_gpu_ms", ns_to_ms(c.pageable_ns), "ms"},
+                {"pageable_host_ms", ns_to_ms(c.pageable_host_ns), "ms"},
+                {"pageable_cost_pct", share_to_pct(share), "%"}};
   f.fixes = {
       "Pin input batches: `DataLoader(dataset, ..., pin_memory=True)`, then `batch = batch.to(\"cuda\", "
       "non_blocking=True)`",
@@ -280,7 +280,7 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
   Finding f;
   f.id = "sync-copy";
   f.title = fmt::format("Synchronous copies: {} blocking memcpy/memset calls take {:.1f}% of the time",
-                        c.sync_copy_calls, pct(share));
+                        c.sync_copy_calls, share_to_pct(share));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = host_severity(share);
@@ -288,10 +288,10 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
       "{} synchronous copy or fill calls hold the host for {:.2f} ms: {}. Each waits for the GPU to drain its queue, "
       "like a "
       "device sync, and then for the copy itself.",
-      c.sync_copy_calls, ms(c.sync_copy_ns), list_names(c.sync_copy_by_name, 4));
+      c.sync_copy_calls, ns_to_ms(c.sync_copy_ns), list_names(c.sync_copy_by_name, 4));
   f.evidence = {{"sync_copy_calls", static_cast<double>(c.sync_copy_calls), "count"},
-                {"sync_copy_ms", ms(c.sync_copy_ns), "ms"},
-                {"sync_copy_pct", pct(share), "%"}};
+                {"sync_copy_ms", ns_to_ms(c.sync_copy_ns), "ms"},
+                {"sync_copy_pct", share_to_pct(share), "%"}};
   f.fixes = {
       "Copy asynchronously from pinned memory: `x.pin_memory().to(\"cuda\", non_blocking=True)` instead of a blocking "
       "`.to(\"cuda\")` / `.cuda()` (on ROCm the blocking form is hipMemcpyWithStream)",
@@ -334,8 +334,8 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
   if (of_gpu < kHotOperatorShare || share < kHostFloor) return;
   Finding f;
   f.id = "hot-operator";
-  f.title = fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name, pct(of_gpu),
-                        op.calls, ms(op.device_self_ns));
+  f.title = fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name,
+                        share_to_pct(of_gpu), op.calls, ns_to_ms(op.device_self_ns));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = of_gpu >= kHotOperatorMedium ? Severity::kMedium : Severity::kLow;
@@ -346,7 +346,7 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
   f.detail = fmt::format(
       "{} launched {} GPU activities for {:.2f} ms of the {:.2f} ms launched from operators ({:.1f}% of the "
       "window){}{}.",
-      op.name, op.kernels, ms(op.device_self_ns), ms(hs.attributed_device_ns), pct(share),
+      op.name, op.kernels, ns_to_ms(op.device_self_ns), ns_to_ms(hs.attributed_device_ns), share_to_pct(share),
       op.device_replayed_ns > 0
           ? fmt::format(" ({:.0f}% of it replays of graph nodes it captured)",
                         100.0 * static_cast<double>(op.device_replayed_ns) / static_cast<double>(op.device_self_ns))
@@ -355,9 +355,9 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
           ? fmt::format("; its largest kernel is {} ({} calls, mean {:.1f} us{})", top_kernel->name, top_kernel->calls,
                         top_kernel->mean_ns / 1e3, top_kernel->tensor_core ? ", Tensor Cores" : ", no Tensor Cores")
           : std::string());
-  f.evidence = {{"op_gpu_ms", ms(op.device_self_ns), "ms"},
-                {"op_share_of_gpu_pct", pct(of_gpu), "%"},
-                {"op_share_of_window_pct", pct(share), "%"},
+  f.evidence = {{"op_gpu_ms", ns_to_ms(op.device_self_ns), "ms"},
+                {"op_share_of_gpu_pct", share_to_pct(of_gpu), "%"},
+                {"op_share_of_window_pct", share_to_pct(share), "%"},
                 {"op_calls", static_cast<double>(op.calls), "count"}};
   if (is_tensor_core_eligible_op(op.name)) {
     f.fixes = {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -12,7 +13,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 double gib(std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
-double pct(double share) { return share * 100.0; }
 
 std::string device_label(const MemoryDevice& d) {
   return d.device_name.empty() ? fmt::format("GPU {}", d.device_id)
@@ -31,8 +31,9 @@ void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
     if (d.device_type <= 0 || d.capacity_bytes <= 0 || d.peak_reserved_share <= kNearCapacityShare) continue;
     Finding f;
     f.id = "memory-near-capacity";
-    f.title = fmt::format("Memory near capacity: {} peaks at {:.0f}% of its {:.1f} GiB (reserved {:.1f} GiB)",
-                          device_label(d), pct(d.peak_reserved_share), gib(d.capacity_bytes), gib(d.peak_reserved));
+    f.title =
+        fmt::format("Memory near capacity: {} peaks at {:.0f}% of its {:.1f} GiB (reserved {:.1f} GiB)",
+                    device_label(d), share_to_pct(d.peak_reserved_share), gib(d.capacity_bytes), gib(d.peak_reserved));
     f.dimension = Dimension::kMemory;
     f.layer = Layer::kHardware;
     f.severity = d.peak_reserved_share >= kNearCapacityHighShare ? Severity::kHigh : Severity::kMedium;
@@ -47,8 +48,8 @@ void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
     f.evidence = {{"peak_reserved_bytes", static_cast<double>(d.peak_reserved), "bytes"},
                   {"peak_allocated_bytes", static_cast<double>(d.peak_allocated), "bytes"},
                   {"device_memory_bytes", static_cast<double>(d.capacity_bytes), "bytes"},
-                  {"peak_reserved_pct", pct(d.peak_reserved_share), "%"},
-                  {"peak_allocated_pct", pct(d.peak_allocated_share), "%"}};
+                  {"peak_reserved_pct", share_to_pct(d.peak_reserved_share), "%"},
+                  {"peak_allocated_pct", share_to_pct(d.peak_allocated_share), "%"}};
     f.fixes = {
         "Activation checkpointing: recompute activations in backward instead of storing them - "
         "`from torch.utils.checkpoint import checkpoint; y = checkpoint(block, x, use_reentrant=False)`",
@@ -88,7 +89,7 @@ void rule_fragmentation(const MemoryResult& m, std::vector<Finding>& out) {
     f.id = "memory-fragmentation";
     f.title =
         fmt::format("Fragmented allocator cache: {:.0f}% of the {:.1f} GiB reserved on {} was idle when it peaked",
-                    pct(d.fragmentation_at_peak), gib(d.peak_reserved), device_label(d));
+                    share_to_pct(d.fragmentation_at_peak), gib(d.peak_reserved), device_label(d));
     f.dimension = Dimension::kMemory;
     f.layer = Layer::kFramework;
     if (d.peak_reserved_share >= kFragmentationHighCapacityShare)
@@ -102,14 +103,15 @@ void rule_fragmentation(const MemoryResult& m, std::vector<Finding>& out) {
         "blocks could not serve the request, so it asked the driver for more. Over the trace the idle share averaged "
         "{:.0f}% (time-weighted) and reached {:.0f}%. Varying tensor sizes (dynamic shapes, variable sequence lengths) "
         "split cached segments into pieces no later request fits.",
-        gib(d.peak_reserved), gib(d.allocated_at_peak_reserved), gib(idle), pct(std::max(0.0, d.fragmentation_mean)),
-        pct(std::max(0.0, d.fragmentation_max)));
-    f.evidence = {{"fragmentation_at_peak_pct", pct(d.fragmentation_at_peak), "%"},
+        gib(d.peak_reserved), gib(d.allocated_at_peak_reserved), gib(idle),
+        share_to_pct(std::max(0.0, d.fragmentation_mean)), share_to_pct(std::max(0.0, d.fragmentation_max)));
+    f.evidence = {{"fragmentation_at_peak_pct", share_to_pct(d.fragmentation_at_peak), "%"},
                   {"idle_reserved_at_peak_bytes", static_cast<double>(idle), "bytes"},
                   {"peak_reserved_bytes", static_cast<double>(d.peak_reserved), "bytes"},
-                  {"fragmentation_mean_pct", pct(d.fragmentation_mean), "%"},
-                  {"fragmentation_max_pct", pct(d.fragmentation_max), "%"}};
-    if (d.peak_reserved_share >= 0) f.evidence.push_back({"peak_reserved_pct", pct(d.peak_reserved_share), "%"});
+                  {"fragmentation_mean_pct", share_to_pct(d.fragmentation_mean), "%"},
+                  {"fragmentation_max_pct", share_to_pct(d.fragmentation_max), "%"}};
+    if (d.peak_reserved_share >= 0)
+      f.evidence.push_back({"peak_reserved_pct", share_to_pct(d.peak_reserved_share), "%"});
     f.fixes = {
         "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python train.py` - segments grow in place, so freed "
         "space is reusable by requests of any size",
@@ -171,7 +173,7 @@ void rule_allocation_churn(const MemoryResult& m, std::vector<Finding>& out) {
                 {"allocations_per_step", m.allocations_per_step, "count"},
                 {"allocated_bytes_per_step", m.allocated_bytes_per_step, "bytes"},
                 {"allocator_calls", static_cast<double>(m.allocator_calls), "count"},
-                {"allocator_call_time_pct", pct(allocator_share), "%"}};
+                {"allocator_call_time_pct", share_to_pct(allocator_share), "%"}};
   f.fixes = {
       "Remove `torch.cuda.empty_cache()` from the training loop: it hands cached segments back and the next step "
       "must cudaMalloc them again",

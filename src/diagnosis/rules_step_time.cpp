@@ -7,13 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
-
-double ms(double ns) { return ns / 1e6; }
 
 std::string device_label(const DeviceMetrics& d) {
   return d.name.empty() ? fmt::format("GPU {}", d.device) : fmt::format("GPU {} ({})", d.device, d.name);
@@ -86,14 +85,14 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
     f.detail = fmt::format(
         "Over {:.1f} ms of {} the device ran kernels for {:.1f} ms ({:.1f}%). Every idle interval is time the GPU "
         "waited for the host.{}",
-        ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : window_noun(a),
-        ms(static_cast<double>(d.kernel_busy_ns)), d.utilization_pct,
+        ns_to_ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : window_noun(a),
+        ns_to_ms(static_cast<double>(d.kernel_busy_ns)), d.utilization_pct,
         cause_text.empty() ? ""
                            : fmt::format(" While no GPU work ran, the step was in: {} (step breakdown).", cause_text));
     f.evidence = {{"gpu_utilization_pct", d.utilization_pct, "%"},
                   {"gpu_idle_pct", 100 * idle, "%"},
-                  {"kernel_busy_ms", ms(static_cast<double>(d.kernel_busy_ns)), "ms"},
-                  {"window_ms", ms(static_cast<double>(d.window_ns)), "ms"}};
+                  {"kernel_busy_ms", ns_to_ms(static_cast<double>(d.kernel_busy_ns)), "ms"},
+                  {"window_ms", ns_to_ms(static_cast<double>(d.window_ns)), "ms"}};
     for (const Cause& c : causes)
       f.evidence.push_back({std::string(step_category_key(c.category)) + "_pct", 100 * c.share, "%"});
     // The fixes follow the largest cause first.
@@ -146,8 +145,9 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const double other = share_of(b, StepCategory::kOther);
   Finding f;
   f.id = "cpu-bound";
-  const std::string period = b.has_steps ? fmt::format("each {:.1f} ms step", ms(b.average_duration_ns))
-                                         : fmt::format("the {:.1f} ms {}", ms(b.average_duration_ns), window_noun(a));
+  const std::string period = b.has_steps
+                                 ? fmt::format("each {:.1f} ms step", ns_to_ms(b.average_duration_ns))
+                                 : fmt::format("the {:.1f} ms {}", ns_to_ms(b.average_duration_ns), window_noun(a));
   f.title = fmt::format(
       "CPU-bound: the GPU waits on the host for {:.0f}% of {} (CPU ops {:.0f}%, runtime {:.0f}%, other {:.0f}%)",
       100 * host, period, 100 * cpu_exec, 100 * runtime, 100 * other);
@@ -159,13 +159,16 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
       "CUDA runtime calls ({:.1f} ms) or code the profiler does not name, mostly Python between operators "
       "({:.1f} ms). The GPU finishes each launch faster than the host issues the next: work per launch is too "
       "small for the host's per-operator cost.",
-      ms(host * b.average_duration_ns), b.has_steps ? "each step" : std::string("the ") + window_noun(a),
-      ms(b.average_of(StepCategory::kCpuExec)), ms(b.average_of(StepCategory::kRuntime)),
-      ms(b.average_of(StepCategory::kOther)));
-  f.evidence = {{"host_idle_gpu_pct", 100 * host, "%"},      {"cpu_exec_pct", 100 * cpu_exec, "%"},
-                {"runtime_pct", 100 * runtime, "%"},         {"other_pct", 100 * other, "%"},
-                {"gpu_busy_pct", 100 * gpu_share(b), "%"},   {"dataloader_pct", 100 * dataloader, "%"},
-                {"step_ms", ms(b.average_duration_ns), "ms"}};
+      ns_to_ms(host * b.average_duration_ns), b.has_steps ? "each step" : std::string("the ") + window_noun(a),
+      ns_to_ms(b.average_of(StepCategory::kCpuExec)), ns_to_ms(b.average_of(StepCategory::kRuntime)),
+      ns_to_ms(b.average_of(StepCategory::kOther)));
+  f.evidence = {{"host_idle_gpu_pct", 100 * host, "%"},
+                {"cpu_exec_pct", 100 * cpu_exec, "%"},
+                {"runtime_pct", 100 * runtime, "%"},
+                {"other_pct", 100 * other, "%"},
+                {"gpu_busy_pct", 100 * gpu_share(b), "%"},
+                {"dataloader_pct", 100 * dataloader, "%"},
+                {"step_ms", ns_to_ms(b.average_duration_ns), "ms"}};
   f.fixes = {
       "Compile the model: `model = torch.compile(model, mode=\"reduce-overhead\")` - fuses small operators and replays "
       "the step as a CUDA graph, so the host launches once per step instead of once per kernel",

@@ -6,13 +6,12 @@
 #include <fmt/format.h>
 
 #include "analysis/window_activity.h"
+#include "base/units.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
 
 namespace {
-
-double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 // graph-capture-window. Threshold: at least half of the window's kernel launches were captured
 // (window_activity.h); capture launches record graph nodes and run nothing, so the GPU picture
@@ -34,7 +33,7 @@ void rule_graph_capture(const TraceAnalysis& a, const WindowActivityResult& w, s
       "{} capture region{} ({:.1f} ms) record{} graph nodes: the launches inside them do not run, so GPU utilisation, "
       "kernel times and memory in this trace describe the capture, not the replays that serve requests. {}The numbers "
       "below are kept for reference only.",
-      w.capture_regions, w.capture_regions == 1 ? "" : "s", ms(w.capture_ns), w.capture_regions == 1 ? "s" : "",
+      w.capture_regions, w.capture_regions == 1 ? "" : "s", ns_to_ms(w.capture_ns), w.capture_regions == 1 ? "s" : "",
       w.inference_server.empty()
           ? ""
           : fmt::format("{} captures its graphs at start-up and then replays them; ", w.inference_server));
@@ -42,7 +41,7 @@ void rule_graph_capture(const TraceAnalysis& a, const WindowActivityResult& w, s
                 {"captured_launches", static_cast<double>(w.captured_launches), "count"},
                 {"kernel_launches", static_cast<double>(w.kernel_launches), "count"},
                 {"kernels_executed", static_cast<double>(w.kernels_executed), "count"},
-                {"capture_ms", ms(w.capture_ns), "ms"}};
+                {"capture_ms", ns_to_ms(w.capture_ns), "ms"}};
   if (w.graph_instantiations > 0)
     f.evidence.push_back({"graph_instantiations", static_cast<double>(w.graph_instantiations), "count"});
   if (w.inference_server == "vLLM")
@@ -78,16 +77,16 @@ void rule_initialisation(const TraceAnalysis& a, const WindowActivityResult& w, 
   f.title = fmt::format(
       "This window is mostly initialisation, not steady state: one-time costs take {:.0f}% of it "
       "({:.1f} of {:.1f} ms)",
-      100 * w.one_time_share, ms(w.one_time_ns), ms(w.window_ns));
+      100 * w.one_time_share, ns_to_ms(w.one_time_ns), ns_to_ms(w.window_ns));
   std::string what;
   for (std::size_t i = 0; i < w.one_time.size() && i < 4; ++i)
-    what += fmt::format("{}{} {:.1f} ms ({}x)", i ? "; " : "", w.one_time[i].what, ms(w.one_time[i].ns),
+    what += fmt::format("{}{} {:.1f} ms ({}x)", i ? "; " : "", w.one_time[i].what, ns_to_ms(w.one_time[i].ns),
                         w.one_time[i].count);
   f.detail = fmt::format(
       "{}. These costs are paid once per process (or once per new shape); a profile of them says little about the "
       "step time of a long run. The findings below are dominated by them.",
       what);
-  for (const OneTimeCost& c : w.one_time) f.evidence.push_back({c.what, ms(c.ns), "ms"});
+  for (const OneTimeCost& c : w.one_time) f.evidence.push_back({c.what, ns_to_ms(c.ns), "ms"});
   f.evidence.push_back({"one_time_share_pct", 100 * w.one_time_share, "%"});
   f.fixes = {"Profile the steady state: torch.profiler.schedule(wait=1, warmup=2, active=3) skips the first iterations",
              "Analyse the steady part of this trace: ferret analyze --window NAME (a record_function span) or "
@@ -118,15 +117,15 @@ void rule_edge_wait(const TraceAnalysis& a, const WindowActivityResult& w, std::
   f.title = fmt::format(
       "A {:.1f} ms {} at the window's {} waits on work from outside it (the GPU shows no work "
       "during it)",
-      ms(longest.duration_ns), m.name_of(longest.event), longest.at_start ? "start" : "end");
+      ns_to_ms(longest.duration_ns), m.name_of(longest.event), longest.at_start ? "start" : "end");
   f.detail = fmt::format(
       "{} blocking call{} ({:.1f} ms in all) at the edges of the window wait on GPU work launched before profiling "
       "began (or after it ended): the trace holds none of it. They are not a cost of this window: a wait that opens "
       "or closes the window is cut off it, and none counts in the host-sync or synchronous-copy findings.",
-      w.edge_waits.size(), w.edge_waits.size() == 1 ? "" : "s", ms(w.edge_wait_ns));
+      w.edge_waits.size(), w.edge_waits.size() == 1 ? "" : "s", ns_to_ms(w.edge_wait_ns));
   f.evidence = {{"edge_waits", static_cast<double>(w.edge_waits.size()), "count"},
-                {"edge_wait_ms", ms(w.edge_wait_ns), "ms"},
-                {"longest_ms", ms(longest.duration_ns), "ms"}};
+                {"edge_wait_ms", ns_to_ms(w.edge_wait_ns), "ms"},
+                {"longest_ms", ns_to_ms(longest.duration_ns), "ms"}};
   f.fixes = {
       "Synchronise before starting the profiler (torch.cuda.synchronize()) so the trace starts with an idle "
       "queue, or skip the first steps with torch.profiler.schedule(wait=1, warmup=1, active=N)"};

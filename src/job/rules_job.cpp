@@ -5,13 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "job/job_diagnosis.h"
 
 namespace ferret {
 
 namespace {
-
-double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 Severity by_share(double share) {
   // XProf's levels for time lost waiting (>= 5% moderate, >= 20% high), as the one-rank rules use.
@@ -60,26 +59,28 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
     switch (s.cause) {
       case StragglerCause::kUnexplained: why = "the trace does not show why"; break;
       case StragglerCause::kCompute:
-        why = fmt::format("its GPU computes {:.1f} ms more per step than the median rank", ms(cause->excess_ns()));
+        why =
+            fmt::format("its GPU computes {:.1f} ms more per step than the median rank", ns_to_ms(cause->excess_ns()));
         break;
       case StragglerCause::kInput:
-        why = fmt::format("it waits for input {:.1f} ms more per step than the median rank", ms(cause->excess_ns()));
+        why = fmt::format("it waits for input {:.1f} ms more per step than the median rank",
+                          ns_to_ms(cause->excess_ns()));
         break;
       case StragglerCause::kHostSync:
         why = fmt::format(
             "it syncs with the GPU {:.0f} more times per step than the median rank, and its host then "
             "works {:.1f} ms more with the GPU idle",
-            s.host_syncs_per_step - s.others_host_syncs_per_step, ms(cause->excess_ns()));
+            s.host_syncs_per_step - s.others_host_syncs_per_step, ns_to_ms(cause->excess_ns()));
         break;
       case StragglerCause::kHostWork:
         why = fmt::format("its host runs operators and launches {:.1f} ms more per step than the median rank",
-                          ms(cause->excess_ns()));
+                          ns_to_ms(cause->excess_ns()));
         break;
     }
     f.title = fmt::format(
         "Straggler: rank {} is the last to arrive in {} of {} {}, costing the others {:.1f} ms per "
         "step ({:.0f}%); {}",
-        rank, s.steps_last, s.steps, s.steps == s.calls ? "collectives" : "steps", ms(s.cost_per_step_ns),
+        rank, s.steps_last, s.steps, s.steps == s.calls ? "collectives" : "steps", ns_to_ms(s.cost_per_step_ns),
         100 * s.step_share, why);
     f.detail = fmt::format(
         "Every collective ends on all ranks together, so all other ranks wait for the last one to arrive. Rank {} "
@@ -88,17 +89,20 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
         "communication than it does. "
         "Per step, against the median of the other ranks: GPU compute {:.1f} vs {:.1f} ms, input wait {:.1f} vs {:.1f} "
         "ms, host syncs {:.1f} vs {:.1f} ms, host operators and launches {:.1f} vs {:.1f} ms.",
-        rank, 100 * s.last_share, s.times_last, s.calls, ms(s.mean_lateness_ns), ms(s.cost_per_step_ns),
-        ms(s.activities[0].rank_ns), ms(s.activities[0].others_median_ns), ms(s.activities[1].rank_ns),
-        ms(s.activities[1].others_median_ns), ms(s.activities[2].rank_ns), ms(s.activities[2].others_median_ns),
-        ms(s.activities[3].rank_ns), ms(s.activities[3].others_median_ns));
+        rank, 100 * s.last_share, s.times_last, s.calls, ns_to_ms(s.mean_lateness_ns), ns_to_ms(s.cost_per_step_ns),
+        ns_to_ms(s.activities[0].rank_ns), ns_to_ms(s.activities[0].others_median_ns),
+        ns_to_ms(s.activities[1].rank_ns), ns_to_ms(s.activities[1].others_median_ns),
+        ns_to_ms(s.activities[2].rank_ns), ns_to_ms(s.activities[2].others_median_ns),
+        ns_to_ms(s.activities[3].rank_ns), ns_to_ms(s.activities[3].others_median_ns));
     f.detail +=
         fmt::format(" Host syncs per step: {:.1f} vs {:.1f}.", s.host_syncs_per_step, s.others_host_syncs_per_step);
-    f.evidence = {
-        {"straggler_rank", static_cast<double>(rank), ""},          {"last_share_pct", 100 * s.last_share, "%"},
-        {"lateness_per_step_ms", ms(s.lateness_per_step_ns), "ms"}, {"cost_per_step_ms", ms(s.cost_per_step_ns), "ms"},
-        {"mean_lateness_ms", ms(s.mean_lateness_ns), "ms"},         {"step_share_pct", 100 * s.step_share, "%"}};
-    if (cause != nullptr) f.evidence.push_back({"cause_excess_per_step_ms", ms(cause->excess_ns()), "ms"});
+    f.evidence = {{"straggler_rank", static_cast<double>(rank), ""},
+                  {"last_share_pct", 100 * s.last_share, "%"},
+                  {"lateness_per_step_ms", ns_to_ms(s.lateness_per_step_ns), "ms"},
+                  {"cost_per_step_ms", ns_to_ms(s.cost_per_step_ns), "ms"},
+                  {"mean_lateness_ms", ns_to_ms(s.mean_lateness_ns), "ms"},
+                  {"step_share_pct", 100 * s.step_share, "%"}};
+    if (cause != nullptr) f.evidence.push_back({"cause_excess_per_step_ms", ns_to_ms(cause->excess_ns()), "ms"});
     f.evidence.push_back({"host_syncs_per_step", s.host_syncs_per_step, "count"});
     switch (s.cause) {
       case StragglerCause::kCompute:
@@ -319,7 +323,7 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
     f.detail = fmt::format(
         "Transfer time is the shortest duration of each call across ranks, so waiting for late ranks is already "
         "taken out: {} calls moved {:.1f} MiB in {:.2f} ms of transfer. {}",
-        c.calls, static_cast<double>(c.bytes) / (1 << 20), ms(c.transfer_ns),
+        c.calls, static_cast<double>(c.bytes) / (1 << 20), ns_to_ms(c.transfer_ns),
         multi_host ? "The ranks span several hosts: the network between them is the likely limit."
                    : "The ranks look like one host (one clock, distinct GPUs): NVLink/P2P should carry this traffic.");
     f.evidence = {{"busbw_gbps", c.busbw_gbps, "GB/s"},

@@ -1,4 +1,5 @@
 #include "report/info_report.h"
+#include "base/units.h"
 
 #include <fmt/format.h>
 
@@ -7,21 +8,6 @@
 namespace ferret {
 
 namespace {
-
-std::string human_bytes(std::uint64_t b) {
-  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
-  if (b >= (1ull << 20)) return fmt::format("{:.1f} MiB", b / double(1ull << 20));
-  if (b >= (1ull << 10)) return fmt::format("{:.1f} KiB", b / double(1ull << 10));
-  return fmt::format("{} B", b);
-}
-
-std::string human_ns(std::int64_t ns) {
-  const double v = static_cast<double>(ns);
-  if (ns >= 1000000000) return fmt::format("{:.3f} s", v / 1e9);
-  if (ns >= 1000000) return fmt::format("{:.3f} ms", v / 1e6);
-  if (ns >= 1000) return fmt::format("{:.3f} us", v / 1e3);
-  return fmt::format("{} ns", ns);
-}
 
 nlohmann::ordered_json issues_json(const std::map<std::string, Issue>& issues) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -144,7 +130,7 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
                                                  dist.backend.empty() ? "backend unknown" : dist.backend,
                                                  dist.nccl_version.empty() ? "" : ", NCCL " + dist.nccl_version)
                                    : std::string("not recorded"));
-  line("time span", fmt::format("{} ({} .. {} us)", human_ns(summary.last_ns - summary.first_ns),
+  line("time span", fmt::format("{} ({} .. {} us)", human_duration(summary.last_ns - summary.first_ns),
                                 summary.first_ns / 1000, summary.last_ns / 1000));
   const Relations& rel = model.relations;
   if (rel.steps.empty()) {
@@ -152,8 +138,9 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
   } else {
     std::int64_t total = 0;
     for (const Step& s : rel.steps) total += s.end_ns - s.start_ns;
-    line("steps", fmt::format("{} (ProfilerStep#{}..#{}), mean {}", rel.steps.size(), rel.steps.front().number,
-                              rel.steps.back().number, human_ns(total / static_cast<std::int64_t>(rel.steps.size()))));
+    line("steps",
+         fmt::format("{} (ProfilerStep#{}..#{}), mean {}", rel.steps.size(), rel.steps.front().number,
+                     rel.steps.back().number, human_duration(total / static_cast<std::int64_t>(rel.steps.size()))));
   }
   if (rel.dropped_step)
     line("", fmt::format("ProfilerStep#{} excluded as incomplete ({} kernels)", rel.dropped_step->number,
@@ -165,7 +152,7 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
   line("streams", std::to_string(summary.streams.size()));
   for (const auto& s : summary.streams)
     out += fmt::format("    device {} stream {:<6} {:>8} kernels {:>6} memcpy {:>6} memset  busy {}\n", s.device,
-                       s.stream, s.kernels, s.memcpys, s.memsets, human_ns(s.busy_ns));
+                       s.stream, s.kernels, s.memcpys, s.memsets, human_duration(s.busy_ns));
   // Newer profiler records, named only when present.
   std::string recorded;
   auto add = [&](const std::string& part) { recorded += (recorded.empty() ? "" : ", ") + part; };

@@ -170,6 +170,22 @@ TEST(HostBlockers, LaunchBoundRegime) {
   EXPECT_EQ(l.regime, HostRegime::kLaunchBound);
 }
 
+// The median kernel of an even count is the mean of the two middle durations (as pandas and
+// HTA compute it), not the upper middle: kernels of 1, 2, 3 and 10 us have a 2.5 us median.
+TEST(HostBlockers, MedianKernelOfAnEvenCountIsTheMeanOfTheMiddles) {
+  std::vector<std::string> ev;
+  const double durations_us[] = {10, 1, 3, 2};
+  for (int i = 0; i < 4; ++i) {
+    ev.push_back(host("cpu_op", "aten::add", 20.0 * i, 15));
+    ev.push_back(host("cuda_runtime", "cudaLaunchKernel", 20.0 * i + 5, 8, i));
+    ev.push_back(gpu("kernel", "add_kernel", 20.0 * i + 14, durations_us[i], i));
+  }
+  const TraceModel m = load_trace_text(trace(ev));
+  const LaunchRegime& l = analyze_host_blockers(m, make_analysis_context(m, {})).launch;
+  EXPECT_EQ(l.kernels, 4u);
+  EXPECT_EQ(l.median_kernel_ns, 2500);
+}
+
 // 60 iterations of 100 us: an op [100i, 100i+90) launching at 100i+85 a 20 us kernel at 100i+88.
 // Window 0 .. 6008 us (the last kernel's end). GPU busy 1200 us (20%), median kernel 20 us (long enough to hide a
 // launch), launch calls 1%; the GPU idles while the host runs ops: CPU-bound.

@@ -21,8 +21,8 @@ ferret="$work/prefix/bin/ferret"
 checked=0
 for input in "$src/examples/traces/cpu-input-bound.json.gz" "$work/job"; do
   [ -e "$input" ] || { echo "check_package: missing test input $input"; exit 1; }
-  "$ferret" analyze --json "$input" >"$work/cli.json"
-  "$work/consumer/consumer" json "$input" >"$work/lib.json"
+  "$ferret" analyze --json "$input" >"$work/cli.json" 2>/dev/null
+  "$work/consumer/consumer" json "$input" >"$work/lib.json" 2>/dev/null
   if ! cmp -s "$work/cli.json" "$work/lib.json"; then
     echo "check_package: analyze_json differs from 'ferret analyze --json' for $input"
     diff "$work/cli.json" "$work/lib.json" | head -20
