@@ -48,12 +48,17 @@ bool has_finding(const nlohmann::json& t, const std::string& id) {
 TEST(RealTorch, SlowDatasetIsInputBound) {
   FERRET_REQUIRE_TORCH();
   const nlohmann::json t = analyze(record("input-bound"));
-  // The Dataset sleeps 3 ms per sample x 8 samples per batch; the model is tiny, so most of
-  // each step is spent in the DataLoader.
+  // The Dataset sleeps 3 ms per sample x 8 samples per batch: at least 24 ms of DataLoader time
+  // per step, whatever the machine's load (a sleep only gets longer). The tiny model's compute
+  // stretches on a loaded machine, so the share is only bounded loosely: on an idle 2-core VM it
+  // is ~60-70%, with 16 compilers beside it 48%.
   EXPECT_EQ(t["verdict"]["dimension"], "data_pipeline") << t["verdict"].dump();
   EXPECT_TRUE(has_finding(t, "input-bound"));
-  EXPECT_GT(t["breakdown_pct"]["dataloader"].get<double>(), 50.0);
-  EXPECT_GT(t["verdict"]["max_speedup"].get<double>(), 2.0);
+  EXPECT_GE(t["breakdown_us"]["dataloader"].get<double>(), 24'000.0);
+  const double share = t["breakdown_pct"]["dataloader"].get<double>();
+  EXPECT_GT(share, 30.0);
+  // Removing the wait is the fix: the bound is Amdahl's 1 / (1 - share).
+  EXPECT_NEAR(t["verdict"]["max_speedup"].get<double>(), 1.0 / (1.0 - share / 100.0), 0.02);
 }
 
 TEST(RealTorch, LargeMatmulInferenceIsComputeBoundOnMatmul) {
