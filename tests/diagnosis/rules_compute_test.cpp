@@ -285,7 +285,9 @@ TEST(LowOccupancy, ElementwiseKernelsWithFewWarps) {
   ASSERT_TRUE(f.has_value());
   expect_well_formed(*f);
   EXPECT_EQ(f->severity, Severity::kMedium);
-  EXPECT_NEAR(f->time_share, 0.32, 1e-9);  // 40% of kernel time x 80% busy
+  // 40% of kernel time x 80% busy = 32% of the wall time; at 8% occupancy they keep at least 8/50
+  // of it once 50% occupancy hides the latency: 0.32 x (1 - 0.16) = 0.2688.
+  EXPECT_NEAR(f->time_share, 0.2688, 1e-9);
 }
 
 TEST(LowOccupancy, SilentWhenOccupancyIsFineOrUnknown) {
