@@ -91,7 +91,8 @@ constexpr std::array kRules = {
              R::kSymptom,
              kExposedCommunicationCauses,
              {},
-             kRecordJobCommunication},
+             kRecordJobCommunication,
+             true},
     RuleInfo{"collective-skew", S::kJob, D::kDistributed, "rule_waiting", R::kCause, {}},
     RuleInfo{"slow-collective-transport", S::kJob, D::kDistributed, "rule_slow_transport", R::kCause, {}},
     // NCCL logs (rules_nccl()).

@@ -34,6 +34,9 @@ struct RuleInfo {
   std::string_view same_cause_as = {};
   // For a symptom: what to record next to find its cause, the first fix when no cause fired.
   std::string_view record_next = {};
+  // For a symptom whose fixes act on it directly (overlap hides exposed communication whatever its
+  // cause): folded into its cause, it brings its fixes and its gain bound along.
+  bool own_fixes = false;
 };
 
 std::span<const RuleInfo> rule_registry();

@@ -35,18 +35,19 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kFramework;
   f.severity = share >= kInputBoundHigh ? Severity::kHigh : Severity::kMedium;
+  // A CPU-only trace: the model runs on the host, so no GPU idles and no host-to-device copy exists.
+  const bool cpu_only = a.gpu_metrics.devices.empty() && b.average_of(StepCategory::kKernel) <= 0 &&
+                        b.average_of(StepCategory::kMemcpy) <= 0 && b.average_of(StepCategory::kMemset) <= 0;
   std::string how_built;
   if (d.single_process_loader && !d.multi_process_loader)
-    how_built =
+    how_built = fmt::format(
         " The spans are named _SingleProcessDataLoaderIter: num_workers=0, so every batch is read, decoded and "
-        "augmented on the training thread while the GPU waits.";
+        "augmented on the training thread while the {} waits.",
+        cpu_only ? "model" : "GPU");
   else if (d.multi_process_loader)
     how_built =
         " The spans are named _MultiProcessingDataLoaderIter: worker processes exist but do not keep up - too few "
         "workers, too little prefetch, or samples too slow to read and decode.";
-  // A CPU-only trace: the model runs on the host, so no GPU idles and no host-to-device copy exists.
-  const bool cpu_only = a.gpu_metrics.devices.empty() && b.average_of(StepCategory::kKernel) <= 0 &&
-                        b.average_of(StepCategory::kMemcpy) <= 0 && b.average_of(StepCategory::kMemset) <= 0;
   f.detail = fmt::format(
       "The training loop spends {:.1f} ms of {} inside enumerate(DataLoader) ({:.0f}%; {:.1f} calls, the longest "
       "{:.1f} ms), and for {:.1f} ms of it ({:.0f}%) {}.{} Input waits add straight to the step time: the {} cannot "

@@ -134,7 +134,7 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
                                                  : Severity::kLow;
   f.detail = fmt::format(
       "Tensor-Core-eligible operators (convolutions, matmuls, linear layers and their backwards) launched {:.0f}% of "
-      "the kernel time, and {:.0f}% of the kernel time ran in kernels whose names show no {} use "
+      "the kernel time, and {:.0f}% of the kernel time ran in kernels whose names show no use of {} "
       "(kernels with {}: {:.1f}% overall). These are fp32 kernels on the {}; the device's "
       "{} do the same work several times faster in reduced precision. Compare validation metrics "
       "against the fp32 baseline after the change.",
@@ -263,24 +263,26 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.fixes.push_back(
       "Autotune GEMM kernels and fuse bias/activation epilogues into them: `model = torch.compile(model, "
       "mode=\"max-autotune\")`");
-  f.fixes.push_back(
-      "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", inputs=[example], "
-      "enabled_precisions={torch.half})`");
+  if (is_nvidia(d))
+    f.fixes.push_back(
+        "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", "
+        "inputs=[example], enabled_precisions={torch.half})`");
   f.fixes.push_back(
       "Attention: one fused kernel instead of matmul-softmax-matmul - "
       "`torch.nn.functional.scaled_dot_product_attention(q, "
       "k, v, is_causal=True)`");
-  f.fixes.push_back(
-      "Tensor-Core-friendly shapes: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 "
-      "for "
-      "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64");
-  // Precision and better kernels make matmuls faster, not free. Off Tensor Cores the bound is the
-  // device's Tensor/FP32 peak ratio; on them, the next precision step (FP8 doubles BF16's dense
-  // peak on Hopper and Blackwell, vendor datasheets) - so at most half of their time goes.
-  // A device ferret knows no matrix units of (MTIA, unnamed): no precision step to bound.
-  const double matmul_speedup = units.empty()                                  ? 1.0
-                                : on_tensor_cores < kMatmulOnTensorCoresEnough ? tensor_core_speedup_bound(d)
-                                                                               : 2.0;
+  if (!units.empty())
+    f.fixes.push_back(fmt::format(
+        "Shapes that suit the {}: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 for "
+        "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64",
+        units));
+  // Precision makes matmuls faster, not free: off the matrix units the bound is the device's
+  // Tensor/FP32 peak ratio applied to their time. Once on them, what is left (FP8 on Hopper and
+  // later, autotuned kernels, fused epilogues) depends on numerics and shapes the trace does not
+  // show, and on a device ferret knows no matrix units of (MTIA, unnamed) there is no precision
+  // step to bound: the finding then says where the time goes and bounds no gain.
+  const bool precision_step = !units.empty() && on_tensor_cores < kMatmulOnTensorCoresEnough;
+  const double matmul_speedup = precision_step ? tensor_core_speedup_bound(d) : 1.0;
   f.time_share = wall_share(d, d.matmul_conv_ns) * (1.0 - 1.0 / matmul_speedup);
   f.max_speedup = amdahl_speedup(f.time_share);
   f.threshold = "GEMM/convolution/attention kernels > 50% of compute kernel time (ferret)";

@@ -157,8 +157,18 @@ void fold_findings(std::vector<Finding>& findings) {
     const Finding& from = findings[i];
     add_evidence(into, from);
     add_detail(into, from.detail);
-    // The same cause from another angle brings its fixes; a symptom's fixes are guesses its cause replaces.
+    // The same cause from another angle brings its fixes; a symptom's fixes are guesses its cause
+    // replaces, unless they act on the symptom itself: then they come along, and the finding's
+    // bound is the larger of the two fixes' bounds.
+    const RuleInfo* rule = find_rule(from.id);
     if (role_of(from) != RuleRole::kSymptom) add_fixes(into, from);
+    if (rule != nullptr && rule->own_fixes) {
+      add_fixes(into, from);
+      if (from.max_speedup > into.max_speedup) {
+        into.max_speedup = from.max_speedup;
+        into.time_share = from.time_share;
+      }
+    }
   }
   std::vector<Finding> kept;
   for (std::size_t i = 0; i < n; ++i)

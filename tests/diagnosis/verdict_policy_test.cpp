@@ -43,7 +43,8 @@ void expect_policy(const Diagnosis& d, const std::string& input) {
     const RuleInfo* rule = find_rule(f.id);
     ASSERT_NE(rule, nullptr) << f.id;
     if (i > 0 && !is_window(fs[i - 1])) {
-      EXPECT_LE(static_cast<int>(f.severity), static_cast<int>(fs[i - 1].severity)) << f.id << " after " << fs[i - 1].id;
+      EXPECT_LE(static_cast<int>(f.severity), static_cast<int>(fs[i - 1].severity))
+          << f.id << " after " << fs[i - 1].id;
     }
     if (!is_window(f) && bounds_gain(f)) {
       EXPECT_EQ(f.severity, severity_of_gain(f.max_speedup)) << f.id;
@@ -72,6 +73,14 @@ void expect_policy(const Diagnosis& d, const std::string& input) {
       EXPECT_LT(f.time_share, 27.0 / 28.0) << f.title;
     }
   }
+}
+
+Diagnosis diagnose_events(const std::vector<std::string>& events, const std::string& name) {
+  const std::string path = test::temp_path(name + ".json");
+  test::write_file(path, test::trace(events));
+  Diagnosis d = diagnose(analyze_trace(load_trace(path), {}));
+  std::remove(path.c_str());
+  return d;
 }
 
 TEST(VerdictPolicy, EveryCorpusTrace) {
@@ -112,12 +121,9 @@ TEST(VerdictPolicy, CpuMatmulsAreBoundedByAPrecisionStepNotRemoval) {
     events.push_back(test::span("cpu_op", "aten::addmm", 1, 1, t0 + 10, 900));
     events.push_back(test::span("cpu_op", "aten::relu", 1, 1, t0 + 920, 50));
   }
-  const std::string path = test::temp_path("cpu-matmul.json");
-  test::write_file(path, test::trace(events));
-  const Diagnosis d = diagnose(analyze_trace(load_trace(path), {}));
-  std::remove(path.c_str());
-  const auto it = std::find_if(d.findings.begin(), d.findings.end(),
-                               [](const Finding& f) { return f.id == "matmul-dominated"; });
+  const Diagnosis d = diagnose_events(events, "cpu-matmul");
+  const auto it =
+      std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "matmul-dominated"; });
   ASSERT_NE(it, d.findings.end());
   EXPECT_NEAR(it->time_share, 0.45, 1e-9);
   EXPECT_NEAR(it->max_speedup, 1.0 / 0.55, 1e-9);
@@ -125,6 +131,33 @@ TEST(VerdictPolicy, CpuMatmulsAreBoundedByAPrecisionStepNotRemoval) {
   EXPECT_EQ(d.verdict.finding_id, "matmul-dominated");
   EXPECT_EQ(d.findings.front().id, "matmul-dominated");
   expect_policy(d, "cpu-matmul");
+}
+
+// "(minor findings below)" only when findings follow the headline.
+TEST(VerdictPolicy, HeadlineMentionsMinorFindingsOnlyWhenSomeFollow) {
+  std::vector<std::string> quiet, reads;
+  for (int step = 0; step < 4; ++step) {
+    const double t0 = step * 1000.0;
+    for (std::vector<std::string>* events : {&quiet, &reads}) {
+      events->push_back(test::span("user_annotation", "ProfilerStep#" + std::to_string(step), 1, 1, t0, 1000));
+      events->push_back(test::span("cpu_op", "aten::relu", 1, 1, t0 + 10, 100));
+    }
+    // A CPU-only loop reading a tensor every step: host-sync at info (no GPU waits on it yet).
+    reads.push_back(test::span("cpu_op", "aten::item", 1, 1, t0 + 200, 20));
+    reads.push_back(test::span("cpu_op", "aten::_local_scalar_dense", 1, 1, t0 + 205, 10));
+  }
+  const Diagnosis none = diagnose_events(quiet, "quiet");
+  ASSERT_TRUE(none.findings.empty());
+  EXPECT_FALSE(none.verdict.bottleneck_found);
+  EXPECT_EQ(none.verdict.headline.find("minor findings"), std::string::npos) << none.verdict.headline;
+
+  const Diagnosis minor = diagnose_events(reads, "reads");
+  ASSERT_FALSE(minor.findings.empty());
+  EXPECT_EQ(minor.findings.front().id, "host-sync");
+  EXPECT_EQ(minor.findings.front().severity, Severity::kInfo);
+  EXPECT_DOUBLE_EQ(minor.findings.front().max_speedup, 1.0);  // nothing waits on the reads on a CPU
+  EXPECT_FALSE(minor.verdict.bottleneck_found);
+  EXPECT_NE(minor.verdict.headline.find("(minor findings below)"), std::string::npos) << minor.verdict.headline;
 }
 
 }  // namespace
