@@ -171,6 +171,13 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
   // rather than scanned: a trace may list as many devices as it has kernels.
   std::unordered_map<int, const DeviceProperties*> properties_of;
   for (const DeviceProperties& p : model.info.devices) properties_of[p.id] = &p;
+  // A device the properties do not list by id (a rank's kernels on device 3 with only device 0
+  // described) takes the properties of a node whose listed devices are all one model.
+  const DeviceProperties* one_model = model.info.devices.empty() ? nullptr : &model.info.devices.front();
+  for (const DeviceProperties& p : model.info.devices)
+    if (one_model != nullptr && (p.name != one_model->name || p.compute_major != one_model->compute_major ||
+                                 p.compute_minor != one_model->compute_minor))
+      one_model = nullptr;
   std::map<int, DeviceAccumulator> devices;
   auto device_of = [&](int id) -> DeviceAccumulator& {
     auto [it, inserted] = devices.try_emplace(id);
@@ -179,11 +186,13 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
       DeviceMetrics& m = it->second.metrics;
       m.device = id;
       m.window_ns = window_ns;
-      if (auto p = properties_of.find(id); p != properties_of.end()) {
-        m.name = p->second->name;
-        m.compute_major = p->second->compute_major;
-        m.compute_minor = p->second->compute_minor;
-        m.num_sms = p->second->num_sms;
+      const auto listed = properties_of.find(id);
+      const DeviceProperties* p = listed != properties_of.end() ? listed->second : one_model;
+      if (p != nullptr) {
+        m.name = p->name;
+        m.compute_major = p->compute_major;
+        m.compute_minor = p->compute_minor;
+        m.num_sms = p->num_sms;
       }
     }
     return it->second;

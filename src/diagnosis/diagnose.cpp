@@ -1,7 +1,5 @@
 #include "diagnosis/diagnose.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "diagnosis/rules.h"
@@ -9,28 +7,6 @@
 namespace ferret {
 
 namespace {
-
-// One finding per cause: later (lower-ranked) findings of the same cause lend their evidence and
-// fixes to the first and are dropped, so a report never says the same thing twice.
-void merge_same_cause(std::vector<Finding>& findings) {
-  std::vector<Finding> kept;
-  for (Finding& f : findings) {
-    const std::string& cause = f.cause.empty() ? f.id : f.cause;
-    auto same = std::find_if(kept.begin(), kept.end(),
-                             [&](const Finding& k) { return (k.cause.empty() ? k.id : k.cause) == cause; });
-    if (same == kept.end()) {
-      kept.push_back(std::move(f));
-      continue;
-    }
-    for (const Evidence& e : f.evidence)
-      if (std::none_of(same->evidence.begin(), same->evidence.end(),
-                       [&](const Evidence& x) { return x.name == e.name; }))
-        same->evidence.push_back(e);
-    for (const std::string& fix : f.fixes)
-      if (std::find(same->fixes.begin(), same->fixes.end(), fix) == same->fixes.end()) same->fixes.push_back(fix);
-  }
-  findings = std::move(kept);
-}
 
 std::string describe_window(const TraceAnalysis& a) {
   const AnalysisContext& ctx = a.context;
@@ -55,9 +31,6 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_hardware(analysis, d.findings);
   rules_cpu(analysis, d.findings);
   rules_window(analysis, d.findings);
-  rank_findings(d.findings);
-  merge_same_cause(d.findings);
-
   const Finding* top = rank_and_lead_with_verdict(d.findings);
   if (top == nullptr) {
     d.verdict.bottleneck_found = false;

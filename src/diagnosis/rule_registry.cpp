@@ -1,5 +1,6 @@
 #include "diagnosis/rule_registry.h"
 
+#include <algorithm>
 #include <array>
 
 namespace ferret {
@@ -14,22 +15,54 @@ using S = RuleSource;
 // why. Utilization counts NCCL kernels as busy, so what explains them is what keeps the GPU from
 // starting work: waiting for input, launch overhead, host syncs, blocking or slow host copies,
 // allocator calls, and - on a rank of a job - waiting for the other ranks, which the host does in
-// c10d waits and blocking launches around the collectives.
-constexpr std::array<std::string_view, 11> kIdleGpuCauses = {
+// c10d waits and blocking launches around the collectives. Low utilization with no cause but a
+// CPU-bound host is that one symptom, told more precisely: it folds into cpu-bound.
+constexpr std::array<std::string_view, 11> kCpuBoundCauses = {
     "input-bound",         "launch-bound",          "host-sync",        "sync-copy",
     "pageable-copy",       "pageable-copies",       "slow-host-copies", "allocator-in-steady-state",
     "communication-heavy", "exposed-communication", "low-busbw"};
+constexpr auto kLowUtilizationCauses = [] {
+  std::array<std::string_view, kCpuBoundCauses.size() + 1> causes{};
+  std::copy(kCpuBoundCauses.begin(), kCpuBoundCauses.end(), causes.begin());
+  causes.back() = "cpu-bound";
+  return causes;
+}();
 // Exposed communication on a job: a slow transport makes every collective take longer to hide.
 constexpr std::array<std::string_view, 1> kExposedCommunicationCauses = {"slow-collective-transport"};
+
+// What a symptom with no cause asks the user to record next, so that a rule can name the cause.
+constexpr std::string_view kRecordIdleGpu =
+    "No rule named why the GPU idles; record what the host does: `torch.profiler.profile(activities=["
+    "ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True, record_shapes=True, "
+    "schedule=torch.profiler.schedule(wait=1, warmup=2, active=5))` (several steady steps, Python frames, shapes), "
+    "once with `torch.cuda.set_sync_debug_mode(\"warn\")` to print every hidden CUDA sync; then analyze the new trace";
+constexpr std::string_view kRecordJobCommunication =
+    "No rule named why communication stays exposed; record the transport: `NCCL_DEBUG=INFO "
+    "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH` logs from every rank (`ferret nccl LOG...` reads them), and traces of every "
+    "rank with `record_shapes=True` so message sizes show";
 
 constexpr std::array kRules = {
     // One trace (diagnose()).
     RuleInfo{"input-bound", S::kTrace, D::kDataPipeline, "rules_data_pipeline", R::kCause, {}},
-    RuleInfo{"low-gpu-utilization", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kIdleGpuCauses},
-    RuleInfo{"cpu-bound", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kIdleGpuCauses},
+    RuleInfo{"low-gpu-utilization",
+             S::kTrace,
+             D::kCompute,
+             "rules_step_time",
+             R::kSymptom,
+             kLowUtilizationCauses,
+             {},
+             kRecordIdleGpu},
+    RuleInfo{"cpu-bound", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kCpuBoundCauses, {}, kRecordIdleGpu},
     RuleInfo{"no-tensor-cores", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
     RuleInfo{"low-occupancy", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
-    RuleInfo{"matmul-dominated", S::kTrace, D::kCompute, "rules_gpu_efficiency, rules_cpu", R::kCause, {}},
+    // Matmuls off Tensor Cores: no-tensor-cores measures the same precision step on the exact kernels.
+    RuleInfo{"matmul-dominated",
+             S::kTrace,
+             D::kCompute,
+             "rules_gpu_efficiency, rules_cpu",
+             R::kCause,
+             {},
+             "no-tensor-cores"},
     RuleInfo{"launch-bound", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"host-sync", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"allocator-in-steady-state", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
@@ -39,7 +72,9 @@ constexpr std::array kRules = {
     RuleInfo{"memory-near-capacity", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"memory-fragmentation", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"allocation-churn", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
-    RuleInfo{"communication-heavy", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
+    // Communication costs what compute does not hide: exposed-communication measures exactly that.
+    RuleInfo{
+        "communication-heavy", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}, "exposed-communication"},
     RuleInfo{"exposed-communication", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
     RuleInfo{"low-busbw", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
     RuleInfo{"slow-host-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
@@ -49,8 +84,15 @@ constexpr std::array kRules = {
     RuleInfo{"window-edge-wait", S::kTrace, D::kBenchmark, "rules_window", R::kCause, {}},
     // All ranks of a job (diagnose_job()).
     RuleInfo{"rank-straggler", S::kJob, D::kDistributed, "rule_straggler", R::kCause, {}},
-    RuleInfo{"job-exposed-communication", S::kJob, D::kDistributed, "rule_exposed_communication", R::kSymptom,
-             kExposedCommunicationCauses},
+    RuleInfo{"job-exposed-communication",
+             S::kJob,
+             D::kDistributed,
+             "rule_exposed_communication",
+             R::kSymptom,
+             kExposedCommunicationCauses,
+             {},
+             kRecordJobCommunication,
+             true},
     RuleInfo{"collective-skew", S::kJob, D::kDistributed, "rule_waiting", R::kCause, {}},
     RuleInfo{"slow-collective-transport", S::kJob, D::kDistributed, "rule_slow_transport", R::kCause, {}},
     // NCCL logs (rules_nccl()).

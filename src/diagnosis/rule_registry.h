@@ -16,7 +16,7 @@ enum class RuleSource { kTrace, kJob, kNccl };
 // What a rule's finding means for the verdict (docs/RULES.md#the-verdict).
 enum class RuleRole {
   kCause,    // names why time is lost: a verdict candidate
-  kSymptom,  // says that time is lost, not why: defers to any of its causes that also fired
+  kSymptom,  // says that time is lost, not why: folds into any of its causes that also fired
   kWindow,   // the window is not a steady state: leads and is the verdict, with no bottleneck
 };
 
@@ -26,7 +26,17 @@ struct RuleInfo {
   Dimension dimension;
   std::string_view function;  // the function that evaluates it (the family, when one emits several ids)
   RuleRole role;
-  std::span<const std::string_view> explained_by;  // for a symptom: the cause ids that explain it
+  // For a symptom: the ids that explain it, in order of preference; when one fired, the symptom is
+  // evidence inside it (its numbers and detail), not a finding of its own.
+  std::span<const std::string_view> explained_by;
+  // For a cause that another rule measures more precisely: that rule's id. When both fire they are
+  // one finding under that id, with this one's evidence, detail and fixes folded in.
+  std::string_view same_cause_as = {};
+  // For a symptom: what to record next to find its cause, the first fix when no cause fired.
+  std::string_view record_next = {};
+  // For a symptom whose fixes act on it directly (overlap hides exposed communication whatever its
+  // cause): folded into its cause, it brings its fixes and its gain bound along.
+  bool own_fixes = false;
 };
 
 std::span<const RuleInfo> rule_registry();

@@ -35,41 +35,59 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kFramework;
   f.severity = share >= kInputBoundHigh ? Severity::kHigh : Severity::kMedium;
+  // A CPU-only trace: the model runs on the host, so no GPU idles and no host-to-device copy exists.
+  const bool cpu_only = a.gpu_metrics.devices.empty() && b.average_of(StepCategory::kKernel) <= 0 &&
+                        b.average_of(StepCategory::kMemcpy) <= 0 && b.average_of(StepCategory::kMemset) <= 0;
   std::string how_built;
   if (d.single_process_loader && !d.multi_process_loader)
-    how_built =
+    how_built = fmt::format(
         " The spans are named _SingleProcessDataLoaderIter: num_workers=0, so every batch is read, decoded and "
-        "augmented on the training thread while the GPU waits.";
+        "augmented on the training thread while the {} waits.",
+        cpu_only ? "model" : "GPU");
   else if (d.multi_process_loader)
     how_built =
         " The spans are named _MultiProcessingDataLoaderIter: worker processes exist but do not keep up - too few "
         "workers, too little prefetch, or samples too slow to read and decode.";
   f.detail = fmt::format(
       "The training loop spends {:.1f} ms of {} inside enumerate(DataLoader) ({:.0f}%; {:.1f} calls, the longest "
-      "{:.1f} ms), and for {:.1f} ms of it ({:.0f}%) no GPU work runs.{} Input waits add straight to the step time: "
-      "the GPU cannot start a step before its batch arrives.",
+      "{:.1f} ms), and for {:.1f} ms of it ({:.0f}%) {}.{} Input waits add straight to the step time: the {} cannot "
+      "start a step before its batch arrives.",
       ns_to_ms(d.average_dataloader_ns), b.has_steps ? "each step" : std::string("the ") + window_noun(a),
       d.dataloader_pct, d.average_calls_per_step, ns_to_ms(static_cast<double>(d.longest_call_ns)),
-      ns_to_ms(b.average_of(StepCategory::kDataLoader)), 100 * share, how_built);
+      ns_to_ms(b.average_of(StepCategory::kDataLoader)), 100 * share,
+      cpu_only ? "the model does no other work" : "no GPU work runs", how_built, cpu_only ? "model" : "GPU");
   f.evidence = {{"dataloader_share_pct", 100 * share, "%"},
                 {"dataloader_ms_per_step", ns_to_ms(b.average_of(StepCategory::kDataLoader)), "ms"},
                 {"step_ms", ns_to_ms(b.average_duration_ns), "ms"},
-                {"dataloader_wait_pct", d.dataloader_pct, "%"},
-                {"gpu_idle_waiting_pct", d.gpu_idle_waiting_pct, "%"},
-                {"dataloader_calls_per_step", d.average_calls_per_step, "count"},
-                {"longest_dataloader_call_ms", ns_to_ms(static_cast<double>(d.longest_call_ns)), "ms"},
-                {"num_workers_zero", d.single_process_loader && !d.multi_process_loader ? 1.0 : 0.0, ""}};
-  f.fixes = {
-      "Load batches in worker processes, pinned and prefetched: `loader = DataLoader(dataset, batch_size=batch_size, "
-      "shuffle=True, num_workers=<cores per GPU, e.g. os.cpu_count() // torch.cuda.device_count()>, pin_memory=True, "
-      "persistent_workers=True, prefetch_factor=4)`",
-      "Copy each batch asynchronously from pinned memory: `x = x.to(\"cuda\", non_blocking=True)`",
-      "Make each sample cheaper: decode and augment on the GPU (NVIDIA DALI, `torchvision.io.decode_jpeg(data, "
-      "device=\"cuda\")`) or store samples pre-decoded and pre-resized",
+                {"dataloader_wait_pct", d.dataloader_pct, "%"}};
+  if (!cpu_only) f.evidence.push_back({"gpu_idle_waiting_pct", d.gpu_idle_waiting_pct, "%"});
+  f.evidence.push_back({"dataloader_calls_per_step", d.average_calls_per_step, "count"});
+  f.evidence.push_back({"longest_dataloader_call_ms", ns_to_ms(static_cast<double>(d.longest_call_ns)), "ms"});
+  f.evidence.push_back({"num_workers_zero", d.single_process_loader && !d.multi_process_loader ? 1.0 : 0.0, ""});
+  if (cpu_only) {
+    // Workers compete with the model's intra-op threads for the same cores.
+    f.fixes = {
+        "Load batches in worker processes, prefetched: `loader = DataLoader(dataset, batch_size=batch_size, "
+        "shuffle=True, num_workers=<a few cores>, persistent_workers=True, prefetch_factor=4)`; leave the model "
+        "enough cores: `torch.set_num_threads(os.cpu_count() - num_workers)`",
+        "Make each sample cheaper: store samples pre-decoded and pre-resized, or decode with "
+        "`torchvision.io.decode_jpeg` (libjpeg-turbo) instead of PIL",
+    };
+  } else {
+    f.fixes = {
+        "Load batches in worker processes, pinned and prefetched: `loader = DataLoader(dataset, "
+        "batch_size=batch_size, shuffle=True, num_workers=<cores per GPU, e.g. os.cpu_count() // "
+        "torch.cuda.device_count()>, pin_memory=True, persistent_workers=True, prefetch_factor=4)`",
+        "Copy each batch asynchronously from pinned memory: `x = x.to(\"cuda\", non_blocking=True)`",
+        "Make each sample cheaper: decode and augment on the GPU (NVIDIA DALI, `torchvision.io.decode_jpeg(data, "
+        "device=\"cuda\")`) or store samples pre-decoded and pre-resized",
+    };
+  }
+  f.fixes.push_back(
       "Read faster: pack small files into shards (WebDataset tar shards, LMDB) or memory-map preprocessed arrays "
-      "(`np.load(path, mmap_mode=\"r\")`); read from local NVMe rather than a network filesystem",
-      "In a container, give the workers shared memory for their batches: `docker run --shm-size=16g ...`",
-  };
+      "(`np.load(path, mmap_mode=\"r\")`); read from local NVMe rather than a network filesystem");
+  f.fixes.push_back(
+      "In a container, give the workers shared memory for their batches: `docker run --shm-size=16g ...`");
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
   f.threshold = "DataLoader >= 5% of step (TensorBoard plugin: > 5%; XProf: 5-20% moderate); >= 20% high (XProf)";

@@ -16,8 +16,8 @@ namespace ferret {
 namespace {
 
 std::string device_label(const DeviceMetrics& d) {
-  std::string label = d.name.empty() ? fmt::format("GPU {}", d.device) : fmt::format("GPU {} ({}", d.device, d.name);
-  if (d.name.empty()) return label;
+  if (d.name.empty()) return fmt::format("GPU {} (unknown device)", d.device);
+  std::string label = fmt::format("GPU {} ({}", d.device, d.name);
   if (d.compute_major >= 0) label += fmt::format(", CC {}.{}", d.compute_major, d.compute_minor);
   return label + ")";
 }
@@ -26,14 +26,30 @@ bool is_amd(const DeviceMetrics& d) {
   return contains(d.name, "AMD") || contains(d.name, "Radeon") || contains(d.name, "Instinct");
 }
 
+// NVIDIA: a CUDA compute capability (AMD's HIP reports one too, told apart by name above) or an
+// NVIDIA product name. Anything else (MTIA, an accelerator the trace does not name) is unknown.
+bool is_nvidia(const DeviceMetrics& d) {
+  if (is_amd(d)) return false;
+  return d.compute_major >= 0 || contains(d.name, "NVIDIA") || contains(d.name, "Tesla") ||
+         contains(d.name, "GeForce") || contains(d.name, "Quadro");
+}
+
+// What the vendor calls its matrix units: Tensor Cores (NVIDIA), Matrix Cores (AMD CDNA, MFMA
+// instructions). "" for other devices: ferret does not know their units and says nothing of them.
+std::string matrix_units(const DeviceMetrics& d) {
+  if (is_amd(d)) return "Matrix Cores";
+  return is_nvidia(d) ? "Tensor Cores" : "";
+}
+
 // Whether the device has matrix units. NVIDIA: compute capability >= 7.0 (Volta on), except the
 // Turing GTX 16 series, which has none. AMD: CDNA Instinct parts (MI100, MI200, MI300); the
 // compute capability HIP reports (9.0 for gfx906 and gfx90a alike) cannot tell. Either way,
 // matrix-unit kernels in the trace prove the hardware has them.
 bool has_matrix_units(const DeviceMetrics& d) {
-  if (d.tensor_core_ns > 0) return true;
-  if (is_amd(d)) return contains(d.name, "MI100") || contains(d.name, "MI2") || contains(d.name, "MI3");
-  return d.compute_major >= 7 && !contains(d.name, "GTX 16");
+  if (is_amd(d))
+    return d.tensor_core_ns > 0 || contains(d.name, "MI100") || contains(d.name, "MI2") || contains(d.name, "MI3");
+  if (!is_nvidia(d)) return false;
+  return d.tensor_core_ns > 0 || (d.compute_major >= 7 && !contains(d.name, "GTX 16"));
 }
 
 // Share of the analysed wall time (0..1) that `kernel_ns` of kernel time can account for: at most
@@ -56,7 +72,7 @@ bool enough_evidence(const DeviceMetrics& d, std::int64_t affected_kernel_ns) {
 // The precision change a user can paste for this device.
 std::vector<std::string> precision_fixes(const DeviceMetrics& d) {
   std::vector<std::string> fixes;
-  const bool nvidia = !is_amd(d);
+  const bool nvidia = is_nvidia(d);
   if (nvidia && d.compute_major == 7) {
     fixes.push_back(
         "fp16 autocast with loss scaling (CC 7.x has fp16 Tensor Cores, not bf16): `scaler = "
@@ -108,9 +124,9 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
 
   Finding f;
   f.id = "no-tensor-cores";
-  f.title = fmt::format(
-      "Mixed precision: {:.0f}% of GPU kernel time is convolution/matmul work running without Tensor Cores on {}",
-      100 * without, device_label(d));
+  f.title =
+      fmt::format("Mixed precision: {:.0f}% of GPU kernel time is convolution/matmul work running without {} on {}",
+                  100 * without, matrix_units(d), device_label(d));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = without >= kNoTensorCoresHigh     ? Severity::kHigh
@@ -118,11 +134,12 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
                                                  : Severity::kLow;
   f.detail = fmt::format(
       "Tensor-Core-eligible operators (convolutions, matmuls, linear layers and their backwards) launched {:.0f}% of "
-      "the kernel time, and {:.0f}% of the kernel time ran in kernels whose names show no Tensor Core use "
-      "(kernels with Tensor Cores: {:.1f}% overall). These are fp32 kernels on the CUDA cores; the device's "
-      "Tensor Cores do the same work several times faster in reduced precision. Compare validation metrics "
+      "the kernel time, and {:.0f}% of the kernel time ran in kernels whose names show no use of {} "
+      "(kernels with {}: {:.1f}% overall). These are fp32 kernels on the {}; the device's "
+      "{} do the same work several times faster in reduced precision. Compare validation metrics "
       "against the fp32 baseline after the change.",
-      d.tc_eligible_pct, 100 * without, d.tensor_core_pct);
+      d.tc_eligible_pct, 100 * without, matrix_units(d), matrix_units(d), d.tensor_core_pct,
+      is_amd(d) ? "vector units" : "CUDA cores", matrix_units(d));
   f.evidence = {{"tc_eligible_without_tc_pct", 100 * without, "%"},
                 {"tc_eligible_pct", d.tc_eligible_pct, "%"},
                 {"tensor_core_pct", d.tensor_core_pct, "%"},
@@ -130,7 +147,7 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
   if (d.compute_major >= 0) f.evidence.push_back({"compute_capability", d.compute_major + d.compute_minor / 10.0, ""});
   f.fixes = precision_fixes(d);
   f.fixes.push_back(
-      "Convolution networks: channels-last memory format, which Tensor Core convolutions expect: "
+      "Convolution networks: channels-last memory format, which matrix-unit convolutions expect: "
       "`model = model.to(memory_format=torch.channels_last)`; `x = x.to(memory_format=torch.channels_last)`");
   // The affected kernels shrink by at most the Tensor Core speed-up; the rest of their time stays.
   f.time_share = wall_share(d, d.tc_eligible_without_tc_ns) * (1.0 - 1.0 / tensor_core_speedup_bound(d));
@@ -150,6 +167,12 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
 // low occupancy "always interferes with the ability to hide memory latency", with no single
 // number). Below 10% is medium. AMD traces carry no occupancy estimate: the rule stays silent.
 constexpr double kLowOccupancyPct = 25.0, kVeryLowOccupancyPct = 10.0, kLowOccupancyMinKernelShare = 0.20;
+
+// The gain bound: a memory-bound kernel's throughput grows at most in proportion to its resident
+// warps until they hide the memory latency; ferret takes 50% occupancy (32 of 64 warps) as that
+// point, past which DRAM bandwidth, not latency, limits (the Best Practices Guide: higher occupancy
+// does not always mean higher performance). Kernels at occupancy o keep at least o / 50 of their time.
+constexpr double kLatencyHiddenOccupancyPct = 50.0;
 
 void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
   if (d.kernel_ns <= 0 || d.non_matmul_occupancy_pct < 0 || d.non_matmul_occupancy_pct >= kLowOccupancyPct) return;
@@ -186,7 +209,8 @@ void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
       "Own CUDA kernels: check the limiter with `ncu --section Occupancy --section LaunchStats python train.py`; cap "
       "registers with `__launch_bounds__(256, 4)` or use less shared memory per block",
   };
-  f.time_share = wall_share(d, d.non_matmul_occupancy_ns);
+  f.time_share = wall_share(d, d.non_matmul_occupancy_ns) *
+                 (1.0 - std::min(1.0, d.non_matmul_occupancy_pct / kLatencyHiddenOccupancyPct));
   f.max_speedup = amdahl_speedup(f.time_share);
   f.threshold =
       "est. achieved occupancy of non-GEMM kernels < 25% (< 10% medium) and those kernels >= 20% of kernel time "
@@ -212,10 +236,10 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
 
   Finding f;
   f.id = "matmul-dominated";
-  f.title = fmt::format(
-      "Matmul-dominated: GEMM/convolution kernels take {:.0f}% of GPU compute time on {} ({:.0f}% of it on Tensor "
-      "Cores)",
-      d.matmul_conv_pct, device_label(d), 100 * on_tensor_cores);
+  const std::string units = matrix_units(d);
+  f.title = fmt::format("Matmul-dominated: GEMM/convolution kernels take {:.0f}% of GPU compute time on {}{}",
+                        d.matmul_conv_pct, device_label(d),
+                        units.empty() ? "" : fmt::format(" ({:.0f}% of it on {})", 100 * on_tensor_cores, units));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = on_tensor_cores < kMatmulOnTensorCoresEnough ? Severity::kMedium : Severity::kLow;
@@ -226,10 +250,12 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
       ns_to_ms(static_cast<double>(d.matmul_conv_ns)), ns_to_ms(static_cast<double>(d.compute_kernel_ns)),
       d.matmul_conv_pct);
   f.evidence = {{"matmul_conv_pct", d.matmul_conv_pct, "%"},
-                {"matmul_conv_ms", ns_to_ms(static_cast<double>(d.matmul_conv_ns)), "ms"},
-                {"matmul_on_tensor_cores_pct", 100 * on_tensor_cores, "%"},
-                {"tensor_core_pct", d.tensor_core_pct, "%"}};
-  if (on_tensor_cores < kMatmulOnTensorCoresEnough) f.fixes = precision_fixes(d);
+                {"matmul_conv_ms", ns_to_ms(static_cast<double>(d.matmul_conv_ns)), "ms"}};
+  if (!units.empty()) {
+    f.evidence.push_back({"matmul_on_tensor_cores_pct", 100 * on_tensor_cores, "%"});
+    f.evidence.push_back({"tensor_core_pct", d.tensor_core_pct, "%"});
+  }
+  if (on_tensor_cores < kMatmulOnTensorCoresEnough && !units.empty()) f.fixes = precision_fixes(d);
   if (!is_amd(d) && d.compute_major >= 9)
     f.fixes.push_back(
         "FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`; build layers "
@@ -237,21 +263,26 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.fixes.push_back(
       "Autotune GEMM kernels and fuse bias/activation epilogues into them: `model = torch.compile(model, "
       "mode=\"max-autotune\")`");
-  f.fixes.push_back(
-      "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", inputs=[example], "
-      "enabled_precisions={torch.half})`");
+  if (is_nvidia(d))
+    f.fixes.push_back(
+        "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", "
+        "inputs=[example], enabled_precisions={torch.half})`");
   f.fixes.push_back(
       "Attention: one fused kernel instead of matmul-softmax-matmul - "
       "`torch.nn.functional.scaled_dot_product_attention(q, "
       "k, v, is_causal=True)`");
-  f.fixes.push_back(
-      "Tensor-Core-friendly shapes: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 "
-      "for "
-      "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64");
-  // Precision and better kernels make matmuls faster, not free. Off Tensor Cores the bound is the
-  // device's Tensor/FP32 peak ratio; on them, the next precision step (FP8 doubles BF16's dense
-  // peak on Hopper and Blackwell, vendor datasheets) - so at most half of their time goes.
-  const double matmul_speedup = on_tensor_cores < kMatmulOnTensorCoresEnough ? tensor_core_speedup_bound(d) : 2.0;
+  if (!units.empty())
+    f.fixes.push_back(fmt::format(
+        "Shapes that suit the {}: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 for "
+        "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64",
+        units));
+  // Precision makes matmuls faster, not free: off the matrix units the bound is the device's
+  // Tensor/FP32 peak ratio applied to their time. Once on them, what is left (FP8 on Hopper and
+  // later, autotuned kernels, fused epilogues) depends on numerics and shapes the trace does not
+  // show, and on a device ferret knows no matrix units of (MTIA, unnamed) there is no precision
+  // step to bound: the finding then says where the time goes and bounds no gain.
+  const bool precision_step = !units.empty() && on_tensor_cores < kMatmulOnTensorCoresEnough;
+  const double matmul_speedup = precision_step ? tensor_core_speedup_bound(d) : 1.0;
   f.time_share = wall_share(d, d.matmul_conv_ns) * (1.0 - 1.0 / matmul_speedup);
   f.max_speedup = amdahl_speedup(f.time_share);
   f.threshold = "GEMM/convolution/attention kernels > 50% of compute kernel time (ferret)";

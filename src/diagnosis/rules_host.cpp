@@ -149,7 +149,8 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
       "`ev = torch.cuda.Event(); ev.record()`, and `ev.synchronize()` only when the value is needed",
   };
   f.time_share = share;
-  f.max_speedup = amdahl_speedup(share);
+  // On a CPU-only trace nothing waits on the reads yet: no gain to bound until the loop runs on a GPU.
+  f.max_speedup = h.has_gpu ? amdahl_speedup(share) : 1.0;
   f.threshold =
       "GPU stall after syncs >= 1% of the window (ferret); >= 3% medium, >= 15% high (XProf's host-overhead "
       "levels); CPU-only traces: host reads in >= half of the steps (info)";
@@ -378,8 +379,11 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
         "`fused=True`, `torch.nn.functional.layer_norm`)",
     };
   }
+  // Where the time goes, not what its fix wins back: precision, fusion or a better kernel make the
+  // operator faster by an amount its name does not tell (matmul-dominated and no-tensor-cores
+  // bound the precision step). It bounds no gain and keeps its own severity.
   f.time_share = share;
-  f.max_speedup = amdahl_speedup(share);
+  f.max_speedup = 1.0;
   f.threshold =
       "one operator (not a collective) >= 25% of the GPU time launched from operators and >= 1% of the "
       "window (ferret); >= 50% medium";

@@ -15,7 +15,7 @@ namespace ferret {
 namespace {
 
 std::string device_label(const DeviceMetrics& d) {
-  return d.name.empty() ? fmt::format("GPU {}", d.device) : fmt::format("GPU {} ({})", d.device, d.name);
+  return fmt::format("GPU {} ({})", d.device, d.name.empty() ? "unknown device" : d.name);
 }
 
 // Share of the step (0..1) the breakdown gives a category.

@@ -1,6 +1,9 @@
 #include "diagnosis/verdict.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -8,67 +11,204 @@
 
 namespace ferret {
 
-void rank_findings(std::vector<Finding>& findings) {
-  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    if (a.max_speedup != b.max_speedup) return a.max_speedup > b.max_speedup;
-    if (a.severity != b.severity) return static_cast<int>(a.severity) > static_cast<int>(b.severity);
-    return a.id < b.id;
-  });
-}
-
 namespace {
 
-bool explains(const RuleInfo& symptom, const Finding& f) {
-  return std::find(symptom.explained_by.begin(), symptom.explained_by.end(), f.id) != symptom.explained_by.end();
+// The bands' shares of time the fix wins back: Amdahl 1 / (1 - share). XProf grades time lost
+// waiting (input, launch overhead) as high from 20% and moderate from 5%; below 1% no fix is worth
+// a user's time (ferret's floor, as in the host rules).
+constexpr double kHighShare = 0.20, kMediumShare = 0.05, kLowShare = 0.01;
+
+RuleRole role_of(const Finding& f) {
+  const RuleInfo* rule = find_rule(f.id);
+  return rule != nullptr ? rule->role : RuleRole::kCause;
 }
 
-// A symptom whose cause also fired says so first: fixing the cause is what removes it. The cause
-// named is the highest-ranked one, the largest part of the symptom it explains.
-void point_symptoms_at_causes(std::vector<Finding>& findings) {
-  for (Finding& symptom : findings) {
-    const RuleInfo* rule = find_rule(symptom.id);
-    if (rule == nullptr || rule->role != RuleRole::kSymptom) continue;
-    auto cause = std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return explains(*rule, f); });
-    if (cause == findings.end()) continue;
-    symptom.fixes.insert(symptom.fixes.begin(),
-                         fmt::format("First fix its cause, finding {} ({}): the fixes below are for what remains.",
-                                     cause->id, cause->title));
+const std::string& cause_key(const Finding& f) { return f.cause.empty() ? f.id : f.cause; }
+
+void add_evidence(Finding& into, const Finding& from) {
+  for (const Evidence& e : from.evidence)
+    if (std::none_of(into.evidence.begin(), into.evidence.end(), [&](const Evidence& x) { return x.name == e.name; }))
+      into.evidence.push_back(e);
+}
+
+void add_fixes(Finding& into, const Finding& from) {
+  for (const std::string& fix : from.fixes)
+    if (std::find(into.fixes.begin(), into.fixes.end(), fix) == into.fixes.end()) into.fixes.push_back(fix);
+}
+
+void add_detail(Finding& into, const std::string& detail) {
+  if (detail.empty()) return;
+  into.detail += into.detail.empty() ? detail : " " + detail;
+}
+
+// A finding merges by key when its rule names the key, or when it reads one trace (one id, one
+// cause: a rule that fires per device). Job and NCCL findings of one id have different subjects
+// (several missing-rank groups, one straggler per rank) and stay apart unless keyed.
+bool merges_by_key(const Finding& f) {
+  const RuleInfo* rule = find_rule(f.id);
+  return !f.cause.empty() || (rule != nullptr && rule->source == RuleSource::kTrace);
+}
+
+// Findings sharing a cause key: the one with the larger gain stays (the first on a tie).
+void merge_same_cause_key(std::vector<Finding>& findings) {
+  std::vector<Finding> kept;
+  for (Finding& f : findings) {
+    auto same = std::find_if(kept.begin(), kept.end(), [&](const Finding& k) {
+      return merges_by_key(f) && merges_by_key(k) && cause_key(k) == cause_key(f);
+    });
+    if (same == kept.end()) {
+      kept.push_back(std::move(f));
+      continue;
+    }
+    if (f.max_speedup > same->max_speedup) std::swap(*same, f);
+    add_evidence(*same, f);
+    add_fixes(*same, f);
   }
+  findings = std::move(kept);
+}
+
+// A symptom is explained when the causes that fired cover at least half of its time (ferret's: then
+// most of the lost time has a named cause). A cause that measures no time (a slow transport) is
+// taken to explain all of it. Below half, the symptom stands for the unexplained rest.
+constexpr double kExplainedShare = 0.5;
+
+bool listed(std::span<const std::string_view> ids, const std::string& id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// The finding `i` folds into, by index, or npos: for a cause, the more precise rule of the same
+// cause; for a symptom its explaining cause with the largest gain when the causes explain it, else
+// an explaining symptom (told more precisely) that covers half of it.
+std::size_t fold_target(const std::vector<Finding>& findings, std::size_t i) {
+  const RuleInfo* rule = find_rule(findings[i].id);
+  if (rule == nullptr) return std::string::npos;
+  if (!rule->same_cause_as.empty()) {
+    for (std::size_t j = 0; j < findings.size(); ++j)
+      if (findings[j].id == rule->same_cause_as) return j;
+    return std::string::npos;
+  }
+  if (rule->role != RuleRole::kSymptom) return std::string::npos;
+  const double needed = kExplainedShare * findings[i].time_share;
+  std::size_t cause = std::string::npos, symptom = std::string::npos;
+  double covered = 0;
+  for (std::size_t j = 0; j < findings.size(); ++j) {
+    const Finding& f = findings[j];
+    if (j == i || !listed(rule->explained_by, f.id)) continue;
+    if (role_of(f) == RuleRole::kSymptom) {
+      if (f.time_share >= needed && (symptom == std::string::npos || f.max_speedup > findings[symptom].max_speedup))
+        symptom = j;
+      continue;
+    }
+    covered += bounds_gain(f) ? f.time_share : 1.0;
+    if (cause == std::string::npos || f.max_speedup > findings[cause].max_speedup) cause = j;
+  }
+  if (cause != std::string::npos && covered >= needed) return cause;
+  return symptom;
+}
+
+// A symptom left standing beside causes that explain part of it says how much they explain.
+void note_partial_causes(Finding& symptom, const RuleInfo& rule, const std::vector<Finding>& kept) {
+  std::string ids;
+  double covered = 0;
+  for (const Finding& f : kept) {
+    if (!listed(rule.explained_by, f.id) || role_of(f) == RuleRole::kSymptom) continue;
+    ids += (ids.empty() ? "" : ", ") + f.id;
+    covered += f.time_share;
+  }
+  if (ids.empty()) return;
+  add_detail(symptom, fmt::format("Findings {} explain {:.0f}% of the time against {:.0f}% here; the rest has no "
+                                  "named cause.",
+                                  ids, 100 * covered, 100 * symptom.time_share));
 }
 
 }  // namespace
 
-const Finding* pick_verdict(const std::vector<Finding>& ranked) {
-  auto role = [](const Finding& f) {
+Severity severity_of_gain(double max_speedup) {
+  if (max_speedup >= 1.0 / (1.0 - kHighShare)) return Severity::kHigh;
+  if (max_speedup >= 1.0 / (1.0 - kMediumShare)) return Severity::kMedium;
+  if (max_speedup >= 1.0 / (1.0 - kLowShare)) return Severity::kLow;
+  return Severity::kInfo;
+}
+
+bool bounds_gain(const Finding& f) { return f.max_speedup > 1.0; }
+
+void fold_findings(std::vector<Finding>& findings) {
+  merge_same_cause_key(findings);
+  const std::size_t n = findings.size();
+  std::vector<std::size_t> target(n);
+  for (std::size_t i = 0; i < n; ++i) target[i] = fold_target(findings, i);
+  // Follow chains (low utilization -> cpu-bound -> launch-bound) to the finding that stays; a
+  // chain longer than the findings is a cycle in the registry, and then nothing folds.
+  std::vector<std::size_t> final_target(n, std::string::npos);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t t = target[i];
+    for (std::size_t hops = 0; t != std::string::npos && target[t] != std::string::npos; ++hops) {
+      if (hops > n) {
+        t = std::string::npos;
+        break;
+      }
+      t = target[t];
+    }
+    final_target[i] = t == i ? std::string::npos : t;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (final_target[i] == std::string::npos) continue;
+    Finding& into = findings[final_target[i]];
+    const Finding& from = findings[i];
+    add_evidence(into, from);
+    add_detail(into, from.detail);
+    // The same cause from another angle brings its fixes; a symptom's fixes are guesses its cause
+    // replaces, unless they act on the symptom itself: then they come along, and the finding's
+    // bound is the larger of the two fixes' bounds.
+    const RuleInfo* rule = find_rule(from.id);
+    if (role_of(from) != RuleRole::kSymptom) add_fixes(into, from);
+    if (rule != nullptr && rule->own_fixes) {
+      add_fixes(into, from);
+      if (from.max_speedup > into.max_speedup) {
+        into.max_speedup = from.max_speedup;
+        into.time_share = from.time_share;
+      }
+    }
+  }
+  std::vector<Finding> kept;
+  for (std::size_t i = 0; i < n; ++i)
+    if (final_target[i] == std::string::npos) kept.push_back(std::move(findings[i]));
+  for (Finding& f : kept) {
     const RuleInfo* rule = find_rule(f.id);
-    return rule != nullptr ? rule->role : RuleRole::kCause;
-  };
-  for (const Finding& f : ranked)
-    if (role(f) == RuleRole::kWindow) return &f;
-  auto significant = [](const Finding& f) { return f.severity >= Severity::kMedium; };
-  auto significant_cause_fired = [&](const Finding& symptom) {
-    const RuleInfo& rule = *find_rule(symptom.id);
-    return std::any_of(ranked.begin(), ranked.end(),
-                       [&](const Finding& f) { return significant(f) && explains(rule, f); });
-  };
-  for (const Finding& f : ranked)
-    if (significant(f) && (role(f) != RuleRole::kSymptom || !significant_cause_fired(f))) return &f;
+    if (rule == nullptr || rule->role != RuleRole::kSymptom) continue;
+    note_partial_causes(f, *rule, kept);
+    if (!rule->record_next.empty()) f.fixes.insert(f.fixes.begin(), std::string(rule->record_next));
+  }
+  findings = std::move(kept);
+}
+
+void rank_findings(std::vector<Finding>& findings) {
+  for (Finding& f : findings)
+    if (role_of(f) != RuleRole::kWindow && bounds_gain(f)) f.severity = severity_of_gain(f.max_speedup);
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    const bool wa = role_of(a) == RuleRole::kWindow, wb = role_of(b) == RuleRole::kWindow;
+    if (wa != wb) return wa;
+    if (a.severity != b.severity) return static_cast<int>(a.severity) > static_cast<int>(b.severity);
+    if (a.max_speedup != b.max_speedup) return a.max_speedup > b.max_speedup;
+    return a.id < b.id;
+  });
+}
+
+const Finding* pick_verdict(const std::vector<Finding>& ranked) {
+  if (ranked.empty()) return nullptr;
+  const Finding& first = ranked.front();
+  if (role_of(first) == RuleRole::kWindow || first.severity >= Severity::kMedium) return &first;
   return nullptr;
 }
 
 const Finding* rank_and_lead_with_verdict(std::vector<Finding>& findings) {
+  fold_findings(findings);
   rank_findings(findings);
-  point_symptoms_at_causes(findings);
-  const Finding* verdict = pick_verdict(findings);
-  if (verdict == nullptr) return nullptr;
-  const auto at = findings.begin() + (verdict - findings.data());
-  std::rotate(findings.begin(), at, at + 1);
-  return &findings.front();
+  return pick_verdict(findings);
 }
 
 Verdict verdict_of(const Finding& verdict) {
-  const RuleInfo* rule = find_rule(verdict.id);
-  const bool window = rule != nullptr && rule->role == RuleRole::kWindow;
+  const bool window = role_of(verdict) == RuleRole::kWindow;
   Verdict v;
   v.bottleneck_found = !window;
   v.dimension = verdict.dimension;

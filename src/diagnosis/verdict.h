@@ -17,17 +17,31 @@ struct Verdict {
   double max_speedup = 1.0;
 };
 
-// Ranks findings in place: largest max_speedup first, then severity, then id; findings equal in
-// all three keep their order.
+// Severity bands of a gain bound, on the share of time the fix can win back (XProf's levels for
+// time lost waiting: >= 20% high, >= 5% moderate; ferret's floor of 1% for low):
+// high >= 1.25x, medium >= 1.0526x, low >= 1.0101x, info below.
+Severity severity_of_gain(double max_speedup);
+
+// Whether the finding bounds a gain: its max_speedup is above 1. A rule that measures no time
+// its fix wins back (memory capacity, NCCL log findings) leaves it at 1 and keeps its own severity.
+bool bounds_gain(const Finding& f);
+
+// One finding per cause, in place: findings sharing a `cause` key keep the one with the larger
+// gain; a rule with `same_cause_as` (rule_registry.h) folds into that rule's finding (evidence,
+// detail, fixes); a symptom folds into a finding that explains it (evidence, detail). A symptom
+// that stays alone gets, as its first fix, what to record next to find its cause.
+void fold_findings(std::vector<Finding>& findings);
+
+// Sets each finding's severity to its gain's band (windows and findings that bound no gain keep
+// theirs) and ranks in place: window findings first, then severity, then max_speedup, then id;
+// findings equal in all keep their order. Severities never increase along the result.
 void rank_findings(std::vector<Finding>& findings);
 
-// The verdict among ranked findings: the first window finding if any (the window is not a steady
-// state); else the first finding of medium or high severity that is not a symptom with one of its
-// causes (rule_registry.h) also at medium or high severity. nullptr when no finding qualifies.
+// The verdict among ranked findings: the first, when it is a window finding or of medium or high
+// severity; nullptr otherwise (no bottleneck: the findings are minor).
 const Finding* pick_verdict(const std::vector<Finding>& ranked);
 
-// Ranks the findings, moves the verdict to the front and puts a first fix on each symptom whose
-// cause also fired, pointing at that cause. Returns the verdict (then findings.front()) or nullptr.
+// fold_findings, rank_findings and pick_verdict: the verdict is findings.front(), or nullptr.
 const Finding* rank_and_lead_with_verdict(std::vector<Finding>& findings);
 
 // The verdict's finding id, dimension and gain bound; a window finding finds no bottleneck and

@@ -3,6 +3,7 @@
 // causes), and the findings of real runs on the example traces and NCCL logs are all registered.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -36,12 +37,23 @@ TEST(RuleRegistry, IdsAreUniqueAndSymptomsNameCausesOfTheirOwnPath) {
   EXPECT_EQ(registered_ids().size(), rule_registry().size());
   for (const RuleInfo& r : rule_registry()) {
     EXPECT_EQ(r.role == RuleRole::kSymptom, !r.explained_by.empty()) << r.id;
+    EXPECT_EQ(r.role == RuleRole::kSymptom, !r.record_next.empty()) << r.id;
     for (std::string_view cause_id : r.explained_by) {
       const RuleInfo* cause = find_rule(cause_id);
       ASSERT_NE(cause, nullptr) << r.id << " is explained by unregistered " << cause_id;
-      EXPECT_EQ(cause->role, RuleRole::kCause) << r.id << " <- " << cause_id;
       EXPECT_EQ(cause->source, r.source) << r.id << " <- " << cause_id;
+      EXPECT_NE(cause->role, RuleRole::kWindow) << r.id << " <- " << cause_id;
+      // A symptom may fold into another symptom (told more precisely), never back: no cycles.
+      EXPECT_EQ(std::count(cause->explained_by.begin(), cause->explained_by.end(), r.id), 0)
+          << r.id << " <-> " << cause_id;
     }
+    if (r.same_cause_as.empty()) continue;
+    const RuleInfo* precise = find_rule(r.same_cause_as);
+    ASSERT_NE(precise, nullptr) << r.id << " folds into unregistered " << r.same_cause_as;
+    EXPECT_EQ(r.role, RuleRole::kCause) << r.id;
+    EXPECT_EQ(precise->role, RuleRole::kCause) << r.id << " -> " << r.same_cause_as;
+    EXPECT_EQ(precise->source, r.source) << r.id << " -> " << r.same_cause_as;
+    EXPECT_TRUE(precise->same_cause_as.empty()) << r.same_cause_as << " folds on: one step only";
   }
   EXPECT_EQ(find_rule("no-such-rule"), nullptr);
 }
@@ -179,6 +191,22 @@ TEST(RuleRegistry, RulesMdNamesEachSymptomsCauses) {
   std::set<std::string> documented;
   for (const auto& [id, row] : rows) documented.insert(id);
   EXPECT_EQ(documented, symptoms);
+}
+
+TEST(RuleRegistry, RulesMdNamesEachSameCausePair) {
+  const std::map<std::string, DocRow> rows = doc_rows("rule");
+  std::set<std::string> folding;
+  for (const RuleInfo& r : rule_registry()) {
+    if (r.same_cause_as.empty()) continue;
+    folding.insert(std::string(r.id));
+    const auto row = rows.find(std::string(r.id));
+    ASSERT_NE(row, rows.end()) << r.id << " has no row in the same-cause table";
+    EXPECT_EQ(backquoted(row->second.cells.at("same cause as")), std::set<std::string>{std::string(r.same_cause_as)})
+        << r.id;
+  }
+  std::set<std::string> documented;
+  for (const auto& [id, row] : rows) documented.insert(id);
+  EXPECT_EQ(documented, folding);
 }
 
 }  // namespace
