@@ -15,10 +15,10 @@ using S = RuleSource;
 // starting work: waiting for input, launch overhead, host syncs, blocking or slow host copies,
 // allocator calls, and - on a rank of a job - waiting for the other ranks, which the host does in
 // c10d waits and blocking launches around the collectives.
-constexpr std::array<std::string_view, 11> kIdleGpuCauses = {
+constexpr std::array<std::string_view, 12> kIdleGpuCauses = {
     "input-bound",         "launch-bound",          "host-sync",        "sync-copy",
     "pageable-copy",       "pageable-copies",       "slow-host-copies", "allocator-in-steady-state",
-    "communication-heavy", "exposed-communication", "low-busbw"};
+    "communication-heavy", "exposed-communication", "low-busbw",        "host-preprocessing"};
 // Exposed communication on a job: a slow transport makes every collective take longer to hide.
 constexpr std::array<std::string_view, 1> kExposedCommunicationCauses = {"slow-collective-transport"};
 
@@ -36,6 +36,7 @@ constexpr std::array kRules = {
     RuleInfo{"pageable-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"hot-operator", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"host-preprocessing", S::kTrace, D::kDataPipeline, "rules_host_preprocessing", R::kCause, {}},
     RuleInfo{"memory-near-capacity", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"memory-fragmentation", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"allocation-churn", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
