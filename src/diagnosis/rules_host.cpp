@@ -157,7 +157,7 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
                 {"gpu_stall_ms", ns_to_ms(s.gpu_stall_ns), "ms"},
                 {"gpu_stall_pct", h.has_gpu ? share_to_pct(share) : 0.0, "%"},
                 {"steps_with_syncs", static_cast<double>(s.steps_with_syncs), "count"}};
-  if (ctx.has_steps && !s.per_step.empty())
+  if (h.has_gpu && ctx.has_steps && !s.per_step.empty())
     f.evidence.push_back({"gpu_stall_ms_per_step", ns_to_ms(s.gpu_stall_ns) / steps, "ms"});
   if (s.copy_syncs > 0) {
     f.evidence.push_back({"copy_syncs", static_cast<double>(s.copy_syncs), "count"});
