@@ -9,6 +9,7 @@
 
 #include "analysis/classify.h"
 #include "analysis/intervals.h"
+#include "analysis/python_frames.h"
 #include "model/relations.h"
 
 namespace ferret {
@@ -24,6 +25,7 @@ enum NameFlag : std::uint8_t {
   kLaunch = 16,
   kDataLoader = 32,
   kStepMarker = 64,
+  kPreprocessing = 128,  // a python_function frame of host preprocessing (python_frames.h)
 };
 
 class NameFlags {
@@ -40,6 +42,7 @@ class NameFlags {
       if (is_launch_call(n)) f |= kLaunch;
       if (is_dataloader_span(n)) f |= kDataLoader;
       if (profiler_step_number(n) >= 0) f |= kStepMarker;
+      if (preprocessing_kind(n) != nullptr) f |= kPreprocessing;
       flags_[id] = f;
     }
     return flags_[id];
@@ -50,11 +53,12 @@ class NameFlags {
   std::vector<std::uint8_t> flags_;
 };
 
-// A host span is a sync when it is a *Synchronize API call or a host-read op.
-bool is_sync_span(const TraceModel& m, NameFlags& flags, EventIndex e) {
+// A host span is a sync when it is a *Synchronize API call, a host-read op, or a copy call found
+// to be a sync (`copy_syncs`, sorted).
+bool is_sync_span(const TraceModel& m, NameFlags& flags, const std::vector<EventIndex>& copy_syncs, EventIndex e) {
   const EventKind k = m.kind[e];
   const std::uint8_t f = flags.of(m.name[e]);
-  if (is_launch_api(k)) return (f & kSyncCall) != 0;
+  if (is_launch_api(k)) return (f & kSyncCall) != 0 || std::binary_search(copy_syncs.begin(), copy_syncs.end(), e);
   return k == EventKind::kCpuOp && (f & kSyncOp) != 0;
 }
 
@@ -142,11 +146,37 @@ bool is_launch_call(std::string_view name) {
 
 namespace {
 
-// What the GPU pass hands on: the merged busy intervals and the pageable copies' launch calls.
+// What the GPU pass hands on: the merged busy intervals, the pageable copies' launch calls, and the
+// copy calls that are syncs.
 struct GpuSide {
   std::vector<Interval> busy;
   std::vector<std::pair<EventIndex, bool>> pageable_launchers;  // (launch call, device-to-host), unique
+  std::vector<EventIndex> copy_syncs;                           // sorted, unique
 };
+
+// A device-to-host copy whose call held the host far longer than the transfer: a sync.
+void note_copy_sync(const TraceModel& model, std::size_t g, std::int64_t dur, GpuSide& side, HostBlockersResult& r) {
+  const Relations& rel = model.relations;
+  const EventIndex e = rel.gpu_events[g], launcher = rel.gpu_launcher[g];
+  if (launcher == kNoEvent || !contains(model.name_of(e), "DtoH") || !contains(model.name_of(launcher), "Memcpy"))
+    return;
+  const CopyArgs* args = model.copy_args_of(e);
+  const std::int64_t bytes = args != nullptr ? args->bytes : -1;
+  const std::int64_t transfer =
+      dur > 0 ? dur
+              : static_cast<std::int64_t>(static_cast<double>(std::max<std::int64_t>(0, bytes)) / kCopyBytesPerNs);
+  const std::int64_t host = std::max<std::int64_t>(0, model.dur_ns[launcher]);
+  if (host - transfer < kSyncCopyMinWaitNs ||
+      static_cast<double>(host) < kSyncCopyFactor * static_cast<double>(transfer))
+    return;
+  if (!side.copy_syncs.empty() && side.copy_syncs.back() == launcher) return;  // one call, several copies
+  side.copy_syncs.push_back(launcher);
+  HostSyncs& sy = r.syncs;
+  ++sy.copy_syncs;
+  if (bytes > 0) sy.copy_sync_bytes += bytes;
+  sy.copy_sync_host_ns += host;
+  sy.copy_sync_transfer_ns += transfer;
+}
 
 // A pageable copy: its bytes, and its launch call for the cost pass.
 void count_pageable_copy(const TraceModel& model, std::size_t g, std::int64_t dur, std::size_t& copy_row,
@@ -193,10 +223,13 @@ GpuSide scan_gpu_side(const TraceModel& model, const AnalysisContext& ctx, const
     } else if (k == EventKind::kMemset) {
       ++r.copies.memsets;
       r.copies.memset_ns += dur;
-    } else if (contains(model.name_of(e), "Pageable")) {
-      count_pageable_copy(model, g, dur, copy_row, pageable, side, r);
+    } else {
+      if (contains(model.name_of(e), "Pageable")) count_pageable_copy(model, g, dur, copy_row, pageable, side, r);
+      note_copy_sync(model, g, dur, side, r);
     }
   }
+  std::sort(side.copy_syncs.begin(), side.copy_syncs.end());
+  side.copy_syncs.erase(std::unique(side.copy_syncs.begin(), side.copy_syncs.end()), side.copy_syncs.end());
   merge_intervals(side.busy);
   r.has_gpu = !side.busy.empty() || !kernel_durations.empty();
   r.copies.pageable_by_name = aggregate(model, std::move(pageable), top);
@@ -235,7 +268,7 @@ void count_steady_steps(const TraceModel& model, const AnalysisContext& ctx, All
 
 // Pass 2, host side: one pass over the ops and runtime calls of the window.
 HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window, std::size_t top,
-                        NameFlags& flags, HostBlockersResult& r) {
+                        NameFlags& flags, const std::vector<EventIndex>& copy_syncs, HostBlockersResult& r) {
   const Relations& rel = model.relations;
   HostSide side;
   std::vector<std::pair<StrId, std::int64_t>> allocs, steady_allocs, sync_copies;
@@ -252,14 +285,15 @@ HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, con
     if (ctx.is_edge_wait(e)) continue;  // waits on work from outside the window: not this window's cost
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
     const std::uint8_t f = flags.of(model.name[e]);
-    if (is_sync_span(model, flags, e)) side.sync_candidates.push_back(e);
+    const bool copy_sync = std::binary_search(copy_syncs.begin(), copy_syncs.end(), e);
+    if (is_sync_span(model, flags, copy_syncs, e)) side.sync_candidates.push_back(e);
     if (k == EventKind::kCpuOp) {
       if (!(f & (kStepMarker | kDataLoader)) && rel.parent.size() > e &&
           (rel.parent[e] == kNoEvent || model.kind[rel.parent[e]] != EventKind::kCpuOp))
         side.per_thread[{model.pid[e], model.tid[e]}].second += dur;  // top-level op time per thread
       continue;
     }
-    if (f & kLaunch) {
+    if ((f & kLaunch) && !copy_sync) {  // a copy that waited for the GPU is a sync, not launch overhead
       ++lr.launch_calls;
       lr.launch_call_ns += dur;
       ++side.per_thread[{model.pid[e], model.tid[e]}].first;
@@ -275,7 +309,9 @@ HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, con
         steady_allocs.push_back({model.name[e], dur});
       }
     }
-    if (f & kSyncCopy) {
+    if ((f & kSyncCopy) && copy_sync) {
+      ++r.copies.sync_copy_waits;  // reported as the sync it is
+    } else if (f & kSyncCopy) {
       sync_copies.push_back({model.name[e], dur});
       ++r.copies.sync_copy_calls;
       r.copies.sync_copy_ns += dur;
@@ -309,6 +345,7 @@ std::int64_t stall_after(const TraceModel& model, const AnalysisContext& ctx, co
 // innermost op, annotation or Python frame around it that is no step marker), sorted by thread
 // and time, the outer one first.
 std::vector<std::pair<EventIndex, StrId>> unnested_syncs(const TraceModel& model, NameFlags& flags,
+                                                         const std::vector<EventIndex>& copy_syncs,
                                                          const std::vector<EventIndex>& sync_candidates) {
   const Relations& rel = model.relations;
   std::vector<std::pair<EventIndex, StrId>> outer;  // (sync, caller)
@@ -316,7 +353,7 @@ std::vector<std::pair<EventIndex, StrId>> unnested_syncs(const TraceModel& model
     bool nested = false;
     StrId caller = kEmptyStr;
     for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[e]; p != kNoEvent; p = rel.parent[p]) {
-      if (is_sync_span(model, flags, p)) {
+      if (is_sync_span(model, flags, copy_syncs, p)) {
         nested = true;
         break;
       }
@@ -342,8 +379,8 @@ std::vector<std::pair<EventIndex, StrId>> unnested_syncs(const TraceModel& model
 // integer-microsecond traces (the legacy export) record aten::item and the _local_scalar_dense
 // inside it with equal or touching zero-length spans that nesting, on half-open intervals, cannot
 // put one inside the other.
-std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window,
-                                          std::size_t top, NameFlags& flags, const std::vector<Interval>& busy,
+std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const AnalysisContext& ctx, std::size_t top,
+                                          NameFlags& flags, const std::vector<EventIndex>& copy_syncs,
                                           const std::vector<EventIndex>& sync_candidates, HostBlockersResult& r) {
   HostSyncs& sy = r.syncs;
   std::vector<std::pair<StrId, std::int64_t>> sync_names, sync_callers;
@@ -353,7 +390,7 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
     for (std::size_t i = 0; i < ctx.steps.size(); ++i) sy.per_step[i].step = ctx.steps[i].number;
   }
   EventIndex kept = kNoEvent;
-  for (const auto& [e, caller] : unnested_syncs(model, flags, sync_candidates)) {
+  for (const auto& [e, caller] : unnested_syncs(model, flags, copy_syncs, sync_candidates)) {
     if (kept != kNoEvent && model.pid[e] == model.pid[kept] && model.tid[e] == model.tid[kept]) {
       // Whole-microsecond timestamps are truncated: the inner call can appear to start up to 1 us
       // after the outer one "ended" (aten::item at 5399 us for 0 us, _local_scalar_dense at 5400).
@@ -374,7 +411,6 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
       ++sy.per_step[static_cast<std::size_t>(s)].count;
       sy.per_step[static_cast<std::size_t>(s)].total_ns += dur;
     }
-    sy.gpu_stall_ns += stall_after(model, ctx, window, busy, e);
   }
   for (const StepCount& sc : sy.per_step)
     if (sc.count > 0) ++sy.steps_with_syncs;
@@ -393,9 +429,10 @@ void cost_pageable_copies(const TraceModel& model, const AnalysisContext& ctx, c
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[launcher]);
     r.copies.pageable_host_ns += dur;
     bool in_sync = false;
+    in_sync = std::binary_search(gpu.copy_syncs.begin(), gpu.copy_syncs.end(), launcher);
     for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[launcher]; p != kNoEvent && !in_sync;
          p = rel.parent[p])
-      in_sync = is_sync_span(model, flags, p);
+      in_sync = is_sync_span(model, flags, gpu.copy_syncs, p);
     if (in_sync) {
       ++r.copies.pageable_in_syncs;
       continue;
@@ -424,11 +461,12 @@ ThreadKey main_thread_of(const HostSide& host, bool has_gpu) {
 
 // The main thread's spans by class, clipped to the window and merged.
 struct MainThreadSpans {
-  std::vector<Interval> ops, launches, blocking, loading, syncs;
+  std::vector<Interval> ops, launches, blocking, loading, syncs, preprocessing;
   std::int64_t launch_ns = 0;  // in launch calls, before merging
 };
 
 MainThreadSpans main_thread_spans(const TraceModel& model, const TimeWindow& window, NameFlags& flags, ThreadKey thread,
+                                  const std::vector<EventIndex>& copy_syncs,
                                   const std::vector<EventIndex>& outer_syncs) {
   MainThreadSpans m;
   for (std::size_t i = 0; i < model.size(); ++i) {
@@ -440,11 +478,16 @@ MainThreadSpans main_thread_spans(const TraceModel& model, const TimeWindow& win
     if (s >= end) continue;
     const std::uint8_t f = flags.of(model.name[e]);
     // Python frames and user annotations are left out: the outermost ones ("<module>", a
-    // "train_step" range) enclose everything and would make any thread look busy.
+    // "train_step" range) enclose everything and would make any thread look busy. Frames of host
+    // preprocessing (tokenisers, decoding, resizing) are a state of their own.
     if (f & kDataLoader) {
       m.loading.push_back({s, end});
+    } else if (k == EventKind::kPythonFunction) {
+      if (f & kPreprocessing) m.preprocessing.push_back({s, end});
     } else if (is_launch_api(k)) {
-      if (f & (kAllocator | kSyncCopy)) {
+      if (std::binary_search(copy_syncs.begin(), copy_syncs.end(), e)) {
+        // a copy that waited for the GPU: among the syncs below
+      } else if (f & (kAllocator | kSyncCopy)) {
         m.blocking.push_back({s, end});
       } else if (f & kLaunch) {
         m.launches.push_back({s, end});
@@ -459,24 +502,70 @@ MainThreadSpans main_thread_spans(const TraceModel& model, const TimeWindow& win
   for (EventIndex e : outer_syncs)
     if (model.pid[e] == thread.first && model.tid[e] == thread.second)
       m.syncs.push_back({std::max(model.ts_ns[e], window.start), std::min(clipped_end(model, e), window.end)});
-  for (auto* v : {&m.ops, &m.launches, &m.blocking, &m.loading, &m.syncs}) merge_intervals(*v);
+  for (auto* v : {&m.ops, &m.launches, &m.blocking, &m.loading, &m.syncs, &m.preprocessing}) merge_intervals(*v);
   return m;
+}
+
+// What the syncs cost the GPU (HostSyncs::gpu_stall_ns): after each sync returns, as long again as
+// it lasted, not past the window nor past the start of the window's last GPU work - idle after
+// which nothing is launched is not the sync's doing - less the time the launching thread loads
+// data; merged.
+std::vector<Interval> after_syncs(const TraceModel& model, const TimeWindow& window, const std::vector<Interval>& busy,
+                                  const std::vector<EventIndex>& outer_syncs, const std::vector<Interval>& loading) {
+  std::vector<Interval> after;
+  if (busy.empty()) return after;
+  for (EventIndex e : outer_syncs) {
+    const std::int64_t end = std::max(clipped_end(model, e), window.start);
+    const std::int64_t horizon =
+        std::min({end + std::max<std::int64_t>(0, model.dur_ns[e]), window.end, busy.back().start});
+    if (horizon > end) after.push_back({end, horizon});
+  }
+  merge_intervals(after);
+  return subtract(after, loading);
+}
+
+// The op stack above each copy that is a sync ("aten::to > aten::_to_copy > aten::copy_ >
+// cudaMemcpyAsync"), by host time, at most `top` rows.
+std::vector<NamedTime> copy_sync_stacks(const TraceModel& model, NameFlags& flags,
+                                        const std::vector<EventIndex>& copy_syncs, std::size_t top) {
+  const Relations& rel = model.relations;
+  std::map<std::string, NamedTime> by_stack;
+  for (EventIndex e : copy_syncs) {
+    std::string stack(model.name_of(e));
+    for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[e]; p != kNoEvent; p = rel.parent[p])
+      if (model.kind[p] == EventKind::kCpuOp && !(flags.of(model.name[p]) & kStepMarker))
+        stack = std::string(model.name_of(p)) + " > " + stack;
+    NamedTime& t = by_stack[stack];
+    t.name = stack;
+    ++t.count;
+    t.total_ns += std::max<std::int64_t>(0, model.dur_ns[e]);
+  }
+  std::vector<NamedTime> rows;
+  for (auto& [stack, t] : by_stack) rows.push_back(std::move(t));
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const NamedTime& a, const NamedTime& b) { return a.total_ns > b.total_ns; });
+  if (rows.size() > top) rows.resize(top);
+  return rows;
 }
 
 // Pass 5: the main thread's busy share outside data loading and syncs, and the GPU's idle time
 // peeled off state by state, in priority order.
 void measure_main_thread(const TraceModel& model, const TimeWindow& window, NameFlags& flags, const HostSide& host,
-                         const std::vector<Interval>& busy, const std::vector<EventIndex>& outer_syncs,
-                         HostBlockersResult& r) {
+                         const GpuSide& gpu, const std::vector<EventIndex>& outer_syncs, HostBlockersResult& r) {
   LaunchRegime& lr = r.launch;
   const ThreadKey main_thread = main_thread_of(host, r.has_gpu);
   lr.main_pid = main_thread.first;
   lr.main_tid = main_thread.second;
-  if (host.per_thread.empty() || r.window_ns <= 0) return;
-  const MainThreadSpans m = main_thread_spans(model, window, flags, main_thread, outer_syncs);
+  if (r.window_ns <= 0) return;
+  const MainThreadSpans m = main_thread_spans(model, window, flags, main_thread, gpu.copy_syncs, outer_syncs);
+  std::vector<Interval> idle = subtract({{window.start, window.end}}, gpu.busy);
+  const std::vector<Interval> stalls = after_syncs(model, window, gpu.busy, outer_syncs, m.loading);
+  if (r.has_gpu) r.syncs.gpu_stall_ns = total_length(intersect(stalls, idle));
+  if (host.per_thread.empty()) return;
 
   std::vector<Interval> not_issuing = m.syncs;
   not_issuing.insert(not_issuing.end(), m.loading.begin(), m.loading.end());
+  not_issuing.insert(not_issuing.end(), m.preprocessing.begin(), m.preprocessing.end());
   not_issuing.insert(not_issuing.end(), m.blocking.begin(), m.blocking.end());
   merge_intervals(not_issuing);
   std::vector<Interval> issuing = m.launches;
@@ -488,11 +577,14 @@ void measure_main_thread(const TraceModel& model, const TimeWindow& window, Name
   if (!r.has_gpu) return;
 
   IdleAttribution& at = lr.idle;
-  std::vector<Interval> idle = subtract({{window.start, window.end}}, busy);
   at.gpu_idle_ns = total_length(idle);
-  std::int64_t* shares[] = {&at.sync_ns, &at.dataloader_ns, &at.blocking_api_ns, &at.launch_ns, &at.op_ns};
-  const std::vector<Interval>* states[] = {&m.syncs, &m.loading, &m.blocking, &m.launches, &m.ops};
-  for (int i = 0; i < 5; ++i) {
+  std::vector<Interval> syncing = m.syncs;  // the syncs and the GPU idle they cause
+  syncing.insert(syncing.end(), stalls.begin(), stalls.end());
+  merge_intervals(syncing);
+  std::int64_t* shares[] = {&at.sync_ns,         &at.dataloader_ns, &at.preprocessing_ns,
+                            &at.blocking_api_ns, &at.launch_ns,     &at.op_ns};
+  const std::vector<Interval>* states[] = {&syncing, &m.loading, &m.preprocessing, &m.blocking, &m.launches, &m.ops};
+  for (int i = 0; i < 6; ++i) {
     *shares[i] = total_length(intersect(idle, *states[i]));
     idle = subtract(idle, *states[i]);
   }
@@ -525,11 +617,12 @@ HostBlockersResult analyze_host_blockers(const TraceModel& model, const Analysis
   NameFlags flags(model);
 
   const GpuSide gpu = scan_gpu_side(model, ctx, window, top, r);
-  const HostSide host = scan_host_side(model, ctx, window, top, flags, r);
+  const HostSide host = scan_host_side(model, ctx, window, top, flags, gpu.copy_syncs, r);
   const std::vector<EventIndex> outer_syncs =
-      count_outer_syncs(model, ctx, window, top, flags, gpu.busy, host.sync_candidates, r);
+      count_outer_syncs(model, ctx, top, flags, gpu.copy_syncs, host.sync_candidates, r);
+  r.syncs.copy_sync_stacks = copy_sync_stacks(model, flags, gpu.copy_syncs, top);
   cost_pageable_copies(model, ctx, window, flags, gpu, r);
-  measure_main_thread(model, window, flags, host, gpu.busy, outer_syncs, r);
+  measure_main_thread(model, window, flags, host, gpu, outer_syncs, r);
   r.launch.regime = classify_regime(r);
   return r;
 }

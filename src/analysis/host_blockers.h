@@ -56,16 +56,37 @@ struct HostSyncs {
   std::uint64_t count = 0;    // outermost sync spans starting in the window
   std::int64_t total_ns = 0;  // host time blocked in them
   // What the syncs cost the GPU. When a sync returns, the host has nothing queued ahead, so the GPU
-  // idles until the next launch arrives (the bubble: to the next GPU activity, not past the step's
-  // end). Removing a sync saves at most that bubble and at most the time the host was blocked
-  // (which it could have spent running ahead), so each sync counts min(bubble, its duration).
+  // idles whenever it finishes work faster than the host issues the next. Without the sync the
+  // host would have been as far ahead as the sync lasted, so the GPU idle from its return until
+  // its duration later (not past the window nor the start of its last GPU work, not while the
+  // launching thread loads data) is what removing it saves; overlapping spans count once.
   std::int64_t gpu_stall_ns = 0;
   std::vector<NamedTime> by_name;   // aten::item, cudaStreamSynchronize, ... (time descending)
   std::vector<NamedTime> callers;   // the op / annotation / Python frame around each sync (top-K)
   std::vector<StepCount> per_step;  // every selected step, in order (empty without steps)
   std::uint64_t steps_with_syncs = 0;
   std::uint64_t gpu_side_waits = 0;  // cuda_sync events: GPU streams waiting on events
+  // Blocking device-to-host copies that are syncs (cudaMemcpyAsync to pageable memory, cudaMemcpy,
+  // hipMemcpyWithStream, hipMemcpy ...): the call holds the host far longer than its transfer takes
+  // (kSyncCopyFactor times, and kSyncCopyMinWaitNs more), so it waited for the GPU's whole queue -
+  // the .item() / .cpu() / .tolist() / print(tensor) / `if tensor:` of the code. Those not inside
+  // an aten::item are counted above as syncs of their own; all are described here.
+  std::uint64_t copy_syncs = 0;
+  std::int64_t copy_sync_bytes = 0;         // summed; -1 sizes not counted
+  std::int64_t copy_sync_host_ns = 0;       // host time in the calls
+  std::int64_t copy_sync_transfer_ns = 0;   // the copies' own GPU time
+  std::vector<NamedTime> copy_sync_stacks;  // "aten::to > aten::_to_copy > aten::copy_ > cudaMemcpyAsync"
 };
+
+// A device-to-host copy call is a sync when it holds the host at least this many times its
+// transfer and at least kSyncCopyMinWaitNs longer. ferret's levels: a copy call costs the host
+// the transfer plus a launch (~5-10 us, see kLaunchBoundMedianKernelNs); ten times the transfer
+// and 50 us (five launches) beyond it is no transfer, it is a wait for queued work.
+inline constexpr double kSyncCopyFactor = 10.0;
+inline constexpr std::int64_t kSyncCopyMinWaitNs = 50'000;
+// Transfer time of a copy whose GPU activity has no duration: its bytes at 25 GB/s (PCIe 4.0 x16's
+// ~32 GB/s less protocol overhead; NVIDIA's bandwidthTest reports ~25 GB/s pinned).
+inline constexpr double kCopyBytesPerNs = 25.0;
 
 struct AllocatorCalls {
   std::uint64_t count = 0;  // in the window
@@ -89,10 +110,11 @@ struct CopyBlockers {
   std::int64_t pageable_cost_ns = 0;
   std::uint64_t pageable_in_syncs = 0;
   std::vector<NamedTime> pageable_by_name;  // "Memcpy HtoD (Pageable -> Device)", ...
-  std::uint64_t sync_copy_calls = 0;        // synchronous memcpy / memset API calls
+  std::uint64_t sync_copy_calls = 0;        // synchronous memcpy / memset API calls (not syncs, see below)
   std::int64_t sync_copy_ns = 0;            // host time in them
   std::vector<NamedTime> sync_copy_by_name;
-  std::uint64_t memsets = 0;  // GPU memset activities
+  std::uint64_t sync_copy_waits = 0;  // synchronous copy calls that were syncs (HostSyncs::copy_syncs)
+  std::uint64_t memsets = 0;          // GPU memset activities
   std::int64_t memset_ns = 0;
 };
 
@@ -107,12 +129,15 @@ enum class HostRegime : std::uint8_t {
 const char* host_regime_name(HostRegime r);  // "no_gpu", "too_few_kernels", "gpu_bound", ...
 
 // What the launching thread does while the GPU idles. Each idle instant goes to the first state
-// that holds, in this priority: sync > data loading > blocking API (allocator calls, synchronous
-// copies) > launch call > other op or API call > none of these (Python between ops, untraced).
+// that holds, in this priority: sync (the call, and the GPU idle it causes after it returns: up to
+// the sync's own duration later, the head start the host lost) > data loading > host preprocessing
+// (python_frames.h) > blocking API (allocator calls, synchronous copies) > launch call > other op or
+// API call > none of these (Python between ops, untraced).
 struct IdleAttribution {
   std::int64_t gpu_idle_ns = 0;  // window - GPU busy
   std::int64_t sync_ns = 0;
   std::int64_t dataloader_ns = 0;
+  std::int64_t preprocessing_ns = 0;
   std::int64_t blocking_api_ns = 0;
   std::int64_t launch_ns = 0;
   std::int64_t op_ns = 0;

@@ -13,6 +13,7 @@
 #include "analysis/host_blockers.h"
 #include "analysis/hot_spots.h"
 #include "analysis/memory.h"
+#include "analysis/python_frames.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_summary.h"
 #include "analysis/window_activity.h"
@@ -32,6 +33,7 @@ struct TraceAnalysis {
   HotSpotsResult hot_spots;
   DataPipelineResult data_pipeline;
   HostBlockersResult host_blockers;
+  PythonFramesResult python_frames;  // on the thread host_blockers found launching the GPU work
   MemoryResult memory;
   CommunicationResult communication;
   HardwareResult hardware;

@@ -17,10 +17,10 @@ using S = RuleSource;
 // allocator calls, and - on a rank of a job - waiting for the other ranks, which the host does in
 // c10d waits and blocking launches around the collectives. Low utilization with no cause but a
 // CPU-bound host is that one symptom, told more precisely: it folds into cpu-bound.
-constexpr std::array<std::string_view, 11> kCpuBoundCauses = {
+constexpr std::array<std::string_view, 12> kCpuBoundCauses = {
     "input-bound",         "launch-bound",          "host-sync",        "sync-copy",
     "pageable-copy",       "pageable-copies",       "slow-host-copies", "allocator-in-steady-state",
-    "communication-heavy", "exposed-communication", "low-busbw"};
+    "communication-heavy", "exposed-communication", "low-busbw",        "host-preprocessing"};
 constexpr auto kLowUtilizationCauses = [] {
   std::array<std::string_view, kCpuBoundCauses.size() + 1> causes{};
   std::copy(kCpuBoundCauses.begin(), kCpuBoundCauses.end(), causes.begin());
@@ -69,6 +69,7 @@ constexpr std::array kRules = {
     RuleInfo{"pageable-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"hot-operator", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    RuleInfo{"host-preprocessing", S::kTrace, D::kDataPipeline, "rules_host_preprocessing", R::kCause, {}},
     RuleInfo{"memory-near-capacity", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"memory-fragmentation", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"allocation-churn", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},

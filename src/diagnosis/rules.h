@@ -13,6 +13,8 @@ void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out);       /
 void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out);   // input-bound
 void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out);  // Tensor Cores, occupancy, precision
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-bound, syncs, allocator calls, hot ops
+// host-preprocessing, and the Python frames as evidence in the host-wait findings (called by rules_host)
+void rules_host_preprocessing(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);  // copy bandwidth, pageable copies

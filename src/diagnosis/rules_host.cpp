@@ -96,6 +96,21 @@ void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
 // device sync once the loop runs on a GPU.
 constexpr double kSyncRecurringSteps = 0.5;
 
+// The blocking device-to-host copies among the syncs: bytes, wait against transfer, op stacks.
+std::string copy_sync_text(const HostSyncs& s) {
+  const double n = static_cast<double>(s.copy_syncs);
+  std::string stacks;
+  for (std::size_t i = 0; i < s.copy_sync_stacks.size() && i < 3; ++i)
+    stacks +=
+        fmt::format("{}{} ({}x)", stacks.empty() ? "" : "; ", s.copy_sync_stacks[i].name, s.copy_sync_stacks[i].count);
+  return fmt::format(
+      " {} of them are blocking device-to-host copies of {:.0f} bytes each on average that held the host {:.2f} ms "
+      "each for a {:.1f} us transfer: the copy waited for all queued GPU work (a `.item()`, `.cpu()`, `.tolist()`, "
+      "`print(tensor)` or `if tensor:` in the code). Op stack: {}.",
+      s.copy_syncs, static_cast<double>(s.copy_sync_bytes) / n, ns_to_ms(s.copy_sync_host_ns) / n,
+      ns_to_us(s.copy_sync_transfer_ns) / n, stacks);
+}
+
 void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std::vector<Finding>& out) {
   const HostSyncs& s = h.syncs;
   if (s.count == 0 || h.window_ns <= 0) return;
@@ -127,17 +142,30 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
   if (ctx.has_steps && !s.per_step.empty())
     per_step = fmt::format(" They occur in {} of {} steps ({:.1f} per step).", s.steps_with_syncs, s.per_step.size(),
                            static_cast<double>(s.count) / static_cast<double>(s.per_step.size()));
+  const double steps = ctx.has_steps && !s.per_step.empty() ? static_cast<double>(s.per_step.size()) : 1.0;
+  if (h.has_gpu && ctx.has_steps && !s.per_step.empty())
+    f.title += fmt::format(" ({:.1f} ms per step)", ns_to_ms(s.gpu_stall_ns) / steps);
   f.detail = fmt::format(
       "{} syncs block the host for {:.2f} ms in total: {}. Called from: {}.{} A sync drains the GPU's queue, so when "
       "it "
       "returns the GPU idles until the host launches again{}.",
       s.count, ns_to_ms(s.total_ns), list_names(s.by_name, 4), list_names(s.callers, 4), per_step,
       h.has_gpu ? fmt::format(" ({:.2f} ms of GPU idle in this window)", ns_to_ms(s.gpu_stall_ns)) : "");
+  if (s.copy_syncs > 0) f.detail += copy_sync_text(s);
   f.evidence = {{"syncs", static_cast<double>(s.count), "count"},
                 {"sync_host_ms", ns_to_ms(s.total_ns), "ms"},
                 {"gpu_stall_ms", ns_to_ms(s.gpu_stall_ns), "ms"},
                 {"gpu_stall_pct", h.has_gpu ? share_to_pct(share) : 0.0, "%"},
                 {"steps_with_syncs", static_cast<double>(s.steps_with_syncs), "count"}};
+  if (h.has_gpu && ctx.has_steps && !s.per_step.empty())
+    f.evidence.push_back({"gpu_stall_ms_per_step", ns_to_ms(s.gpu_stall_ns) / steps, "ms"});
+  if (s.copy_syncs > 0) {
+    f.evidence.push_back({"copy_syncs", static_cast<double>(s.copy_syncs), "count"});
+    f.evidence.push_back({"copy_sync_bytes_per_copy",
+                          static_cast<double>(s.copy_sync_bytes) / static_cast<double>(s.copy_syncs), "bytes"});
+    f.evidence.push_back({"copy_sync_host_ms", ns_to_ms(s.copy_sync_host_ns), "ms"});
+    f.evidence.push_back({"copy_sync_transfer_us", ns_to_us(s.copy_sync_transfer_ns), "us"});
+  }
   f.fixes = {
       "Keep values on the GPU in the loop: accumulate `total_loss += loss.detach()` and call `.item()` once per log "
       "interval, not every step",
@@ -280,6 +308,9 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
   if (share < kHostFloor) return;
   Finding f;
   f.id = "sync-copy";
+  // A synchronous copy waits for the GPU's queue like a device sync: one cause with host-sync, so
+  // when both fire one finding carries both (copies that were syncs are counted there only).
+  f.cause = "host-sync";
   f.title = fmt::format("Synchronous copies: {} blocking memcpy/memset calls take {:.1f}% of the time",
                         c.sync_copy_calls, share_to_pct(share));
   f.dimension = Dimension::kCompute;
@@ -399,6 +430,7 @@ void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_pageable_copy(a.host_blockers, out);
   rule_sync_copy(a.host_blockers, out);
   rule_hot_operator(a.hot_spots, out);
+  rules_host_preprocessing(a, out);  // after launch-bound: it annotates the host-wait findings
 }
 
 }  // namespace ferret

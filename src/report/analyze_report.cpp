@@ -31,6 +31,36 @@ std::string graph_replay_line(const TraceAnalysis& a) {
                      t.launch.graph_kernels == 1 ? "" : "s");
 }
 
+// Python frames holding the host while the GPU idles (analysis/python_frames.h).
+json host_python_json(const PythonFramesResult& p) {
+  auto us = [](std::int64_t ns) { return round3(ns_to_us(static_cast<double>(ns))); };
+  auto rows = [&](const std::vector<PythonFrameStat>& frames) {
+    json out = json::array();
+    for (const PythonFrameStat& f : frames)
+      out.push_back({{"frame", f.frame},
+                     {"calls", f.calls},
+                     {"gpu_idle_inclusive_us", us(f.inclusive_ns)},
+                     {"gpu_idle_self_us", us(f.self_ns)},
+                     {"host_us", us(f.host_ns)},
+                     {"depth", f.depth},
+                     {"preprocessing", f.preprocessing ? json(f.preprocessing) : json(nullptr)}});
+    return out;
+  };
+  return {{"recorded", p.recorded},
+          {"pid", p.pid},
+          {"tid", p.tid},
+          {"frames", p.frames},
+          {"gpu_idle_us", us(p.gpu_idle_ns)},
+          {"gpu_idle_in_python_us", us(p.python_idle_ns)},
+          {"gpu_idle_in_python_outside_ops_us", us(p.python_only_idle_ns)},
+          {"preprocessing_us", us(p.preprocessing_ns)},
+          {"gpu_idle_in_preprocessing_us", us(p.preprocessing_idle_ns)},
+          {"preprocessing_kinds", p.preprocessing_kinds},
+          {"top", rows(p.top)},
+          {"top_self", rows(p.top_self)},
+          {"preprocessing", rows(p.preprocessing)}};
+}
+
 // Where the operator table put replayed GPU time, or "" without replays.
 std::string replay_attribution_line(const HotSpotsResult& h) {
   if (h.replayed_device_ns <= 0) return {};
@@ -329,6 +359,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"kernels", kernels},
                     {"replayed_device_us", round3(ns_to_us(static_cast<double>(h.replayed_device_ns)))},
                     {"replayed_unattributed_us", round3(ns_to_us(static_cast<double>(h.replayed_unattributed_ns)))}};
+  j["host_python"] = host_python_json(a.python_frames);
   json mem_devices = json::array();
   for (const MemoryDevice& md : a.memory.devices)
     mem_devices.push_back({{"device_type", md.device_type},

@@ -113,6 +113,45 @@ TEST(HostBlockers, AllocatorCallsAfterTheFirstStep) {
   EXPECT_EQ(a.by_name[1].name, "cudaFree");
 }
 
+// Device-to-host copies (us): a 1 MiB pageable read, cudaMemcpyAsync [0,45) for a 40 us transfer
+// [5,45); a blocking cudaMemcpy [100,160) for a 40 us transfer [110,150) (20 us over it); a 4-byte
+// read [200,215) for a 2 us transfer (7.5x, 13 us over): real copies, no syncs. Then
+// hipMemcpyWithStream [300,500) reading 8 bytes in 1 us at [495,496): 200x its transfer and
+// 199 us over it (>= 10x and >= 50 us) - it waited for queued work: a sync, and no longer a plain
+// synchronous copy.
+TEST(HostBlockers, OnlyCopiesFarLongerThanTheirTransferAreSyncs) {
+  const TraceModel m = load_trace_text(trace({
+      host("cuda_runtime", "cudaMemcpyAsync", 0, 45, 1),
+      gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 5, 40, 1, ",\"bytes\":1048576"),
+      host("cuda_runtime", "cudaMemcpy", 100, 60, 2),
+      gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 110, 40, 2, ",\"bytes\":1048576"),
+      host("cuda_runtime", "cudaMemcpyAsync", 200, 15, 3),
+      gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 205, 2, 3, ",\"bytes\":4"),
+  }));
+  const HostBlockersResult r = analyze_host_blockers(m, make_analysis_context(m, {}));
+  EXPECT_EQ(r.syncs.copy_syncs, 0u);
+  EXPECT_EQ(r.syncs.count, 0u);
+  EXPECT_EQ(r.copies.sync_copy_calls, 1u);
+  EXPECT_EQ(r.copies.sync_copy_waits, 0u);
+
+  const TraceModel w = load_trace_text(trace({
+      host("cuda_runtime", "cudaMemcpy", 100, 60, 2),
+      gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 110, 40, 2, ",\"bytes\":1048576"),
+      host("cuda_runtime", "hipMemcpyWithStream", 300, 200, 4),
+      gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 495, 1, 4, ",\"bytes\":8"),
+  }));
+  const HostBlockersResult s = analyze_host_blockers(w, make_analysis_context(w, {}));
+  EXPECT_EQ(s.syncs.copy_syncs, 1u);
+  EXPECT_EQ(s.syncs.count, 1u);
+  EXPECT_EQ(s.syncs.copy_sync_bytes, 8);
+  EXPECT_EQ(s.syncs.copy_sync_host_ns, 200 * 1000);
+  EXPECT_EQ(s.syncs.copy_sync_transfer_ns, 1000);
+  ASSERT_EQ(s.syncs.by_name.size(), 1u);
+  EXPECT_EQ(s.syncs.by_name[0].name, "hipMemcpyWithStream");
+  EXPECT_EQ(s.copies.sync_copy_calls, 1u);  // the cudaMemcpy only
+  EXPECT_EQ(s.copies.sync_copy_waits, 1u);
+}
+
 // A pageable HtoD copy (cudaMemcpyAsync [0,20) us, 1 MiB), a blocking cudaMemcpy [30,40) from pinned
 // memory, hipMemcpyWithStream [50,55) (blocking on ROCm), cudaMemset [60,61) and cudaMemsetAsync.
 // Pageable: 1 copy, 1 MiB, 20 us on the GPU, 20 us of host staging (its cost). Synchronous calls:

@@ -256,7 +256,9 @@ std::vector<Finding> run_on(const std::string& path) {
   return run(a);
 }
 
-// event-sync: aten::item, cudaEventSynchronize and cudaDeviceSynchronize leave the GPU idle 2.7%.
+// event-sync: aten::item, cudaEventSynchronize and cudaDeviceSynchronize. The GPU idles for as long
+// as aten::item lasted after it returns (45 us before the next kernel, 1.4% of the 3154 us step);
+// the two syncs at the step's end are followed by no GPU work and cost nothing.
 TEST(CorpusRulesHost, EventSyncIsAHostSync) {
   FERRET_REQUIRE_CORPUS(path, "event-sync.json.gz");
   const std::vector<Finding> out = run_on(path);
