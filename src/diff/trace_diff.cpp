@@ -197,11 +197,11 @@ GateResult evaluate_gate(const StepTimeDiff& st, std::optional<double> fail_if_s
   }
   const stats::ShiftInterval& ci = c.shift_interval;
   const double low = 100 * c.relative_shift_low, high = 100 * c.relative_shift_high;
-  const std::string interval = fmt::format("{:.0f}% CI {:+.1f}% to {:+.1f}%", 100 * ci.confidence, low, high);
+  const std::string interval = fmt::format("{:.3g}% CI {:+.1f}% to {:+.1f}%", 100 * ci.confidence, low, high);
   if (!ci.attained() || !std::isfinite(low) || !std::isfinite(high)) {
     inconclusive(
-        fmt::format("the change is {:+.1f}%, but with {} and {} steps no {:.0f}% interval exists (the "
-                    "widest, {}, covers {:.0f}%)",
+        fmt::format("the change is {:+.1f}%, but with {} and {} steps no {:.3g}% interval exists (the "
+                    "widest, {}, covers {:.3g}%)",
                     estimate, c.n_a, c.n_b, 100 * ci.requested, interval, 100 * ci.confidence));
     return g;
   }

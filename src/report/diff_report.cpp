@@ -1,5 +1,6 @@
 #include "report/diff_report.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <type_traits>
@@ -67,7 +68,7 @@ std::string change_line(const StepTimeDiff& st) {
   const stats::Comparison& c = st.comparison;
   std::string interval = "no interval";
   if (st.enough_samples && std::isfinite(c.relative_shift_low))
-    interval = fmt::format("{:.0f}% CI {} to {}", 100 * c.shift_interval.confidence,
+    interval = fmt::format("{:.3g}% CI {} to {}", 100 * c.shift_interval.confidence,
                            relative_text(c.relative_shift_low), relative_text(c.relative_shift_high));
   const double mean_relative = st.base_mean_ns > 0 ? (st.new_mean_ns - st.base_mean_ns) / st.base_mean_ns : stats::kNaN;
   return fmt::format("{} (Hodges-Lehmann shift {} of the {} median, {}); mean {} ({} -> {})",
@@ -293,7 +294,10 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
   }
   const std::size_t cut = l.listed - (l.added.size() + l.removed.size() + l.slower.size() + l.faster.size());
   if (cut > 0) out += fmt::format("  {}... {} more (--top N shows more rows){}\n", st.dim(), cut, st.reset());
-  if (l.renamed > 0)
+  auto shown_renamed = [](const std::vector<Row>& v) {
+    return std::any_of(v.begin(), v.end(), [](const Row& r) { return !r.matched_from.empty(); });
+  };
+  if (shown_renamed(l.added) || shown_renamed(l.removed) || shown_renamed(l.slower) || shown_renamed(l.faster))
     out += fmt::format("  {}~ matched by a normalised name (a span renamed by the change){}\n", st.dim(), st.reset());
   if (!rest.empty()) out += fmt::format("{}{}{}", st.dim(), wrap(rest, kWidth, "  "), st.reset());
 }

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <numbers>
 #include <cstdio>
+#include <numbers>
 #include <random>
 #include <regex>
 #include <string>
@@ -156,8 +156,8 @@ std::string trace_of(const std::vector<StepSpec>& steps, int first = 0) {
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const StepSpec& s = steps[i];
     const int c = 100 + static_cast<int>(i);
-    events.push_back(span("user_annotation", "ProfilerStep#" + std::to_string(first + static_cast<int>(i)), 1, 1, t0,
-                          s.step_us));
+    events.push_back(
+        span("user_annotation", "ProfilerStep#" + std::to_string(first + static_cast<int>(i)), 1, 1, t0, s.step_us));
     events.push_back(span("cpu_op", "aten::mm", 1, 1, t0, 1000));
     events.push_back(span("cuda_runtime", "cudaLaunchKernel", 1, 1, t0 + 900, 100, corr(c)));
     events.push_back(span("kernel", "gemm_kernel", 0, 7, t0 + 1000, s.gemm_us, corr(c) + R"(,"device":0,"stream":7)"));
@@ -241,8 +241,10 @@ TEST(DiffRows, InsignificantAndSmallChangesAreCountedNotListed) {
   const double noisy_base[] = {200, 900, 400, 1000, 300, 700}, noisy_new[] = {400, 1100, 500, 1200, 300, 900};
   std::vector<StepSpec> b, n;
   for (int i = 0; i < 6; ++i) {
-    b.push_back({10000, 4000, {{"aten::noisy", 2000, noisy_base[i]}, {"aten::tiny", 4000, 20}, {"aten::big", 5000, 500}}});
-    n.push_back({10000, 4000, {{"aten::noisy", 2000, noisy_new[i]}, {"aten::tiny", 4000, 40}, {"aten::big", 5000, 2500}}});
+    b.push_back(
+        {10000, 4000, {{"aten::noisy", 2000, noisy_base[i]}, {"aten::tiny", 4000, 20}, {"aten::big", 5000, 500}}});
+    n.push_back(
+        {10000, 4000, {{"aten::noisy", 2000, noisy_new[i]}, {"aten::tiny", 4000, 40}, {"aten::big", 5000, 2500}}});
   }
   const TraceDiff d = diff_traces(load_trace_text(trace_of(b)), load_trace_text(trace_of(n)), {});
   EXPECT_TRUE(d.ops.tested);
