@@ -31,6 +31,8 @@ std::string corpus_path(const std::string& name);
   if (path_var.empty()) GTEST_SKIP() << "SKIPPED: ../shared/corpus not present (" << name << ")"
 
 std::string read_file(const std::string& path);
+// A text report's wrapped sentences joined back: each newline and the indent after it become one space.
+std::string unwrapped(const std::string& text);
 void write_file(const std::string& path, const std::string& bytes);
 std::string temp_path(const std::string& name);
 

@@ -151,7 +151,8 @@ void percentile_bounds(std::vector<double>& replicates, Interval& interval) {
 // a and j of b with U_a = u, satisfies f(i, j, u) = f(i - 1, j, u - j) + f(i, j - 1, u): the
 // largest value is from a (beating all j of b) or from b; f(i, 0, 0) = f(0, j, 0) = 1 (Mann and
 // Whitney 1947). U is symmetric about n_a n_b / 2, so p = 2 P(U >= max(u_a, u_b)), at most 1.
-double exact_mann_whitney_p(std::size_t n_a, std::size_t n_b, double u_a) {
+// Null distribution of U for sizes n_a, n_b without ties: element u counts the orderings with U = u.
+std::vector<std::uint64_t> exact_u_counts(std::size_t n_a, std::size_t n_b) {
   const std::size_t max_u = n_a * n_b;
   const std::size_t width = max_u + 1;
   // counts[i * width + u] = f(i, j, u) for the current j; previous holds j - 1.
@@ -168,10 +169,17 @@ double exact_mann_whitney_p(std::size_t n_a, std::size_t n_b, double u_a) {
       }
     }
   }
+  return {counts.begin() + static_cast<std::ptrdiff_t>(n_a * width),
+          counts.begin() + static_cast<std::ptrdiff_t>(n_a * width + width)};
+}
+
+double exact_mann_whitney_p(std::size_t n_a, std::size_t n_b, double u_a) {
+  const std::vector<std::uint64_t> counts = exact_u_counts(n_a, n_b);
+  const std::size_t max_u = n_a * n_b;
   const auto u_high = static_cast<std::size_t>(std::max(u_a, static_cast<double>(max_u) - u_a));
   std::uint64_t total = 0, tail = 0;
   for (std::size_t u = 0; u <= max_u; ++u) {
-    const std::uint64_t c = counts[n_a * width + u];
+    const std::uint64_t c = counts[u];
     total += c;
     if (u >= u_high) tail += c;
   }
@@ -414,6 +422,107 @@ double hodges_lehmann_shift(std::span<const double> a, std::span<const double> b
   return interpolate(lower, kth_difference(sa, sb, k + 1), 0.5);
 }
 
+ShiftInterval hodges_lehmann_interval(std::span<const double> a, std::span<const double> b, double confidence) {
+  ShiftInterval r;
+  r.requested = confidence;
+  if (a.empty() || b.empty() || !all_finite(a) || !all_finite(b) || !(confidence > 0.0 && confidence < 1.0)) return r;
+  const std::vector<double> sa = sorted_copy(a), sb = sorted_copy(b);
+  const std::uint64_t pairs = static_cast<std::uint64_t>(sa.size()) * sb.size();
+  const double tail = (1.0 - confidence) / 2.0;
+  const MannWhitney mw = mann_whitney_u(a, b);
+  if (mw.method == MannWhitneyMethod::kExact) {
+    r.exact = true;
+    const std::vector<std::uint64_t> counts = exact_u_counts(sa.size(), sb.size());
+    double total = 0;
+    for (std::uint64_t c : counts) total += static_cast<double>(c);
+    // Largest k with P(U <= k - 1) <= tail; k = 1 (the widest interval) when none qualifies.
+    double below = 0;
+    std::uint64_t k = 1;
+    double covered_below = static_cast<double>(counts[0]) / total;  // P(U <= k - 1)
+    for (std::uint64_t next = 1; next <= pairs / 2; ++next) {
+      below += static_cast<double>(counts[next - 1]) / total;
+      if (below > tail) break;
+      k = next;
+      covered_below = below;
+    }
+    r.rank = k;
+    r.confidence = std::max(0.0, 1.0 - 2.0 * covered_below);
+  } else {
+    const double n_a = static_cast<double>(sa.size()), n_b = static_cast<double>(sb.size());
+    // The test's tie-corrected variance of U: runs of equal values in the pooled sample.
+    double tie_term = 0;
+    std::size_t ia = 0, ib = 0;
+    while (ia < sa.size() || ib < sb.size()) {
+      const double value = ib == sb.size() || (ia < sa.size() && sa[ia] < sb[ib]) ? sa[ia] : sb[ib];
+      double run = 0;
+      while (ia < sa.size() && sa[ia] == value) ++ia, ++run;
+      while (ib < sb.size() && sb[ib] == value) ++ib, ++run;
+      tie_term += run * run * run - run;
+    }
+    const double pooled = n_a + n_b;
+    const double sigma =
+        std::sqrt(std::max(0.0, n_a * n_b / 12.0 * ((pooled + 1.0) - tie_term / (pooled * (pooled - 1.0)))));
+    const double k = std::floor(n_a * n_b / 2.0 - normal_quantile(1.0 - tail) * sigma);
+    r.rank = static_cast<std::uint64_t>(std::max(1.0, k));
+    r.confidence = confidence;
+  }
+  r.low = kth_difference(sa, sb, r.rank);
+  r.high = kth_difference(sa, sb, pairs + 1 - r.rank);
+  return r;
+}
+
+double normal_quantile(double p) {
+  if (!(p > 0.0 && p < 1.0)) return kNaN;
+  // Acklam (2003), "An algorithm for computing the inverse normal cumulative distribution function".
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                                 1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                                 6.680131188771972e+01, -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                                 -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                                 3.754408661907416e+00};
+  constexpr double kLow = 0.02425;
+  double x = 0;
+  if (p < kLow) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else if (p <= 1 - kLow) {
+    const double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  } else {
+    const double q = std::sqrt(-2 * std::log(1 - p));
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  // One Halley step: e = Phi(x) - p with Phi(x) = erfc(-x / sqrt 2) / 2.
+  const double e = 0.5 * std::erfc(-x / std::numbers::sqrt2) - p;
+  const double u = e * std::sqrt(2 * std::numbers::pi) * std::exp(x * x / 2);
+  return x - u / (1 + x * u / 2);
+}
+
+double steps_for_shift(double sigma, double delta, double alpha, double power) {
+  if (!std::isfinite(sigma) || !std::isfinite(delta) || delta == 0.0) return std::numeric_limits<double>::infinity();
+  const double z = normal_quantile(1.0 - alpha / 2.0) + normal_quantile(power);
+  const double n = std::numbers::pi / 3.0 * 2.0 * z * z * sigma * sigma / (delta * delta);
+  return std::max(1.0, std::ceil(n - 1e-9));
+}
+
+double pooled_stddev(std::span<const double> a, std::span<const double> b) {
+  if (a.size() + b.size() < 3 || !all_finite(a) || !all_finite(b)) return kNaN;
+  double squares = 0;
+  for (std::span<const double> s : {a, b}) {
+    if (s.empty()) continue;
+    double mean = 0;
+    for (double x : s) mean += x;
+    mean /= static_cast<double>(s.size());
+    for (double x : s) squares += (x - mean) * (x - mean);
+  }
+  return std::sqrt(squares / static_cast<double>(a.size() + b.size() - 2));
+}
+
 // ---- Comparison --------------------------------------------------------------------------------
 
 Comparison compare_samples(std::span<const double> a, std::span<const double> b, double alpha, double confidence,
@@ -435,6 +544,11 @@ Comparison compare_samples(std::span<const double> a, std::span<const double> b,
   if (c.median_a != 0.0) {
     c.relative_change = (c.median_b - c.median_a) / c.median_a;
     c.relative_shift = c.hl_shift / c.median_a;
+  }
+  c.shift_interval = hodges_lehmann_interval(a, b, confidence);
+  if (c.median_a != 0.0) {
+    c.relative_shift_low = c.shift_interval.low / c.median_a;
+    c.relative_shift_high = c.shift_interval.high / c.median_a;
   }
   c.relative_change_ci.estimate = c.relative_change;
   if (c.median_a == 0.0 || !valid_bootstrap_request(confidence, resamples)) return c;

@@ -186,6 +186,44 @@ MannWhitney mann_whitney_u(std::span<const double> a, std::span<const double> b,
 // finite.
 double hodges_lehmann_shift(std::span<const double> a, std::span<const double> b);
 
+// Distribution-free confidence interval of the Hodges–Lehmann shift (Moses 1965; Hollander,
+// Wolfe & Chicken, Nonparametric Statistical Methods, 3rd ed., 2014, §4.3): the k-th smallest and
+// the (n_a n_b + 1 - k)-th smallest of the n_a n_b differences b_j - a_i, where k is the largest
+// rank with P(U <= k - 1) <= (1 - confidence) / 2 under the null distribution of U. Its coverage
+// is 1 - 2 P(U <= k - 1). Exact U distribution when there are no ties and both samples have at
+// most kMannWhitneyExactMaxSize values (as the test); otherwise k = floor(n_a n_b / 2 - z sigma_U)
+// with sigma_U tie-corrected (the same variance as the test), at least 1. When even k = 1 covers
+// less than asked (tiny samples, e.g. 3 against 3: 1 - 2/20 = 90%), the interval is the widest one,
+// [min difference, max difference], and `confidence` says what it covers. The interval excludes 0
+// exactly when the exact two-sided test rejects at 1 - confidence (the test's dual).
+struct ShiftInterval {
+  double low = kNaN, high = kNaN;
+  double confidence = kNaN;  // the coverage attained (exact), or the one asked for (normal)
+  double requested = kNaN;
+  std::uint64_t rank = 0;  // k
+  bool exact = false;
+
+  bool attained() const { return confidence >= requested - 1e-12; }
+};
+ShiftInterval hodges_lehmann_interval(std::span<const double> a, std::span<const double> b,
+                                      double confidence = kDefaultConfidence);
+
+// Standard normal quantile: the x with Phi(x) = p, for p in (0, 1) (NaN outside). Acklam's rational
+// approximation refined by one Halley step on erfc, accurate to about 1e-15.
+double normal_quantile(double p);
+
+// Steps per trace (each side) for a two-sided Mann–Whitney test at `alpha` to detect a shift
+// `delta` with probability `power`, when single steps spread with standard deviation `sigma`:
+// n = (pi / 3) * 2 (z_{1-alpha/2} + z_power)^2 sigma^2 / delta^2, rounded up: the two-sample
+// normal-theory size (e.g. Chow, Shao & Wang, Sample Size Calculations in Clinical Research, §3.2)
+// divided by the test's asymptotic relative efficiency 3/pi under normal errors (Lehmann,
+// Nonparametrics, 1975, §2.4). +inf when delta is 0 (or sigma not finite); 1 at least.
+double steps_for_shift(double sigma, double delta, double alpha = 0.05, double power = 0.8);
+
+// Pooled sample standard deviation of two samples: sqrt(((n_a - 1) s_a^2 + (n_b - 1) s_b^2) /
+// (n_a + n_b - 2)). NaN when n_a + n_b < 3 or a value is not finite.
+double pooled_stddev(std::span<const double> a, std::span<const double> b);
+
 // ---- Comparison --------------------------------------------------------------------------------
 
 // Significance level: Google Benchmark's tools/compare.py defaults its U test to alpha = 0.05.
@@ -197,6 +235,9 @@ struct Comparison {
   double relative_change = kNaN;  // (median_b - median_a) / median_a; NaN when median_a is 0
   double hl_shift = kNaN;         // hodges_lehmann_shift(a, b)
   double relative_shift = kNaN;   // hl_shift / median_a; NaN when median_a is 0
+  // hodges_lehmann_interval(a, b, confidence), and the same bounds over median_a (NaN when it is 0).
+  ShiftInterval shift_interval;
+  double relative_shift_low = kNaN, relative_shift_high = kNaN;
   // Percentile bootstrap of relative_change, resampling a and b independently from one generator
   // (per resample: n_a draws from a, then n_b from b; or, beyond kOrderStatisticBootstrapMinSize
   // samples in either run, one order-statistic draw per run). NaN bounds if a resampled median of

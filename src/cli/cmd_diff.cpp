@@ -1,5 +1,6 @@
 // `ferret diff BASE NEW`: what changed between two traces of the same job, and a CI gate on a
-// statistically significant step-time regression.
+// step-time regression. Exit status: 0, 1 the gate failed, 2 unusable input or usage, 3 the gate
+// is inconclusive (docs/DIFF.md).
 #include <unistd.h>
 
 #include <cstdio>
@@ -95,12 +96,13 @@ void register_diff(CLI::App& app) {
                   "The trace before the change (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
       ->required();
   cmd->add_option("new", opt->next, "The trace after the change")->required();
-  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.diff/1, see docs/DIFF.md)");
+  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.diff/2, see docs/DIFF.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->add_option("--top", opt->top, "Rows per list of added, removed, slower and faster items (default 10)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--fail-if-slower", opt->fail_if_slower,
-                  "Exit 1 when NEW's step time is significantly slower than BASE's by more than PCT percent")
+                  "CI gate on the step-time change: exit 1 when NEW is confirmed slower than BASE by more than PCT "
+                  "percent, 3 when the data cannot settle it (docs/DIFF.md), 0 when a slowdown beyond PCT is ruled out")
       ->check(CLI::Range(0.0, 1e6))
       ->type_name("PCT");
   cmd->add_option("--steps", opt->steps, "Compare only these ProfilerStep numbers (in both): A-B, A-, -B or N");

@@ -1,5 +1,7 @@
 #include "report/diff_report.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <type_traits>
 
@@ -59,11 +61,19 @@ const char* method_key(stats::MannWhitneyMethod m) {
   return "none";
 }
 
-// "+20.0% (median 10.000 ms -> 12.000 ms)"
+// The change, named: "+20.0% (Hodges-Lehmann shift +2.000 ms of the 10.000 ms median, 95% CI
+// +16.7% to +22.7%); mean +20.0% (10.000 ms -> 12.000 ms)". The one statistic every format calls
+// the change; the mean beside it, labelled.
 std::string change_line(const StepTimeDiff& st) {
   const stats::Comparison& c = st.comparison;
-  return fmt::format("{} (median {} -> {})", relative_text(c.relative_change), duration(c.median_a),
-                     duration(c.median_b));
+  std::string interval = "no interval";
+  if (st.enough_samples && std::isfinite(c.relative_shift_low))
+    interval = fmt::format("{:.3g}% CI {} to {}", 100 * c.shift_interval.confidence,
+                           relative_text(c.relative_shift_low), relative_text(c.relative_shift_high));
+  const double mean_relative = st.base_mean_ns > 0 ? (st.new_mean_ns - st.base_mean_ns) / st.base_mean_ns : stats::kNaN;
+  return fmt::format("{} (Hodges-Lehmann shift {} of the {} median, {}); mean {} ({} -> {})",
+                     relative_text(c.relative_shift), signed_duration(c.hl_shift), duration(c.median_a), interval,
+                     relative_text(mean_relative), duration(st.base_mean_ns), duration(st.new_mean_ns));
 }
 
 // The statistics behind the verdict, one sentence each.
@@ -71,21 +81,21 @@ std::vector<std::string> step_detail(const TraceDiff& d) {
   const StepTimeDiff& st = d.step_time;
   const stats::Comparison& c = st.comparison;
   std::vector<std::string> lines;
+  lines.push_back(
+      fmt::format("median step {} -> {}; the change is the Hodges-Lehmann shift (the median of the {} "
+                  "differences NEW step - BASE step) over BASE's median",
+                  duration(c.median_a), duration(c.median_b), c.n_a * c.n_b));
   if (!st.enough_samples) {
     lines.push_back(
-        fmt::format("change of the median {}; no significance test with BASE {} and NEW {} steps "
-                    "(at least {} each needed): profile more steps to test the change",
-                    signed_duration(c.median_b - c.median_a), c.n_a, c.n_b, kMinStepsForTest));
+        fmt::format("no significance test with BASE {} and NEW {} steps (at least {} each needed): "
+                    "profile more steps to test the change",
+                    c.n_a, c.n_b, kMinStepsForTest));
     return lines;
   }
   const stats::MannWhitney& mw = c.mann_whitney;
   lines.push_back(fmt::format("p = {:.3g} (Mann-Whitney U, {}{}, {} vs {} steps): {} at alpha {:g}", mw.p_value,
                               method_name(mw.method), mw.has_ties ? ", ties" : "", c.n_a, c.n_b,
                               c.significant ? "significant" : "not significant", c.alpha));
-  lines.push_back(fmt::format("change of the median {}, Hodges-Lehmann shift {}, {:.0f}% CI of the change {}..{}",
-                              signed_duration(c.median_b - c.median_a), signed_duration(c.hl_shift),
-                              100 * c.relative_change_ci.confidence, relative_text(c.relative_change_ci.low),
-                              relative_text(c.relative_change_ci.high)));
   if (!c.significant && st.min_attainable_p >= c.alpha)
     lines.push_back(
         fmt::format("with {} and {} steps the exact test cannot reach p < {:g} (its smallest p is {:.3g}): "
@@ -121,8 +131,16 @@ json finding_json(const Finding& f) {
           {"max_speedup", round3(f.max_speedup)}};
 }
 
+json row_test_json(const RowTest& t) {
+  return {{"above_floor", t.above_floor},
+          {"tested", t.tested},
+          {"p_value", std::isfinite(t.p_value) ? json(t.p_value) : json(nullptr)},
+          {"significant", t.significant}};
+}
+json matched_json(const std::string& from) { return from.empty() ? json(nullptr) : json(from); }
+
 json op_json(const OpDiff& o, bool with_shapes) {
-  json j = {{"name", o.name}};
+  json j = {{"name", o.name}, {"matched_from", matched_json(o.matched_from)}};
   if (with_shapes) {
     j["input_dims"] = o.input_dims;
     j["input_types"] = o.input_types;
@@ -131,6 +149,7 @@ json op_json(const OpDiff& o, bool with_shapes) {
   j["basis"] = time_basis_key(o.basis);
   j["delta_us"] = round3(ns_to_us(o.delta_ns));
   j["relative_change_pct"] = pct_json(o.relative);
+  j["test"] = row_test_json(o.test);
   j["base"] = {{"calls", round3(o.base_calls)},
                {"host_self_us", round3(ns_to_us(o.base_host_self_ns))},
                {"device_self_us", round3(ns_to_us(o.base_device_self_ns))}};
@@ -142,10 +161,12 @@ json op_json(const OpDiff& o, bool with_shapes) {
 
 json kernel_json(const KernelDiff& k) {
   return {{"name", k.name},
+          {"matched_from", matched_json(k.matched_from)},
           {"kind", event_kind_name(k.kind)},
           {"change", change_kind_key(k.change)},
           {"delta_us", round3(ns_to_us(k.delta_ns))},
           {"relative_change_pct", pct_json(k.relative)},
+          {"test", row_test_json(k.test)},
           {"base",
            {{"calls", round3(k.base_calls)},
             {"total_us", round3(ns_to_us(k.base_ns))},
@@ -169,6 +190,11 @@ json lists_json(const ChangeLists<Row>& l, ToJson to_json) {
             {"slower", l.slower_count},
             {"faster", l.faster_count},
             {"unchanged", l.unchanged_count}}},
+          {"floor_us", round3(ns_to_us(l.floor_ns))},
+          {"tested", l.tested},
+          {"listed", l.listed},
+          {"not_listed", {{"below_floor", l.below_floor}, {"not_significant", l.not_significant}}},
+          {"renamed", l.renamed},
           {"added", rows(l.added)},
           {"removed", rows(l.removed)},
           {"slower", rows(l.slower)},
@@ -186,6 +212,29 @@ std::string counts_text(const ChangeLists<Row>& l) {
                      l.slower_count, l.faster_count, l.unchanged_count);
 }
 
+// "and 123 smaller or not-significant changes (below the floor of 1.000 ms per step: 120;
+// not significant over the steps: 3)"; "" when every change is listed.
+template <class Row>
+std::string not_listed_text(const ChangeLists<Row>& l) {
+  const std::size_t n = l.below_floor + l.not_significant;
+  if (n == 0) return "";
+  std::string parts = fmt::format("below the floor of {} per step: {}", duration(l.floor_ns), l.below_floor);
+  if (l.tested) parts += fmt::format("; not significant over the steps: {}", l.not_significant);
+  return fmt::format("and {} smaller or not-significant change{} ({})", n, n == 1 ? "" : "s", parts);
+}
+
+// How the listed rows were chosen: tested over the steps, or above the floor only.
+template <class Row>
+std::string selection_text(const ChangeLists<Row>& l) {
+  if (l.tested)
+    return fmt::format(
+        "listed: changes of at least {} per step, significant over the steps (Mann-Whitney, "
+        "Benjamini-Hochberg)",
+        duration(l.floor_ns));
+  return fmt::format("listed: changes of at least {} per step, untested (too few steps for a per-step test)",
+                     duration(l.floor_ns));
+}
+
 // The lists in the order a reader looks for them, with their labels.
 template <class Row>
 std::vector<std::pair<const char*, const std::vector<Row>*>> ordered(const ChangeLists<Row>& l) {
@@ -197,7 +246,14 @@ template <class Row>
 void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, const Style& st) {
   constexpr bool kOps = std::is_same_v<Row, OpDiff>;
   out += fmt::format("\n{}{}{} (per step)\n  {}\n", st.bold(), title, st.reset(), counts_text(l));
-  if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) return;
+  if (l.listed + l.below_floor + l.not_significant > 0)
+    out += fmt::format("{}{}{}", st.dim(), wrap(selection_text(l), kWidth, "  "), st.reset());
+  const std::string rest = not_listed_text(l);
+  if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) {
+    if (!rest.empty())
+      out += fmt::format("{}{}{}", st.dim(), wrap("no change listed, " + rest, kWidth, "  "), st.reset());
+    return;
+  }
   out +=
       fmt::format("{}    {:<32} {:>10} {:>10} {:>11} {:>7}{}\n", st.dim(),
                   kOps ? "(self time; h = host, else GPU)" : "(total time)", "BASE", "NEW", "change", "%", st.reset());
@@ -231,18 +287,31 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
                          r.change == ChangeKind::kRemoved ? std::string("-") : duration(new_ns), colour,
                          signed_duration(r.delta_ns), st.reset(),
                          relative_text(r.relative, r.change == ChangeKind::kAdded), marker);
+      if (!r.matched_from.empty())
+        out += fmt::format("{}      ~ was {}{}\n", st.dim(), fit_width(terminal_safe(r.matched_from), kWidth - 12),
+                           st.reset());
     }
   }
-  const std::size_t cut = (l.added_count - l.added.size()) + (l.removed_count - l.removed.size()) +
-                          (l.slower_count - l.slower.size()) + (l.faster_count - l.faster.size());
+  const std::size_t cut = l.listed - (l.added.size() + l.removed.size() + l.slower.size() + l.faster.size());
   if (cut > 0) out += fmt::format("  {}... {} more (--top N shows more rows){}\n", st.dim(), cut, st.reset());
+  auto shown_renamed = [](const std::vector<Row>& v) {
+    return std::any_of(v.begin(), v.end(), [](const Row& r) { return !r.matched_from.empty(); });
+  };
+  if (shown_renamed(l.added) || shown_renamed(l.removed) || shown_renamed(l.slower) || shown_renamed(l.faster))
+    out += fmt::format("  {}~ matched by a normalised name (a span renamed by the change){}\n", st.dim(), st.reset());
+  if (!rest.empty()) out += fmt::format("{}{}{}", st.dim(), wrap(rest, kWidth, "  "), st.reset());
 }
 
 template <class Row>
 void markdown_rows(std::string& out, const char* title, const ChangeLists<Row>& l, bool with_shapes) {
   constexpr bool kOps = std::is_same_v<Row, OpDiff>;
   out += fmt::format("**{}** per step: {}\n\n", title, counts_text(l));
-  if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) return;
+  const std::string rest = not_listed_text(l);
+  if (l.listed + l.below_floor + l.not_significant > 0) out += fmt::format("_{}_\n\n", selection_text(l));
+  if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) {
+    if (!rest.empty()) out += fmt::format("No change listed, {}.\n\n", rest);
+    return;
+  }
   out += kOps ? (with_shapes ? "| change | operator | input dims | self time | BASE | NEW | Δ | % | calls |\n"
                                "|---|---|---|---|---:|---:|---:|---:|---:|\n"
                              : "| change | operator | self time | BASE | NEW | Δ | % | calls |\n"
@@ -251,7 +320,10 @@ void markdown_rows(std::string& out, const char* title, const ChangeLists<Row>& 
   for (const auto& [label, rows] : ordered(l)) {
     for (const Row& r : *rows) {
       const bool added = r.change == ChangeKind::kAdded, removed = r.change == ChangeKind::kRemoved;
-      std::string cells = fmt::format("| {} | {} |", label, escape_markdown(r.name));
+      std::string cells = fmt::format("| {} | {}{} |", label, escape_markdown(r.name),
+                                      r.matched_from.empty() ? ""
+                                                             : fmt::format(" (was {}: matched by a normalised name)",
+                                                                           escape_markdown(r.matched_from)));
       double base_ns = 0, new_ns = 0;
       if constexpr (kOps) {
         if (with_shapes) cells += fmt::format(" {} |", escape_markdown(r.input_dims));
@@ -269,6 +341,7 @@ void markdown_rows(std::string& out, const char* title, const ChangeLists<Row>& 
     }
   }
   out += "\n";
+  if (!rest.empty()) out += fmt::format("{}{}.\n\n", static_cast<char>(std::toupper(rest[0])), rest.substr(1));
 }
 
 }  // namespace
@@ -284,6 +357,14 @@ std::string diff_headline(const TraceDiff& d) {
   return "";
 }
 
+namespace {
+
+const char* gate_colour(const GateResult& g, const Style& st) {
+  return g.outcome == GateOutcome::kFail ? st.red() : g.outcome == GateOutcome::kInconclusive ? st.yellow() : "";
+}
+
+}  // namespace
+
 std::string diff_text(const TraceDiff& d, const Style& st) {
   std::string out;
   out += fmt::format("{}ferret diff{}\n", st.bold(), st.reset());
@@ -297,7 +378,7 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
   for (const std::string& line : step_detail(d)) out += wrap(line, kWidth, "  ");
   if (d.gate.enabled)
     out += fmt::format(
-               "{}{}", d.gate.failed ? st.red() : "",
+               "{}{}", gate_colour(d.gate, st),
                wrap(fmt::format("Gate --fail-if-slower {:g}: {}", d.gate.threshold_pct, d.gate.reason), kWidth, "")) +
            st.reset();
 
@@ -311,6 +392,12 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
   out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>9}\n", "Step (mean)", duration(d.step_time.base_mean_ns),
                      duration(d.step_time.new_mean_ns), signed_duration(step_delta),
                      relative_text(d.step_time.base_mean_ns > 0 ? step_delta / d.step_time.base_mean_ns : stats::kNaN));
+  out += fmt::format("{}{}{}", st.dim(),
+                     wrap(fmt::format("means, as the categories add up to them; the step-time change is the "
+                                      "Hodges-Lehmann shift above, {}",
+                                      relative_text(d.step_time.comparison.relative_shift)),
+                          kWidth, "  "),
+                     st.reset());
 
   text_rows(out, "Operators", d.ops, st);
   // By shapes only when some operator ran on several input shapes (else it repeats the by-name list).
@@ -347,25 +434,35 @@ json diff_json(const TraceDiff& d) {
   const StepTimeDiff& st = d.step_time;
   const stats::Comparison& c = st.comparison;
   json j;
-  j["schema"] = "ferret.diff/1";
+  j["schema"] = "ferret.diff/2";
   j["base"] = side_json(d.base);
   j["new"] = side_json(d.next);
+  const bool has_interval = st.enough_samples && std::isfinite(c.shift_interval.low);
+  const double mean_relative = st.base_mean_ns > 0 ? (st.new_mean_ns - st.base_mean_ns) / st.base_mean_ns : stats::kNaN;
   j["step_time"] = {
       {"verdict", step_verdict_key(st.verdict)},
       {"headline", diff_headline(d)},
       {"enough_samples", st.enough_samples},
       {"min_steps", kMinStepsForTest},
-      {"base_median_us", us_json(c.median_a)},
-      {"new_median_us", us_json(c.median_b)},
-      {"base_mean_us", round3(ns_to_us(st.base_mean_ns))},
-      {"new_mean_us", round3(ns_to_us(st.new_mean_ns))},
-      {"change_us", us_json(c.median_b - c.median_a)},
-      {"relative_change_pct", pct_json(c.relative_change)},
-      {"hodges_lehmann_shift_us", us_json(c.hl_shift)},
-      {"relative_change_ci_pct", st.enough_samples ? json{{"low", pct_json(c.relative_change_ci.low)},
-                                                          {"high", pct_json(c.relative_change_ci.high)},
-                                                          {"confidence", c.relative_change_ci.confidence}}
-                                                   : json(nullptr)},
+      {"change",
+       {{"statistic", "hodges-lehmann-shift"},
+        {"shift_us", us_json(c.hl_shift)},
+        {"relative_pct", pct_json(c.relative_shift)},
+        {"ci", has_interval ? json{{"low_us", us_json(c.shift_interval.low)},
+                                   {"high_us", us_json(c.shift_interval.high)},
+                                   {"low_pct", pct_json(c.relative_shift_low)},
+                                   {"high_pct", pct_json(c.relative_shift_high)},
+                                   {"confidence", c.shift_interval.confidence},
+                                   {"attained", c.shift_interval.attained()},
+                                   {"method", c.shift_interval.exact ? "exact" : "normal"}}
+                            : json(nullptr)}}},
+      {"median", {{"base_us", us_json(c.median_a)}, {"new_us", us_json(c.median_b)}}},
+      {"mean",
+       {{"base_us", round3(ns_to_us(st.base_mean_ns))},
+        {"new_us", round3(ns_to_us(st.new_mean_ns))},
+        {"change_us", round3(ns_to_us(st.new_mean_ns - st.base_mean_ns))},
+        {"relative_pct", pct_json(mean_relative)}}},
+      {"spread_us", us_json(st.spread_ns)},
       {"test", st.enough_samples ? json{{"name", "mann-whitney-u"},
                                         {"method", method_key(c.mann_whitney.method)},
                                         {"u", number_or_null(c.mann_whitney.u_a)},
@@ -378,7 +475,9 @@ json diff_json(const TraceDiff& d) {
       {"min_attainable_p", st.min_attainable_p}};
   j["gate"] = {{"enabled", d.gate.enabled},
                {"threshold_pct", d.gate.enabled ? json(d.gate.threshold_pct) : json(nullptr)},
+               {"outcome", d.gate.enabled ? json(gate_outcome_key(d.gate.outcome)) : json(nullptr)},
                {"failed", d.gate.failed},
+               {"steps_needed", std::isfinite(d.gate.steps_needed) ? json(d.gate.steps_needed) : json(nullptr)},
                {"reason", d.gate.reason}};
   json categories = json::array();
   for (const CategoryDiff& cd : d.categories)
@@ -421,9 +520,13 @@ std::string diff_markdown(const TraceDiff& d) {
     out += fmt::format("| {} | {} | {} | {} | {} |\n", step_category_label(c.category), duration(c.base_ns),
                        duration(c.new_ns), signed_duration(c.delta_ns), relative_text(c.relative));
   const double step_delta = d.step_time.new_mean_ns - d.step_time.base_mean_ns;
-  out += fmt::format("| **step** | {} | {} | {} | {} |\n\n", duration(d.step_time.base_mean_ns),
+  out += fmt::format("| **step (mean)** | {} | {} | {} | {} |\n\n", duration(d.step_time.base_mean_ns),
                      duration(d.step_time.new_mean_ns), signed_duration(step_delta),
                      relative_text(d.step_time.base_mean_ns > 0 ? step_delta / d.step_time.base_mean_ns : stats::kNaN));
+  out += fmt::format(
+      "Means, as the categories add up to them; the step-time change is the Hodges–Lehmann shift "
+      "above, {}.\n\n",
+      relative_text(d.step_time.comparison.relative_shift));
 
   markdown_rows(out, "Operators", d.ops, false);
   if (d.shapes_compared && row_count(d.op_shapes) > 0)

@@ -1,5 +1,5 @@
 // Renders `ferret diff`: a human report (80 columns, colour on a terminal), the JSON document
-// (schema ferret.diff/1, docs/DIFF.md) and Markdown for pull requests (all trace text escaped).
+// (schema ferret.diff/2, docs/DIFF.md) and Markdown for pull requests (all trace text escaped).
 // Renderers only format what bench/trace_diff computed.
 #pragma once
 
