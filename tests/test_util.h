@@ -31,6 +31,8 @@ std::string corpus_path(const std::string& name);
   if (path_var.empty()) GTEST_SKIP() << "SKIPPED: ../shared/corpus not present (" << name << ")"
 
 std::string read_file(const std::string& path);
+// The longest line of a report, in bytes (its width when the text is ASCII).
+std::size_t longest_line(const std::string& text);
 void write_file(const std::string& path, const std::string& bytes);
 std::string temp_path(const std::string& name);
 
