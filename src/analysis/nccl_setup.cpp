@@ -275,7 +275,7 @@ void gather_peers(const NcclLog& log, NcclSetup& s, ConnectionUses& uses) {
   for (const NcclCommRecord& c : log.comms)
     if (c.rank >= 0)
       ranks_of_gpu[{c.origin.host, c.origin.pid, c.cuda_dev >= 0 ? c.cuda_dev : c.origin.dev}].insert(c.rank);
-  std::map<int, NcclPeer> peers;
+  std::map<std::pair<int, int>, NcclPeer> peers;  // (printer, peer)
   SameHostGroups groups;
   for (const NcclConnectionRecord& c : log.connections) {
     if (c.from_rank < 0 || c.to_rank < 0 || c.from_rank == c.to_rank) continue;
@@ -287,8 +287,9 @@ void gather_peers(const NcclLog& log, NcclSetup& s, ConnectionUses& uses) {
     const int printer = printed_by_receiver ? c.to_rank : c.from_rank;
     const int peer = printed_by_receiver ? c.from_rank : c.to_rank;
     const NcclTransport& t = log.transports[c.transport];
-    NcclPeer& p = peers[peer];
+    NcclPeer& p = peers[{printer, peer}];
     p.rank = peer;
+    p.from_rank = printer;
     add_use(p.transports, t);
     if (t.kind == NcclTransportKind::kNet) p.over_network = true;
     if (t.kind == NcclTransportKind::kP2P || t.kind == NcclTransportKind::kShm) {
@@ -296,7 +297,7 @@ void gather_peers(const NcclLog& log, NcclSetup& s, ConnectionUses& uses) {
       groups.join(printer, peer);
     }
   }
-  for (auto& [rank, p] : peers) {
+  for (auto& [pair, p] : peers) {
     sort_uses(p.transports);
     s.peers.push_back(std::move(p));
   }

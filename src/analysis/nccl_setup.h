@@ -34,7 +34,8 @@ struct NcclTransportUse {
 // are both disabled); P2P and SHM mean the printing rank's host. From rank 0's log alone this says
 // which peers sit on other hosts.
 struct NcclPeer {
-  int rank = -1;
+  int rank = -1;                             // the peer
+  int from_rank = -1;                        // the rank whose log line reaches it
   std::vector<NcclTransportUse> transports;  // most connections first
   bool over_network = false;                 // some connection to it is NET/*
   bool same_host = false;                    // some connection to it is P2P or SHM
@@ -162,7 +163,7 @@ struct NcclSetup {
   // The most ranks seen on one host: from the ranks each host logged, and from P2P/SHM
   // connections (the two ends share a host).
   int max_ranks_per_host = 0;
-  std::vector<NcclPeer> peers;         // by rank: every rank reached by a connection line
+  std::vector<NcclPeer> peers;         // by (from_rank, rank): every pair joined by a connection line
   std::vector<NcclRankSummary> ranks;  // job ranks seen, by rank
   std::vector<NcclHostSummary> hosts;  // every host that printed NCCL lines
   std::vector<NcclCommSummary> comms;  // job's first

@@ -60,10 +60,12 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
   for (const NcclHostSummary& h : s.hosts)
     if (missing_verbs_text.empty() && h.ib_unavailable.starts_with("Failed to open"))
       missing_verbs_text = h.ib_unavailable;
-  std::vector<int> socket_peers;
+  std::vector<int> socket_peers;  // distinct, ascending
   for (const NcclPeer& p : s.peers)
     for (const NcclTransportUse& u : p.transports)
       if (u.kind == NcclTransportKind::kNet && is_socket_net(u.net)) socket_peers.push_back(p.rank);
+  std::sort(socket_peers.begin(), socket_peers.end());
+  socket_peers.erase(std::unique(socket_peers.begin(), socket_peers.end()), socket_peers.end());
   const std::string ib_disable = env_value(s, "NCCL_IB_DISABLE");
   // From one host's log the job's hosts are known only as "at least".
   const std::string hosts_text =

@@ -415,7 +415,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
 std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   std::string out;
   out += fmt::format("### ferret: {}\n\n", escape_markdown(trace_line(a)));
-  out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline));
+  out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline, /*in_table=*/false));
   out += fmt::format("{}\n\n", escape_markdown(window_line(a)));
   if (const std::string notes = window_notes(a); !notes.empty()) out += fmt::format("{}\n\n", escape_markdown(notes));
   const StepBreakdownResult& b = a.breakdown;
@@ -524,15 +524,16 @@ std::string findings_markdown(const std::vector<Finding>& findings, bool with_ru
   if (findings.empty()) out += "| | | no findings | | |\n";
   for (const Finding& f : findings) {
     if (f.fixes.empty()) continue;
-    out += fmt::format("\n**{}**\n", escape_markdown(f.title));
+    out += fmt::format("\n**{}**\n", escape_markdown(f.title, /*in_table=*/false));
     if (!f.detail.empty()) {
       out += '\n';
-      out += escape_markdown(f.detail);
+      out += escape_markdown(f.detail, /*in_table=*/false);
       out += '\n';
     }
     out += "\n";
-    for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix) + "\n";
-    if (with_rules && !f.threshold.empty()) out += "\n_Rule: " + escape_markdown(f.threshold) + "_\n";
+    for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix, /*in_table=*/false) + "\n";
+    if (with_rules && !f.threshold.empty())
+      out += "\n_Rule: " + escape_markdown(f.threshold, /*in_table=*/false) + "_\n";
   }
   return out;
 }

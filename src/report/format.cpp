@@ -38,7 +38,7 @@ std::size_t closing_run(std::string_view text, std::size_t from, std::size_t len
 }
 
 // Markdown's code span of already terminal-safe text.
-std::string code_span(std::string_view text) {
+std::string code_span(std::string_view text, bool in_table) {
   std::size_t longest = 0;
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t run = backtick_run(text, i);
@@ -49,7 +49,7 @@ std::string code_span(std::string_view text) {
   const bool pad = !text.empty() && (text.front() == '`' || text.back() == '`');
   std::string out = fence + (pad ? " " : "");
   for (char c : text) {
-    if (c == '|') out += '\\';
+    if (c == '|' && in_table) out += '\\';
     out += c;
   }
   return out + (pad ? " " : "") + fence;
@@ -57,9 +57,11 @@ std::string code_span(std::string_view text) {
 
 }  // namespace
 
-std::string markdown_code(std::string_view untrusted) { return code_span(terminal_safe(untrusted)); }
+std::string markdown_code(std::string_view untrusted, bool in_table) {
+  return code_span(terminal_safe(untrusted), in_table);
+}
 
-std::string escape_markdown(std::string_view untrusted) {
+std::string escape_markdown(std::string_view untrusted, bool in_table) {
   // Control characters first: their escapes' backslashes are then escaped for Markdown, so
   // "\x1b" is what the rendered page shows.
   const std::string text = terminal_safe(untrusted);
@@ -71,7 +73,7 @@ std::string escape_markdown(std::string_view untrusted) {
       const std::size_t run = backtick_run(text, i);
       const std::size_t close = closing_run(text, i + run, run);
       if (close != std::string_view::npos) {
-        out += code_span(std::string_view(text).substr(i + run, close - i - run));
+        out += code_span(std::string_view(text).substr(i + run, close - i - run), in_table);
         i = close + run - 1;
         continue;
       }

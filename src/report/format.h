@@ -30,12 +30,14 @@ std::string wrap(std::string_view text, std::size_t width, const std::string& in
 // (base/terminal_text.h), so a '\n' cannot end a table row. Backtick code spans stay code (a fix
 // such as `` `torch.backends.cuda.matmul.allow_tf32 = True` `` is not escaped inside): a span
 // is a run of N backticks closed by the next run of exactly N (CommonMark); its text is written
-// with markdown_code. A backtick with no closing run is escaped.
-std::string escape_markdown(std::string_view text);
+// with markdown_code. A backtick with no closing run is escaped. `in_table`: the text goes into a
+// table cell, where GFM splits cells on '|' even inside code, so it is escaped there too; in
+// prose (paragraphs, list items) a backslash in code would show, so '|' in code stays as is.
+std::string escape_markdown(std::string_view text, bool in_table = true);
 // `text` as one Markdown code span, whatever it holds: the fence is one backtick longer than the
 // longest backtick run inside (so the text cannot close it), padded with a space when the text
-// starts or ends with a backtick; '|' is escaped (GFM tables split cells on it even in code).
-std::string markdown_code(std::string_view text);
+// starts or ends with a backtick; '|' escaped when `in_table`.
+std::string markdown_code(std::string_view text, bool in_table = true);
 
 // A number for people: no exponent ("12345", "0.25", "<0.001"), integers without decimals.
 std::string human_number(double v);

@@ -15,7 +15,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::size_t kMaxTextRanks = 64;  // rank rows in the text report; JSON has all
+constexpr std::size_t kMaxTextRanks = 64;     // rank rows in the text report; JSON has all
+constexpr std::size_t kMaxTextPeerRanks = 8;  // ranks whose peers the text report lists
 
 std::string driver_text(int driver) {
   return driver < 0 ? std::string("-") : fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
@@ -94,21 +95,33 @@ std::string job_hosts_text(const NcclSetup& s) {
                      from_nnodes ? "nNodes in the graph line" : "peers reached over " + join(nets, ", "));
 }
 
-// Peers grouped by their transports: "NET/Socket: ranks 2-3 (another host)".
-std::vector<std::string> peer_lines(const NcclSetup& s) {
-  std::vector<std::pair<std::string, std::vector<int>>> groups;  // transports text -> peers
-  for (const NcclPeer& p : s.peers) {
-    std::vector<std::string> names;
-    for (const NcclTransportUse& u : p.transports) names.push_back(u.transport);
-    std::string key = join(names, " + ");
-    key += p.over_network ? " (another host)" : (p.same_host ? " (same host)" : "");
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
-    it->second.push_back(p.rank);
-  }
+// Per rank whose log was given, its peers grouped by transport: "rank 0 -> rank 1: P2P/IPC (same
+// host); ranks 2-3: NET/Socket (another host)". At most `max_lines` ranks (0: all).
+std::vector<std::string> peer_lines(const NcclSetup& s, std::size_t max_lines) {
   std::vector<std::string> lines;
-  for (const auto& [key, ranks] : groups)
-    lines.push_back(fmt::format("rank{} {}: {}", ranks.size() == 1 ? "" : "s", format_rank_list(ranks), key));
+  std::size_t i = 0;
+  while (i < s.peers.size()) {
+    const int from = s.peers[i].from_rank;
+    std::vector<std::pair<std::string, std::vector<int>>> groups;  // transports text -> peers
+    for (; i < s.peers.size() && s.peers[i].from_rank == from; ++i) {
+      const NcclPeer& p = s.peers[i];
+      std::vector<std::string> names;
+      for (const NcclTransportUse& u : p.transports) names.push_back(u.transport);
+      std::string key = join(names, " + ");
+      key += p.over_network ? " (another host)" : (p.same_host ? " (same host)" : "");
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+      it->second.push_back(p.rank);
+    }
+    if (max_lines > 0 && lines.size() == max_lines) {
+      lines.push_back("... more ranks (--json lists every pair)");
+      break;
+    }
+    std::vector<std::string> parts;
+    for (const auto& [key, ranks] : groups)
+      parts.push_back(fmt::format("rank{} {}: {}", ranks.size() == 1 ? "" : "s", format_rank_list(ranks), key));
+    lines.push_back(fmt::format("rank {} -> {}", from, join(parts, "; ")));
+  }
   return lines;
 }
 
@@ -182,7 +195,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
 
   if (!s.peers.empty()) {
     out += fmt::format("\n{}Peers{} (transport to each rank, from the connection lines)\n", st.bold(), st.reset());
-    for (const std::string& line : peer_lines(s)) out += wrap(line, st.width, "  ");
+    for (const std::string& line : peer_lines(s, kMaxTextPeerRanks)) out += wrap(line, st.width, "  ");
   }
 
   if (!s.hosts.empty()) {
@@ -390,6 +403,7 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
   json peers = json::array();
   for (const NcclPeer& p : s.peers)
     peers.push_back({{"rank", p.rank},
+                     {"from_rank", p.from_rank},
                      {"over_network", p.over_network},
                      {"same_host", p.same_host},
                      {"transports", uses_json(p.transports)}});
@@ -495,7 +509,7 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
 
   if (!s.peers.empty()) {
     out += "\n### Peers\n\n";
-    for (const std::string& line : peer_lines(s)) out += "- " + md(line) + "\n";
+    for (const std::string& line : peer_lines(s, 0)) out += "- " + md(line) + "\n";
   }
   if (!s.hosts.empty()) {
     out += "\n### Hosts\n\n| host | ranks | NCCL | network | GDR | transports |\n|---|---|---|---|---|---|\n";

@@ -416,6 +416,26 @@ TEST(NcclSetup, OneRankLogOfOldNcclFindsSocketPeers) {
   }
 }
 
+// With every rank's log the pairs are per printing rank, and each pair's "another host" agrees
+// with the hosts the communicator lines name for its two ranks.
+TEST(NcclSetup, PeersOfEveryLoggedRankMatchTheirHosts) {
+  for (const char* name : {"two_host_socket_fallback.log", "two_host_ib_gdr.log"}) {
+    SCOPED_TRACE(name);
+    const NcclSetup s = setup_of(name);
+    ASSERT_FALSE(s.peers.empty());
+    auto host_of = [&](int rank) {
+      for (const NcclRankSummary& r : s.ranks)
+        if (r.rank == rank) return r.host;
+      return std::string("?");
+    };
+    for (const NcclPeer& p : s.peers) {
+      EXPECT_NE(host_of(p.from_rank), "?") << p.from_rank;
+      EXPECT_EQ(p.over_network, host_of(p.from_rank) != host_of(p.rank)) << p.from_rank << " -> " << p.rank;
+      EXPECT_EQ(p.same_host, host_of(p.from_rank) == host_of(p.rank)) << p.from_rank << " -> " << p.rank;
+    }
+  }
+}
+
 // One host, P2P only: "Using network Socket" is no socket finding and the job stays on one host.
 TEST(NcclSetup, OneRankLogWithOnlyP2pStaysOneHost) {
   const NcclSetup s = setup_of("rank0_one_host_p2p.log");

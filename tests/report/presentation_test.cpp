@@ -75,6 +75,10 @@ TEST(MarkdownEscaping, CodeSpansStayCode) {
             "set `torch.backends.cuda.matmul.allow_tf32 = True` (a\\_b)");
   // A table cell's '|' is escaped even inside code (GFM splits cells on it); HTML is inert there.
   EXPECT_EQ(escape_markdown("`a|b` <i>"), "`a\\|b` &lt;i&gt;");
+  // In prose (a fix in a list item) a backslash in code would show: '|' stays as is there.
+  EXPECT_EQ(escape_markdown("run `nvidia-smi -q | grep Gen` now", /*in_table=*/false),
+            "run `nvidia-smi -q | grep Gen` now");
+  EXPECT_EQ(escape_markdown("a|b", /*in_table=*/false), "a\\|b");  // outside code "\|" shows "|"
   // A backtick that is never closed is literal; a double fence closes only on a double run.
   EXPECT_EQ(escape_markdown("it`s *x*"), "it\\`s \\*x\\*");
   EXPECT_EQ(escape_markdown("``a`b`` c_d"), "``a`b`` c\\_d");
@@ -82,9 +86,10 @@ TEST(MarkdownEscaping, CodeSpansStayCode) {
 
 TEST(MarkdownEscaping, TraceTextCannotCloseItsCodeSpan) {
   EXPECT_EQ(markdown_code("aten::mm"), "`aten::mm`");
-  EXPECT_EQ(markdown_code("a`b"), "``a`b``");      // fence longer than the run inside
+  EXPECT_EQ(markdown_code("a`b"), "``a`b``");          // fence longer than the run inside
   EXPECT_EQ(markdown_code("x``y`"), "``` x``y` ```");  // padded: the text ends with a backtick
   EXPECT_EQ(markdown_code("a|b"), "`a\\|b`");
+  EXPECT_EQ(markdown_code("a|b", /*in_table=*/false), "`a|b`");
 }
 
 // ---- numbers -----------------------------------------------------------------------------------------
@@ -96,7 +101,7 @@ TEST(HumanNumbers, NoExponentsAndUnitsForPeople) {
   EXPECT_EQ(human_number(0.25), "0.25");
   EXPECT_EQ(human_number(12.345), "12.3");
   EXPECT_EQ(human_number(0.00001), "<0.001");
-  EXPECT_EQ(evidence_value_text(12345, "count"), "12345");   // {:.4g} printed 1.234e+04count
+  EXPECT_EQ(evidence_value_text(12345, "count"), "12345");  // {:.4g} printed 1.234e+04count
   EXPECT_EQ(evidence_value_text(704, "bytes"), "704 B");
   EXPECT_EQ(evidence_value_text(3.0 * 1024 * 1024, "bytes"), "3.0 MiB");
   EXPECT_EQ(evidence_value_text(146.2, "ms"), "146.200 ms");
@@ -141,8 +146,7 @@ TEST(AnalyzeText, FitsTheWidthAndNamesDenominators) {
     const std::string wrapped = analyze_text(analysis, diagnosis, st);
     EXPECT_LE(test::longest_line(wrapped), width) << wrapped;
     const std::string text = joined(wrapped);
-    EXPECT_NE(text.find("utilization: kernels busy 50.0% of the 3.000 ms window (3 steps)"), std::string::npos)
-        << text;
+    EXPECT_NE(text.find("utilization: kernels busy 50.0% of the 3.000 ms window (3 steps)"), std::string::npos) << text;
     EXPECT_NE(text.find("Tensor Cores 0.0% of kernel time"), std::string::npos) << text;
     EXPECT_NE(text.find("from the first GPU activity to the last"), std::string::npos) << text;
     // The two kernels' rows differ: each shows its own "A const&" / "B const&".
