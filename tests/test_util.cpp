@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <algorithm>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +18,17 @@ std::string corpus_path(const std::string& name) {
   const std::string path = std::string(FERRET_SHARED_DIR) + "/corpus/" + name;
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? path : std::string();
+}
+
+std::size_t longest_line(const std::string& text) {
+  std::size_t longest = 0, start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    longest = std::max(longest, end - start);
+    start = end + 1;
+  }
+  return longest;
 }
 
 std::string read_file(const std::string& path) {

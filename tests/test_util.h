@@ -33,6 +33,8 @@ std::string corpus_path(const std::string& name);
 std::string read_file(const std::string& path);
 // A text report's wrapped sentences joined back: each newline and the indent after it become one space.
 std::string unwrapped(const std::string& text);
+// The longest line of a report, in bytes (its width when the text is ASCII).
+std::size_t longest_line(const std::string& text);
 void write_file(const std::string& path, const std::string& bytes);
 std::string temp_path(const std::string& name);
 

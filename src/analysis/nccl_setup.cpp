@@ -237,7 +237,72 @@ void summarize_communicators(const NcclLog& log, const CommGroups& groups, const
 struct ConnectionUses {
   std::map<GpuKey, std::vector<NcclTransportUse>> by_gpu;
   std::map<std::uint32_t, std::vector<NcclTransportUse>> by_host;
+  int largest_host_group = 0;  // ranks joined by P2P/SHM connections: one host
 };
+
+// Union-find over ranks: the two ends of a P2P/SHM connection share a host.
+class SameHostGroups {
+ public:
+  void join(int a, int b) {
+    const int ra = root(a), rb = root(b);
+    if (ra != rb) parent_[ra] = rb;
+  }
+  int largest() {
+    std::map<int, int> sizes;
+    int best = 0;
+    for (const auto& [rank, unused] : parent_) best = std::max(best, ++sizes[root(rank)]);
+    return best;
+  }
+
+ private:
+  std::map<int, int> parent_;
+  int root(int r) {
+    auto it = parent_.try_emplace(r, r).first;
+    while (it->second != it->first) {
+      auto up = parent_.find(it->second);
+      it->second = up->second;  // path halving
+      it = parent_.find(it->second);
+    }
+    return it->first;
+  }
+};
+
+// The peer of each connection: the end that is not the rank that printed the line. That rank is
+// known from the communicator lines of the printing process and device; else NCCL's habit
+// decides (sends are printed on the sender, `[receive]` lines on the receiver).
+void gather_peers(const NcclLog& log, NcclSetup& s, ConnectionUses& uses) {
+  std::map<GpuKey, std::set<int>> ranks_of_gpu;
+  for (const NcclCommRecord& c : log.comms)
+    if (c.rank >= 0)
+      ranks_of_gpu[{c.origin.host, c.origin.pid, c.cuda_dev >= 0 ? c.cuda_dev : c.origin.dev}].insert(c.rank);
+  std::map<std::pair<int, int>, NcclPeer> peers;  // (printer, peer)
+  SameHostGroups groups;
+  for (const NcclConnectionRecord& c : log.connections) {
+    if (c.from_rank < 0 || c.to_rank < 0 || c.from_rank == c.to_rank) continue;
+    bool printed_by_receiver = c.direction == 'r';
+    if (auto it = ranks_of_gpu.find({c.origin.host, c.origin.pid, c.origin.dev}); it != ranks_of_gpu.end()) {
+      const bool from_is_self = it->second.contains(c.from_rank), to_is_self = it->second.contains(c.to_rank);
+      if (from_is_self != to_is_self) printed_by_receiver = to_is_self;
+    }
+    const int printer = printed_by_receiver ? c.to_rank : c.from_rank;
+    const int peer = printed_by_receiver ? c.from_rank : c.to_rank;
+    const NcclTransport& t = log.transports[c.transport];
+    NcclPeer& p = peers[{printer, peer}];
+    p.rank = peer;
+    p.from_rank = printer;
+    add_use(p.transports, t);
+    if (t.kind == NcclTransportKind::kNet) p.over_network = true;
+    if (t.kind == NcclTransportKind::kP2P || t.kind == NcclTransportKind::kShm) {
+      p.same_host = true;
+      groups.join(printer, peer);
+    }
+  }
+  for (auto& [pair, p] : peers) {
+    sort_uses(p.transports);
+    s.peers.push_back(std::move(p));
+  }
+  uses.largest_host_group = groups.largest();
+}
 
 // Transports per GPU, per host and job-wide, and the job's connection counts by kind.
 ConnectionUses count_connections(const NcclLog& log, NcclSetup& s) {
@@ -263,6 +328,7 @@ ConnectionUses count_connections(const NcclLog& log, NcclSetup& s) {
     }
   }
   sort_uses(s.transports);
+  gather_peers(log, s, uses);
   return uses;
 }
 
@@ -344,7 +410,10 @@ void add_network_events(HostTable& hosts, const NcclLog& log, NcclSetup& s) {
         if (h->ib_nics.empty()) h->ib_nics = n.nics;
         for (const NcclNic& nic : n.nics) s.collnet = s.collnet || nic.sharp;  // "mlx5_0:1/IB/SHARP"
         break;
-      case NcclNetEvent::kIbNoDevice: h->ib_no_device = true; break;
+      case NcclNetEvent::kIbNoDevice:
+        h->ib_no_device = true;
+        if (h->ib_unavailable.empty() || n.name.starts_with("Failed to open")) h->ib_unavailable = n.name;
+        break;
       case NcclNetEvent::kSocketDevices:
         if (h->socket_nics.empty()) h->socket_nics = n.nics;
         break;
@@ -414,7 +483,12 @@ void summarize_hosts(const NcclLog& log, const Processes& processes, const Conne
     s.hosts.push_back(std::move(h));
   }
   if (s.hosts_in_job == 0) s.hosts_in_job = static_cast<int>(s.hosts.size());  // no communicator lines
-  s.multi_host = s.hosts_in_job >= 2 || (!s.comms.empty() && s.comms.front().nnodes > 1);
+  s.max_ranks_per_host = std::max(s.max_ranks_per_host, uses.largest_host_group);
+  s.hosts_at_least = s.hosts_in_job;
+  if (!s.comms.empty()) s.hosts_at_least = std::max(s.hosts_at_least, s.comms.front().nnodes);
+  // A peer over the network sits on another host, even when only one host's log was given.
+  if (s.net_connections > 0) s.hosts_at_least = std::max(s.hosts_at_least, 2);
+  s.multi_host = s.hosts_at_least >= 2;
 }
 
 std::string label_of(const NcclSetup& s, const NcclLog& log, const ProcessKey& key) {

@@ -29,6 +29,18 @@ struct NcclTransportUse {
   std::uint64_t connections = 0;
 };
 
+// A rank as the connection lines show it from the rank that printed them: the transports used to
+// reach it. NET means another host (NCCL takes the network only between hosts unless P2P and SHM
+// are both disabled); P2P and SHM mean the printing rank's host. From rank 0's log alone this says
+// which peers sit on other hosts.
+struct NcclPeer {
+  int rank = -1;                             // the peer
+  int from_rank = -1;                        // the rank whose log line reaches it
+  std::vector<NcclTransportUse> transports;  // most connections first
+  bool over_network = false;                 // some connection to it is NET/*
+  bool same_host = false;                    // some connection to it is P2P or SHM
+};
+
 struct NcclRankSummary {
   int rank = -1;
   std::string host;
@@ -49,13 +61,16 @@ struct NcclRankSummary {
 
 struct NcclHostSummary {
   std::string host;
-  std::vector<int> ranks;                      // job ranks on this host
-  int processes = 0;                           // distinct pids that printed NCCL lines
-  std::vector<std::string> versions;           // distinct NCCL versions
-  std::vector<int> drivers;                    // distinct cudaDriverVersion values
-  std::vector<std::string> networks;           // distinct "Using network" names
-  std::vector<NcclNic> ib_nics;                // NET/IB : Using ... (first process that printed it)
-  bool ib_no_device = false;                   // NET/IB : No device found.
+  std::vector<int> ranks;             // job ranks on this host
+  int processes = 0;                  // distinct pids that printed NCCL lines
+  std::vector<std::string> versions;  // distinct NCCL versions
+  std::vector<int> drivers;           // distinct cudaDriverVersion values
+  std::vector<std::string> networks;  // distinct "Using network" names
+  std::vector<NcclNic> ib_nics;       // NET/IB : Using ... (first process that printed it)
+  bool ib_no_device = false;          // NET/IB : No device found. (or a reason below)
+  // Why NCCL could not use InfiniBand, as printed: "Failed to open libibverbs.so[.1]" (the root
+  // cause when printed: the verbs library is missing) wins over "No device found".
+  std::string ib_unavailable;
   std::vector<NcclNic> socket_nics;            // NET/Socket : Using ...
   std::string bootstrap;                       // bootstrap interface
   std::string plugin;                          // "loaded: NAME", "none found", "" (not printed)
@@ -139,10 +154,16 @@ struct NcclSetup {
   std::uint64_t not_understood = 0;
   std::vector<std::string> not_understood_samples;
 
-  int nranks = -1;  // of the job's communicator; -1 when no communicator line was seen
-  int hosts_in_job = 0;
-  bool multi_host = false;
+  int nranks = -1;       // of the job's communicator; -1 when no communicator line was seen
+  int hosts_in_job = 0;  // hosts that printed lines of the job
+  // At least this many hosts run the job: hosts_in_job, the graph line's nNodes, and 2 when a
+  // peer is reached over the network (from one rank's log hosts_in_job is 1).
+  int hosts_at_least = 0;
+  bool multi_host = false;  // hosts_at_least >= 2
+  // The most ranks seen on one host: from the ranks each host logged, and from P2P/SHM
+  // connections (the two ends share a host).
   int max_ranks_per_host = 0;
+  std::vector<NcclPeer> peers;         // by (from_rank, rank): every pair joined by a connection line
   std::vector<NcclRankSummary> ranks;  // job ranks seen, by rank
   std::vector<NcclHostSummary> hosts;  // every host that printed NCCL lines
   std::vector<NcclCommSummary> comms;  // job's first

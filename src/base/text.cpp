@@ -1,5 +1,7 @@
 #include "base/text.h"
 
+#include <algorithm>
+
 #include "base/terminal_text.h"
 
 namespace ferret {
@@ -23,6 +25,37 @@ std::string fit_width(std::string_view untrusted, std::size_t width) {
   std::size_t cut = width - 3;
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
   return std::string(text.substr(0, cut)) + "...";
+}
+
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.empty() || word.size() > 256) return "";
+  const std::size_t allowed = std::max<std::size_t>(2, word.size() / 3);
+  std::string best;
+  std::size_t best_distance = allowed + 1;
+  for (const std::string& c : candidates) {
+    const std::size_t d = c.starts_with(word) ? 1 : edit_distance(word, c);
+    if (d < best_distance) best_distance = d, best = c;
+  }
+  return best;
 }
 
 }  // namespace ferret

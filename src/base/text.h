@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ferret {
 
@@ -16,5 +17,10 @@ inline bool contains(std::string_view text, std::string_view part) { return text
 // escaped first (base/terminal_text.h; Style's colours kept): fit_width is how the text reports
 // show names, and a name must not act on the terminal or start a line of its own.
 std::string fit_width(std::string_view text, std::size_t width);
+
+// The candidate nearest to `word` by edit distance (Levenshtein, case-sensitive), when it is
+// close enough to be a typo: at most max(2, size / 3) edits, or `word` is a prefix of it. ""
+// when none is ("analyz" -> "analyze").
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace ferret

@@ -30,6 +30,7 @@ struct AnalyzeCliOptions {
   std::string max_memory;  // "8GiB"; empty = default
   bool job = false;        // force the cross-rank report
   bool per_trace = false;  // force one report per trace
+  std::size_t width = 0;   // --width; 0: COLUMNS or 80
 };
 
 AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
@@ -72,7 +73,7 @@ void run_analyze_command(const AnalyzeCliOptions& cli) {
   if (world.size > 1 && cli.per_trace)
     usage_error("--per-trace cannot be spread over MPI processes; run it without mpirun");
   // Under MPI the launcher forwards stdout: whether it ends at a terminal is not known here.
-  if (request.format == AnalyzeFormat::kText && world.size == 1) request.style = style_for_fd(STDOUT_FILENO);
+  if (request.format == AnalyzeFormat::kText && world.size == 1) request.style = stdout_style(cli.width);
   request.jobs = thread_option(cli.jobs, "--jobs");
   request.threads = thread_option(cli.threads, "--threads");
   request.max_memory = memory_limit(cli.max_memory);
@@ -106,6 +107,7 @@ void register_analyze(CLI::App& app) {
                 "Print a JSON document (schema ferret.analysis/1, or ferret.job/1 for a job; see docs/ANALYSIS_JSON.md "
                 "and docs/DISTRIBUTED.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
+  add_width_option(*cmd, opt->width);
   cmd->add_flag("--job", opt->job,
                 "Treat the traces as the ranks of one job (the default for a directory, or for "
                 "traces that name distinct ranks)");

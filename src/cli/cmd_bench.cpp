@@ -15,6 +15,7 @@
 #include "benchmark/history_store.h"
 #include "benchmark/model_runner.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "cli/world.h"
 #include "report/bench_report.h"
@@ -34,6 +35,7 @@ struct BenchCliOptions {
   double batch_size = 0;
   std::string profile;
   std::size_t profile_calls = bench::kDefaultProfileCalls;
+  std::size_t width = 0;  // --width; 0: COLUMNS or 80
   bool json = false;
   bool markdown = false;
   bool record = false;
@@ -147,7 +149,7 @@ void run_bench(const BenchCliOptions& cli) {
   else if (cli.markdown)
     print_report(bench_markdown(result, recorded));
   else
-    print_report(bench_text(result, recorded, style_for_fd(STDOUT_FILENO)));
+    print_report(bench_text(result, recorded, stdout_style(cli.width)));
   std::cout.flush();
 #endif
 }
@@ -181,6 +183,7 @@ void register_bench(CLI::App& app) {
                   "Also record extra calls (after the timed ones) as a chrome trace for `ferret analyze`");
   cmd->add_option("--profile-calls", opt->profile_calls, "Calls to profile (default 10)")->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.bench/1, see docs/BENCH.md)");
+  add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->add_flag("--record", opt->record, "Store the run with all its samples in the history database");
   cmd->add_option("--label", opt->label, "Name of the recorded run (with --record), e.g. resnet50-bs8");

@@ -14,6 +14,7 @@
 #include "benchmark/history_store.h"
 #include "benchmark/run_record.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 #include "report/bench_compare_report.h"
@@ -27,6 +28,7 @@ struct CompareOptions {
   std::string db;
   double alpha = stats::kDefaultAlpha;
   double fail_if_slower_pct = 0;
+  std::size_t width = 0;  // --width; 0: COLUMNS or 80
   bool json = false;
   bool markdown = false;
 };
@@ -95,7 +97,7 @@ void run_compare(const CompareOptions& opt, bool gate) {
   else if (opt.markdown)
     print_report(compare_markdown(report));
   else
-    print_report(compare_text(report, style_for_fd(STDOUT_FILENO)));
+    print_report(compare_text(report, stdout_style(opt.width)));
   std::cout.flush();
   if (report.gate_failed) throw ExitCode{1};
 }
@@ -117,6 +119,7 @@ void register_compare(CLI::App& app) {
                           ->type_name("PCT")
                           ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.compare/1, see docs/HISTORY.md)");
+  add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->callback([opt, gate] { run_compare(*opt, gate->count() > 0); });
 }

@@ -24,6 +24,7 @@ namespace {
 struct DiffCliOptions {
   std::string base;
   std::string next;
+  std::size_t width = 0;  // --width; 0: COLUMNS or 80
   bool json = false;
   bool markdown = false;
   int top = 10;
@@ -79,7 +80,7 @@ void run_diff(const DiffCliOptions& cli) {
   } else if (cli.markdown) {
     print_report(diff_markdown(diff));
   } else {
-    print_report(diff_text(diff, style_for_fd(STDOUT_FILENO)));
+    print_report(diff_text(diff, stdout_style(cli.width)));
   }
   std::cout.flush();
   if (diff.exit_code() != 0) throw ExitCode{diff.exit_code()};
@@ -97,6 +98,7 @@ void register_diff(CLI::App& app) {
       ->required();
   cmd->add_option("new", opt->next, "The trace after the change")->required();
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.diff/2, see docs/DIFF.md)");
+  add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->add_option("--top", opt->top, "Rows per list of added, removed, slower and faster items (default 10)")
       ->check(CLI::Range(1, 100000));

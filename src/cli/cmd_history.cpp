@@ -10,6 +10,7 @@
 #include "benchmark/history_store.h"
 #include "benchmark/run_record.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "report/bench_compare_report.h"
 
@@ -22,6 +23,7 @@ struct HistoryOptions {
   std::string label;
   std::size_t limit = 20;
   double alpha = stats::kDefaultAlpha;
+  std::size_t width = 0;  // --width; 0: COLUMNS or 80
   bool json = false;
   bool markdown = false;
 };
@@ -51,7 +53,7 @@ void run_history(const HistoryOptions& opt) {
   else if (opt.markdown)
     print_report(history_markdown(report));
   else
-    print_report(history_text(report, style_for_fd(STDOUT_FILENO)));
+    print_report(history_text(report, stdout_style(opt.width)));
   std::cout.flush();
 }
 
@@ -67,6 +69,7 @@ void register_history(CLI::App& app) {
   cmd->add_option("--alpha", opt->alpha, "Significance level of a trend step (default 0.05)")
       ->check(CLI::Range(1e-12, 0.5));
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.history/1, see docs/HISTORY.md)");
+  add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->callback([opt] { run_history(*opt); });
 }

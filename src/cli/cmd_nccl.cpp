@@ -22,6 +22,7 @@ namespace {
 struct NcclCliOptions {
   std::vector<std::string> logs;
   std::vector<std::string> traces;
+  std::size_t width = 0;  // --width; 0: COLUMNS or 80
   bool json = false;
   bool markdown = false;
   unsigned threads = 0;
@@ -80,7 +81,7 @@ void run_nccl(const NcclCliOptions& cli) {
   } else if (cli.markdown) {
     print_report(nccl_markdown(setup, findings, errors));
   } else {
-    print_report(nccl_text(setup, findings, errors, style_for_fd(STDOUT_FILENO)));
+    print_report(nccl_text(setup, findings, errors, stdout_style(cli.width)));
   }
   std::cout.flush();
 }
@@ -103,6 +104,7 @@ void register_nccl(CLI::App& app) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.nccl/1, see docs/NCCL.md)");
+  add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown (log text escaped)");
   cmd->add_option("--max-bytes-without-progress", opt->max_bytes_without_progress,
                   "Stop reading a log after this many bytes without an NCCL line, keeping what was read "

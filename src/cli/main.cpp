@@ -7,10 +7,42 @@
 #include <string>
 
 #include "base/input_error.h"
+#include "base/text.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "model/huge_pages.h"
 #include "version.h"
+
+namespace {
+
+// "unknown command `analyz` (did you mean `analyze`?)", "unknown option --josn (did you mean
+// `--json`?)", or CLI11's own message when the first word left over is neither.
+std::string unknown_word_message(CLI::App& app, const std::vector<std::string>& unknown, const std::string& what) {
+  if (unknown.empty() || unknown.front().empty()) return what;
+  const std::string& word = unknown.front();
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  if (word[0] != '-') {
+    if (!chosen.empty()) return what;  // an extra argument of a sub-command
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    const std::string nearest = ferret::closest_match(word, names);
+    std::string message = "unknown command `" + word + "`";
+    if (!nearest.empty()) return message + " (did you mean `" + nearest + "`?)";
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    return message + " (commands: " + list + ")";
+  }
+  std::string message = "unknown option " + word;
+  if (!word.starts_with("--")) return message;
+  const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+  std::vector<std::string> options;
+  for (const CLI::Option* o : (chosen.empty() ? &app : chosen.back())->get_options())
+    for (const std::string& l : o->get_lnames()) options.push_back(l);
+  const std::string nearest = ferret::closest_match(name, options);
+  return nearest.empty() ? message : message + " (did you mean `--" + nearest + "`?)";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ferret::reexec_with_huge_pages(argv);
@@ -36,10 +68,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    // CLI11 reports a missing sub-command before an unknown option; name the option instead.
+    // CLI11 reports a missing sub-command before an unknown option; name the option instead,
+    // and the nearest sub-command or option when the word looks like a typo of one.
     const std::vector<std::string> unknown = app.remaining(true);
-    const bool unknown_option = !unknown.empty() && !unknown.front().empty() && unknown.front()[0] == '-';
-    ferret::cli::print_usage_error((unknown_option ? "unknown option " + unknown.front() : std::string(e.what())) +
+    ferret::cli::print_usage_error(unknown_word_message(app, unknown, e.what()) +
                                    "; run with --help for more information");
     return 2;
   } catch (const ferret::OptionError& e) {

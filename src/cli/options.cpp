@@ -4,9 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -40,6 +43,31 @@ unsigned thread_option(unsigned requested, const char* option) {
   if (requested <= cap) return requested;
   fmt::print(stderr, "ferret: {} {} capped at {} (4 x {} cores)\n", option, requested, cap, cap / 4);
   return cap;
+}
+
+void add_width_option(CLI::App& cmd, std::size_t& width) {
+  cmd.add_option(
+         "--width", width,
+         fmt::format("Width of the text report in columns (default: $COLUMNS when set, else {})", kDefaultTextWidth))
+      ->check(CLI::Range(kMinTextWidth, kMaxTextWidth));
+}
+
+std::size_t text_width(std::size_t width_option) {
+  if (width_option > 0) return width_option;
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr) {
+    const std::string_view text(columns);
+    std::size_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc{} && end == text.data() + text.size() && value >= kMinTextWidth && value <= kMaxTextWidth)
+      return value;
+  }
+  return kDefaultTextWidth;
+}
+
+Style stdout_style(std::size_t width_option) {
+  Style st = style_for_fd(STDOUT_FILENO);
+  st.width = text_width(width_option);
+  return st;
 }
 
 }  // namespace ferret::cli

@@ -4,8 +4,11 @@
 #include <cstdint>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "analysis/analysis_options.h"
 #include "job/job_runner.h"  // input_file_size, for the commands' progress bars
+#include "report/format.h"
 
 namespace ferret::cli {
 
@@ -20,5 +23,13 @@ std::uint64_t size_option(const std::string& text, const char* option);
 // "--threads" / "--jobs": at most thread_cap() (4 x the cores); a larger value is capped with a
 // note on stderr. 0 (the default: one per core) is kept.
 unsigned thread_option(unsigned requested, const char* option);
+
+// --width N on a sub-command: the text layout width (0 when not given).
+void add_width_option(CLI::App& cmd, std::size_t& width);
+// The text layout width: --width when given, else COLUMNS when it holds a number of columns in
+// kMinTextWidth..kMaxTextWidth, else kDefaultTextWidth (80).
+std::size_t text_width(std::size_t width_option);
+// The style of a text report on stdout: colour when it is a terminal, text_width(width_option).
+Style stdout_style(std::size_t width_option);
 
 }  // namespace ferret::cli

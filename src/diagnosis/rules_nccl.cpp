@@ -18,6 +18,8 @@ namespace {
 
 double count(std::uint64_t n) { return static_cast<double>(n); }
 
+bool is_socket_net(const std::string& net) { return net == "Socket"; }
+
 std::string env_value(const NcclSetup& s, const std::string& name) {
   for (const NcclEnvVariable& v : s.env)
     if (v.name == name)
@@ -48,27 +50,51 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
   for (const NcclRankSummary& r : s.ranks) socket_ranks += r.network == "Socket";
   const bool by_connections = s.net_socket_connections > 0;
   if (!by_connections && !(s.net_connections == 0 && socket_ranks > 0)) return;
-  std::vector<std::string> no_ib_hosts, ib_hosts;
+  std::vector<std::string> no_ib_hosts, ib_hosts, missing_verbs;
   for (const NcclHostSummary& h : s.hosts) {
     if (h.ib_no_device) no_ib_hosts.push_back(h.host);
     if (!h.ib_nics.empty()) ib_hosts.push_back(h.host);
+    if (h.ib_unavailable.starts_with("Failed to open")) missing_verbs.push_back(h.host);
   }
+  std::string missing_verbs_text;  // the first such line, as NCCL printed it
+  for (const NcclHostSummary& h : s.hosts)
+    if (missing_verbs_text.empty() && h.ib_unavailable.starts_with("Failed to open"))
+      missing_verbs_text = h.ib_unavailable;
+  std::vector<int> socket_peers;  // distinct, ascending
+  for (const NcclPeer& p : s.peers)
+    for (const NcclTransportUse& u : p.transports)
+      if (u.kind == NcclTransportKind::kNet && is_socket_net(u.net)) socket_peers.push_back(p.rank);
+  std::sort(socket_peers.begin(), socket_peers.end());
+  socket_peers.erase(std::unique(socket_peers.begin(), socket_peers.end()), socket_peers.end());
   const std::string ib_disable = env_value(s, "NCCL_IB_DISABLE");
+  // From one host's log the job's hosts are known only as "at least".
+  const std::string hosts_text =
+      s.hosts_at_least > s.hosts_in_job ? fmt::format(">= {}", s.hosts_at_least) : fmt::format("{}", s.hosts_at_least);
   Finding f;
   f.id = "nccl-socket-transport";
-  f.title = by_connections
-                ? fmt::format("NCCL talks between {} hosts over TCP sockets ({} NET/Socket connections)",
-                              s.hosts_in_job, s.net_socket_connections)
-                : fmt::format("NCCL uses the socket network on a {}-host job ({} ranks say `Using network Socket`)",
-                              s.hosts_in_job, socket_ranks);
+  if (by_connections && s.hosts_at_least > s.hosts_in_job && !socket_peers.empty())
+    f.title = fmt::format("NCCL reaches rank{} {} on another host over TCP sockets ({} NET/Socket connections)",
+                          socket_peers.size() == 1 ? "" : "s", fit_width(format_rank_list(socket_peers), 30),
+                          s.net_socket_connections);
+  else if (by_connections)
+    f.title = fmt::format("NCCL talks between {} hosts over TCP sockets ({} NET/Socket connections)", hosts_text,
+                          s.net_socket_connections);
+  else
+    f.title = fmt::format("NCCL uses the socket network on a {}-host job ({} ranks say `Using network Socket`)",
+                          hosts_text, socket_ranks);
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = Severity::kHigh;
   f.detail =
       "Inter-host traffic goes through the kernel's TCP stack instead of RDMA: at most ~12.5 GB/s per 100 GbE "
       "interface, against ~50 GB/s per 400 Gb/s InfiniBand NIC.";
+  if (!missing_verbs.empty())
+    f.detail += fmt::format(
+        " Root cause: NCCL could not load the InfiniBand verbs library on {} ({}: `{}`), so it could not use any "
+        "RDMA NIC and fell back to sockets.",
+        missing_verbs.size() == 1 ? "host" : "hosts", join(missing_verbs, 4), missing_verbs_text);
   if (ib_disable == "1") f.detail += " NCCL_IB_DISABLE=1 is set: InfiniBand was turned off on purpose.";
-  if (!no_ib_hosts.empty())
+  if (!no_ib_hosts.empty() && missing_verbs.empty())
     f.detail += fmt::format(" NCCL found no InfiniBand device on {} ({}).", no_ib_hosts.size() == 1 ? "host" : "hosts",
                             join(no_ib_hosts, 4));
   if (!ib_hosts.empty() && !no_ib_hosts.empty())
@@ -76,8 +102,14 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
         fmt::format(" Other hosts do have IB NICs ({}): the job runs at the speed of the slowest.", join(ib_hosts, 4));
   f.evidence = {{"socket_connections", count(s.net_socket_connections), "count"},
                 {"rdma_connections", count(s.net_ib_connections), "count"},
-                {"hosts", static_cast<double>(s.hosts_in_job), "count"},
+                {"hosts", static_cast<double>(s.hosts_at_least), "count"},
                 {"hosts_without_ib", static_cast<double>(no_ib_hosts.size()), "count"}};
+  if (!socket_peers.empty()) f.evidence.push_back({"socket_peers", static_cast<double>(socket_peers.size()), "count"});
+  if (!missing_verbs.empty())
+    f.fixes.push_back(
+        "Install the RDMA user-space libraries where the job runs (in the container image): `apt-get install "
+        "libibverbs1 ibverbs-providers` (rdma-core; `dnf install rdma-core libibverbs` on RHEL), then check "
+        "`ldconfig -p | grep libibverbs` and `ibv_devinfo`");
   if (ib_disable == "1") f.fixes.push_back("Unset `NCCL_IB_DISABLE` (it is 1 here) on every host");
   f.fixes.push_back(
       "Check the RDMA NICs on each host: `ibv_devinfo` (state PORT_ACTIVE) or `ibstat`; in containers "
@@ -90,8 +122,8 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
       "On AWS EFA / other fabrics: install the vendor's NCCL net plugin (aws-ofi-nccl) and confirm "
       "`NET/Plugin: Loaded net plugin` in the log");
   f.threshold =
-      "any inter-host NET/Socket connection on a job spanning >= 2 hosts (sockets ~12.5 GB/s per 100 GbE vs "
-      "~50 GB/s per 400 Gb/s IB NIC)";
+      "any NET/Socket connection to a peer on another host, seen from one rank's log or all (sockets ~12.5 GB/s "
+      "per 100 GbE vs ~50 GB/s per 400 Gb/s IB NIC)";
   f.cause = "nccl-network";
   out.push_back(std::move(f));
 }

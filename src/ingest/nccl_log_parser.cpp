@@ -454,16 +454,19 @@ bool connection_message(NcclMessageContext& c, int channel, std::string_view res
   NcclConnectionRecord r;
   r.origin = c.origin;
   r.channel = channel;
-  if (!take_int(rest, r.from_rank) || !consume(rest, "[")) return false;
-  std::size_t close = rest.find(']');
-  if (close == std::string_view::npos) return false;
-  r.from_device = std::string(rest.substr(0, close));
-  rest.remove_prefix(close + 1);
-  if (!consume(rest, "->") || !take_int(rest, r.to_rank) || !consume(rest, "[")) return false;
-  close = rest.find(']');
-  if (close == std::string_view::npos) return false;
-  r.to_device = std::string(rest.substr(0, close));
-  rest.remove_prefix(close + 1);
+  // The device in brackets after each rank is absent on NCCL 2.4's network lines
+  // (`Ring 00 : 3 -> 0 [receive] via NET/IB/0`).
+  auto take_device_field = [&](std::string& device) {
+    std::string_view probe = rest;
+    if (!consume(probe, "[") || probe.starts_with("send]") || probe.starts_with("receive]")) return true;
+    const std::size_t close = probe.find(']');
+    if (close == std::string_view::npos) return false;
+    device = std::string(probe.substr(0, close));
+    rest = probe.substr(close + 1);
+    return true;
+  };
+  if (!take_int(rest, r.from_rank) || !take_device_field(r.from_device)) return false;
+  if (!consume(rest, "->") || !take_int(rest, r.to_rank) || !take_device_field(r.to_device)) return false;
   if (consume(rest, "[send]"))
     r.direction = 's';
   else if (consume(rest, "[receive]"))
@@ -474,9 +477,10 @@ bool connection_message(NcclMessageContext& c, int channel, std::string_view res
   return true;
 }
 
-// A connection (`->`) or a ring: the ranks in order.
+// A connection (`->`) or a ring: the ranks in order. `Channel 00/0 : ...` (2.12+), `Channel 00 :
+// ...` (2.5-2.11) and `Ring 00 : ...` (2.4 and older) say the same.
 bool channel_message(NcclMessageContext& c, std::string_view m) {
-  std::string_view rest = m.substr(8);  // after "Channel "
+  std::string_view rest = m.substr(m.find(' ') + 1);  // after "Channel " / "Ring "
   int channel = -1, second = -1;
   if (!take_int(rest, channel)) return false;
   if (consume(rest, "/")) take_int(rest, second);
@@ -490,6 +494,12 @@ bool channel_message(NcclMessageContext& c, std::string_view m) {
   while (take_int(rest, rank)) ++r.ring_length;
   if (r.ring_length == 0 || !trim(rest).empty()) return false;
   c.log().rings.push_back(r);
+  return true;
+}
+
+// NCCL 2.4's `Ring 00 : ...` lines; other `Ring ...` wordings stay known and unused.
+bool ring_message(NcclMessageContext& c, std::string_view m) {
+  channel_message(c, m);
   return true;
 }
 
@@ -588,13 +598,45 @@ bool take_nics(std::string_view devices, bool ib, std::vector<NcclNic>& nics) {
   return !nics.empty();
 }
 
+// Why NCCL cannot use InfiniBand: `No device found.`, `Failed to open libibverbs.so[.1]` (the verbs
+// library is not installed: NCCL's ibvwrap prints it, bare or after `NET/IB :`), `Unable to open
+// device mlx5_0`, `No active IB device found`.
+bool is_ib_unavailable(std::string_view rest) {
+  rest = trim(rest);
+  return rest.starts_with("No device found") || rest.starts_with("Failed to open") ||
+         rest.starts_with("Unable to open") || rest.starts_with("No active");
+}
+
+std::string ib_unavailable_reason(std::string_view rest) {
+  rest = trim(rest);
+  if (!rest.empty() && rest.back() == '.') rest.remove_suffix(1);
+  return terminal_safe(rest.substr(0, 120));
+}
+
+// A network record that carries only a name.
+bool push_net_event(NcclMessageContext& c, NcclNetEvent event, std::string name) {
+  NcclNetRecord r;
+  r.origin = c.origin;
+  r.event = event;
+  r.name = std::move(name);
+  c.log().net.push_back(std::move(r));
+  return true;
+}
+
+// A bare `Failed to open libibverbs.so[.1]` (or libmlx5 / librdmacm): InfiniBand unavailable.
+bool ib_library_message(NcclMessageContext& c, std::string_view m) {
+  if (!contains(m, "ibverbs") && !contains(m, "mlx5") && !contains(m, "rdmacm")) return false;
+  return push_net_event(c, NcclNetEvent::kIbNoDevice, ib_unavailable_reason(m));
+}
+
 bool ib_message(NcclMessageContext& c, std::string_view m) {
   std::string_view rest = m.substr(6);  // after "NET/IB"
   if (!consume(rest, ":")) return false;
   NcclNetRecord r;
   r.origin = c.origin;
-  if (consume(rest, "No device found")) {
+  if (is_ib_unavailable(rest)) {
     r.event = NcclNetEvent::kIbNoDevice;
+    r.name = ib_unavailable_reason(rest);
   } else if (consume(rest, "Using")) {
     r.event = NcclNetEvent::kIbDevices;
     r.name = "IB";
@@ -690,12 +732,7 @@ bool bootstrap_message(NcclMessageContext& c, std::string_view m) {
   std::string_view rest = m.substr(9);  // after "Bootstrap"
   consume(rest, ":");
   if (!consume(rest, "Using")) return false;
-  NcclNetRecord r;
-  r.origin = c.origin;
-  r.event = NcclNetEvent::kBootstrap;
-  r.name = interface_name(rest);
-  c.log().net.push_back(std::move(r));
-  return true;
+  return push_net_event(c, NcclNetEvent::kBootstrap, interface_name(rest));
 }
 
 bool p2p_disabled_message(NcclMessageContext& c, std::string_view m) {
@@ -759,6 +796,8 @@ constexpr MessageKind kMessageKinds[] = {
     {"NCCL version ", nullptr, version_message},
     {"cudaDriverVersion ", nullptr, driver_message},
     {"Channel ", nullptr, channel_message},
+    {"Ring ", nullptr, ring_message},
+    {"Failed to open ", nullptr, ib_library_message},
     {"Trees ", nullptr, trees_message},
     {"Init timings", nullptr, init_timings_message},
     {"", is_comm_message, comm_message},

@@ -82,8 +82,10 @@ struct NcclTransport {
   bool gdr = false;      // NET: "/GDRDMA" (GPU Direct RDMA in use)
 };
 
-// `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC` and older `Channel 00 : 0[3d000] -> 1[3e000] via ...`;
-// `[send]` / `[receive]` before `via` on network connections.
+// `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC`, older `Channel 00 : 0[3d000] -> 1[3e000] via ...` and
+// NCCL 2.4's `Ring 00 : 0[0] -> 1[1] via P2P/IPC` / `Ring 00 : 3 -> 0 [receive] via NET/IB/0` (no
+// devices: from_device / to_device stay ""); `[send]` / `[receive]` before `via` on network
+// connections. The line is printed by the sending rank, or by the receiving one for `[receive]`.
 struct NcclConnectionRecord {
   NcclOrigin origin;
   int channel = -1;
@@ -129,7 +131,7 @@ struct NcclNic {
 
 enum class NcclNetEvent : std::uint8_t {
   kIbDevices,      // NET/IB : Using [0]mlx5_0:1/IB [1]...; OOB eth0:10.0.0.1<0>
-  kIbNoDevice,     // NET/IB : No device found.
+  kIbNoDevice,     // NET/IB : No device found. / [NET/IB : ]Failed to open libibverbs.so[.1] (name: the reason)
   kSocketDevices,  // NET/Socket : Using [0]eth0:10.1.2.3<0>
   kUsingNetwork,   // Using network IB | Socket | IBext | ... (older: Using internal Network IB)
   kPluginAbsent,   // NET/Plugin : No plugin found / Could not find / Plugin load returned

@@ -122,6 +122,15 @@ std::string window_notes(const TraceAnalysis& a) {
   return out + ".";
 }
 
+// " (3 steps)" / " (one annotated span)": what the analysis window is made of; "" for the whole
+// trace or a time range (the window line above says so).
+std::string window_count_text(const TraceAnalysis& a) {
+  if (a.context.source == WindowSource::kSteps && !a.breakdown.steps.empty())
+    return fmt::format(" ({} step{})", a.breakdown.steps.size(), a.breakdown.steps.size() == 1 ? "" : "s");
+  if (a.context.source == WindowSource::kAnnotation) return " (the span " + a.context.label + ")";
+  return "";
+}
+
 const GpuTimelineResult& reported_timeline(const TraceAnalysis& a) {
   return a.hta_timeline ? *a.hta_timeline : a.timeline;
 }
@@ -140,14 +149,17 @@ std::vector<std::string> input_lines(const IngestReport& r) {
 }  // namespace
 
 std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style& st) {
-  constexpr std::size_t kWidth = 80;
+  const std::size_t width = st.width;
+  // Table rows: "  NAME  DURATION(12)  CALLS(8) calls", the name column taking what is left
+  // (46 at 80 columns).
+  const std::size_t name_width = width > 34 + 12 ? width - 34 : 12;
   std::string out;
-  out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), kWidth), st.reset());
-  out += fmt::format("{}\n", fit_width(window_line(a), kWidth));
-  if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, kWidth, "");
+  out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), width), st.reset());
+  out += fmt::format("{}\n", fit_width(window_line(a), width));
+  if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, width, "");
   out += '\n';
   out += st.bold();
-  out += wrap(d.verdict.headline, kWidth, "");
+  out += wrap(d.verdict.headline, width, "");
   out += st.reset();
 
   // Macro: where each step's time goes.
@@ -158,7 +170,9 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
     for (int c = 0; c < kStepCategoryCount; ++c) {
       const auto cat = static_cast<StepCategory>(c);
       const double pct = b.average_pct_of(cat);
-      const int bar = static_cast<int>(std::lround(pct / 100.0 * 30.0));
+      // The bar takes what the width leaves after the 39 columns of text, at most 30.
+      const double bar_columns = static_cast<double>(std::min<std::size_t>(30, width > 49 ? width - 39 : 10));
+      const int bar = static_cast<int>(std::lround(std::clamp(pct, 0.0, 100.0) / 100.0 * bar_columns));
       out += fmt::format("  {:<14} {:>12} {:>6.1f}%  {}{}{}\n", step_category_label(cat),
                          human_duration(static_cast<std::int64_t>(b.average_of(cat))), pct, st.cyan(),
                          std::string(static_cast<std::size_t>(bar), '#'), st.reset());
@@ -167,28 +181,38 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   if (!a.gpu_metrics.devices.empty()) {
     out += fmt::format("\n{}GPU{}\n", st.bold(), st.reset());
     for (const DeviceMetrics& g : a.gpu_metrics.devices) {
-      out += fmt::format("  device {} {}\n", g.device, fit_width(g.name, kWidth - 12));
-      out += fmt::format(
-          "    utilization {:.1f}%  SM efficiency {}  occupancy {}  Tensor Cores {:.1f}%\n", g.utilization_pct,
-          g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
-          g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
-          g.tensor_core_pct);
+      out += fmt::format("  device {} {}\n", g.device, fit_width(g.name, width - 12));
+      // Each share names what it is a share of.
+      out += wrap(fmt::format("utilization: kernels busy {:.1f}% of the {} window{}", g.utilization_pct,
+                              human_duration(g.window_ns), window_count_text(a)),
+                  width, "    ");
+      out +=
+          wrap(fmt::format(
+                   "SM efficiency {} of the window, occupancy {} of kernel time, Tensor Cores {:.1f}% of "
+                   "kernel time",
+                   g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
+                   g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
+                   g.tensor_core_pct),
+               width, "    ");
       // SM efficiency above is estimated from launch sizes; PM sampling measures it.
       if (g.measured_sm_active_pct >= 0 || g.measured_tensor_active_pct >= 0)
-        out += fmt::format(
-            "    measured: SM active {}  Tensor active {}  ({:.0f}% of window sampled)\n",
-            g.measured_sm_active_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.measured_sm_active_pct),
-            g.measured_tensor_active_pct < 0 ? std::string("n/a")
-                                             : fmt::format("{:.1f}%", g.measured_tensor_active_pct),
-            g.measured_coverage_pct);
+        out += wrap(fmt::format("measured: SM active {}  Tensor active {}  ({:.0f}% of window sampled)",
+                                g.measured_sm_active_pct < 0 ? std::string("n/a")
+                                                             : fmt::format("{:.1f}%", g.measured_sm_active_pct),
+                                g.measured_tensor_active_pct < 0 ? std::string("n/a")
+                                                                 : fmt::format("{:.1f}%", g.measured_tensor_active_pct),
+                                g.measured_coverage_pct),
+                    width, "    ");
     }
   }
   if (const GpuTimelineResult& tl = reported_timeline(a); tl.has_gpu) {
     const TemporalBreakdown& t = tl.overall;
-    out += fmt::format("  timeline{}: idle {:.1f}%, compute {:.1f}%, non-compute {:.1f}% of {}\n",
-                       a.hta_timeline ? " (HTA's definition)" : "", t.idle_pct(), t.compute_pct(), t.non_compute_pct(),
-                       human_duration(t.span_ns));
-    if (const std::string graphs = graph_replay_line(a); !graphs.empty()) out += wrap(graphs, kWidth, "  ");
+    out += wrap(fmt::format("timeline{}: idle {:.1f}%, compute {:.1f}%, non-compute {:.1f}% of the {} from the first "
+                            "GPU activity to the last",
+                            a.hta_timeline ? " (HTA's definition)" : "", t.idle_pct(), t.compute_pct(),
+                            t.non_compute_pct(), human_duration(t.span_ns)),
+                width, "  ");
+    if (const std::string graphs = graph_replay_line(a); !graphs.empty()) out += wrap(graphs, width, "  ");
   }
 
   // Operator layer: where the time goes by op and by kernel.
@@ -197,40 +221,55 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   const std::vector<OpStat>& ops = device_view ? h.ops_by_device : h.ops_by_host;
   if (!ops.empty()) {
     out += fmt::format("\n{}Top operators{} by {} self time\n", st.bold(), st.reset(), device_view ? "GPU" : "host");
-    for (const OpStat& op : ops) {
-      const std::int64_t t = device_view ? op.device_self_ns : op.host_self_ns;
-      if (t <= 0) continue;
-      out += fmt::format("  {:<46} {:>12} {:>8} calls\n", fit_width(op.name, 46), human_duration(t), op.calls);
-    }
+    std::vector<const OpStat*> shown;
+    std::vector<std::string> names;
+    for (const OpStat& op : ops)
+      if ((device_view ? op.device_self_ns : op.host_self_ns) > 0) shown.push_back(&op), names.push_back(op.name);
+    const std::vector<std::string> fitted = fit_names(names, name_width);
+    for (std::size_t i = 0; i < shown.size(); ++i)
+      out +=
+          fmt::format("  {:<{}} {:>12} {:>8} calls\n", fitted[i], name_width,
+                      human_duration(device_view ? shown[i]->device_self_ns : shown[i]->host_self_ns), shown[i]->calls);
     if (const std::string replays = replay_attribution_line(h); device_view && !replays.empty())
-      out += wrap(replays, kWidth, "  ");
+      out += wrap(replays, width, "  ");
   }
   if (!h.kernels.empty()) {
     out += fmt::format("\n{}Top kernels{} by total time\n", st.bold(), st.reset());
-    for (const KernelStat& k : h.kernels)
-      out += fmt::format("  {:<46} {:>12} {:>8} calls\n", fit_width(k.name, 46), human_duration(k.total_ns), k.calls);
+    std::vector<std::string> names;
+    for (const KernelStat& k : h.kernels) names.push_back(k.name);
+    const std::vector<std::string> fitted = fit_names(names, name_width);
+    for (std::size_t i = 0; i < h.kernels.size(); ++i)
+      out += fmt::format("  {:<{}} {:>12} {:>8} calls\n", fitted[i], name_width, human_duration(h.kernels[i].total_ns),
+                         h.kernels[i].calls);
   }
   const MemoryResult& mem = a.memory;
   for (const MemoryDevice& md : mem.devices) {
     if (md.device_type == 0 || md.peak_reserved < 0) continue;
-    out += fmt::format(
-        "\n{}Memory{} device {}: peak allocated {}, peak reserved {}{}\n", st.bold(), st.reset(), md.device_id,
-        human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, md.peak_allocated))),
-        human_bytes(static_cast<std::uint64_t>(md.peak_reserved)),
-        md.fragmentation_at_peak >= 0 ? fmt::format(", fragmentation at peak {:.0f}%", 100 * md.fragmentation_at_peak)
-                                      : std::string());
+    out += '\n';
+    out += wrap(
+        fmt::format("{}Memory{} device {}: peak allocated {}, peak reserved {}{}", st.bold(), st.reset(), md.device_id,
+                    human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, md.peak_allocated))),
+                    human_bytes(static_cast<std::uint64_t>(md.peak_reserved)),
+                    md.fragmentation_at_peak >= 0
+                        ? fmt::format(", fragmentation at peak {:.0f}%", 100 * md.fragmentation_at_peak)
+                        : std::string()),
+        width + (st.enabled ? 8 : 0), "");
   }
-  if (a.communication.present)
-    out += fmt::format("\n{}Communication{}: {:.1f}% of the window, {:.1f}% exposed, {:.1f}% overlapped by compute\n",
-                       st.bold(), st.reset(), 100 * a.communication.comm_share, 100 * a.communication.exposed_share,
-                       100 * a.communication.overlap_share);
+  if (a.communication.present) {
+    out += '\n';
+    out += wrap(fmt::format("{}Communication{}: {:.1f}% of the window, {:.1f}% exposed, {:.1f}% overlapped by "
+                            "compute",
+                            st.bold(), st.reset(), 100 * a.communication.comm_share,
+                            100 * a.communication.exposed_share, 100 * a.communication.overlap_share),
+                width + (st.enabled ? 8 : 0), "");
+  }
 
-  out += findings_text(d.findings, st, kWidth);
+  out += findings_text(d.findings, st, width);
   const IngestReport& r = a.model->report;
   if (r.repair_count() + r.skip_count() > 0 || !r.notes.empty()) {
     out +=
         fmt::format("\n{}Input{}: {} repaired, {} skipped\n", st.bold(), st.reset(), r.repair_count(), r.skip_count());
-    for (const std::string& line : input_lines(r)) out += wrap(line, kWidth, "  ");
+    for (const std::string& line : input_lines(r)) out += wrap(line, width, "  ");
   }
   return out;
 }
@@ -407,7 +446,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
 std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   std::string out;
   out += fmt::format("### ferret: {}\n\n", escape_markdown(trace_line(a)));
-  out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline));
+  out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline, /*in_table=*/false));
   out += fmt::format("{}\n\n", escape_markdown(window_line(a)));
   if (const std::string notes = window_notes(a); !notes.empty()) out += fmt::format("{}\n\n", escape_markdown(notes));
   const StepBreakdownResult& b = a.breakdown;
@@ -421,7 +460,10 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
     out += "\n";
   }
   if (!a.gpu_metrics.devices.empty()) {
-    out += "| GPU | utilization | SM efficiency | occupancy | Tensor Cores |\n|---|---:|---:|---:|---:|\n";
+    out += fmt::format(
+        "| GPU | busy, of the {} window{} | SM efficiency, of the window | occupancy, of kernel time | Tensor "
+        "Cores, of kernel time |\n|---|---:|---:|---:|---:|\n",
+        human_duration(a.gpu_metrics.devices.front().window_ns), escape_markdown(window_count_text(a)));
     for (const DeviceMetrics& g : a.gpu_metrics.devices)
       out += fmt::format(
           "| {} {} | {:.1f}% | {} | {} | {:.1f}% |\n", g.device, escape_markdown(g.name), g.utilization_pct,
@@ -496,7 +538,7 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
     if (!f.detail.empty()) out += wrap(f.detail, width, "      ");
     std::string ev;
     for (const Evidence& e : f.evidence)
-      ev += fmt::format("{}{}={:.4g}{}", ev.empty() ? "" : ", ", e.name, e.value, e.unit);
+      ev += fmt::format("{}{}={}", ev.empty() ? "" : ", ", e.name, evidence_value_text(e.value, e.unit));
     if (!ev.empty()) out += wrap("evidence: " + ev, width, "      ");
     for (const std::string& fix : f.fixes) out += wrap("fix: " + fix, width, "      ");
     if (with_rules && !f.threshold.empty()) out += wrap("rule: " + f.threshold, width, "      ");
@@ -513,15 +555,16 @@ std::string findings_markdown(const std::vector<Finding>& findings, bool with_ru
   if (findings.empty()) out += "| | | no findings | | |\n";
   for (const Finding& f : findings) {
     if (f.fixes.empty()) continue;
-    out += fmt::format("\n**{}**\n", escape_markdown(f.title));
+    out += fmt::format("\n**{}**\n", escape_markdown(f.title, /*in_table=*/false));
     if (!f.detail.empty()) {
       out += '\n';
-      out += escape_markdown(f.detail);
+      out += escape_markdown(f.detail, /*in_table=*/false);
       out += '\n';
     }
     out += "\n";
-    for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix) + "\n";
-    if (with_rules && !f.threshold.empty()) out += "\n_Rule: " + escape_markdown(f.threshold) + "_\n";
+    for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix, /*in_table=*/false) + "\n";
+    if (with_rules && !f.threshold.empty())
+      out += "\n_Rule: " + escape_markdown(f.threshold, /*in_table=*/false) + "_\n";
   }
   return out;
 }

@@ -12,8 +12,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::size_t kWidth = 80;
-
 // "12.35 ms": four significant digits at most, so a time fits 8 columns.
 std::string compact_seconds(double seconds) {
   if (!std::isfinite(seconds)) return "-";
@@ -36,7 +34,7 @@ std::string value_text(double v, const std::string& unit) {
   if (!std::isfinite(v)) return "-";
   const double spu = seconds_per_unit(unit);
   if (std::isfinite(spu)) return compact_seconds(v * spu);
-  return fmt::format("{:.4g} {}", v, unit);
+  return human_number(v) + " " + unit;
 }
 
 std::string signed_value_text(double v, const std::string& unit) {
@@ -61,7 +59,8 @@ std::string signed_percent(double fraction) {
 
 std::string p_value_text(double p) {
   if (std::isnan(p)) return "-";
-  if (p == 0) return "< 1e-300";
+  // Below 0.0001 "{:.2g}" would switch to an exponent ("1.2e-05").
+  if (p < 0.0001) return "< 0.0001";
   return fmt::format("{:.2g}", p);
 }
 
@@ -78,9 +77,9 @@ std::string basename(const std::string& path) {
 
 std::string run_name(const RunRecord& r) { return fmt::format("#{} {}", r.id, r.label); }
 
-// Wraps `text` to kWidth columns, each line prefixed by `indent` (the first by `first`); labels and
+// Wraps `text` to st.width columns, each line prefixed by `indent` (the first by `first`); labels and
 // environment values in it are escaped first (base/terminal_text.h).
-std::string wrap(std::string_view untrusted, const std::string& first, const std::string& indent) {
+std::string wrap(std::string_view untrusted, const std::string& first, const std::string& indent, std::size_t width) {
   const std::string text = terminal_safe(untrusted, {.keep_colour = true});
   std::string out, line;
   const std::string* prefix = &first;
@@ -89,7 +88,7 @@ std::string wrap(std::string_view untrusted, const std::string& first, const std
     std::size_t next = text.find(' ', pos);
     if (next == std::string_view::npos) next = text.size();
     const std::string_view word = std::string_view(text).substr(pos, next - pos);  // not a temporary
-    if (!line.empty() && prefix->size() + line.size() + 1 + word.size() > kWidth) {
+    if (!line.empty() && prefix->size() + line.size() + 1 + word.size() > width) {
       out += *prefix + line + "\n";
       line.clear();
       prefix = &indent;
@@ -159,7 +158,7 @@ std::string history_text(const HistoryReport& r, const Style& st) {
   std::string title =
       fmt::format("History of {}{}: {} run{}, newest first", r.database,
                   r.label.empty() ? "" : " (label " + r.label + ")", r.runs.size(), r.runs.size() == 1 ? "" : "s");
-  out += fmt::format("{}{}{}\n", st.bold(), fit_width(title, kWidth), st.reset());
+  out += fmt::format("{}{}{}\n", st.bold(), fit_width(title, st.width), st.reset());
   if (r.runs.empty()) {
     out += r.label.empty() ? "No runs recorded yet. Record one with\n" : "No runs with this label. Record one with\n";
     out += "  ferret bench MODEL --record --label NAME\n";
@@ -194,7 +193,7 @@ std::string history_text(const HistoryReport& r, const Style& st) {
     for (std::size_t i = 0; i < t.points.size(); ++i) {
       const TrendPoint& p = t.points[i];
       std::string plain = (i == 0 ? " " : " -> ") + trend_point_text(p, unit_of(r, p.id), false);
-      if (line_width + plain.size() > kWidth && line_width > 4) {
+      if (line_width + plain.size() > st.width && line_width > 4) {
         out += line + "\n";
         line = "   ";
         line_width = 3;
@@ -379,11 +378,11 @@ std::string compare_text(const CompareReport& r, const Style& st) {
   const RunComparison& c = r.comparison;
   const stats::Comparison& ch = c.change;
   std::string out;
-  out +=
-      fmt::format("{}{}{}\n", st.bold(),
-                  fit_width(fmt::format("Compare A = {} (baseline) with B = {}", run_name(r.a), run_name(r.b)), kWidth),
-                  st.reset());
-  out += fit_width("database " + r.database, kWidth) + "\n\n";
+  out += fmt::format(
+      "{}{}{}\n", st.bold(),
+      fit_width(fmt::format("Compare A = {} (baseline) with B = {}", run_name(r.a), run_name(r.b)), st.width),
+      st.reset());
+  out += fit_width("database " + r.database, st.width) + "\n\n";
 
   // 2 + 18 + 1 + 28 + 1 + 28 = 78 columns.
   auto row = [&out](const std::string& name, const std::string& a, const std::string& b) {
@@ -411,19 +410,20 @@ std::string compare_text(const CompareReport& r, const Style& st) {
 
   const char* colour = !ch.significant ? "" : ch.relative_change > 0 ? st.red() : st.green();
   out += "\n" + std::string(st.bold()) + colour;
-  out += wrap(compare_verdict(r), "Verdict: ", "  ");
+  out += wrap(compare_verdict(r), "Verdict: ", "  ", st.width);
   out += st.reset();
 
   const std::vector<Warning> warnings = warning_list(r);
   if (!warnings.empty()) {
     out += fmt::format("\n{}Warnings{}\n", st.yellow(), st.reset());
     for (const Warning& w : warnings) {
-      out += wrap(w.items.empty() ? w.text : w.text + ":", "  ! ", "    ");
-      for (const std::string& item : w.items) out += "      " + fit_width(item, kWidth - 6) + "\n";
+      out += wrap(w.items.empty() ? w.text : w.text + ":", "  ! ", "    ", st.width);
+      for (const std::string& item : w.items) out += "      " + fit_width(item, st.width - 6) + "\n";
     }
   }
   if (r.fail_if_slower_pct)
-    out += "\n" + wrap(gate_text(r), fmt::format("Gate --fail-if-slower {:g}: ", *r.fail_if_slower_pct), "  ");
+    out +=
+        "\n" + wrap(gate_text(r), fmt::format("Gate --fail-if-slower {:g}: ", *r.fail_if_slower_pct), "  ", st.width);
   return out;
 }
 

@@ -12,8 +12,6 @@ namespace {
 
 using bench::BenchResult;
 
-constexpr std::size_t kWidth = 80;
-
 // A latency in seconds as "512.345 us"; "n/a" when not finite.
 std::string latency(double seconds) {
   if (!std::isfinite(seconds)) return "n/a";
@@ -95,15 +93,15 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
   const stats::Summary& s = r.summary;
   std::string out;
   out += fit_width(fmt::format("{}ferret bench{}  {}", st.bold(), st.reset(), r.record.subject),
-                   kWidth + std::string(st.bold()).size() + std::string(st.reset()).size()) +
+                   st.width + std::string(st.bold()).size() + std::string(st.reset()).size()) +
          "\n";
   out += wrap(fmt::format("  torch {} on {}, {}; inputs {}; batch {:g}", r.torch_version, r.device,
                           threads_text(r.threads), inputs_text(r), r.record.batch_size),
-              kWidth, 4);
-  out += wrap(fmt::format("  warm-up  {}", warmup_text(r)), kWidth, 11);
+              st.width, 4);
+  out += wrap(fmt::format("  warm-up  {}", warmup_text(r)), st.width, 11);
   out +=
       wrap(fmt::format("  timed    {} calls in {} (rule: {}); {}", s.n, latency(r.timed_seconds), r.run_rule, r.timing),
-           kWidth, 11);
+           st.width, 11);
 
   out += fmt::format("\n{}Latency per call{} ({} samples)\n", st.bold(), st.reset(), s.n);
   out += fmt::format("  median  {:>12}   {:.0f}% CI {} .. {}\n", latency(s.median), r.median_ci.confidence * 100,
@@ -112,9 +110,9 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
   out += fmt::format("  p90     {:>12}   p95 {}   p99 {}\n", latency(s.p90), latency(s.p95), latency(s.p99));
   out += fmt::format("  p99.9   {:>12}   min {}   max {}\n", latency(s.p999), latency(s.min), latency(s.max));
   out += fmt::format("  IQR     {:>12}   {} of the median\n", latency(s.iqr), percent_text(r.relative_iqr));
-  out += wrap(fmt::format("  outliers {}", outliers_text(r.outliers)), kWidth, 11);
+  out += wrap(fmt::format("  outliers {}", outliers_text(r.outliers)), st.width, 11);
   if (r.noisy)
-    out += wrap(fmt::format("  {}warning{}: {}", st.yellow(), st.reset(), bench_noise_warning(r)), kWidth, 4);
+    out += wrap(fmt::format("  {}warning{}: {}", st.yellow(), st.reset(), bench_noise_warning(r)), st.width, 4);
 
   out += "\n";
   out += fmt::format("{}Throughput{}  {} (batch {:g} / median)\n", st.bold(), st.reset(),
@@ -126,23 +124,23 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
     out += wrap(fmt::format("            {} allocator peak {} allocated, {} reserved ({} extra calls)",
                             r.allocator.device == "cuda" ? "CUDA" : "CPU", human_bytes(r.allocator.allocated_bytes),
                             human_bytes(r.allocator.reserved_bytes), r.allocator.calls),
-                kWidth, 12);
+                st.width, 12);
   if (!r.profile_path.empty()) {
     out += wrap(fmt::format("{}Profile{}     {} extra calls after the timed ones, not in the statistics: {}", st.bold(),
                             st.reset(), r.profile_calls, r.profile_path),
-                kWidth + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
-    out += wrap("            explain it with: ferret analyze " + r.profile_path, kWidth, 12);
+                st.width + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
+    out += wrap("            explain it with: ferret analyze " + r.profile_path, st.width, 12);
   }
   if (recorded)
     out += wrap(fmt::format("{}Recorded{}    run #{} \"{}\" in {}", st.bold(), st.reset(), recorded->id,
                             recorded->label, recorded->database),
-                kWidth + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
-  for (const std::string& note : r.notes) out += wrap("note: " + note, kWidth, 6);
+                st.width + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
+  for (const std::string& note : r.notes) out += wrap("note: " + note, st.width, 6);
 
   if (!r.record.environment.fields.empty()) {
     out += fmt::format("\n{}Environment{}\n", st.bold(), st.reset());
     for (const auto& [key, value] : r.record.environment.fields)
-      out += fit_width(fmt::format("  {:<22} {}", key, value), kWidth) + "\n";
+      out += fit_width(fmt::format("  {:<22} {}", key, value), st.width) + "\n";
   }
   return out;
 }

@@ -15,8 +15,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::size_t kWidth = 80;
-
 // Numbers that may be NaN (no base value, no test): JSON null.
 json number_or_null(double v, double scale = 1.0) { return std::isfinite(v) ? json(round3(v * scale)) : json(nullptr); }
 json us_json(double ns) { return number_or_null(ns, 1e-3); }
@@ -247,28 +245,39 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
   constexpr bool kOps = std::is_same_v<Row, OpDiff>;
   out += fmt::format("\n{}{}{} (per step)\n  {}\n", st.bold(), title, st.reset(), counts_text(l));
   if (l.listed + l.below_floor + l.not_significant > 0)
-    out += fmt::format("{}{}{}", st.dim(), wrap(selection_text(l), kWidth, "  "), st.reset());
+    out += fmt::format("{}{}{}", st.dim(), wrap(selection_text(l), st.width, "  "), st.reset());
   const std::string rest = not_listed_text(l);
   if (l.added.empty() && l.removed.empty() && l.slower.empty() && l.faster.empty()) {
     if (!rest.empty())
-      out += fmt::format("{}{}{}", st.dim(), wrap("no change listed, " + rest, kWidth, "  "), st.reset());
+      out += fmt::format("{}{}{}", st.dim(), wrap("no change listed, " + rest, st.width, "  "), st.reset());
     return;
   }
   out +=
       fmt::format("{}    {:<32} {:>10} {:>10} {:>11} {:>7}{}\n", st.dim(),
                   kOps ? "(self time; h = host, else GPU)" : "(total time)", "BASE", "NEW", "change", "%", st.reset());
+  // Long names get a line of their own, cut to the width; names that would cut alike show what
+  // tells them apart.
+  std::vector<std::string> long_names;
+  auto full_name = [&](const Row& r) {
+    std::string name = terminal_safe(r.name);
+    if constexpr (kOps) {
+      if (!r.input_dims.empty()) name += ' ' + terminal_safe(r.input_dims);
+    }
+    return name;
+  };
+  for (const auto& [label, rows] : ordered(l))
+    for (const Row& r : *rows) long_names.push_back(full_name(r));
+  const std::vector<std::string> fitted_long = fit_names(long_names, st.width - 4);
+  std::size_t row_index = 0;
   for (const auto& [label, rows] : ordered(l)) {
     if (rows->empty()) continue;
     out += fmt::format("  {}\n", label);
     for (const Row& r : *rows) {
-      std::string name = terminal_safe(r.name);
+      std::string name = full_name(r);
+      const std::string& fitted = fitted_long[row_index++];
       double base_ns = 0, new_ns = 0;
       const char* marker = "";
       if constexpr (kOps) {
-        if (!r.input_dims.empty()) {
-          name += ' ';
-          name += terminal_safe(r.input_dims);
-        }
         base_ns = r.basis == TimeBasis::kDevice ? r.base_device_self_ns : r.base_host_self_ns;
         new_ns = r.basis == TimeBasis::kDevice ? r.new_device_self_ns : r.new_host_self_ns;
         marker = r.basis == TimeBasis::kHost ? " h" : "";
@@ -279,7 +288,7 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
       const char* colour = r.delta_ns > 0 ? st.red() : r.delta_ns < 0 ? st.green() : "";
       // A name too long for its column (kernel templates) gets a line of its own.
       if (name.size() > 32) {
-        out += fmt::format("    {}\n", fit_width(name, kWidth - 4));
+        out += fmt::format("    {}\n", fitted);
         name.clear();
       }
       out += fmt::format("    {:<32} {:>10} {:>10} {}{:>11}{} {:>7}{}\n", name,
@@ -288,7 +297,7 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
                          signed_duration(r.delta_ns), st.reset(),
                          relative_text(r.relative, r.change == ChangeKind::kAdded), marker);
       if (!r.matched_from.empty())
-        out += fmt::format("{}      ~ was {}{}\n", st.dim(), fit_width(terminal_safe(r.matched_from), kWidth - 12),
+        out += fmt::format("{}      ~ was {}{}\n", st.dim(), fit_width(terminal_safe(r.matched_from), st.width - 12),
                            st.reset());
     }
   }
@@ -299,7 +308,7 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
   };
   if (shown_renamed(l.added) || shown_renamed(l.removed) || shown_renamed(l.slower) || shown_renamed(l.faster))
     out += fmt::format("  {}~ matched by a normalised name (a span renamed by the change){}\n", st.dim(), st.reset());
-  if (!rest.empty()) out += fmt::format("{}{}{}", st.dim(), wrap(rest, kWidth, "  "), st.reset());
+  if (!rest.empty()) out += fmt::format("{}{}{}", st.dim(), wrap(rest, st.width, "  "), st.reset());
 }
 
 template <class Row>
@@ -368,18 +377,18 @@ const char* gate_colour(const GateResult& g, const Style& st) {
 std::string diff_text(const TraceDiff& d, const Style& st) {
   std::string out;
   out += fmt::format("{}ferret diff{}\n", st.bold(), st.reset());
-  out += fmt::format("  BASE  {}\n        {}\n", fit_width(d.base.source, kWidth - 8), window_line(d.base));
-  out += fmt::format("  NEW   {}\n        {}\n", fit_width(d.next.source, kWidth - 8), window_line(d.next));
+  out += fmt::format("  BASE  {}\n        {}\n", fit_width(d.base.source, st.width - 8), window_line(d.base));
+  out += fmt::format("  NEW   {}\n        {}\n", fit_width(d.next.source, st.width - 8), window_line(d.next));
 
   const char* verdict_colour = d.step_time.verdict == StepVerdict::kSlower   ? st.red()
                                : d.step_time.verdict == StepVerdict::kFaster ? st.green()
                                                                              : "";
-  out += fmt::format("\n{}{}{}{}", st.bold(), verdict_colour, wrap(diff_headline(d), kWidth, ""), st.reset());
-  for (const std::string& line : step_detail(d)) out += wrap(line, kWidth, "  ");
+  out += fmt::format("\n{}{}{}{}", st.bold(), verdict_colour, wrap(diff_headline(d), st.width, ""), st.reset());
+  for (const std::string& line : step_detail(d)) out += wrap(line, st.width, "  ");
   if (d.gate.enabled)
     out += fmt::format(
                "{}{}", gate_colour(d.gate, st),
-               wrap(fmt::format("Gate --fail-if-slower {:g}: {}", d.gate.threshold_pct, d.gate.reason), kWidth, "")) +
+               wrap(fmt::format("Gate --fail-if-slower {:g}: {}", d.gate.threshold_pct, d.gate.reason), st.width, "")) +
            st.reset();
 
   out += fmt::format("\n{}Step time breakdown{} (mean per step)\n", st.bold(), st.reset());
@@ -396,7 +405,7 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
                      wrap(fmt::format("means, as the categories add up to them; the step-time change is the "
                                       "Hodges-Lehmann shift above, {}",
                                       relative_text(d.step_time.comparison.relative_shift)),
-                          kWidth, "  "),
+                          st.width, "  "),
                      st.reset());
 
   text_rows(out, "Operators", d.ops, st);
@@ -409,13 +418,13 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
                      f.appeared.size(), f.resolved.size(), f.persisting.size());
   for (const Finding& x : f.appeared)
     out += fmt::format("  {}appeared{}  {:<6} {}\n", st.red(), st.reset(), upper(severity_name(x.severity)),
-                       fit_width(x.title, kWidth - 19));
+                       fit_width(x.title, st.width - 19));
   for (const Finding& x : f.resolved)
     out += fmt::format("  {}resolved{}  {:<6} {}\n", st.green(), st.reset(), upper(severity_name(x.severity)),
-                       fit_width(x.title, kWidth - 19));
+                       fit_width(x.title, st.width - 19));
   for (const FindingChange& x : f.persisting) {
     out += fmt::format("  persists  {:<6} {}\n", upper(severity_name(x.next.severity)),
-                       fit_width(x.next.title, kWidth - 19));
+                       fit_width(x.next.title, st.width - 19));
     if (x.base.severity != x.next.severity)
       out +=
           fmt::format("            {}was {} in BASE{}\n", st.dim(), upper(severity_name(x.base.severity)), st.reset());
@@ -423,9 +432,9 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
 
   if (!d.warnings.empty() || !d.base.notes.empty() || !d.next.notes.empty()) {
     out += fmt::format("\n{}Comparability{}\n", st.bold(), st.reset());
-    for (const std::string& w : d.warnings) out += wrap(w, kWidth, "  ");
-    for (const std::string& n : d.base.notes) out += wrap("BASE: " + n, kWidth, "  ");
-    for (const std::string& n : d.next.notes) out += wrap("NEW: " + n, kWidth, "  ");
+    for (const std::string& w : d.warnings) out += wrap(w, st.width, "  ");
+    for (const std::string& n : d.base.notes) out += wrap("BASE: " + n, st.width, "  ");
+    for (const std::string& n : d.next.notes) out += wrap("NEW: " + n, st.width, "  ");
   }
   return out;
 }

@@ -107,11 +107,11 @@ std::string last_text(const RankRow& row) {
 }  // namespace
 
 std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style& st) {
-  constexpr std::size_t kWidth = 80;
-  std::string out = wrap(fmt::format("{}Job{}: {}", st.bold(), st.reset(), job_line(job)), kWidth, "");
-  out += wrap(matching_line(job), kWidth, "");
+  const std::size_t width = st.width;
+  std::string out = wrap(fmt::format("{}Job{}: {}", st.bold(), st.reset(), job_line(job)), width, "");
+  out += wrap(matching_line(job), width, "");
   out += '\n';
-  out += wrap(fmt::format("{}Verdict{}: {}", st.bold(), st.reset(), d.verdict.headline), kWidth, "");
+  out += wrap(fmt::format("{}Verdict{}: {}", st.bold(), st.reset(), d.verdict.headline), width, "");
 
   std::size_t hidden = 0;
   const std::vector<std::size_t> shown = shown_ranks(job, hidden);
@@ -160,12 +160,12 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
     }
   }
 
-  out += findings_text(d.findings, st, kWidth);
+  out += findings_text(d.findings, st, width);
   if (!d.rank_verdicts.empty()) {
     out += fmt::format("\n{}Each rank's own verdict{}\n", st.bold(), st.reset());
     for (std::size_t i = 0; i < d.rank_verdicts.size() && i < 6; ++i) {
       const auto& v = d.rank_verdicts[i];
-      out += wrap(fmt::format("{} rank{}: {}", v.ranks.size(), v.ranks.size() == 1 ? "" : "s", v.title), kWidth, "  ");
+      out += wrap(fmt::format("{} rank{}: {}", v.ranks.size(), v.ranks.size() == 1 ? "" : "s", v.title), width, "  ");
     }
   }
   if (!job.warnings.empty() || job.missing_rank_count > 0) {
@@ -174,8 +174,8 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
       out += wrap(
           fmt::format("{} of {} ranks not given: the cross-rank figures cover {} ranks only", job.missing_rank_count,
                       job.world_size, job.world_size - static_cast<int>(job.missing_rank_count)),
-          kWidth, "  ");
-    for (const std::string& w : job.warnings) out += wrap(w, kWidth, "  ");
+          width, "  ");
+    for (const std::string& w : job.warnings) out += wrap(w, width, "  ");
   }
   return out;
 }

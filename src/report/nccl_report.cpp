@@ -15,8 +15,8 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::size_t kWidth = 80;
-constexpr std::size_t kMaxTextRanks = 64;  // rank rows in the text report; JSON has all
+constexpr std::size_t kMaxTextRanks = 64;     // rank rows in the text report; JSON has all
+constexpr std::size_t kMaxTextPeerRanks = 8;  // ranks whose peers the text report lists
 
 std::string driver_text(int driver) {
   return driver < 0 ? std::string("-") : fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
@@ -80,6 +80,51 @@ std::string job_network(const NcclSetup& s) {
   return out;
 }
 
+// "2 hosts"; ">= 2 hosts (1 logged; peers over NET/Socket)" when the connections (or nNodes) show
+// hosts whose logs were not given: never "1 host" for a job that talks over the network.
+std::string job_hosts_text(const NcclSetup& s) {
+  const int logged = s.nranks > 0 ? s.hosts_in_job : static_cast<int>(s.hosts.size());
+  const int hosts = std::max(logged, s.hosts_at_least);
+  if (hosts <= logged) return fmt::format("{} host{}", hosts, hosts == 1 ? "" : "s");
+  std::vector<std::string> nets;
+  for (const NcclTransportUse& u : s.transports)
+    if (u.kind == NcclTransportKind::kNet && std::find(nets.begin(), nets.end(), "NET/" + u.net) == nets.end())
+      nets.push_back("NET/" + u.net);
+  const bool from_nnodes = !s.comms.empty() && s.comms.front().nnodes == hosts;
+  return fmt::format("{}{} hosts ({} logged; {})", from_nnodes ? "" : ">= ", hosts, logged,
+                     from_nnodes ? "nNodes in the graph line" : "peers reached over " + join(nets, ", "));
+}
+
+// Per rank whose log was given, its peers grouped by transport: "rank 0 -> rank 1: P2P/IPC (same
+// host); ranks 2-3: NET/Socket (another host)". At most `max_lines` ranks (0: all).
+std::vector<std::string> peer_lines(const NcclSetup& s, std::size_t max_lines) {
+  std::vector<std::string> lines;
+  std::size_t i = 0;
+  while (i < s.peers.size()) {
+    const int from = s.peers[i].from_rank;
+    std::vector<std::pair<std::string, std::vector<int>>> groups;  // transports text -> peers
+    for (; i < s.peers.size() && s.peers[i].from_rank == from; ++i) {
+      const NcclPeer& p = s.peers[i];
+      std::vector<std::string> names;
+      for (const NcclTransportUse& u : p.transports) names.push_back(u.transport);
+      std::string key = join(names, " + ");
+      key += p.over_network ? " (another host)" : (p.same_host ? " (same host)" : "");
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+      if (it == groups.end()) it = groups.insert(groups.end(), {key, {}});
+      it->second.push_back(p.rank);
+    }
+    if (max_lines > 0 && lines.size() == max_lines) {
+      lines.push_back("... more ranks (--json lists every pair)");
+      break;
+    }
+    std::vector<std::string> parts;
+    for (const auto& [key, ranks] : groups)
+      parts.push_back(fmt::format("rank{} {}: {}", ranks.size() == 1 ? "" : "s", format_rank_list(ranks), key));
+    lines.push_back(fmt::format("rank {} -> {}", from, join(parts, "; ")));
+  }
+  return lines;
+}
+
 json uses_json(const std::vector<NcclTransportUse>& uses) {
   json a = json::array();
   for (const NcclTransportUse& u : uses)
@@ -108,19 +153,20 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
   out += fmt::format("{}NCCL logs{}: {} file{}, {} lines, {} NCCL lines ({} understood, {} not understood)\n",
                      st.bold(), st.reset(), s.sources.size(), s.sources.size() == 1 ? "" : "s", s.lines, s.nccl_lines,
                      s.recognised, s.not_understood);
-  for (const NcclInputError& e : errors) out += wrap(fmt::format("not read: {}: {}", e.source, e.error), kWidth, "  ");
+  for (const NcclInputError& e : errors)
+    out += wrap(fmt::format("not read: {}: {}", e.source, e.error), st.width, "  ");
   for (const NcclSource& src : s.sources) {
-    if (!src.damage.empty()) out += wrap(fmt::format("damaged: {}: {}", src.name, src.damage), kWidth, "  ");
+    if (!src.damage.empty()) out += wrap(fmt::format("damaged: {}: {}", src.name, src.damage), st.width, "  ");
     if (src.long_lines > 0)
       out += wrap(fmt::format("{}: {} line{} longer than {} KiB cut", src.name, src.long_lines,
                               src.long_lines == 1 ? "" : "s", kMaxLineBytes / 1024),
-                  kWidth, "  ");
-    if (!src.stopped.empty()) out += wrap(fmt::format("stopped: {}: {}", src.name, src.stopped), kWidth, "  ");
+                  st.width, "  ");
+    if (!src.stopped.empty()) out += wrap(fmt::format("stopped: {}: {}", src.name, src.stopped), st.width, "  ");
     if (src.implausible_lines > 0) {
       out += wrap(fmt::format("{}: {} line{} with an implausible value ignored", src.name, src.implausible_lines,
                               src.implausible_lines == 1 ? "" : "s"),
-                  kWidth, "  ");
-      for (const std::string& note : src.implausible_samples) out += wrap(note, kWidth, "    ");
+                  st.width, "  ");
+      for (const std::string& note : src.implausible_samples) out += wrap(note, st.width, "    ");
     }
   }
   if (s.nccl_lines == 0) {
@@ -129,9 +175,8 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
         "process, `NCCL_DEBUG_FILE=nccl.%h.%p.log`).\n";
   }
 
-  std::string job =
-      s.nranks > 0 ? fmt::format("{} ranks on {} host{}", s.nranks, s.hosts_in_job, s.hosts_in_job == 1 ? "" : "s")
-                   : fmt::format("no communicator lines; {} host{}", s.hosts.size(), s.hosts.size() == 1 ? "" : "s");
+  std::string job = s.nranks > 0 ? fmt::format("{} ranks on {}", s.nranks, job_hosts_text(s))
+                                 : fmt::format("no communicator lines; {}", job_hosts_text(s));
   if (!s.versions.empty())
     job += ", NCCL " + join(s.versions, " / ");
   else if (!s.unattributed_versions.empty())
@@ -141,12 +186,17 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
     for (int d : s.drivers) drivers.push_back(driver_text(d));
     job += ", CUDA driver " + join(drivers, " / ");
   }
-  out += wrap(fmt::format("{}Job{}: {}", st.bold(), st.reset(), job), kWidth + (st.enabled ? 8 : 0), "");
-  out += wrap(fmt::format("Network: {}", job_network(s)), kWidth, "");
+  out += wrap(fmt::format("{}Job{}: {}", st.bold(), st.reset(), job), st.width + (st.enabled ? 8 : 0), "");
+  out += wrap(fmt::format("Network: {}", job_network(s)), st.width, "");
   out += wrap(fmt::format("Intra-host: {} P2P, {} SHM connections; channels: {}{}{}", s.intra_host_p2p,
                           s.intra_host_shm, channels_text(s.channels), s.nvls_available ? "; NVLS available" : "",
                           s.collnet ? "; CollNet/SHARP" : ""),
-              kWidth, "");
+              st.width, "");
+
+  if (!s.peers.empty()) {
+    out += fmt::format("\n{}Peers{} (transport to each rank, from the connection lines)\n", st.bold(), st.reset());
+    for (const std::string& line : peer_lines(s, kMaxTextPeerRanks)) out += wrap(line, st.width, "  ");
+  }
 
   if (!s.hosts.empty()) {
     out += fmt::format("\n{}Hosts{} ({})\n", st.bold(), st.reset(), s.hosts.size());
@@ -157,9 +207,10 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
                          fit_width(h.ranks.empty() ? "-" : format_rank_list(h.ranks), 11), h.processes,
                          fit_width(h.versions.empty() ? "-" : join(h.versions, "/"), 16), fit_width(host_network(h), 9),
                          gdr_text(h));
-      out += wrap("transports: " + transports_text(h.transports), kWidth, "    ");
+      out += wrap("transports: " + transports_text(h.transports), st.width, "    ");
       std::vector<std::string> notes;
-      if (h.ib_no_device) notes.push_back("NET/IB: no device found");
+      if (h.ib_no_device)
+        notes.push_back("NET/IB: " + (h.ib_unavailable.empty() ? std::string("no device found") : h.ib_unavailable));
       if (!h.socket_nics.empty() && h.ib_nics.empty()) {
         std::vector<std::string> names;
         for (const NcclNic& n : h.socket_nics) names.push_back(n.name);
@@ -171,7 +222,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       if (h.nvls_available == 0) notes.push_back("no NVLS");
       if (!h.bootstrap.empty()) notes.push_back("bootstrap " + h.bootstrap);
       if (h.warnings > 0) notes.push_back(fmt::format("{} WARN", h.warnings));
-      if (!notes.empty()) out += wrap(join(notes, "; "), kWidth, "    ");
+      if (!notes.empty()) out += wrap(join(notes, "; "), st.width, "    ");
     }
   }
 
@@ -187,7 +238,8 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       const std::string line =
           fmt::format("  {:>5} {:<16} {:>8} {:>3} {:<8} {:<8} {:>7}  ", r.rank, fit_width(r.host, 16), r.pid,
                       r.cuda_dev, fit_width(r.bus_id, 8), fit_width(r.version.empty() ? "-" : r.version, 8), init);
-      out += line + fit_width(transports_text(r.transports), kWidth > line.size() ? kWidth - line.size() : 10) + "\n";
+      out +=
+          line + fit_width(transports_text(r.transports), st.width > line.size() ? st.width - line.size() : 10) + "\n";
     }
     if (s.ranks.size() > kMaxTextRanks)
       out += fmt::format("  ... {} more ranks (--json lists every rank)\n", s.ranks.size() - kMaxTextRanks);
@@ -203,10 +255,10 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
                          c.ranks_complete, c.hosts, c.init_max_s >= 0 ? fmt::format("{:.2f} s", c.init_max_s) : "-",
                          c.is_job ? "  job" : "");
       if (!c.missing_ranks.empty())
-        out += wrap(fmt::format("missing ranks ({}): {}", c.missing_count, format_rank_ranges(c.missing_ranks)), kWidth,
-                    "    ");
+        out += wrap(fmt::format("missing ranks ({}): {}", c.missing_count, format_rank_ranges(c.missing_ranks)),
+                    st.width, "    ");
       if (!c.incomplete_ranks.empty())
-        out += wrap("START without COMPLETE: " + format_rank_list(c.incomplete_ranks), kWidth, "    ");
+        out += wrap("START without COMPLETE: " + format_rank_list(c.incomplete_ranks), st.width, "    ");
     }
   }
 
@@ -216,13 +268,14 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       if (!v.mismatch) {
         out += wrap(fmt::format("{}={} ({} process{})", v.name, v.values.front().first, v.values.front().second.size(),
                                 v.values.front().second.size() == 1 ? "" : "es"),
-                    kWidth, "  ");
+                    st.width, "  ");
         continue;
       }
       std::vector<std::string> parts;
       for (const auto& [value, processes] : v.values)
         parts.push_back(fmt::format("{} on {}", value, fit_width(join(processes), 40)));
-      out += wrap(fmt::format("{}{}{} DIFFERS: {}", st.yellow(), v.name, st.reset(), join(parts, "; ")), kWidth, "  ");
+      out +=
+          wrap(fmt::format("{}{}{} DIFFERS: {}", st.yellow(), v.name, st.reset(), join(parts, "; ")), st.width, "  ");
     }
   }
 
@@ -234,7 +287,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       if (++shown > 10) break;
       out += wrap(fmt::format("{}x {}{}\"{}\" ({})", w.count, w.where, w.where.empty() ? "" : " ",
                               fit_width(w.message, 200), fit_width(join(w.processes), 60)),
-                  kWidth, "  ");
+                  st.width, "  ");
     }
   }
 
@@ -250,10 +303,10 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       out += wrap(fmt::format("{} {}, group {}: busbw {:.1f} GB/s = {}", collective_name(b.kind),
                               human_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, b.bytes))), b.group_size,
                               b.busbw_gbps, verdict),
-                  kWidth, "  ");
+                  st.width, "  ");
       out +=
           wrap(fmt::format("over {}{}{}", b.transport, b.ceiling_basis.empty() ? "" : "; ceiling: ", b.ceiling_basis),
-               kWidth, "    ");
+               st.width, "    ");
     }
   }
 
@@ -261,10 +314,10 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
     out += fmt::format("\n{}Not understood{}: {} NCCL line{} (ignored), e.g.\n", st.bold(), st.reset(),
                        s.not_understood, s.not_understood == 1 ? "" : "s");
     for (std::size_t i = 0; i < s.not_understood_samples.size() && i < 3; ++i)
-      out += "  " + fit_width(s.not_understood_samples[i], kWidth - 2) + "\n";
+      out += "  " + fit_width(s.not_understood_samples[i], st.width - 2) + "\n";
   }
 
-  out += findings_text(findings, st, kWidth, /*with_rules=*/true);
+  out += findings_text(findings, st, st.width, /*with_rules=*/true);
   return out;
 }
 
@@ -296,6 +349,7 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
   const NcclChannelCountRecord& c = s.channels;
   j["job"] = {{"nranks", optional_int(s.nranks)},
               {"hosts", s.hosts_in_job},
+              {"hosts_at_least", s.hosts_at_least},
               {"multi_host", s.multi_host},
               {"max_ranks_per_host", s.max_ranks_per_host},
               {"nccl_versions", s.versions},
@@ -331,6 +385,7 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                      {"networks", h.networks},
                      {"ib_nics", nics_json(h.ib_nics)},
                      {"ib_no_device", h.ib_no_device},
+                     {"ib_unavailable", h.ib_unavailable},
                      {"socket_nics", nics_json(h.socket_nics)},
                      {"nic_speed_gbps", optional_number(h.nic_speed_gbps)},
                      {"bootstrap", h.bootstrap},
@@ -344,6 +399,15 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                      {"transports", uses_json(h.transports)},
                      {"warnings", h.warnings}});
   j["hosts"] = hosts;
+
+  json peers = json::array();
+  for (const NcclPeer& p : s.peers)
+    peers.push_back({{"rank", p.rank},
+                     {"from_rank", p.from_rank},
+                     {"over_network", p.over_network},
+                     {"same_host", p.same_host},
+                     {"transports", uses_json(p.transports)}});
+  j["peers"] = peers;
 
   json ranks = json::array();
   for (const NcclRankSummary& r : s.ranks) {
@@ -430,8 +494,7 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
   std::string out = "## NCCL setup\n\n";
   out += fmt::format("{} file{}, {} lines, {} NCCL lines ({} understood, {} not understood).", s.sources.size(),
                      s.sources.size() == 1 ? "" : "s", s.lines, s.nccl_lines, s.recognised, s.not_understood);
-  if (s.nranks > 0)
-    out += fmt::format(" **{} ranks on {} host{}**", s.nranks, s.hosts_in_job, s.hosts_in_job == 1 ? "" : "s");
+  if (s.nranks > 0) out += fmt::format(" **{} ranks on {}**", s.nranks, md(job_hosts_text(s)));
   if (!s.versions.empty()) out += ", NCCL " + md(join(s.versions, " / "));
   out += ". Network: " + md(job_network(s)) + "\n\n";
   for (const NcclInputError& e : errors) out += "- not read: " + md(e.source) + ": " + md(e.error) + "\n";
@@ -444,6 +507,10 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
 
   out += findings_markdown(findings, /*with_rules=*/true);
 
+  if (!s.peers.empty()) {
+    out += "\n### Peers\n\n";
+    for (const std::string& line : peer_lines(s, 0)) out += "- " + md(line) + "\n";
+  }
   if (!s.hosts.empty()) {
     out += "\n### Hosts\n\n| host | ranks | NCCL | network | GDR | transports |\n|---|---|---|---|---|---|\n";
     for (const NcclHostSummary& h : s.hosts)

@@ -326,5 +326,125 @@ TEST(NcclBandwidth, SocketCeilingUsesTheAssumedEthernetSpeed) {
   EXPECT_FALSE(s.bandwidth[0].possible);  // 47 GB/s cannot cross one 100 GbE socket
 }
 
+// ---- one rank's log (usually all a user has) ----------------------------------------------------
+
+const NcclPeer* peer(const NcclSetup& s, int rank) {
+  for (const NcclPeer& p : s.peers)
+    if (p.rank == rank) return &p;
+  return nullptr;
+}
+
+// rank0_socket_no_verbs.log: rank 0 of 4 on node-a; 2 P2P/IPC lines to rank 1, NET/Socket
+// receives from rank 3 (x2) and rank 2, a send to rank 2; nNodes 2 in the graph line; the verbs
+// library is missing (`Failed to open libibverbs.so[.1]`).
+TEST(NcclSetup, OneRankLogInfersPeersAndHosts) {
+  const NcclSetup s = setup_of("rank0_socket_no_verbs.log");
+  EXPECT_EQ(s.nranks, 4);
+  EXPECT_EQ(s.hosts_in_job, 1);
+  EXPECT_EQ(s.hosts_at_least, 2);  // nNodes 2
+  EXPECT_TRUE(s.multi_host);
+  EXPECT_EQ(s.max_ranks_per_host, 2);  // ranks 0 and 1 joined by P2P
+  ASSERT_EQ(s.peers.size(), 3u);
+  for (int rank : {1, 2, 3}) ASSERT_NE(peer(s, rank), nullptr) << rank;
+  EXPECT_TRUE(peer(s, 1)->same_host);
+  EXPECT_FALSE(peer(s, 1)->over_network);
+  EXPECT_EQ(peer(s, 1)->transports.at(0).transport, "P2P/IPC");
+  EXPECT_EQ(peer(s, 1)->transports.at(0).connections, 2u);
+  ASSERT_NE(peer(s, 2), nullptr);
+  EXPECT_TRUE(peer(s, 2)->over_network);
+  EXPECT_EQ(peer(s, 2)->transports.at(0).transport, "NET/Socket");
+  EXPECT_EQ(peer(s, 2)->transports.at(0).connections, 2u);  // one receive, one send
+  EXPECT_EQ(peer(s, 3)->transports.at(0).connections, 2u);
+  EXPECT_EQ(s.net_socket_connections, 4u);
+  ASSERT_EQ(s.hosts.size(), 1u);
+  EXPECT_EQ(s.hosts[0].ib_unavailable, "Failed to open libibverbs.so[.1]");
+
+  const std::vector<Finding> fs = findings_of(s);
+  const Finding* f = find(fs, "nccl-socket-transport");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "NCCL reaches ranks 2-3 on another host over TCP sockets (4 NET/Socket connections)");
+  EXPECT_NE(f->detail.find("Root cause: NCCL could not load the InfiniBand verbs library on host (node-a: "
+                           "`Failed to open libibverbs.so[.1]`)"),
+            std::string::npos)
+      << f->detail;
+  ASSERT_FALSE(f->fixes.empty());
+  EXPECT_NE(f->fixes.front().find("libibverbs1"), std::string::npos);
+  EXPECT_EQ(evidence(*f, "socket_peers"), 2);
+  EXPECT_EQ(evidence(*f, "hosts"), 2);
+}
+
+// Without nNodes the network alone says "another host": rank 0 of 16 reaches 8 and 15 over
+// NET/IB with GDRDMA, 1 over P2P/CUMEM, 7 over SHM. Nothing on sockets, GDR in use.
+TEST(NcclSetup, OneRankLogOverInfinibandIsMultiHostWithoutSocketFinding) {
+  const NcclSetup s = setup_of("rank0_ib_gdr_cumem.log");
+  EXPECT_EQ(s.hosts_in_job, 1);
+  EXPECT_EQ(s.hosts_at_least, 2);
+  EXPECT_TRUE(s.multi_host);
+  EXPECT_EQ(s.max_ranks_per_host, 3);  // 0, 1 (P2P) and 7 (SHM)
+  // `7[7] -> 0[0] via SHM` printed by rank 0 (its comm line says so): the peer is 7.
+  ASSERT_EQ(s.peers.size(), 4u);
+  for (int rank : {1, 7, 8, 15}) ASSERT_NE(peer(s, rank), nullptr) << rank;
+  EXPECT_EQ(peer(s, 8)->transports.at(0).transport, "NET/IB/GDRDMA");
+  EXPECT_EQ(peer(s, 8)->transports.at(0).connections, 2u);  // NICs 0 and 1
+  EXPECT_TRUE(peer(s, 15)->over_network);
+  EXPECT_EQ(peer(s, 7)->transports.at(0).transport, "SHM");
+  EXPECT_TRUE(peer(s, 7)->same_host);
+  const std::vector<Finding> fs = findings_of(s);
+  EXPECT_EQ(find(fs, "nccl-socket-transport"), nullptr);
+  EXPECT_EQ(find(fs, "nccl-gdr-disabled"), nullptr);
+  EXPECT_NE(find(fs, "nccl-p2p-disabled"), nullptr);  // the SHM connection to rank 7
+}
+
+// NCCL 2.4 (`Ring` lines) and 2.7 (bus ids, `NET/IB : Failed to open ...`): sockets to rank 3.
+TEST(NcclSetup, OneRankLogOfOldNcclFindsSocketPeers) {
+  for (const char* name : {"rank0_nccl24_ring.log", "rank0_nccl27_busid_ib.log"}) {
+    SCOPED_TRACE(name);
+    const NcclSetup s = setup_of(name);
+    EXPECT_EQ(s.hosts_at_least, 2);
+    ASSERT_EQ(s.peers.size(), 2u);
+    ASSERT_NE(peer(s, 3), nullptr);
+    ASSERT_NE(peer(s, 1), nullptr);
+    EXPECT_TRUE(peer(s, 3)->over_network);
+    EXPECT_TRUE(peer(s, 1)->same_host);
+    const std::vector<Finding> fs = findings_of(s);
+    const Finding* f = find(fs, "nccl-socket-transport");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->title, "NCCL reaches rank 3 on another host over TCP sockets (2 NET/Socket connections)");
+    const bool verbs = std::string(name) == "rank0_nccl27_busid_ib.log";
+    EXPECT_EQ(f->detail.find("Root cause") != std::string::npos, verbs) << f->detail;
+    EXPECT_EQ(f->detail.find("found no InfiniBand device") != std::string::npos, !verbs) << f->detail;
+  }
+}
+
+// With every rank's log the pairs are per printing rank, and each pair's "another host" agrees
+// with the hosts the communicator lines name for its two ranks.
+TEST(NcclSetup, PeersOfEveryLoggedRankMatchTheirHosts) {
+  for (const char* name : {"two_host_socket_fallback.log", "two_host_ib_gdr.log"}) {
+    SCOPED_TRACE(name);
+    const NcclSetup s = setup_of(name);
+    ASSERT_FALSE(s.peers.empty());
+    auto host_of = [&](int rank) {
+      for (const NcclRankSummary& r : s.ranks)
+        if (r.rank == rank) return r.host;
+      return std::string("?");
+    };
+    for (const NcclPeer& p : s.peers) {
+      EXPECT_NE(host_of(p.from_rank), "?") << p.from_rank;
+      EXPECT_EQ(p.over_network, host_of(p.from_rank) != host_of(p.rank)) << p.from_rank << " -> " << p.rank;
+      EXPECT_EQ(p.same_host, host_of(p.from_rank) == host_of(p.rank)) << p.from_rank << " -> " << p.rank;
+    }
+  }
+}
+
+// One host, P2P only: "Using network Socket" is no socket finding and the job stays on one host.
+TEST(NcclSetup, OneRankLogWithOnlyP2pStaysOneHost) {
+  const NcclSetup s = setup_of("rank0_one_host_p2p.log");
+  EXPECT_EQ(s.hosts_at_least, 1);
+  EXPECT_FALSE(s.multi_host);
+  ASSERT_EQ(s.peers.size(), 1u);
+  EXPECT_TRUE(s.peers[0].same_host);
+  EXPECT_EQ(find(findings_of(s), "nccl-socket-transport"), nullptr);
+}
+
 }  // namespace
 }  // namespace ferret

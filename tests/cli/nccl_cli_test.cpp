@@ -73,6 +73,24 @@ TEST(NcclCli, TextReportFitsEightyColumns) {
   }
 }
 
+// Rank 0's log alone: never "1 host" when peers are reached over the network; the peers listed.
+TEST(NcclCli, OneRankLogNamesTheOtherHosts) {
+  const auto r = run_ferret("nccl " + corpus("rank0_nccl24_ring.log"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "4 ranks on >= 2 hosts (1 logged; peers reached over NET/Socket)")) << r.out;
+  EXPECT_FALSE(contains(r.out, "on 1 host")) << r.out;
+  EXPECT_TRUE(contains(r.out, "rank 0 -> rank 1: P2P/IPC (same host); rank 3: NET/Socket (another host)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "0 not understood")) << r.out;
+  const auto m = run_ferret("nccl --md " + corpus("rank0_socket_no_verbs.log"));
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_TRUE(contains(m.out, "**4 ranks on 2 hosts (1 logged; nNodes in the graph line)**")) << m.out;
+  const json j = json::parse(run_ferret("nccl --json " + corpus("rank0_socket_no_verbs.log")).out);
+  EXPECT_EQ(j["job"]["hosts"], 1);
+  EXPECT_EQ(j["job"]["hosts_at_least"], 2);
+  EXPECT_EQ(j["peers"].size(), 3u);
+  EXPECT_EQ(j["hosts"][0]["ib_unavailable"], "Failed to open libibverbs.so[.1]");
+}
+
 TEST(NcclCli, JsonSchemaAndAllLogsTogether) {
   const auto r = run_ferret("nccl --json " + corpus("two_host_ib_gdr.log") + " " + corpus("p2p_disabled.log"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -105,7 +123,8 @@ TEST(NcclCli, MarkdownEscapesLogText) {
   std::remove(path.c_str());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "## NCCL setup")) << r.out;
-  EXPECT_TRUE(contains(r.out, "&lt;script&gt;\\|alert\\*\\`x\\`")) << r.out;
+  // `x` is a code span and stays one (Markdown is escaped only outside code spans).
+  EXPECT_TRUE(contains(r.out, "&lt;script&gt;\\|alert\\*`x`")) << r.out;
   EXPECT_FALSE(contains(r.out, "<script>"));
 }
 

@@ -41,5 +41,45 @@ TEST(UsageCli, ParseErrorsOfTheOptionParserReadTheSameWay) {
   EXPECT_NE(missing.err.find("traces"), std::string::npos) << missing.err;
 }
 
+// A mistyped sub-command or long option names the nearest one (issue 14, point 8).
+TEST(UsageCli, TyposSuggestTheNearestCommandOrOption) {
+  expect_usage_error("analyz x.json",
+                     "unknown command `analyz` (did you mean `analyze`?); run with --help for more information");
+  expect_usage_error("ncl x.log", "unknown command `ncl` (did you mean `nccl`?); run with --help for more information");
+  expect_usage_error("analyze x.json --josn",
+                     "unknown option --josn (did you mean `--json`?); run with --help for more information");
+  expect_usage_error("diff a b --widht 60",
+                     "unknown option --widht (did you mean `--width`?); run with --help for more information");
+  // Nothing near: the commands are listed instead.
+  const test::CommandResult far = test::run_ferret("zzzzzzzz x");
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.err.find("unknown command `zzzzzzzz` (commands: analyze, info,"), std::string::npos) << far.err;
+}
+
+// --width N (and COLUMNS) set the text layout; out of range is a usage error; JSON is unchanged.
+TEST(UsageCli, WidthAndColumnsSetTheTextLayout) {
+  const std::string log = std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/two_host_socket_fallback.log";
+  const test::CommandResult narrow = test::run_ferret("nccl --width 60 " + log);
+  const test::CommandResult normal = test::run_shell("env -u COLUMNS {ferret} nccl " + log);
+  const test::CommandResult wide = test::run_shell("COLUMNS=160 {ferret} nccl " + log);
+  const test::CommandResult flag_wins = test::run_shell("COLUMNS=160 {ferret} nccl --width 80 " + log);
+  const test::CommandResult bad_columns = test::run_shell("COLUMNS=12x {ferret} nccl " + log);
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  // The findings' text wraps to the width (the fixed-width host and rank tables are 76 columns).
+  EXPECT_LE(test::longest_line(normal.out), 80u) << normal.out;
+  EXPECT_GT(test::longest_line(wide.out), 80u) << wide.out;
+  EXPECT_LE(test::longest_line(wide.out), 160u) << wide.out;
+  EXPECT_LT(std::count(wide.out.begin(), wide.out.end(), '\n'), std::count(normal.out.begin(), normal.out.end(), '\n'));
+  EXPECT_GT(std::count(narrow.out.begin(), narrow.out.end(), '\n'),
+            std::count(normal.out.begin(), normal.out.end(), '\n'));
+  EXPECT_EQ(flag_wins.out, normal.out);
+  EXPECT_EQ(bad_columns.out, normal.out);  // COLUMNS that is not a width is ignored
+  const test::CommandResult too_narrow = test::run_ferret("nccl --width 10 " + log);
+  EXPECT_EQ(too_narrow.exit_code, 2);
+  EXPECT_NE(too_narrow.err.find("--width"), std::string::npos) << too_narrow.err;
+  EXPECT_EQ(test::run_ferret("nccl --json --width 60 " + log).out, test::run_ferret("nccl --json " + log).out);
+}
+
 }  // namespace
 }  // namespace ferret

@@ -1,5 +1,6 @@
 // The NCCL_DEBUG=INFO line parser: every line format of tests/data/nccl, one test per format,
 // then the corpus files with their record counts worked out by hand from the files.
+#include <algorithm>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -556,6 +557,80 @@ TEST(NcclLogParser, StopsOnAnEndlessLineOfNulBytes) {
   EXPECT_EQ(log.sources[0].stopped,
             "reading stopped at byte 2097152: 2097152 bytes since the start without an NCCL line (limit 1048576 "
             "bytes); what came before is kept");
+}
+
+// One rank's log in each NCCL 2.x wording of a connection: the ranks, devices, direction and
+// transport of every `->` line, counted by hand from the files.
+TEST(NcclLogParser, ConnectionWordingsOfEveryNccl2Release) {
+  const std::string dir = std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/";
+  {  // 2.4: `Ring 00 : 3 -> 0 [receive] via NET/Socket/0` (no devices) and `Ring 00 : 0[0] -> 1[1] via P2P/IPC`
+    NcclLog log;
+    parse_nccl_file(dir + "rank0_nccl24_ring.log", log);
+    ASSERT_EQ(log.connections.size(), 4u);
+    const NcclConnectionRecord& r = log.connections[0];
+    EXPECT_EQ(r.from_rank, 3);
+    EXPECT_EQ(r.to_rank, 0);
+    EXPECT_EQ(r.from_device, "");
+    EXPECT_EQ(r.direction, 'r');
+    EXPECT_EQ(log.transports[r.transport].net, "Socket");
+    EXPECT_EQ(log.connections[1].from_device, "0");
+    EXPECT_EQ(log.connections[1].to_device, "1");
+    EXPECT_EQ(log.transports[log.connections[1].transport].p2p_mode, "IPC");
+    ASSERT_EQ(log.rings.size(), 1u);  // `Ring 00 :    0   1   2   3`
+    EXPECT_EQ(log.rings[0].ring_length, 4);
+    EXPECT_EQ(log.total_not_understood(), 0u);
+  }
+  {  // 2.7: bus ids in the brackets, `NET/IB : Failed to open libibverbs.so[.1]`
+    NcclLog log;
+    parse_nccl_file(dir + "rank0_nccl27_busid_ib.log", log);
+    ASSERT_EQ(log.connections.size(), 4u);
+    EXPECT_EQ(log.connections[0].from_device, "1d000");
+    EXPECT_EQ(log.connections[0].direction, 'r');
+    ASSERT_FALSE(log.net.empty());
+    EXPECT_EQ(log.net[1].event, NcclNetEvent::kIbNoDevice);
+    EXPECT_EQ(log.net[1].name, "Failed to open libibverbs.so[.1]");
+    EXPECT_EQ(log.total_not_understood(), 0u);
+  }
+  {  // 2.21: `[send] via NET/IB/0/GDRDMA`, `via P2P/CUMEM/read`, `via SHM/direct/direct`
+    NcclLog log;
+    parse_nccl_file(dir + "rank0_ib_gdr_cumem.log", log);
+    ASSERT_EQ(log.connections.size(), 6u);
+    const NcclTransport& cumem = log.transports[log.connections[0].transport];
+    EXPECT_EQ(cumem.kind, NcclTransportKind::kP2P);
+    EXPECT_EQ(cumem.p2p_mode, "CUMEM");
+    const NcclConnectionRecord& send = log.connections[2];
+    EXPECT_EQ(send.direction, 's');
+    EXPECT_EQ(send.to_rank, 8);
+    EXPECT_EQ(log.transports[send.transport].net, "IB");
+    EXPECT_TRUE(log.transports[send.transport].gdr);
+    EXPECT_EQ(log.transports[log.connections[3].transport].net_dev, 1);
+    EXPECT_EQ(log.transports[log.connections[5].transport].kind, NcclTransportKind::kShm);
+    EXPECT_EQ(log.total_not_understood(), 0u);
+  }
+  {  // 2.20 under torchrun: a bare `Failed to open libibverbs.so[.1]` is understood, not ignored
+    NcclLog log;
+    parse_nccl_file(dir + "rank0_socket_no_verbs.log", log);
+    EXPECT_EQ(log.connections.size(), 6u);
+    EXPECT_EQ(log.total_not_understood(), 0u);
+    const auto no_ib = std::find_if(log.net.begin(), log.net.end(),
+                                    [](const NcclNetRecord& n) { return n.event == NcclNetEvent::kIbNoDevice; });
+    ASSERT_NE(no_ib, log.net.end());
+    EXPECT_EQ(no_ib->name, "Failed to open libibverbs.so[.1]");
+  }
+}
+
+// Other ways NCCL says InfiniBand is unusable; a `Failed to open` of something else stays unknown.
+TEST(NcclLogParser, InfinibandUnavailableLines) {
+  const NcclLog log = parse_nccl_text(
+      "h:1:1 [0] NCCL INFO NET/IB : No device found.\n"
+      "h:1:1 [0] NCCL INFO NET/IB : Unable to open device mlx5_0\n"
+      "h:1:1 [0] NCCL INFO Failed to open libmlx5.so[.1]\n"
+      "h:1:1 [0] NCCL INFO Failed to open libfoo.so\n");
+  ASSERT_EQ(log.net.size(), 3u);
+  EXPECT_EQ(log.net[0].name, "No device found");
+  EXPECT_EQ(log.net[1].name, "Unable to open device mlx5_0");
+  EXPECT_EQ(log.net[2].name, "Failed to open libmlx5.so[.1]");
+  EXPECT_EQ(log.total_not_understood(), 1u);
 }
 
 }  // namespace
