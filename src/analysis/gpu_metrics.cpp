@@ -9,6 +9,7 @@
 #include "analysis/classify.h"
 #include "analysis/intervals.h"
 #include "analysis/tensor_cores.h"
+#include "base/text.h"
 #include "model/relations.h"
 
 namespace ferret {
@@ -365,6 +366,21 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     result.devices.push_back(std::move(m));
   }
   return result;
+}
+
+bool device_is_amd(const DeviceMetrics& d) {
+  return contains(d.name, "AMD") || contains(d.name, "Radeon") || contains(d.name, "Instinct");
+}
+
+bool device_is_nvidia(const DeviceMetrics& d) {
+  if (device_is_amd(d)) return false;
+  return d.compute_major >= 0 || contains(d.name, "NVIDIA") || contains(d.name, "Tesla") ||
+         contains(d.name, "GeForce") || contains(d.name, "Quadro");
+}
+
+std::string matrix_unit_name(const DeviceMetrics& d) {
+  if (device_is_amd(d)) return "Matrix Cores";
+  return device_is_nvidia(d) ? "Tensor Cores" : "";
 }
 
 }  // namespace ferret

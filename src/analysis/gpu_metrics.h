@@ -66,4 +66,14 @@ struct GpuMetricsResult {
 
 GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisContext& ctx);
 
+// The device's vendor, told from its name (AMD, Radeon, Instinct) or, for NVIDIA, a CUDA compute
+// capability (HIP reports one too: the name tells AMD apart) or an NVIDIA product name. Neither
+// for MTIA or an accelerator the trace does not name.
+bool device_is_amd(const DeviceMetrics& d);
+bool device_is_nvidia(const DeviceMetrics& d);
+
+// What the vendor calls its matrix units: "Tensor Cores" (NVIDIA), "Matrix Cores" (AMD CDNA, MFMA
+// instructions); "" for other devices, whose units ferret does not know and says nothing of.
+std::string matrix_unit_name(const DeviceMetrics& d);
+
 }  // namespace ferret

@@ -22,33 +22,14 @@ std::string device_label(const DeviceMetrics& d) {
   return label + ")";
 }
 
-bool is_amd(const DeviceMetrics& d) {
-  return contains(d.name, "AMD") || contains(d.name, "Radeon") || contains(d.name, "Instinct");
-}
-
-// NVIDIA: a CUDA compute capability (AMD's HIP reports one too, told apart by name above) or an
-// NVIDIA product name. Anything else (MTIA, an accelerator the trace does not name) is unknown.
-bool is_nvidia(const DeviceMetrics& d) {
-  if (is_amd(d)) return false;
-  return d.compute_major >= 0 || contains(d.name, "NVIDIA") || contains(d.name, "Tesla") ||
-         contains(d.name, "GeForce") || contains(d.name, "Quadro");
-}
-
-// What the vendor calls its matrix units: Tensor Cores (NVIDIA), Matrix Cores (AMD CDNA, MFMA
-// instructions). "" for other devices: ferret does not know their units and says nothing of them.
-std::string matrix_units(const DeviceMetrics& d) {
-  if (is_amd(d)) return "Matrix Cores";
-  return is_nvidia(d) ? "Tensor Cores" : "";
-}
-
 // Whether the device has matrix units. NVIDIA: compute capability >= 7.0 (Volta on), except the
 // Turing GTX 16 series, which has none. AMD: CDNA Instinct parts (MI100, MI200, MI300); the
 // compute capability HIP reports (9.0 for gfx906 and gfx90a alike) cannot tell. Either way,
 // matrix-unit kernels in the trace prove the hardware has them.
 bool has_matrix_units(const DeviceMetrics& d) {
-  if (is_amd(d))
+  if (device_is_amd(d))
     return d.tensor_core_ns > 0 || contains(d.name, "MI100") || contains(d.name, "MI2") || contains(d.name, "MI3");
-  if (!is_nvidia(d)) return false;
+  if (!device_is_nvidia(d)) return false;
   return d.tensor_core_ns > 0 || (d.compute_major >= 7 && !contains(d.name, "GTX 16"));
 }
 
@@ -72,7 +53,7 @@ bool enough_evidence(const DeviceMetrics& d, std::int64_t affected_kernel_ns) {
 // The precision change a user can paste for this device.
 std::vector<std::string> precision_fixes(const DeviceMetrics& d) {
   std::vector<std::string> fixes;
-  const bool nvidia = is_nvidia(d);
+  const bool nvidia = device_is_nvidia(d);
   if (nvidia && d.compute_major == 7) {
     fixes.push_back(
         "fp16 autocast with loss scaling (CC 7.x has fp16 Tensor Cores, not bf16): `scaler = "
@@ -126,7 +107,7 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.id = "no-tensor-cores";
   f.title =
       fmt::format("Mixed precision: {:.0f}% of GPU kernel time is convolution/matmul work running without {} on {}",
-                  100 * without, matrix_units(d), device_label(d));
+                  100 * without, matrix_unit_name(d), device_label(d));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = without >= kNoTensorCoresHigh     ? Severity::kHigh
@@ -138,8 +119,8 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
       "(kernels with {}: {:.1f}% overall). These are fp32 kernels on the {}; the device's "
       "{} do the same work several times faster in reduced precision. Compare validation metrics "
       "against the fp32 baseline after the change.",
-      d.tc_eligible_pct, 100 * without, matrix_units(d), matrix_units(d), d.tensor_core_pct,
-      is_amd(d) ? "vector units" : "CUDA cores", matrix_units(d));
+      d.tc_eligible_pct, 100 * without, matrix_unit_name(d), matrix_unit_name(d), d.tensor_core_pct,
+      device_is_amd(d) ? "vector units" : "CUDA cores", matrix_unit_name(d));
   f.evidence = {{"tc_eligible_without_tc_pct", 100 * without, "%"},
                 {"tc_eligible_pct", d.tc_eligible_pct, "%"},
                 {"tensor_core_pct", d.tensor_core_pct, "%"},
@@ -236,7 +217,7 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
 
   Finding f;
   f.id = "matmul-dominated";
-  const std::string units = matrix_units(d);
+  const std::string units = matrix_unit_name(d);
   f.title = fmt::format("Matmul-dominated: GEMM/convolution kernels take {:.0f}% of GPU compute time on {}{}",
                         d.matmul_conv_pct, device_label(d),
                         units.empty() ? "" : fmt::format(" ({:.0f}% of it on {})", 100 * on_tensor_cores, units));
@@ -256,14 +237,14 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
     f.evidence.push_back({"tensor_core_pct", d.tensor_core_pct, "%"});
   }
   if (on_tensor_cores < kMatmulOnTensorCoresEnough && !units.empty()) f.fixes = precision_fixes(d);
-  if (!is_amd(d) && d.compute_major >= 9)
+  if (!device_is_amd(d) && d.compute_major >= 9)
     f.fixes.push_back(
         "FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`; build layers "
         "from `te.Linear`; `with te.fp8_autocast(enabled=True): out = model(x)`");
   f.fixes.push_back(
       "Autotune GEMM kernels and fuse bias/activation epilogues into them: `model = torch.compile(model, "
       "mode=\"max-autotune\")`");
-  if (is_nvidia(d))
+  if (device_is_nvidia(d))
     f.fixes.push_back(
         "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", "
         "inputs=[example], enabled_precisions={torch.half})`");

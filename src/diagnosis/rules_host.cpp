@@ -352,7 +352,16 @@ bool is_communication_op(std::string_view op) {
          op.substr(0, 6) == "c10d::";
 }
 
-void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
+// The matrix units of the device that ran the most kernel time, by its vendor's name ("" when
+// ferret does not know them: MTIA, an unnamed accelerator, a CPU-only trace).
+std::string busiest_device_matrix_units(const GpuMetricsResult& gpus) {
+  const DeviceMetrics* busiest = nullptr;
+  for (const DeviceMetrics& d : gpus.devices)
+    if (busiest == nullptr || d.kernel_ns > busiest->kernel_ns) busiest = &d;
+  return busiest != nullptr ? matrix_unit_name(*busiest) : std::string();
+}
+
+void rule_hot_operator(const HotSpotsResult& hs, const std::string& units, std::vector<Finding>& out) {
   if (hs.attributed_device_ns <= 0 || hs.window_ns <= 0) return;
   // A graph-replay row (its capturing ops unknown) is many operators' work, not one to optimize.
   const auto it = std::find_if(hs.ops_by_device.begin(), hs.ops_by_device.end(),
@@ -383,22 +392,33 @@ void rule_hot_operator(const HotSpotsResult& hs, std::vector<Finding>& out) {
           ? fmt::format(" ({:.0f}% of it replays of graph nodes it captured)",
                         100.0 * static_cast<double>(op.device_replayed_ns) / static_cast<double>(op.device_self_ns))
           : std::string(),
-      top_kernel
-          ? fmt::format("; its largest kernel is {} ({} calls, mean {:.1f} us{})", top_kernel->name, top_kernel->calls,
-                        top_kernel->mean_ns / 1e3, top_kernel->tensor_core ? ", Tensor Cores" : ", no Tensor Cores")
-          : std::string());
+      top_kernel ? fmt::format("; its largest kernel is {} ({} calls, mean {:.1f} us{})", top_kernel->name,
+                               top_kernel->calls, top_kernel->mean_ns / 1e3,
+                               units.empty() ? std::string() : (top_kernel->tensor_core ? ", " : ", no ") + units)
+                 : std::string());
   f.evidence = {{"op_gpu_ms", ns_to_ms(op.device_self_ns), "ms"},
                 {"op_share_of_gpu_pct", share_to_pct(of_gpu), "%"},
                 {"op_share_of_window_pct", share_to_pct(share), "%"},
                 {"op_calls", static_cast<double>(op.calls), "count"}};
   if (is_tensor_core_eligible_op(op.name)) {
-    f.fixes = {
-        "Run it in bf16 on Tensor Cores: `with torch.autocast(\"cuda\", dtype=torch.bfloat16): out = model(x)`",
-        "For fp32, allow TF32: `torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = True` "
-        "(or `torch.set_float32_matmul_precision(\"high\")`)",
-        "Compile to fuse its prologue/epilogue: `model = torch.compile(model, mode=\"max-autotune\")`",
-    };
-    if (op.name.find("conv") != std::string::npos)
+    // Precision fixes in the device's terms: ROCm builds of PyTorch use the "cuda" device type and
+    // map the cudnn flags to MIOpen; TF32 is an NVIDIA (Ampere on) format; of other devices ferret
+    // knows no precision path, so it names the generic one.
+    if (units.empty())
+      f.fixes = {
+          "If the device computes bf16 faster than fp32, run it in bf16: `with torch.autocast(x.device.type, "
+          "dtype=torch.bfloat16): out = model(x)`"};
+    else
+      f.fixes = {
+          fmt::format("Run it in bf16 on {}: `with torch.autocast(\"cuda\", dtype=torch.bfloat16): out = "
+                      "model(x)`",
+                      units)};
+    if (units == "Tensor Cores")
+      f.fixes.push_back(
+          "For fp32, allow TF32: `torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = "
+          "True` (or `torch.set_float32_matmul_precision(\"high\")`)");
+    f.fixes.push_back("Compile to fuse its prologue/epilogue: `model = torch.compile(model, mode=\"max-autotune\")`");
+    if (!units.empty() && op.name.find("conv") != std::string::npos)
       f.fixes.push_back(
           "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`; use "
           "`model = model.to(memory_format=torch.channels_last)`");
@@ -429,7 +449,7 @@ void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_allocator(a.host_blockers, out);
   rule_pageable_copy(a.host_blockers, out);
   rule_sync_copy(a.host_blockers, out);
-  rule_hot_operator(a.hot_spots, out);
+  rule_hot_operator(a.hot_spots, busiest_device_matrix_units(a.gpu_metrics), out);
   rules_host_preprocessing(a, out);  // after launch-bound: it annotates the host-wait findings
 }
 

@@ -181,19 +181,21 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   if (!a.gpu_metrics.devices.empty()) {
     out += fmt::format("\n{}GPU{}\n", st.bold(), st.reset());
     for (const DeviceMetrics& g : a.gpu_metrics.devices) {
-      out += fmt::format("  device {} {}\n", g.device, fit_width(g.name, width - 12));
+      out += fmt::format("  device {} {}\n", g.device,
+                         fit_width(g.name.empty() ? std::string("unknown device") : g.name, width - 12));
       // Each share names what it is a share of.
       out += wrap(fmt::format("utilization: kernels busy {:.1f}% of the {} window{}", g.utilization_pct,
                               human_duration(g.window_ns), window_count_text(a)),
                   width, "    ");
-      out +=
-          wrap(fmt::format(
-                   "SM efficiency {} of the window, occupancy {} of kernel time, Tensor Cores {:.1f}% of "
-                   "kernel time",
-                   g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
-                   g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
-                   g.tensor_core_pct),
-               width, "    ");
+      // Matrix units by the vendor's name for them; none named on devices whose units ferret does not know.
+      const std::string units = matrix_unit_name(g);
+      out += wrap(
+          fmt::format(
+              "SM efficiency {} of the window, occupancy {} of kernel time{}",
+              g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
+              g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
+              units.empty() ? std::string() : fmt::format(", {} {:.1f}% of kernel time", units, g.tensor_core_pct)),
+          width, "    ");
       // SM efficiency above is estimated from launch sizes; PM sampling measures it.
       if (g.measured_sm_active_pct >= 0 || g.measured_tensor_active_pct >= 0)
         out += wrap(fmt::format("measured: SM active {}  Tensor active {}  ({:.0f}% of window sampled)",
@@ -461,15 +463,17 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   }
   if (!a.gpu_metrics.devices.empty()) {
     out += fmt::format(
-        "| GPU | busy, of the {} window{} | SM efficiency, of the window | occupancy, of kernel time | Tensor "
-        "Cores, of kernel time |\n|---|---:|---:|---:|---:|\n",
+        "| GPU | busy, of the {} window{} | SM efficiency, of the window | occupancy, of kernel time | matrix "
+        "units, of kernel time |\n|---|---:|---:|---:|---:|\n",
         human_duration(a.gpu_metrics.devices.front().window_ns), escape_markdown(window_count_text(a)));
     for (const DeviceMetrics& g : a.gpu_metrics.devices)
       out += fmt::format(
-          "| {} {} | {:.1f}% | {} | {} | {:.1f}% |\n", g.device, escape_markdown(g.name), g.utilization_pct,
+          "| {} {} | {:.1f}% | {} | {} | {} |\n", g.device,
+          escape_markdown(g.name.empty() ? std::string("unknown device") : g.name), g.utilization_pct,
           g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
           g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
-          g.tensor_core_pct);
+          matrix_unit_name(g).empty() ? std::string("n/a (units unknown)")
+                                      : fmt::format("{:.1f}% ({})", g.tensor_core_pct, matrix_unit_name(g)));
     out += "\n";
   }
   if (const std::string graphs = graph_replay_line(a); !graphs.empty())

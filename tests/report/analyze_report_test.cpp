@@ -1,6 +1,7 @@
 // Reports render what the analyses computed; trace text that reaches Markdown stays text.
 #include "report/analyze_report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -108,6 +109,53 @@ TEST(AnalyzeReportCorpus, ResNet50VerdictIsInputBound) {
   EXPECT_EQ(d.verdict.finding_id, "input-bound") << d.verdict.headline;
   EXPECT_NEAR(d.verdict.max_speedup, 1.50, 0.005);
   EXPECT_NE(d.verdict.headline.find("33%"), std::string::npos) << d.verdict.headline;
+}
+
+// The GPU section names matrix units as the vendor does: Tensor Cores on NVIDIA, Matrix Cores on
+// AMD, none on devices whose units ferret does not know (MTIA); an unnamed device reads as such.
+TEST(AnalyzeReport, GpuSectionUsesTheVendorsWordForMatrixUnits) {
+  // One 100 us step; a 60 us kernel on device 0, whose properties name it (or do not).
+  auto gpu_section = [](const std::string& name, int compute_major) {
+    const std::string props =
+        name.empty() && compute_major < 0
+            ? std::string()
+            : fmt::format(R"("deviceProperties":[{{"id":0,"name":"{}","computeMajor":{},"computeMinor":0}}],)", name,
+                          compute_major);
+    const std::string trace = "{" + props + R"("traceEvents":[
+ {"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":100},
+ {"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":20,"args":{"External id":1}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":2,"dur":5,"args":{"External id":1,"correlation":7}},
+ {"ph":"X","cat":"kernel","name":"gemm_kernel","pid":0,"tid":7,"ts":10,"dur":60,"args":{"correlation":7,"stream":7,"device":0}}
+]})";
+    const TraceModel model = load_trace_text(trace);
+    const TraceAnalysis analysis = analyze_trace(model, {});
+    const Diagnosis diagnosis = diagnose(analysis);
+    Style wide;
+    wide.width = 200;  // one line per sentence
+    const std::string text = analyze_text(analysis, diagnosis, wide);
+    const std::string md = analyze_markdown(analysis, diagnosis);
+    const std::size_t t = text.find("GPU\n"), m = md.find("| GPU");
+    return (t == std::string::npos ? text : text.substr(t)) + "\n" + (m == std::string::npos ? md : md.substr(m));
+  };
+  const std::string nvidia = gpu_section("NVIDIA H100 80GB HBM3", 9);
+  EXPECT_NE(nvidia.find("Tensor Cores 0.0% of kernel time"), std::string::npos) << nvidia;
+  EXPECT_NE(nvidia.find("| 0.0% (Tensor Cores) |"), std::string::npos) << nvidia;
+  const std::string amd = gpu_section("AMD Instinct MI300X", 9);
+  EXPECT_NE(amd.find("Matrix Cores 0.0% of kernel time"), std::string::npos) << amd;
+  EXPECT_EQ(amd.find("Tensor Cores"), std::string::npos) << amd;
+  // The hot aten::mm's precision fixes: TF32 is NVIDIA's; nothing CUDA-specific for unknown units.
+  EXPECT_NE(nvidia.find("allow_tf32"), std::string::npos) << nvidia;
+  EXPECT_EQ(amd.find("allow_tf32"), std::string::npos) << amd;
+  EXPECT_NE(amd.find("bf16 on Matrix Cores"), std::string::npos) << amd;
+  for (const std::string name : {"MTIA v2", ""}) {
+    const std::string other = gpu_section(name, -1);
+    EXPECT_EQ(other.find("Tensor Cores"), std::string::npos) << other;
+    EXPECT_EQ(other.find("Matrix Cores"), std::string::npos) << other;
+    EXPECT_NE(other.find("n/a (units unknown)"), std::string::npos) << other;
+    EXPECT_EQ(other.find("allow_tf32"), std::string::npos) << other;
+    EXPECT_EQ(other.find("autocast(\"cuda\""), std::string::npos) << other;
+  }
+  EXPECT_NE(gpu_section("", -1).find("device 0 unknown device"), std::string::npos);
 }
 
 }  // namespace
