@@ -57,13 +57,6 @@ std::string signed_percent(double fraction) {
   return std::isfinite(fraction) ? fmt::format("{:+.1f}%", fraction * 100) : std::string("-");
 }
 
-std::string p_value_text(double p) {
-  if (std::isnan(p)) return "-";
-  // Below 0.0001 "{:.2g}" would switch to an exponent ("1.2e-05").
-  if (p < 0.0001) return "< 0.0001";
-  return fmt::format("{:.2g}", p);
-}
-
 // "2026-12-02T15:40:00Z" -> "2026-12-02 15:40".
 std::string date_text(const std::string& iso) {
   if (iso.size() >= 16 && iso[10] == 'T') return iso.substr(0, 10) + " " + iso.substr(11, 5);

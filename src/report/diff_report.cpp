@@ -91,14 +91,14 @@ std::vector<std::string> step_detail(const TraceDiff& d) {
     return lines;
   }
   const stats::MannWhitney& mw = c.mann_whitney;
-  lines.push_back(fmt::format("p = {:.3g} (Mann-Whitney U, {}{}, {} vs {} steps): {} at alpha {:g}", mw.p_value,
-                              method_name(mw.method), mw.has_ties ? ", ties" : "", c.n_a, c.n_b,
-                              c.significant ? "significant" : "not significant", c.alpha));
+  lines.push_back(fmt::format("p = {} (Mann-Whitney U, {}{}, {} vs {} steps): {} at alpha {:g}",
+                              p_value_text(mw.p_value), method_name(mw.method), mw.has_ties ? ", ties" : "", c.n_a,
+                              c.n_b, c.significant ? "significant" : "not significant", c.alpha));
   if (!c.significant && st.min_attainable_p >= c.alpha)
     lines.push_back(
-        fmt::format("with {} and {} steps the exact test cannot reach p < {:g} (its smallest p is {:.3g}): "
+        fmt::format("with {} and {} steps the exact test cannot reach p < {:g} (its smallest p is {}): "
                     "profile more steps",
-                    c.n_a, c.n_b, c.alpha, st.min_attainable_p));
+                    c.n_a, c.n_b, c.alpha, p_value_text(st.min_attainable_p)));
   return lines;
 }
 

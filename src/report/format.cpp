@@ -116,6 +116,13 @@ std::string percent_text(double fraction) {
   return std::isfinite(fraction) ? fmt::format("{:.1f}%", fraction * 100) : std::string("n/a");
 }
 
+std::string p_value_text(double p) {
+  if (std::isnan(p)) return "-";
+  // Below 0.0001 "{:.2g}" would switch to an exponent ("1.2e-05").
+  if (p < 0.0001) return "< 0.0001";
+  return fmt::format("{:.2g}", p);
+}
+
 std::string upper(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

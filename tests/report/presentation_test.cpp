@@ -3,6 +3,7 @@
 // shares that name their denominators.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -160,4 +161,15 @@ TEST(AnalyzeText, FitsTheWidthAndNamesDenominators) {
 }
 
 }  // namespace
+// p-values print in two significant digits and never as an exponent, whatever their size
+// (diff and compare reports both use p_value_text).
+TEST(Presentation, PValuesNeverUseAnExponent) {
+  EXPECT_EQ(p_value_text(0.034), "0.034");
+  EXPECT_EQ(p_value_text(0.5), "0.5");
+  EXPECT_EQ(p_value_text(0.00012), "0.00012");
+  EXPECT_EQ(p_value_text(1.2e-5), "< 0.0001");
+  EXPECT_EQ(p_value_text(1e-300), "< 0.0001");
+  EXPECT_EQ(p_value_text(std::nan("")), "-");
+}
+
 }  // namespace ferret
