@@ -8,6 +8,7 @@
 #include "base/rank_list.h"
 #include "ingest/nccl_log_parser.h"
 #include "report/analyze_report.h"
+#include "report/text_table.h"
 
 namespace ferret {
 
@@ -150,9 +151,11 @@ json optional_int(long long v) { return v < 0 ? json(nullptr) : json(v); }
 std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
                       const std::vector<NcclInputError>& errors, const Style& st) {
   std::string out;
-  out += fmt::format("{}NCCL logs{}: {} file{}, {} lines, {} NCCL lines ({} understood, {} not understood)\n",
-                     st.bold(), st.reset(), s.sources.size(), s.sources.size() == 1 ? "" : "s", s.lines, s.nccl_lines,
-                     s.recognised, s.not_understood);
+  // The colour codes (8 bytes when on) take no columns.
+  out += wrap(fmt::format("{}NCCL logs{}: {} file{}, {} lines, {} NCCL lines ({} understood, {} not understood)",
+                          st.bold(), st.reset(), s.sources.size(), s.sources.size() == 1 ? "" : "s", s.lines,
+                          s.nccl_lines, s.recognised, s.not_understood),
+              st.width + (st.enabled ? 8 : 0), "");
   for (const NcclInputError& e : errors)
     out += wrap(fmt::format("not read: {}: {}", e.source, e.error), st.width, "  ");
   for (const NcclSource& src : s.sources) {
@@ -194,19 +197,30 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
               st.width, "");
 
   if (!s.peers.empty()) {
-    out += fmt::format("\n{}Peers{} (transport to each rank, from the connection lines)\n", st.bold(), st.reset());
+    out +=
+        "\n" + wrap(fmt::format("{}Peers{} (transport to each rank, from the connection lines)", st.bold(), st.reset()),
+                    st.width + (st.enabled ? 8 : 0), "");
     for (const std::string& line : peer_lines(s, kMaxTextPeerRanks)) out += wrap(line, st.width, "  ");
   }
 
   if (!s.hosts.empty()) {
     out += fmt::format("\n{}Hosts{} ({})\n", st.bold(), st.reset(), s.hosts.size());
-    out +=
-        fmt::format("  {:<18} {:<11} {:>5} {:<16} {:<9} {:<6}\n", "host", "ranks", "procs", "NCCL", "network", "GDR");
-    for (const NcclHostSummary& h : s.hosts) {
-      out += fmt::format("  {:<18} {:<11} {:>5} {:<16} {:<9} {:<6}\n", fit_width(h.host, 18),
-                         fit_width(h.ranks.empty() ? "-" : format_rank_list(h.ranks), 11), h.processes,
-                         fit_width(h.versions.empty() ? "-" : join(h.versions, "/"), 16), fit_width(host_network(h), 9),
-                         gdr_text(h));
+    std::vector<std::vector<std::string>> rows;
+    for (const NcclHostSummary& h : s.hosts)
+      rows.push_back({h.host, h.ranks.empty() ? "-" : format_rank_list(h.ranks), std::to_string(h.processes),
+                      h.versions.empty() ? "-" : join(h.versions, "/"), host_network(h), gdr_text(h)});
+    // Names shrink first; on a narrow terminal the GDR state goes, then the process count.
+    const TextTable table({{"host", 24, 6},
+                           {"ranks", 16, 5},
+                           {"procs", 0, 5, true, 1},
+                           {"NCCL", 20, 6},
+                           {"network", 12, 7},
+                           {"GDR", 0, 3, false, 2}},
+                          rows, 2, st.width);
+    out += table.header();
+    for (std::size_t i = 0; i < s.hosts.size(); ++i) {
+      const NcclHostSummary& h = s.hosts[i];
+      out += table.row(rows[i]);
       out += wrap("transports: " + transports_text(h.transports), st.width, "    ");
       std::vector<std::string> notes;
       if (h.ib_no_device)
@@ -228,32 +242,48 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
 
   if (!s.ranks.empty()) {
     out += fmt::format("\n{}Ranks{} ({} of {} logged)\n", st.bold(), st.reset(), s.ranks.size(), s.nranks);
-    out += fmt::format("  {:>5} {:<16} {:>8} {:>3} {:<8} {:<8} {:>7}  {}\n", "rank", "host", "pid", "dev", "busId",
-                       "NCCL", "init s", "transports");
-    std::size_t shown = 0;
+    std::vector<std::vector<std::string>> rows;
     for (const NcclRankSummary& r : s.ranks) {
-      if (++shown > kMaxTextRanks) break;
+      if (rows.size() == kMaxTextRanks) break;
       const std::string init = r.init_total_s >= 0 ? fmt::format("{:.2f}", r.init_total_s)
                                                    : (r.init_complete ? "ok" : (r.init_started ? "START" : "-"));
-      const std::string line =
-          fmt::format("  {:>5} {:<16} {:>8} {:>3} {:<8} {:<8} {:>7}  ", r.rank, fit_width(r.host, 16), r.pid,
-                      r.cuda_dev, fit_width(r.bus_id, 8), fit_width(r.version.empty() ? "-" : r.version, 8), init);
-      out +=
-          line + fit_width(transports_text(r.transports), st.width > line.size() ? st.width - line.size() : 10) + "\n";
+      rows.push_back({std::to_string(r.rank), r.host, std::to_string(r.pid), std::to_string(r.cuda_dev), r.bus_id,
+                      r.version.empty() ? "-" : r.version, init, transports_text(r.transports)});
     }
+    // Transports take what the others leave; bus id, then pid, then device drop out when narrow.
+    const TextTable table({{"rank", 0, 4, true},
+                           {"host", 20, 6},
+                           {"pid", 0, 3, true, 2},
+                           {"dev", 0, 3, true, 1},
+                           {"busId", 16, 5, false, 3},
+                           {"NCCL", 16, 5},
+                           {"init s", 0, 6, true},
+                           {"transports", 60, 12}},
+                          rows, 2, st.width);
+    out += table.render(rows);
     if (s.ranks.size() > kMaxTextRanks)
       out += fmt::format("  ... {} more ranks (--json lists every rank)\n", s.ranks.size() - kMaxTextRanks);
   }
 
   if (!s.comms.empty()) {
     out += fmt::format("\n{}Communicators{} ({})\n", st.bold(), st.reset(), s.comms.size());
-    out += fmt::format("  {:<20} {:>6} {:>7} {:>8} {:>5} {:>9}\n", "commId", "nranks", "started", "complete", "hosts",
-                       "init max");
-    for (const NcclCommSummary& c : s.comms) {
-      out += fmt::format("  {:<20} {:>6} {:>7} {:>8} {:>5} {:>9}{}\n",
-                         fit_width(c.comm_id.empty() ? "(no commId)" : c.comm_id, 20), c.nranks, c.ranks_started,
-                         c.ranks_complete, c.hosts, c.init_max_s >= 0 ? fmt::format("{:.2f} s", c.init_max_s) : "-",
-                         c.is_job ? "  job" : "");
+    std::vector<std::vector<std::string>> rows;
+    for (const NcclCommSummary& c : s.comms)
+      rows.push_back({c.comm_id.empty() ? "(no commId)" : c.comm_id, std::to_string(c.nranks),
+                      std::to_string(c.ranks_started), std::to_string(c.ranks_complete), std::to_string(c.hosts),
+                      c.init_max_s >= 0 ? fmt::format("{:.2f} s", c.init_max_s) : "-", c.is_job ? "job" : ""});
+    const TextTable table({{"commId", 20, 8},
+                           {"nranks", 0, 6, true},
+                           {"started", 0, 7, true},
+                           {"complete", 0, 8, true},
+                           {"hosts", 0, 5, true, 2},
+                           {"init max", 0, 8, true, 1},
+                           {"", 0, 3}},
+                          rows, 2, st.width);
+    out += table.header();
+    for (std::size_t i = 0; i < s.comms.size(); ++i) {
+      const NcclCommSummary& c = s.comms[i];
+      out += table.row(rows[i]);
       if (!c.missing_ranks.empty())
         out += wrap(fmt::format("missing ranks ({}): {}", c.missing_count, format_rank_ranges(c.missing_ranks)),
                     st.width, "    ");
@@ -311,8 +341,9 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
   }
 
   if (s.not_understood > 0 && !s.not_understood_samples.empty()) {
-    out += fmt::format("\n{}Not understood{}: {} NCCL line{} (ignored), e.g.\n", st.bold(), st.reset(),
-                       s.not_understood, s.not_understood == 1 ? "" : "s");
+    out += "\n" + wrap(fmt::format("{}Not understood{}: {} NCCL line{} (ignored), e.g.", st.bold(), st.reset(),
+                                   s.not_understood, s.not_understood == 1 ? "" : "s"),
+                       st.width + (st.enabled ? 8 : 0), "");
     for (std::size_t i = 0; i < s.not_understood_samples.size() && i < 3; ++i)
       out += "  " + fit_width(s.not_understood_samples[i], st.width - 2) + "\n";
   }
