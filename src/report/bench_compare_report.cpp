@@ -1,5 +1,6 @@
 #include "report/bench_compare_report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -304,10 +305,10 @@ std::string compare_verdict(const CompareReport& r) {
     return fmt::format("B is {:.1f}% faster{}, significant at {}", -c.relative_change * 100,
                        ci_text(c.relative_change_ci, -1), alpha);
   if (c.significant)
-    return fmt::format("B differs from A (p = {}, significant at {}) but the medians are the same",
-                       p_value_text(c.mann_whitney.p_value), alpha);
+    return fmt::format("B differs from A ({}, significant at {}) but the medians are the same",
+                       p_equals_text(c.mann_whitney.p_value), alpha);
   std::string detail =
-      fmt::format("p = {}; median {}", p_value_text(c.mann_whitney.p_value), signed_percent(c.relative_change));
+      fmt::format("{}; median {}", p_equals_text(c.mann_whitney.p_value), signed_percent(c.relative_change));
   if (std::isfinite(c.relative_change_ci.low) && std::isfinite(c.relative_change_ci.high))
     detail += fmt::format(", {:g}% CI {:+.1f}% to {:+.1f}%", c.relative_change_ci.confidence * 100,
                           c.relative_change_ci.low * 100, c.relative_change_ci.high * 100);
@@ -377,11 +378,12 @@ std::string compare_text(const CompareReport& r, const Style& st) {
       st.reset());
   out += fit_width("database " + r.database, st.width) + "\n\n";
 
-  // 2 + 18 + 1 + 28 + 1 + 28 = 78 columns.
-  auto row = [&out](const std::string& name, const std::string& a, const std::string& b) {
-    out += fmt::format("  {:<18} {:<28} {}\n", name, fit_width(a, 28), fit_width(b, 28));
+  // Two run columns of what the width leaves after the 21 of the labels: 28 each at 80 columns.
+  const std::size_t run_width = std::clamp<std::size_t>(st.width > 23 ? (st.width - 23) / 2 : 0, 8, 28);
+  auto row = [&out, run_width](const std::string& name, const std::string& a, const std::string& b) {
+    out += fmt::format("  {:<18} {:<{}} {}\n", name, fit_width(a, run_width), run_width, fit_width(b, run_width));
   };
-  out += fmt::format("{}  {:<18} {:<28} {}{}\n", st.dim(), "", fmt::format("A #{}", r.a.id),
+  out += fmt::format("{}  {:<18} {:<{}} {}{}\n", st.dim(), "", fmt::format("A #{}", r.a.id), run_width,
                      fmt::format("B #{}", r.b.id), st.reset());
   row("label", r.a.label, r.b.label);
   row("date", date_text(r.a.created_at), date_text(r.b.created_at));
@@ -398,8 +400,9 @@ std::string compare_text(const CompareReport& r, const Style& st) {
                      ci_text(ch.relative_change_ci, 0));
   out += fmt::format("  {:<18} {} ({} of A's median)\n", "Hodges-Lehmann", signed_value_text(ch.hl_shift, r.a.unit),
                      signed_percent(ch.relative_shift));
-  out += fmt::format("  {:<18} p = {} ({}), α = {:g}\n", "Mann-Whitney U", p_value_text(ch.mann_whitney.p_value),
-                     method_text(ch.mann_whitney.method), ch.alpha);
+  out += wrap(fmt::format("{} ({}), α = {:g}", p_equals_text(ch.mann_whitney.p_value),
+                          method_text(ch.mann_whitney.method), ch.alpha),
+              fmt::format("  {:<18} ", "Mann-Whitney U"), std::string(21, ' '), st.width);
 
   const char* colour = !ch.significant ? "" : ch.relative_change > 0 ? st.red() : st.green();
   out += "\n" + std::string(st.bold()) + colour;
@@ -444,7 +447,7 @@ std::string compare_markdown(const CompareReport& r) {
   out += fmt::format("- median change: {}{}\n", signed_percent(ch.relative_change), ci_text(ch.relative_change_ci, 0));
   out += fmt::format("- Hodges–Lehmann shift: {} ({} of A's median)\n", signed_value_text(ch.hl_shift, r.a.unit),
                      signed_percent(ch.relative_shift));
-  out += fmt::format("- Mann–Whitney U: p = {} ({}), α = {:g}\n", p_value_text(ch.mann_whitney.p_value),
+  out += fmt::format("- Mann–Whitney U: {} ({}), α = {:g}\n", p_equals_text(ch.mann_whitney.p_value),
                      method_text(ch.mann_whitney.method), ch.alpha);
   for (const Warning& w : warning_list(r)) {
     out += "\n> **Warning:** " + escape_markdown(w.text) + (w.items.empty() ? "\n" : ":\n>\n");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.h"
+#include "report/text_table.h"
 
 namespace ferret {
 
@@ -91,9 +92,9 @@ std::vector<std::string> step_detail(const TraceDiff& d) {
     return lines;
   }
   const stats::MannWhitney& mw = c.mann_whitney;
-  lines.push_back(fmt::format("p = {} (Mann-Whitney U, {}{}, {} vs {} steps): {} at alpha {:g}",
-                              p_value_text(mw.p_value), method_name(mw.method), mw.has_ties ? ", ties" : "", c.n_a,
-                              c.n_b, c.significant ? "significant" : "not significant", c.alpha));
+  lines.push_back(fmt::format("{} (Mann-Whitney U, {}{}, {} vs {} steps): {} at alpha {:g}", p_equals_text(mw.p_value),
+                              method_name(mw.method), mw.has_ties ? ", ties" : "", c.n_a, c.n_b,
+                              c.significant ? "significant" : "not significant", c.alpha));
   if (!c.significant && st.min_attainable_p >= c.alpha)
     lines.push_back(
         fmt::format("with {} and {} steps the exact test cannot reach p < {:g} (its smallest p is {}): "
@@ -239,11 +240,17 @@ std::vector<std::pair<const char*, const std::vector<Row>*>> ordered(const Chang
   return {{"slower", &l.slower}, {"added", &l.added}, {"faster", &l.faster}, {"removed", &l.removed}};
 }
 
-// Text rows: "    name(32) BASE(10) NEW(10) change(11) %(7) [h]" = 80 columns.
+// Text rows: "    name BASE(10) NEW(10) change(11) %(7) [h]", the name column taking what the
+// width leaves (32 at 80 columns, at least 12).
 template <class Row>
 void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, const Style& st) {
   constexpr bool kOps = std::is_same_v<Row, OpDiff>;
-  out += fmt::format("\n{}{}{} (per step)\n  {}\n", st.bold(), title, st.reset(), counts_text(l));
+  constexpr std::size_t kNumbers = 4 + 10 + 1 + 10 + 1 + 11 + 1 + 7 + 2;  // indent, columns, " h"
+  const std::size_t name_width = std::clamp<std::size_t>(st.width > kNumbers ? st.width - kNumbers - 1 : 0, 12, 32);
+  out += "\n" + wrap(fmt::format("{}{}{} (per step; {})", st.bold(), title, st.reset(),
+                                 kOps ? "self time, h = host, else GPU" : "total time"),
+                     st.width + (st.enabled ? 8 : 0), "");
+  out += wrap(counts_text(l), st.width, "  ");
   if (l.listed + l.below_floor + l.not_significant > 0)
     out += fmt::format("{}{}{}", st.dim(), wrap(selection_text(l), st.width, "  "), st.reset());
   const std::string rest = not_listed_text(l);
@@ -252,9 +259,8 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
       out += fmt::format("{}{}{}", st.dim(), wrap("no change listed, " + rest, st.width, "  "), st.reset());
     return;
   }
-  out +=
-      fmt::format("{}    {:<32} {:>10} {:>10} {:>11} {:>7}{}\n", st.dim(),
-                  kOps ? "(self time; h = host, else GPU)" : "(total time)", "BASE", "NEW", "change", "%", st.reset());
+  out += fmt::format("{}    {:<{}} {:>10} {:>10} {:>11} {:>7}{}\n", st.dim(), "", name_width, "BASE", "NEW", "change",
+                     "%", st.reset());
   // Long names get a line of their own, cut to the width; names that would cut alike show what
   // tells them apart.
   std::vector<std::string> long_names;
@@ -287,11 +293,11 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
       }
       const char* colour = r.delta_ns > 0 ? st.red() : r.delta_ns < 0 ? st.green() : "";
       // A name too long for its column (kernel templates) gets a line of its own.
-      if (name.size() > 32) {
+      if (name.size() > name_width) {
         out += fmt::format("    {}\n", fitted);
         name.clear();
       }
-      out += fmt::format("    {:<32} {:>10} {:>10} {}{:>11}{} {:>7}{}\n", name,
+      out += fmt::format("    {:<{}} {:>10} {:>10} {}{:>11}{} {:>7}{}\n", name, name_width,
                          r.change == ChangeKind::kAdded ? std::string("-") : duration(base_ns),
                          r.change == ChangeKind::kRemoved ? std::string("-") : duration(new_ns), colour,
                          signed_duration(r.delta_ns), st.reset(),
@@ -307,7 +313,9 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
     return std::any_of(v.begin(), v.end(), [](const Row& r) { return !r.matched_from.empty(); });
   };
   if (shown_renamed(l.added) || shown_renamed(l.removed) || shown_renamed(l.slower) || shown_renamed(l.faster))
-    out += fmt::format("  {}~ matched by a normalised name (a span renamed by the change){}\n", st.dim(), st.reset());
+    out +=
+        fmt::format("{}{}{}", st.dim(),
+                    wrap("~ matched by a normalised name (a span renamed by the change)", st.width, "  "), st.reset());
   if (!rest.empty()) out += fmt::format("{}{}{}", st.dim(), wrap(rest, st.width, "  "), st.reset());
 }
 
@@ -392,15 +400,24 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
            st.reset();
 
   out += fmt::format("\n{}Step time breakdown{} (mean per step)\n", st.bold(), st.reset());
-  out +=
-      fmt::format("{}  {:<14} {:>14} {:>14} {:>14} {:>9}{}\n", st.dim(), "", "BASE", "NEW", "change", "%", st.reset());
+  std::vector<std::vector<std::string>> rows;
   for (const CategoryDiff& c : d.categories)
-    out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>9}\n", step_category_label(c.category), duration(c.base_ns),
-                       duration(c.new_ns), signed_duration(c.delta_ns), relative_text(c.relative));
+    rows.push_back({step_category_label(c.category), duration(c.base_ns), duration(c.new_ns),
+                    signed_duration(c.delta_ns), relative_text(c.relative)});
   const double step_delta = d.step_time.new_mean_ns - d.step_time.base_mean_ns;
-  out += fmt::format("  {:<14} {:>14} {:>14} {:>14} {:>9}\n", "Step (mean)", duration(d.step_time.base_mean_ns),
-                     duration(d.step_time.new_mean_ns), signed_duration(step_delta),
-                     relative_text(d.step_time.base_mean_ns > 0 ? step_delta / d.step_time.base_mean_ns : stats::kNaN));
+  rows.push_back({"Step (mean)", duration(d.step_time.base_mean_ns), duration(d.step_time.new_mean_ns),
+                  signed_duration(step_delta),
+                  relative_text(d.step_time.base_mean_ns > 0 ? step_delta / d.step_time.base_mean_ns : stats::kNaN)});
+  // Numbers in columns as wide as they need, three spaces apart when the width allows: "136.361 ms"
+  // carries a space of its own.
+  const TextTable table({{"", 14},
+                         {"BASE", 0, 0, true, 0, 3},
+                         {"NEW", 0, 0, true, 0, 3},
+                         {"change", 0, 0, true, 0, 3},
+                         {"%", 0, 0, true, 0, 3}},
+                        rows, 2, st.width);
+  out += fmt::format("{}{}{}", st.dim(), table.header(), st.reset());
+  for (const std::vector<std::string>& r : rows) out += table.row(r);
   out += fmt::format("{}{}{}", st.dim(),
                      wrap(fmt::format("means, as the categories add up to them; the step-time change is the "
                                       "Hodges-Lehmann shift above, {}",

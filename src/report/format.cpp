@@ -123,6 +123,11 @@ std::string p_value_text(double p) {
   return fmt::format("{:.2g}", p);
 }
 
+std::string p_equals_text(double p) {
+  const std::string value = p_value_text(p);
+  return value.front() == '<' ? "p " + value : "p = " + value;
+}
+
 std::string upper(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

@@ -21,6 +21,8 @@ double round3(double v);
 std::string percent_text(double fraction);
 // A p-value in two significant digits, never an exponent: "0.034", "< 0.0001"; "-" for NaN.
 std::string p_value_text(double p);
+// The same as a statement: "p = 0.034", "p < 0.0001".
+std::string p_equals_text(double p);
 // Wraps `text` at spaces to `width` columns, each line prefixed by `indent` and ending in '\n'.
 // fit_width (base/text.h) and wrap are the text renderers' entry points for names and sentences
 // holding names: both escape control characters first (base/terminal_text.h), keeping only

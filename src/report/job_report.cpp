@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "report/analyze_report.h"
+#include "report/text_table.h"
 
 namespace ferret {
 
@@ -115,29 +116,54 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
 
   std::size_t hidden = 0;
   const std::vector<std::size_t> shown = shown_ranks(job, hidden);
-  out += fmt::format("\n{}Ranks{} (per step)\n", st.bold(), st.reset());
-  out += " rank    step ms   GPU util   input ms    comm ms exposed ms    wait ms     last\n";
+  out += fmt::format("\n{}Ranks{} (per step; GPU = kernels busy)\n", st.bold(), st.reset());
+  std::vector<std::vector<std::string>> rows;
   for (std::size_t i : shown) {
     const RankRow row = row_of(job, i);
-    out += fmt::format(
-        "{:>5} {:>10.2f} {:>10} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>8}\n", row.r->rank, row.step_ms,
-        row.r->gpu_utilization_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", row.r->gpu_utilization_pct),
-        row.dataloader_ms, row.comm_ms, row.exposed_ms, row.wait_ms, last_text(row));
+    rows.push_back(
+        {std::to_string(row.r->rank), fmt::format("{:.2f}", row.step_ms),
+         row.r->gpu_utilization_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", row.r->gpu_utilization_pct),
+         fmt::format("{:.2f}", row.dataloader_ms), fmt::format("{:.2f}", row.comm_ms),
+         fmt::format("{:.2f}", row.exposed_ms), fmt::format("{:.2f}", row.wait_ms), last_text(row)});
   }
+  // Numbers two spaces apart when the width allows, one when it does not.
+  const auto number = [](const char* header) { return TableColumn{header, 0, 0, true, 0, 2}; };
+  out += TextTable({{"rank", 0, 0, true},
+                    number("step ms"),
+                    number("GPU"),
+                    number("input ms"),
+                    number("comm ms"),
+                    number("exposed ms"),
+                    number("wait ms"),
+                    number("last")},
+                   rows, 1, width)
+             .render(rows);
   if (hidden > 0) out += fmt::format("  ... {} more ranks (--json lists every rank)\n", hidden);
 
   if (!job.costs.empty()) {
-    out += fmt::format("\n{}Collectives{} (transfer = shortest duration across ranks; the rest is waiting)\n",
-                       st.bold(), st.reset());
-    out += " kind           size            calls  mean ms transfer ms  wait  busbw GB/s\n";
+    out += "\n" + wrap(fmt::format("{}Collectives{} (transfer = shortest duration across ranks; the rest is waiting)",
+                                   st.bold(), st.reset()),
+                       width + (st.enabled ? 8 : 0), "");
+    std::vector<std::vector<std::string>> rows;
     for (std::size_t k = 0; k < job.costs.size() && k < 12; ++k) {
       const CollectiveCost& c = job.costs[k];
-      out +=
-          fmt::format(" {:<14} {:<15} {:>6} {:>8.3f} {:>11.3f} {:>4.0f}% {:>11}\n", collective_name(c.kind),
-                      size_bucket_label(c.bucket), c.calls, ns_to_ms(c.mean_duration_ns),
-                      ns_to_ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls)),
-                      100 * c.wait_share, c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps));
+      rows.push_back(
+          {collective_name(c.kind), size_bucket_label(c.bucket), std::to_string(c.calls),
+           fmt::format("{:.3f}", ns_to_ms(c.mean_duration_ns)),
+           fmt::format("{:.3f}", ns_to_ms(c.transfer_ns) / static_cast<double>(std::max<std::uint64_t>(1, c.calls))),
+           fmt::format("{:.0f}%", 100 * c.wait_share),
+           c.busbw_gbps < 0 ? std::string("n/a") : fmt::format("{:.1f}", c.busbw_gbps)});
     }
+    // The bus bandwidth goes first on a narrow terminal: the transfer time says the same more plainly.
+    out += TextTable({{"kind", 16},
+                      {"size", 16, 0, false, 0, 2},
+                      {"calls", 0, 0, true, 0, 2},
+                      {"mean ms", 0, 0, true, 0, 2},
+                      {"transfer ms", 0, 0, true, 0, 2},
+                      {"wait", 0, 0, true, 0, 2},
+                      {"busbw GB/s", 0, 0, true, 1, 2}},
+                     rows, 1, width)
+               .render(rows);
     if (!job.costs.empty() && job.costs.front().link_gbps > 0)
       out += fmt::format("  link: {} {:.0f} GB/s per direction\n", job.costs.front().link, job.costs.front().link_gbps);
   }

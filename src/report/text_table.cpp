@@ -11,15 +11,16 @@ namespace ferret {
 
 namespace {
 
-std::size_t line_width(const std::vector<std::size_t>& widths, std::size_t indent) {
-  std::size_t shown = 0;
+std::size_t line_width(const std::vector<TableColumn>& columns, const std::vector<std::size_t>& widths,
+                       std::size_t indent) {
   std::size_t total = indent;
-  for (std::size_t w : widths) {
-    if (w == 0) continue;
-    total += w;
-    ++shown;
+  bool first = true;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    if (widths[i] == 0) continue;
+    total += widths[i] + (first ? 0 : columns[i].gap);
+    first = false;
   }
-  return shown > 1 ? total + shown - 1 : total;
+  return total;
 }
 
 std::string safe(const std::string& cell) { return terminal_safe(cell, {.keep_colour = true}); }
@@ -51,14 +52,27 @@ TextTable::TextTable(std::vector<TableColumn> columns, const std::vector<std::ve
   std::stable_sort(droppable.begin(), droppable.end(),
                    [&](std::size_t a, std::size_t b) { return columns_[a].drop > columns_[b].drop; });
 
+  std::vector<std::size_t> gaps;
+  for (const TableColumn& c : columns_) gaps.push_back(c.gap);
   std::vector<bool> shown(columns_.size(), true);
   for (std::size_t dropped = 0;; ++dropped) {
     widths_.assign(columns_.size(), 0);
-    for (std::size_t i = 0; i < columns_.size(); ++i)
+    for (std::size_t i = 0; i < columns_.size(); ++i) {
+      columns_[i].gap = gaps[i];
       if (shown[i]) widths_[i] = natural[i];
+    }
+    // Wide gaps close to one space before any text is cut, the widest (then the last) first.
+    while (line_width(columns_, widths_, indent_) > width) {
+      std::size_t widest = columns_.size();
+      for (std::size_t i = 0; i < columns_.size(); ++i)
+        if (shown[i] && columns_[i].gap > 1 && (widest == columns_.size() || columns_[i].gap >= columns_[widest].gap))
+          widest = i;
+      if (widest == columns_.size()) break;
+      --columns_[widest].gap;
+    }
     // Shrink the column with the most room to give, one column at a time, so the cut spreads
     // over the wide text columns instead of eating one of them.
-    while (line_width(widths_, indent_) > width) {
+    while (line_width(columns_, widths_, indent_) > width) {
       std::size_t best = columns_.size();
       std::size_t best_slack = 0;
       for (std::size_t i = 0; i < columns_.size(); ++i) {
@@ -72,7 +86,7 @@ TextTable::TextTable(std::vector<TableColumn> columns, const std::vector<std::ve
       --widths_[best];
     }
     // Still too wide at every minimum: drop the next optional column and lay out again.
-    if (line_width(widths_, indent_) <= width || dropped == droppable.size()) break;
+    if (line_width(columns_, widths_, indent_) <= width || dropped == droppable.size()) break;
     shown[droppable[dropped]] = false;
   }
 }
@@ -90,7 +104,7 @@ std::string TextTable::row(const std::vector<std::string>& cells) const {
   bool first = true;
   for (std::size_t i = 0; i < columns_.size(); ++i) {
     if (widths_[i] == 0) continue;
-    if (!first) out += ' ';
+    if (!first) out.append(columns_[i].gap, ' ');
     first = false;
     const std::string cell = i < cells.size() ? cells[i] : std::string();
     if (columns_[i].right)

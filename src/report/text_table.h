@@ -16,14 +16,15 @@ struct TableColumn {
   std::size_t min_width = 0;  // the narrowest it may shrink to (0, or above the cap: the cap)
   bool right = false;         // right-aligned numbers: never cut, they overflow instead
   int drop = 0;               // 0: always shown; otherwise dropped when nothing else fits, highest first
+  std::size_t gap = 1;        // spaces before the column (none before the first one shown)
 };
 
 class TextTable {
  public:
-  // `rows` size the columns (each row one cell per column); `indent` spaces start each line, one
-  // space separates columns, and `width` is the whole line's.
-  TextTable(std::vector<TableColumn> columns, const std::vector<std::vector<std::string>>& rows,
-            std::size_t indent, std::size_t width);
+  // `rows` size the columns (each row one cell per column); `indent` spaces start each line, each
+  // column's gap separates it from the one before, and `width` is the whole line's.
+  TextTable(std::vector<TableColumn> columns, const std::vector<std::vector<std::string>>& rows, std::size_t indent,
+            std::size_t width);
 
   std::string header() const;
   // One line ending in '\n', trailing spaces trimmed; missing cells are empty.

@@ -87,13 +87,13 @@ class CompareCli : public ::testing::Test {
 std::string* CompareCli::db_ = nullptr;
 
 // Every line fits 80 columns (counting UTF-8 characters, not bytes: "α" is one column).
-void expect_fits_80_columns(const std::string& text) {
+void expect_fits(const std::string& text, std::size_t width) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
     std::size_t columns = 0;
     for (unsigned char c : line) columns += (c & 0xC0) != 0x80;
-    EXPECT_LE(columns, 80u) << line;
+    EXPECT_LE(columns, width) << line;
   }
 }
 
@@ -133,7 +133,12 @@ TEST_F(CompareCli, TextVerdictAndEnvironmentWarning) {
   EXPECT_TRUE(contains(r.out, "environments differ")) << r.out;
   EXPECT_TRUE(contains(r.out, "OMP_NUM_THREADS: 4 -> 8")) << r.out;
   EXPECT_FALSE(contains(r.out, "git_commit")) << r.out;  // the commit never counts as a difference
-  expect_fits_80_columns(r.out);
+  expect_fits(r.out, 80);
+  // --width 60: the two run columns narrow, the verdict wraps.
+  const auto narrow = run_ferret("compare main~2 main --width 60" + db());
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.err;
+  expect_fits(narrow.out, 60);
+  EXPECT_TRUE(contains(test::unwrapped(narrow.out), "Verdict: B is 20.0% slower (95% CI ")) << narrow.out;
 }
 
 TEST_F(CompareCli, GateFailsOnlyBeyondTheAllowedSlowdown) {
@@ -175,7 +180,7 @@ TEST_F(CompareCli, WarnsAboutNoiseAndFewSamples) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "A has only 3 samples")) << r.out;
   EXPECT_TRUE(contains(r.out, "B is noisy: IQR/median is 50.0%")) << r.out;  // 5 ms / 10 ms (header)
-  expect_fits_80_columns(r.out);
+  expect_fits(r.out, 80);
   const json j = json::parse(run_ferret("compare 'pr|x*y' noisy --json" + db()).out);
   EXPECT_NEAR(j["a"]["median"].get<double>(), 0.010, 1e-15);
   EXPECT_NEAR(j["a"]["p90"].get<double>(), 0.0108, 1e-15);
@@ -236,7 +241,7 @@ TEST_F(CompareCli, HistoryListsNewestFirstWithTrend) {
   EXPECT_TRUE(contains(r.out, "noisy: IQR/median above 10%")) << r.out;
   EXPECT_TRUE(contains(r.out, "#3 ")) << r.out;
   EXPECT_TRUE(contains(r.out, "step)")) << r.out;
-  expect_fits_80_columns(r.out);
+  expect_fits(r.out, 80);
 
   const json j = json::parse(run_ferret("history --json" + db()).out);
   EXPECT_EQ(j["schema"], "ferret.history/1");

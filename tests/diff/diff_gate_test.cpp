@@ -205,6 +205,27 @@ TEST(DiffRenames, DataLoaderIteratorClassChangeIsOneRow) {
   EXPECT_EQ(j["operators"]["renamed"], 1);
 }
 
+// The diff's text fits the layout width: the step table closes its gaps, the rows' name column
+// takes what the numbers leave (a longer name gets a line of its own), titles wrap.
+TEST(DiffText, FitsTheWidth) {
+  const TraceModel base =
+      load_trace_text(trace_of(uniform_steps(5, {{kSingle, 5000, 3000}, {"aten::bmm", 1000, 800}})));
+  const TraceModel next = load_trace_text(trace_of(uniform_steps(5, {{kMulti, 5000, 500}, {"aten::bmm", 1000, 1900}})));
+  const TraceDiff d = diff_traces(base, next, {});
+  ASSERT_EQ(d.ops.slower.size(), 1u);
+  for (std::size_t width : {60u, 80u, 120u}) {
+    SCOPED_TRACE(width);
+    Style st;
+    st.width = width;
+    const std::string text = diff_text(d, st);
+    EXPECT_LE(test::longest_line(text), width) << text;
+    // aten::bmm: 800 -> 1900 us per step on the host, +1.100 ms, +137.5%, one row whatever the width.
+    EXPECT_NE(text.find("aten::bmm"), std::string::npos) << text;
+    EXPECT_NE(text.find("800.000 us   1.900 ms   +1.100 ms +137.5% h\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("Step (mean)"), std::string::npos) << text;
+  }
+}
+
 TEST(DiffRenames, ShiftedStepNumbersInNamesAreOneRow) {
   // BASE's step i runs "forward step <12 + i>" for 300 us, NEW's "forward step <40 + i>" for
   // 1500 us: five names on each side, one normalised name, so one row summing them: 1 call and

@@ -170,6 +170,8 @@ TEST(Presentation, PValuesNeverUseAnExponent) {
   EXPECT_EQ(p_value_text(1.2e-5), "< 0.0001");
   EXPECT_EQ(p_value_text(1e-300), "< 0.0001");
   EXPECT_EQ(p_value_text(std::nan("")), "-");
+  EXPECT_EQ(p_equals_text(0.034), "p = 0.034");
+  EXPECT_EQ(p_equals_text(1.2e-5), "p < 0.0001");  // never "p = < 0.0001"
 }
 
 }  // namespace ferret
