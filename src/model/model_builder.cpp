@@ -100,6 +100,8 @@ void ModelBuilder::add(const OpArgs& row) {
   check_row(row, model_.op_args, "op_args");
   check_string(row.input_dims, "op_args.input_dims");
   check_string(row.input_types, "op_args.input_types");
+  check_string(row.input_strides, "op_args.input_strides");
+  check_string(row.concrete_inputs, "op_args.concrete_inputs");
   model_.op_args.push_back(row);
 }
 void ModelBuilder::add(const CollectiveArgs& row) {
@@ -186,6 +188,8 @@ bool ModelBuilder::append_batch(const EventBatchView& batch, const BatchIdMaps& 
   for (const OpArgs& o : batch.op_args) {
     check_local_string(o.input_dims, n_strings, "input_dims");
     check_local_string(o.input_types, n_strings, "input_types");
+    check_local_string(o.input_strides, n_strings, "input_strides");
+    check_local_string(o.concrete_inputs, n_strings, "concrete_inputs");
   }
   for (const CollectiveArgs& c : batch.collective_args)
     for (const StrId id : {c.collective_name, c.dtype, c.process_group_name, c.process_group_ranks})
@@ -221,6 +225,8 @@ bool ModelBuilder::append_batch(const EventBatchView& batch, const BatchIdMaps& 
     append_rows(model_.op_args, batch.op_args, base, [&](OpArgs& o) {
       o.input_dims = str(o.input_dims);
       o.input_types = str(o.input_types);
+      o.input_strides = str(o.input_strides);
+      o.concrete_inputs = str(o.concrete_inputs);
     });
     append_rows(model_.collective_args, batch.collective_args, base, [&](CollectiveArgs& c) {
       c.collective_name = str(c.collective_name);

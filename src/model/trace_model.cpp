@@ -196,7 +196,7 @@ std::string TraceModel::check_invariants() const {
                        [](const KernelArgs& k) { return std::array{k.limiting_factor}; }),
       string_violation(op_args, "op_args", strings.size(),
                        [](const OpArgs& o) {
-                         return std::array{o.input_dims, o.input_types};
+                         return std::array{o.input_dims, o.input_types, o.input_strides, o.concrete_inputs};
                        }),
       string_violation(collective_args, "collective_args", strings.size(),
                        [](const CollectiveArgs& c) {

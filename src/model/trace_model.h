@@ -94,6 +94,11 @@ struct OpArgs {
   EventIndex event = kNoEvent;
   StrId input_dims = kEmptyStr;   // raw JSON text of "Input Dims"
   StrId input_types = kEmptyStr;  // raw JSON text of "Input type"
+  // Raw JSON text of "Input Strides" (torch 2.1+) and "Concrete Inputs" (scalar arguments as
+  // strings: a convolution's stride, padding and dilation; torch 2.1+): the roofline's cost model
+  // needs them where the shapes alone do not fix the work.
+  StrId input_strides = kEmptyStr;
+  StrId concrete_inputs = kEmptyStr;
   std::int32_t fwd_thread_id = -1;
   std::int64_t sequence_number = kNoId;
 };

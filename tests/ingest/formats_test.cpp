@@ -416,3 +416,35 @@ TEST(FormatArgs, LargeAndStringCorrelationIds) {
 
 }  // namespace
 }  // namespace ferret
+
+namespace ferret {
+namespace {
+
+// torch 2.1+ records "Input Strides" and "Concrete Inputs" beside the shapes (record_shapes=True):
+// a convolution's stride, padding and dilation live only in the concrete inputs. Both are kept
+// as their JSON text, like "Input Dims".
+TEST(FormatKineto2, InputStridesAndConcreteInputsAreKept) {
+  const TraceModel m = load_trace_text(R"({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::convolution", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+   "args": {"Input Dims": [[8, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], []],
+            "Input type": ["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"],
+            "Input Strides": [[150528, 50176, 224, 1], [147, 49, 7, 1], [], [], [], [], [], [], []],
+            "Concrete Inputs": ["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1"]}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+   "args": {"Input Dims": [[8, 64, 112, 112]], "Input type": ["float"]}}
+  ]})");
+  const OpArgs* conv = m.op_args_of(find(m, "aten::convolution"));
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(m.strings.view(conv->input_strides),
+            R"([[150528, 50176, 224, 1], [147, 49, 7, 1], [], [], [], [], [], [], []])");
+  EXPECT_EQ(m.strings.view(conv->concrete_inputs),
+            R"(["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1"])");
+  // An op recorded without them (torch < 2.1) has neither.
+  const OpArgs* relu = m.op_args_of(find(m, "aten::relu"));
+  ASSERT_NE(relu, nullptr);
+  EXPECT_EQ(relu->input_strides, kEmptyStr);
+  EXPECT_EQ(relu->concrete_inputs, kEmptyStr);
+}
+
+}  // namespace
+}  // namespace ferret
