@@ -5,6 +5,7 @@
 #include <string>
 
 #include "analysis/analysis.h"
+#include "analysis/attention_patterns.h"
 #include "analysis/communication.h"
 #include "analysis/data_pipeline.h"
 #include "analysis/gpu_metrics.h"
@@ -38,6 +39,7 @@ struct TraceAnalysis {
   CommunicationResult communication;
   HardwareResult hardware;
   WindowActivityResult window_activity;
+  AttentionPatternsResult attention;  // attention computed op by op (unfused)
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);

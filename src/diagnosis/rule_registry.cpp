@@ -70,6 +70,7 @@ constexpr std::array kRules = {
     RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"hot-operator", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"host-preprocessing", S::kTrace, D::kDataPipeline, "rules_host_preprocessing", R::kCause, {}},
+    RuleInfo{"unfused-attention", S::kTrace, D::kCompute, "rules_attention", R::kCause, {}},
     RuleInfo{"memory-near-capacity", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"memory-fragmentation", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"allocation-churn", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},

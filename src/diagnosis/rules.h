@@ -17,9 +17,10 @@ void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-b
 void rules_host_preprocessing(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out);
-void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);  // copy bandwidth, pageable copies
-void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);       // traces without GPU work
-void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);    // capture / initialisation / edge waits
+void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);   // copy bandwidth, pageable copies
+void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);        // traces without GPU work
+void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out);  // unfused-attention
+void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);     // capture / initialisation / edge waits
 
 // "trace" for a whole trace, "window" for a span or stretch chosen with --window / --time: what
 // a rule's text calls the analysed time when there are no steps.

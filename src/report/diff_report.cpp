@@ -247,9 +247,10 @@ void text_rows(std::string& out, const char* title, const ChangeLists<Row>& l, c
   constexpr bool kOps = std::is_same_v<Row, OpDiff>;
   constexpr std::size_t kNumbers = 4 + 10 + 1 + 10 + 1 + 11 + 1 + 7 + 2;  // indent, columns, " h"
   const std::size_t name_width = std::clamp<std::size_t>(st.width > kNumbers ? st.width - kNumbers - 1 : 0, 12, 32);
-  out += "\n" + wrap(fmt::format("{}{}{} (per step; {})", st.bold(), title, st.reset(),
-                                 kOps ? "self time, h = host, else GPU" : "total time"),
-                     st.width + (st.enabled ? 8 : 0), "");
+  out += '\n';
+  out += wrap(fmt::format("{}{}{} (per step; {})", st.bold(), title, st.reset(),
+                          kOps ? "self time, h = host, else GPU" : "total time"),
+              st.width + (st.enabled ? 8 : 0), "");
   out += wrap(counts_text(l), st.width, "  ");
   if (l.listed + l.below_floor + l.not_significant > 0)
     out += fmt::format("{}{}{}", st.dim(), wrap(selection_text(l), st.width, "  "), st.reset());

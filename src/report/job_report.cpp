@@ -141,9 +141,10 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
   if (hidden > 0) out += fmt::format("  ... {} more ranks (--json lists every rank)\n", hidden);
 
   if (!job.costs.empty()) {
-    out += "\n" + wrap(fmt::format("{}Collectives{} (transfer = shortest duration across ranks; the rest is waiting)",
-                                   st.bold(), st.reset()),
-                       width + (st.enabled ? 8 : 0), "");
+    out += '\n';
+    out += wrap(fmt::format("{}Collectives{} (transfer = shortest duration across ranks; the rest is waiting)",
+                            st.bold(), st.reset()),
+                width + (st.enabled ? 8 : 0), "");
     std::vector<std::vector<std::string>> rows;
     for (std::size_t k = 0; k < job.costs.size() && k < 12; ++k) {
       const CollectiveCost& c = job.costs[k];

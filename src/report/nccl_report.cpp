@@ -197,9 +197,9 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
               st.width, "");
 
   if (!s.peers.empty()) {
-    out +=
-        "\n" + wrap(fmt::format("{}Peers{} (transport to each rank, from the connection lines)", st.bold(), st.reset()),
-                    st.width + (st.enabled ? 8 : 0), "");
+    out += '\n';
+    out += wrap(fmt::format("{}Peers{} (transport to each rank, from the connection lines)", st.bold(), st.reset()),
+                st.width + (st.enabled ? 8 : 0), "");
     for (const std::string& line : peer_lines(s, kMaxTextPeerRanks)) out += wrap(line, st.width, "  ");
   }
 
@@ -341,9 +341,10 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
   }
 
   if (s.not_understood > 0 && !s.not_understood_samples.empty()) {
-    out += "\n" + wrap(fmt::format("{}Not understood{}: {} NCCL line{} (ignored), e.g.", st.bold(), st.reset(),
-                                   s.not_understood, s.not_understood == 1 ? "" : "s"),
-                       st.width + (st.enabled ? 8 : 0), "");
+    out += '\n';
+    out += wrap(fmt::format("{}Not understood{}: {} NCCL line{} (ignored), e.g.", st.bold(), st.reset(),
+                            s.not_understood, s.not_understood == 1 ? "" : "s"),
+                st.width + (st.enabled ? 8 : 0), "");
     for (std::size_t i = 0; i < s.not_understood_samples.size() && i < 3; ++i)
       out += "  " + fit_width(s.not_understood_samples[i], st.width - 2) + "\n";
   }

@@ -1,0 +1,81 @@
+// unfused-attention: attention computed op by op (analysis/attention_patterns.h).
+#include <fmt/format.h>
+
+#include "base/units.h"
+#include "diagnosis/rules.h"
+
+namespace ferret {
+
+namespace {
+
+// The pattern must hold at least this share of the window: below it a fused kernel is not worth a
+// finding (the same evidence floor as the kernel-level rules of rules_gpu_efficiency, ferret's).
+constexpr double kMinPatternShare = 0.05;
+
+std::string shape_text(const UnfusedAttentionGroup& g) {
+  return fmt::format("scores [{}, {}, {}] (batch x heads, query length, key length), head dim {}", g.batch, g.query_len,
+                     g.key_len, g.head_dim);
+}
+
+}  // namespace
+
+void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const AttentionPatternsResult& at = a.attention;
+  const std::int64_t window_ns = a.context.window_ns();
+  if (at.groups.empty() || window_ns <= 0) return;
+  const double share = static_cast<double>(at.pattern_ns) / static_cast<double>(window_ns);
+  if (share < kMinPatternShare) return;
+  const UnfusedAttentionGroup& top = at.groups.front();
+  std::uint64_t calls = 0;
+  bool math_fallback = false;
+  for (const UnfusedAttentionGroup& g : at.groups) {
+    calls += g.calls;
+    math_fallback = math_fallback || g.inside_sdpa_math;
+  }
+  const char* time_kind = at.on_gpu ? "GPU time" : "host time";
+
+  Finding f;
+  f.id = "unfused-attention";
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.title = fmt::format("Unfused attention: matmul -> softmax -> matmul takes {:.0f}% of the analysed time{}",
+                        100 * share, math_fallback ? " (scaled_dot_product_attention fell back to its math path)" : "");
+  f.detail = fmt::format(
+      "{} attention call{} compute the score matrix with {}, normalise it with {} and multiply by the values in "
+      "separate operators: {} of {} in the {} ({:.1f}%), of which the two matmuls are {}. The largest: {}, {} "
+      "call{}. Each call writes the full score matrix to memory and reads it back; a fused attention kernel "
+      "(FlashAttention, memory-efficient or cuDNN attention) keeps it on chip.",
+      calls, calls == 1 ? "" : "s", top.score_op, top.softmax_op, human_duration(at.pattern_ns), time_kind,
+      a.context.label, 100 * share, human_duration(at.matmul_ns), shape_text(top), top.calls,
+      top.calls == 1 ? "" : "s");
+  f.evidence = {{"attention_ms", ns_to_ms(static_cast<double>(at.pattern_ns)), "ms"},
+                {"attention_pct", 100 * share, "%"},
+                {"matmul_ms", ns_to_ms(static_cast<double>(at.matmul_ns)), "ms"},
+                {"calls", static_cast<double>(calls), ""},
+                {"query_len", static_cast<double>(top.query_len), ""},
+                {"key_len", static_cast<double>(top.key_len), ""},
+                {"head_dim", static_cast<double>(top.head_dim), ""}};
+  if (math_fallback)
+    f.fixes.push_back(
+        "`scaled_dot_product_attention` ran its math fallback (the matmuls and softmax above are inside "
+        "`aten::_scaled_dot_product_attention_math`): the fused kernels need fp16/bf16 inputs (flash), a head dim "
+        "they support and, for flash, no arbitrary `attn_mask`; run under `with "
+        "torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION):` to have torch say why it refuses");
+  f.fixes.push_back(
+      "One fused call instead of matmul-softmax-matmul: `out = torch.nn.functional.scaled_dot_product_attention(q, "
+      "k, v, attn_mask=mask, dropout_p=p if self.training else 0.0, is_causal=causal)`");
+  f.fixes.push_back(
+      "Hugging Face models: `AutoModel.from_pretrained(name, attn_implementation=\"sdpa\")` (or "
+      "`\"flash_attention_2\"` with the flash-attn package, fp16/bf16)");
+  // The bound: the operators between the two matmuls (scale, mask, softmax, dropout) vanish and
+  // the matmuls stay as fast as measured. A fused kernel also skips the score matrix's round trips
+  // through memory, so the real gain can be larger (FlashAttention: 2-4x on the attention itself,
+  // Dao et al. 2022); without the device's ceilings that part is not bounded here.
+  const std::int64_t removable = std::max<std::int64_t>(0, at.pattern_ns - at.matmul_ns);
+  f.time_share = static_cast<double>(removable) / static_cast<double>(window_ns);
+  f.max_speedup = amdahl_speedup(f.time_share);
+  f.threshold = "matmul -> softmax -> matmul on attention shapes >= 5% of the window (ferret)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace ferret

@@ -1,0 +1,158 @@
+// Unfused attention recognised from operator shapes on hand-made traces; times by hand.
+#include "analysis/attention_patterns.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/trace_analysis.h"
+#include "diagnosis/diagnose.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+using test::corr;
+using test::span;
+
+std::string dims(const std::string& d, const std::string& type = "c10::BFloat16") {
+  return R"("Input Dims": )" + d + R"(, "Input type": [")" + type + R"("])";
+}
+
+// One op on thread 1 launching one kernel on stream 7: op [ts, ts + op_dur), launch at ts + 1,
+// kernel [kernel_ts, kernel_ts + kernel_dur).
+void op_with_kernel(std::vector<std::string>& ev, const std::string& name, const std::string& args, double ts,
+                    double op_dur, double kernel_ts, double kernel_dur, int& c) {
+  ev.push_back(span("cpu_op", name, 1, 1, ts, op_dur, args));
+  ev.push_back(span("cuda_runtime", "cudaLaunchKernel", 1, 1, ts + 1, 2, corr(c)));
+  ev.push_back(span("kernel", name + "_kernel", 0, 7, kernel_ts, kernel_dur, corr(c)));
+  ++c;
+}
+
+// Three steps of 2000 us. Each: Q @ K^T (aten::matmul, 300 us kernel), a scale (aten::div, 50 us),
+// softmax (100 us), P @ V (aten::matmul, 300 us); then a 200 us unrelated kernel. Scores
+// [16, 128, 128] from [16, 128, 64] @ [16, 64, 128]. Pattern = 750 us a step, matmuls 600 us.
+std::string attention_trace(bool with_sdpa_math = false) {
+  std::vector<std::string> ev;
+  int c = 1;
+  for (int s = 0; s < 3; ++s) {
+    const double t = 2000.0 * s;
+    ev.push_back(span("user_annotation", "ProfilerStep#" + std::to_string(s + 1), 1, 1, t, 2000));
+    if (with_sdpa_math) ev.push_back(span("cpu_op", "aten::_scaled_dot_product_attention_math", 1, 1, t + 5, 400));
+    op_with_kernel(ev, "aten::matmul", dims("[[16, 128, 64], [16, 64, 128]]"), t + 10, 50, t + 100, 300, c);
+    op_with_kernel(ev, "aten::div", dims("[[16, 128, 128], []]"), t + 70, 20, t + 400, 50, c);
+    op_with_kernel(ev, "aten::softmax", dims("[[16, 128, 128], [], []]"), t + 100, 40, t + 450, 100, c);
+    op_with_kernel(ev, "aten::matmul", dims("[[16, 128, 128], [16, 128, 64]]"), t + 150, 50, t + 550, 300, c);
+    op_with_kernel(ev, "aten::relu", dims("[[16, 128, 64]]"), t + 500, 20, t + 900, 200, c);
+  }
+  return test::trace(ev);
+}
+
+TEST(AttentionPatterns, MatmulSoftmaxMatmulIsOneGroup) {
+  const TraceModel model = load_trace_text(attention_trace());
+  const TraceAnalysis a = analyze_trace(model, {});
+  const AttentionPatternsResult& r = a.attention;
+  EXPECT_TRUE(r.on_gpu);
+  ASSERT_EQ(r.groups.size(), 1u);
+  const UnfusedAttentionGroup& g = r.groups[0];
+  EXPECT_EQ(g.score_op, "aten::matmul");
+  EXPECT_EQ(g.softmax_op, "aten::softmax");
+  EXPECT_EQ(g.dtype, "c10::BFloat16");
+  EXPECT_EQ(g.calls, 3u);
+  EXPECT_EQ(g.batch, 16);
+  EXPECT_EQ(g.query_len, 128);
+  EXPECT_EQ(g.key_len, 128);
+  EXPECT_EQ(g.head_dim, 64);
+  EXPECT_EQ(g.value_dim, 64);
+  EXPECT_FALSE(g.inside_sdpa_math);
+  EXPECT_EQ(g.pattern_ns, 3 * 750'000);  // 300 + 50 + 100 + 300 us per step; relu is after
+  EXPECT_EQ(g.matmul_ns, 3 * 600'000);
+  EXPECT_EQ(r.fused_calls, 0u);
+
+  // The finding: 2250 us of the 6000 us window (37.5%); the bound removes the 150 us a step
+  // between the matmuls: s = 450 / 6000 = 0.075, 1 / (1 - 0.075) = 1.081x.
+  const Diagnosis d = diagnose(a);
+  const Finding* f = nullptr;
+  for (const Finding& x : d.findings)
+    if (x.id == "unfused-attention") f = &x;
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->time_share, 0.075, 1e-9);
+  EXPECT_NEAR(f->max_speedup, 1.0 / 0.925, 1e-9);
+  EXPECT_NE(f->title.find("38%"), std::string::npos) << f->title;
+  EXPECT_NE(f->fixes.front().find("scaled_dot_product_attention"), std::string::npos);
+}
+
+TEST(AttentionPatterns, SdpaMathFallbackIsNamed) {
+  const TraceModel model = load_trace_text(attention_trace(true));
+  const TraceAnalysis a = analyze_trace(model, {});
+  ASSERT_EQ(a.attention.groups.size(), 1u);
+  EXPECT_TRUE(a.attention.groups[0].inside_sdpa_math);
+  const Diagnosis d = diagnose(a);
+  for (const Finding& f : d.findings)
+    if (f.id == "unfused-attention") {
+      EXPECT_NE(f.title.find("math path"), std::string::npos) << f.title;
+      EXPECT_NE(f.fixes.front().find("SDPBackend.FLASH_ATTENTION"), std::string::npos) << f.fixes.front();
+    }
+}
+
+TEST(AttentionPatterns, NestedMatmulCountsOnceAndShapesMustChain) {
+  std::vector<std::string> ev;
+  int c = 1;
+  // aten::matmul wrapping aten::bmm (the same product), then softmax, then a matmul: one pattern.
+  ev.push_back(span("cpu_op", "aten::matmul", 1, 1, 0, 60, dims("[[4, 32, 16], [4, 16, 32]]")));
+  op_with_kernel(ev, "aten::bmm", dims("[[4, 32, 16], [4, 16, 32]]"), 10, 40, 100, 30, c);
+  op_with_kernel(ev, "aten::_softmax", dims("[[4, 32, 32], [], []]"), 70, 10, 140, 10, c);
+  op_with_kernel(ev, "aten::bmm", dims("[[4, 32, 32], [4, 32, 8]]"), 90, 10, 160, 20, c);
+  // A classifier head: logits [8, 10] from [8, 512] @ [512, 10], softmax, then a matmul of other
+  // shapes: not attention.
+  op_with_kernel(ev, "aten::mm", dims("[[8, 512], [512, 10]]"), 200, 10, 300, 10, c);
+  op_with_kernel(ev, "aten::softmax", dims("[[8, 10], [], []]"), 220, 10, 320, 10, c);
+  op_with_kernel(ev, "aten::mm", dims("[[8, 512], [512, 512]]"), 240, 10, 340, 10, c);
+  // Damaged shapes: nothing recognised, nothing thrown.
+  op_with_kernel(ev, "aten::bmm", dims("[[4, 32, oops"), 400, 10, 500, 10, c);
+  op_with_kernel(ev, "aten::softmax", dims("[[4, 32, 32]]"), 420, 10, 520, 10, c);
+  op_with_kernel(ev, "aten::bmm", dims("[[4, 32, 32], [4, 32, 8]]"), 440, 10, 540, 10, c);
+  const TraceModel model = load_trace_text(test::trace(ev));
+  const TraceAnalysis a = analyze_trace(model, {});
+  ASSERT_EQ(a.attention.groups.size(), 1u);
+  const UnfusedAttentionGroup& g = a.attention.groups[0];
+  EXPECT_EQ(g.score_op, "aten::matmul");
+  EXPECT_EQ(g.softmax_op, "aten::_softmax");
+  EXPECT_EQ(g.calls, 1u);
+  EXPECT_EQ(g.head_dim, 16);
+  EXPECT_EQ(g.value_dim, 8);
+  EXPECT_EQ(g.pattern_ns, 60'000);  // 30 + 10 + 20 us
+  EXPECT_EQ(g.matmul_ns, 50'000);
+}
+
+TEST(AttentionPatterns, CpuOnlyTraceUsesHostTimeAndFusedCallsAreCounted) {
+  std::vector<std::string> ev;
+  ev.push_back(span("cpu_op", "aten::bmm", 1, 1, 0, 400, dims("[[8, 64, 32], [8, 32, 64]]", "float")));
+  ev.push_back(span("cpu_op", "aten::softmax", 1, 1, 450, 100, dims("[[8, 64, 64], [], []]", "float")));
+  ev.push_back(span("cpu_op", "aten::bmm", 1, 1, 600, 400, dims("[[8, 64, 64], [8, 64, 32]]", "float")));
+  ev.push_back(span("cpu_op", "aten::scaled_dot_product_attention", 1, 1, 1100, 100));
+  ev.push_back(span("cpu_op", "aten::_scaled_dot_product_flash_attention_for_cpu", 1, 1, 1110, 80));
+  const TraceModel model = load_trace_text(test::trace(ev));
+  const TraceAnalysis a = analyze_trace(model, {});
+  EXPECT_FALSE(a.attention.on_gpu);
+  ASSERT_EQ(a.attention.groups.size(), 1u);
+  EXPECT_EQ(a.attention.groups[0].pattern_ns, 1'000'000);  // 0 .. 1000 us
+  EXPECT_EQ(a.attention.groups[0].matmul_ns, 800'000);
+  EXPECT_EQ(a.attention.groups[0].dtype, "float");
+  EXPECT_EQ(a.attention.fused_calls, 1u);
+}
+
+// Traces whose attention is already fused (scaled_dot_product_attention -> flash) have no
+// pattern; a real one from the corpus checks the negative on a real model.
+TEST(AttentionPatterns, FusedAttentionInARealTraceIsNotReported) {
+  FERRET_REQUIRE_CORPUS(path, "h100-qwen0.5b-inference-torch2.json.gz");
+  const TraceModel model = load_trace(path);
+  const TraceAnalysis a = analyze_trace(model, {});
+  EXPECT_TRUE(a.attention.groups.empty());
+  EXPECT_GT(a.attention.fused_calls, 0u);
+}
+
+}  // namespace
+}  // namespace ferret
