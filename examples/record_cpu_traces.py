@@ -5,6 +5,8 @@ Each scenario is a real PyTorch program with a known bottleneck:
   input-bound   a training loop whose Dataset sleeps in __getitem__ (slow decode/storage)
   compute-bound inference of large fp32 matmuls
   host-sync     a training loop that calls .item() on the loss every iteration
+  unfused-attention  training a Transformer encoder layer: torch 1.13's multi-head attention
+                computes bmm -> softmax -> dropout -> bmm op by op (no fused attention kernel)
 
 Usage: /usr/bin/python3 examples/record_cpu_traces.py OUT_DIR [--steps N]
 Writes OUT_DIR/cpu-<scenario>.json.gz. Steps are marked with record_function("ProfilerStep#N"),
@@ -82,7 +84,23 @@ def host_sync(steps):
     return prof
 
 
-SCENARIOS = {"input-bound": input_bound, "compute-bound": compute_bound, "host-sync": host_sync}
+def unfused_attention(steps):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, batch_first=True)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.01)
+    x = torch.randn(4, 512, 128)  # long sequences: the [16, 512, 512] scores dominate
+    with profiler.profile(record_shapes=True) as prof:
+        for step in range(steps):
+            with profiler.record_function(f"ProfilerStep#{step}"):
+                loss = layer(x).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    return prof
+
+
+SCENARIOS = {"input-bound": input_bound, "compute-bound": compute_bound, "host-sync": host_sync,
+             "unfused-attention": unfused_attention}
 
 
 def main():

@@ -40,6 +40,14 @@ std::vector<Shape> shapes_of(const TraceModel& model, EventIndex e) {
   return shapes ? std::move(*shapes) : std::vector<Shape>{};
 }
 
+bool shapes_recorded(const TraceModel& model, EventIndex e) {
+  const OpArgs* args = model.op_args_of(e);
+  return args != nullptr && args->input_dims != kEmptyStr;
+}
+
+// Products of stacks of matrices: the attention products are batched over batch x heads.
+bool batched(std::string_view name) { return name == "aten::bmm" || name == "aten::baddbmm" || name == "aten::matmul"; }
+
 // The two operands of a matmul-like op: (a, b) of a @ b; baddbmm's first input is the bias.
 std::optional<std::pair<Shape, Shape>> operands(const TraceModel& model, EventIndex e) {
   std::vector<Shape> in = shapes_of(model, e);
@@ -133,20 +141,30 @@ AttentionPatternsResult analyze_attention_patterns(const TraceModel& model, cons
       const Candidate& scores = ops[i - 1];
       const Candidate& output = ops[i + 1];
       if (scores.role != OpRole::kMatmul || output.role != OpRole::kMatmul) continue;
-      const std::vector<Shape> softmax_in = shapes_of(model, ops[i].event);
-      if (softmax_in.empty() || softmax_in[0].size() < 2) continue;
-      const Shape& p = softmax_in[0];
-      const std::int64_t L = p[p.size() - 2], S = p.back();
-      const auto qk = operands(model, scores.event);
-      const auto pv = operands(model, output.event);
-      if (!qk || !pv) continue;
-      // Q [..., L, D] @ K^T [..., D, S] gives the scores; P [..., L, S] @ V [..., S, Dv] the output.
-      const auto& [q, kt] = *qk;
-      const auto& [probs, v] = *pv;
-      if (q[q.size() - 2] != L || kt.back() != S) continue;
-      if (probs[probs.size() - 2] != L || probs.back() != S) continue;
-      const std::int64_t D = q.back(), Dv = v.back();
-      const std::int64_t batch = element_count(p) / std::max<std::int64_t>(1, L * S);
+      std::int64_t L = -1, S = -1, D = -1, Dv = -1, batch = -1;
+      if (!shapes_recorded(model, scores.event) && !shapes_recorded(model, ops[i].event) &&
+          !shapes_recorded(model, output.event)) {
+        // No shapes (record_shapes off, or a torch whose export drops them): the sequence alone,
+        // with batched products on both sides (a classifier's mm -> softmax is not attention).
+        if (!batched(model.name_of(scores.event)) || !batched(model.name_of(output.event))) continue;
+      } else {
+        const std::vector<Shape> softmax_in = shapes_of(model, ops[i].event);
+        if (softmax_in.empty() || softmax_in[0].size() < 2) continue;
+        const Shape& p = softmax_in[0];
+        L = p[p.size() - 2];
+        S = p.back();
+        const auto qk = operands(model, scores.event);
+        const auto pv = operands(model, output.event);
+        if (!qk || !pv) continue;
+        // Q [..., L, D] @ K^T [..., D, S] gives the scores; P [..., L, S] @ V [..., S, Dv] the output.
+        const auto& [q, kt] = *qk;
+        const auto& [probs, v] = *pv;
+        if (q[q.size() - 2] != L || kt.back() != S) continue;
+        if (probs[probs.size() - 2] != L || probs.back() != S) continue;
+        D = q.back();
+        Dv = v.back();
+        batch = element_count(p) / std::max<std::int64_t>(1, L * S);
+      }
 
       const EventIndex first = scores.event, last = output.event;
       std::int64_t pattern_ns = 0, matmul_ns = 0;

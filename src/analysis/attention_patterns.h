@@ -6,7 +6,8 @@
 // "FlashAttention", arXiv:2205.14135, section 3).
 //
 // Recognised from the CPU operators of one thread, in time order, by their recorded shapes
-// (record_shapes=True): without shapes nothing is recognised. The pattern's time is the GPU time
+// (record_shapes=True); a trace without shapes is read by the sequence alone, batched products
+// (bmm, baddbmm, matmul) on both sides of the softmax. The pattern's time is the GPU time
 // its operators launched (from the first matmul's start to the second's end on that thread), or,
 // on a CPU-only trace, the host time of that stretch.
 #pragma once
@@ -20,14 +21,16 @@
 namespace ferret {
 
 struct UnfusedAttentionGroup {
-  std::string score_op;           // the matmul producing the scores: "aten::bmm", "aten::matmul", ...
-  std::string softmax_op;         // "aten::softmax", "aten::_softmax", "aten::_safe_softmax"
-  std::string dtype;              // the softmax input's "Input type" ("c10::BFloat16"), "" when not recorded
-  std::int64_t batch = 0;         // product of the score matrix's leading dims (batch x heads)
-  std::int64_t query_len = 0;     // L
-  std::int64_t key_len = 0;       // S
-  std::int64_t head_dim = 0;      // D: the inner dim of the score matmul
-  std::int64_t value_dim = 0;     // Dv: the last dim of the values
+  std::string score_op;    // the matmul producing the scores: "aten::bmm", "aten::matmul", ...
+  std::string softmax_op;  // "aten::softmax", "aten::_softmax", "aten::_safe_softmax"
+  std::string dtype;       // the softmax input's "Input type" ("c10::BFloat16"), "" when not recorded
+  // -1 each when the trace recorded no shapes (then the pattern is recognised by its sequence of
+  // batched products alone).
+  std::int64_t batch = -1;        // product of the score matrix's leading dims (batch x heads)
+  std::int64_t query_len = -1;    // L
+  std::int64_t key_len = -1;      // S
+  std::int64_t head_dim = -1;     // D: the inner dim of the score matmul
+  std::int64_t value_dim = -1;    // Dv: the last dim of the values
   bool inside_sdpa_math = false;  // under aten::_scaled_dot_product_attention_math: SDPA fell back
   std::uint64_t calls = 0;
   std::int64_t pattern_ns = 0;  // GPU time launched by the stretch (host time without GPU work)

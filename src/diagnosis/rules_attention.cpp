@@ -13,6 +13,7 @@ namespace {
 constexpr double kMinPatternShare = 0.05;
 
 std::string shape_text(const UnfusedAttentionGroup& g) {
+  if (g.query_len < 0) return "shapes not recorded (record_shapes=True names them)";
   return fmt::format("scores [{}, {}, {}] (batch x heads, query length, key length), head dim {}", g.batch, g.query_len,
                      g.key_len, g.head_dim);
 }
@@ -44,17 +45,20 @@ void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out) {
       "{} attention call{} compute the score matrix with {}, normalise it with {} and multiply by the values in "
       "separate operators: {} of {} in the {} ({:.1f}%), of which the two matmuls are {}. The largest: {}, {} "
       "call{}. Each call writes the full score matrix to memory and reads it back; a fused attention kernel "
-      "(FlashAttention, memory-efficient or cuDNN attention) keeps it on chip.",
+      "(FlashAttention, memory-efficient or cuDNN attention{}) keeps it {}.",
       calls, calls == 1 ? "" : "s", top.score_op, top.softmax_op, human_duration(at.pattern_ns), time_kind,
-      a.context.label, 100 * share, human_duration(at.matmul_ns), shape_text(top), top.calls,
-      top.calls == 1 ? "" : "s");
+      a.context.label, 100 * share, human_duration(at.matmul_ns), shape_text(top), top.calls, top.calls == 1 ? "" : "s",
+      at.on_gpu ? "" : "; on CPUs, torch 2.x's flash attention for CPU",
+      at.on_gpu ? "on chip" : "in cache, a block at a time");
   f.evidence = {{"attention_ms", ns_to_ms(static_cast<double>(at.pattern_ns)), "ms"},
                 {"attention_pct", 100 * share, "%"},
                 {"matmul_ms", ns_to_ms(static_cast<double>(at.matmul_ns)), "ms"},
-                {"calls", static_cast<double>(calls), ""},
-                {"query_len", static_cast<double>(top.query_len), ""},
-                {"key_len", static_cast<double>(top.key_len), ""},
-                {"head_dim", static_cast<double>(top.head_dim), ""}};
+                {"calls", static_cast<double>(calls), ""}};
+  if (top.query_len >= 0) {
+    f.evidence.push_back({"query_len", static_cast<double>(top.query_len), ""});
+    f.evidence.push_back({"key_len", static_cast<double>(top.key_len), ""});
+    f.evidence.push_back({"head_dim", static_cast<double>(top.head_dim), ""});
+  }
   if (math_fallback)
     f.fixes.push_back(
         "`scaled_dot_product_attention` ran its math fallback (the matmuls and softmax above are inside "

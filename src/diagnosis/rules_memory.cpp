@@ -80,7 +80,7 @@ constexpr std::int64_t kFragmentationMinIdleBytes = 1ll << 30;
 constexpr double kFragmentationHighCapacityShare = 0.90;
 constexpr double kFragmentationMediumCapacityShare = 0.50;
 
-void rule_fragmentation(const MemoryResult& m, std::vector<Finding>& out) {
+void rule_fragmentation(const MemoryResult& m, const AttentionPatternsResult& attention, std::vector<Finding>& out) {
   for (const MemoryDevice& d : m.devices) {
     if (d.device_type <= 0 || d.fragmentation_at_peak < 0 || d.fragmentation_at_peak <= kFragmentationShare) continue;
     const std::int64_t idle = d.peak_reserved - d.allocated_at_peak_reserved;
@@ -119,6 +119,13 @@ void rule_fragmentation(const MemoryResult& m, std::vector<Finding>& out) {
         "If it persists: `PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512` stops the allocator splitting large "
         "cached blocks for small requests",
     };
+    // Eager attention allocates an L x L score matrix per head and call: with varying sequence
+    // lengths these are the largest blocks of ever-changing size.
+    if (!attention.groups.empty())
+      f.fixes.insert(f.fixes.begin() + 1,
+                     "Attention runs op by op here (unfused-attention): each call allocates an L x L score matrix "
+                     "per head, the largest blocks whose size changes with the sequence length; "
+                     "`torch.nn.functional.scaled_dot_product_attention` never materialises them");
     f.time_share = 0;
     f.max_speedup = amdahl_speedup(0);
     f.threshold = "(reserved - allocated) / reserved at peak reserved > 30% and >= 1 GiB idle (ferret)";
@@ -200,7 +207,7 @@ void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out) {
   // Inference servers (vLLM, SGLang) reserve most of the device for their KV cache by design
   // (gpu_memory_utilization, mem_fraction_static): near capacity is their normal state.
   if (a.window_activity.inference_server.empty()) rule_near_capacity(a.memory, out);
-  rule_fragmentation(a.memory, out);
+  rule_fragmentation(a.memory, a.attention, out);
   rule_allocation_churn(a.memory, out);
 }
 

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
@@ -152,6 +156,51 @@ TEST(AttentionPatterns, FusedAttentionInARealTraceIsNotReported) {
   const TraceAnalysis a = analyze_trace(model, {});
   EXPECT_TRUE(a.attention.groups.empty());
   EXPECT_GT(a.attention.fused_calls, 0u);
+}
+
+}  // namespace
+}  // namespace ferret
+
+namespace ferret {
+namespace {
+
+// A real trace (torch 1.13 on CPU, training nn.TransformerEncoderLayer, 4 steps): its legacy
+// export records no shapes, so the sequence alone is read. A second, simpler reader checks the
+// pattern's time: on the forward thread, sorted by start, each aten::bmm -> aten::softmax ->
+// aten::bmm run, from the first bmm's start to the second's end.
+TEST(AttentionPatterns, RealTorch113TransformerLayerWithoutShapes) {
+  const std::string path = std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-unfused-attention.json.gz";
+  const TraceModel model = load_trace(path);
+  const TraceAnalysis a = analyze_trace(model, {});
+  ASSERT_EQ(a.attention.groups.size(), 1u);
+  const UnfusedAttentionGroup& g = a.attention.groups[0];
+  EXPECT_EQ(g.calls, 4u);  // one attention per step
+  EXPECT_EQ(g.query_len, -1);
+
+  std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> ops;  // ts, end (us), name
+  const test::CommandResult unzipped = test::run_shell("zcat " + path);
+  ASSERT_EQ(unzipped.exit_code, 0) << unzipped.err;
+  const nlohmann::json doc = nlohmann::json::parse(unzipped.out);
+  for (const nlohmann::json& e : doc) {
+    const std::string name = e.value("name", "");
+    if (e.value("ph", "") != "X" || (name != "aten::bmm" && name != "aten::softmax")) continue;
+    const std::int64_t ts = e["ts"].get<std::int64_t>();
+    ops.emplace_back(ts, ts + e["dur"].get<std::int64_t>(), name);
+  }
+  std::sort(ops.begin(), ops.end());
+  std::int64_t expected_us = 0;
+  int runs = 0;
+  for (std::size_t i = 0; i + 2 < ops.size(); ++i)
+    if (std::get<2>(ops[i]) == "aten::bmm" && std::get<2>(ops[i + 1]) == "aten::softmax" &&
+        std::get<2>(ops[i + 2]) == "aten::bmm") {
+      expected_us += std::get<1>(ops[i + 2]) - std::get<0>(ops[i]);
+      ++runs;
+    }
+  EXPECT_EQ(runs, 4);
+  EXPECT_EQ(g.pattern_ns, expected_us * 1000);
+  const Diagnosis d = diagnose(a);
+  EXPECT_TRUE(
+      std::any_of(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "unfused-attention"; }));
 }
 
 }  // namespace
