@@ -6,6 +6,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/communication.h"
+#include "analysis/critical_path.h"
 #include "analysis/data_pipeline.h"
 #include "analysis/gpu_metrics.h"
 #include "analysis/gpu_timeline.h"
@@ -38,6 +39,8 @@ struct TraceAnalysis {
   CommunicationResult communication;
   HardwareResult hardware;
   WindowActivityResult window_activity;
+  // The critical path of each step and what bounds it (analysis/critical_path.h).
+  CriticalPathResult critical_path;
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);
