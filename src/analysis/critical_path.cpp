@@ -58,8 +58,8 @@ struct HostLanes {
   std::array<std::vector<Interval>, 4> lanes;  // sync, input, communication, launch
   std::vector<std::uint32_t> syncs;            // GPU-bound synchronising calls (RetimeResult::syncs), by end
 };
-constexpr PathCategory kLaneCategory[4] = {PathCategory::kSyncWait, PathCategory::kInput,
-                                           PathCategory::kCommunication, PathCategory::kLaunchOverhead};
+constexpr PathCategory kLaneCategory[4] = {PathCategory::kSyncWait, PathCategory::kInput, PathCategory::kCommunication,
+                                           PathCategory::kLaunchOverhead};
 
 }  // namespace
 
@@ -94,7 +94,8 @@ CriticalPathResult analyze_critical_path(const TraceModel& model, const Analysis
       else if (is_launch_api(k) && is_launch_call(n))
         lane = 3;
     }
-    if (lane >= 0) threads[thread_key(model.pid[e], model.tid[e])].lanes[lane].push_back({model.ts_ns[e], model.end_ns(e)});
+    if (lane >= 0)
+      threads[thread_key(model.pid[e], model.tid[e])].lanes[lane].push_back({model.ts_ns[e], model.end_ns(e)});
   }
   for (std::uint32_t s = 0; s < graph.syncs.size(); ++s) {
     const SyncNode& sync = graph.syncs[s];

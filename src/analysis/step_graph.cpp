@@ -23,12 +23,12 @@ std::uint64_t thread_key(std::int32_t pid, std::int32_t tid) {
 // Per-name facts, memoised by interned name (names repeat millions of times).
 enum NameFlag : std::uint8_t {
   kKnown = 1,
-  kSyncCall = 2,   // *Synchronize, synchronous memcpy/memset calls
-  kSyncOp = 4,     // aten::item, aten::_local_scalar_dense
-  kLaunch = 8,     // kernel / graph launches, async copies and fills
-  kLoader = 16,    // enumerate(DataLoader)#...
-  kGloo = 32,      // gloo collectives: communication run on the host
-  kStep = 64,      // ProfilerStep#N
+  kSyncCall = 2,      // *Synchronize, synchronous memcpy/memset calls
+  kSyncOp = 4,        // aten::item, aten::_local_scalar_dense
+  kLaunch = 8,        // kernel / graph launches, async copies and fills
+  kLoader = 16,       // enumerate(DataLoader)#...
+  kGloo = 32,         // gloo collectives: communication run on the host
+  kStep = 64,         // ProfilerStep#N
   kCopyLaunch = 128,  // an async copy launch (may block: a copy to pageable memory)
 };
 
@@ -115,7 +115,7 @@ struct StreamState {
 struct SweepItem {
   std::int64_t ts;
   std::int64_t dur;
-  EventIndex event;  // host span, unmatched GPU activity, or kNoEvent for a point
+  EventIndex event;     // host span, unmatched GPU activity, or kNoEvent for a point
   std::uint32_t point;  // index into points when event == kNoEvent
 };
 
@@ -239,7 +239,8 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   std::unordered_map<std::uint64_t, ThreadClock> clocks;
   // The training loop's thread: the one holding the steps.
   const bool has_main = ctx.has_steps;
-  const std::uint64_t main_thread = has_main ? thread_key(model.pid[ctx.steps.front().event], model.tid[ctx.steps.front().event]) : 0;
+  const std::uint64_t main_thread =
+      has_main ? thread_key(model.pid[ctx.steps.front().event], model.tid[ctx.steps.front().event]) : 0;
   std::unordered_map<std::uint64_t, StreamState> streams;
   std::vector<std::int64_t> step_gpu_end(result.steps.size(), INT64_MIN);
 

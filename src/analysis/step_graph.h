@@ -41,10 +41,10 @@ inline constexpr std::int64_t kSyncSlackNs = 2'000;
 
 // What a re-timing changes. Defaults change nothing (the baseline).
 struct RetimeChanges {
-  bool remove_dataloader = false;              // enumerate(DataLoader) waits take no time
-  bool remove_host_sync = false;               // synchronising calls take no time
-  bool remove_launch_overhead = false;         // launch calls take no host time
-  bool remove_exposed_communication = false;   // communication not overlapped by compute is gone
+  bool remove_dataloader = false;             // enumerate(DataLoader) waits take no time
+  bool remove_host_sync = false;              // synchronising calls take no time
+  bool remove_launch_overhead = false;        // launch calls take no host time
+  bool remove_exposed_communication = false;  // communication not overlapped by compute is gone
   struct Speedup {
     std::string pattern;  // substring of a kernel name, or of an op enclosing its launch / a CPU op
     double factor = 1;    // durations divided by this (> 0)
@@ -57,7 +57,7 @@ struct RetimeTouched {
   std::uint64_t dataloader_spans = 0;
   std::uint64_t host_syncs = 0;
   std::uint64_t launch_calls = 0;
-  std::uint64_t communication = 0;         // communication kernels and host collectives shortened
+  std::uint64_t communication = 0;            // communication kernels and host collectives shortened
   std::vector<std::uint64_t> speedup_events;  // per RetimeChanges::speedups: kernels + CPU ops scaled
 };
 
@@ -86,7 +86,7 @@ struct RetimedStep {
   EventIndex event = kNoEvent;
   std::int64_t start_ns = 0;  // re-timed
   std::int64_t end_ns = 0;
-  std::int64_t cpu_end_ns = 0;  // re-timed end of the step's host span (its whole host work without steps)
+  std::int64_t cpu_end_ns = 0;           // re-timed end of the step's host span (its whole host work without steps)
   std::uint32_t last_gpu = 0xFFFFFFFFu;  // the step's last-ending GPU node, if any
   std::int64_t duration_ns() const { return end_ns - start_ns; }
 };

@@ -45,10 +45,10 @@ void parse_whatif_removal(const std::string& text, RetimeChanges& changes) {
   else if (text == "exposed-communication")
     changes.remove_exposed_communication = true;
   else
-    throw OptionError(fmt::format(
-        "--remove: '{}' is not a cause ferret can remove; use dataloader, host-sync, launch-overhead or "
-        "exposed-communication",
-        text));
+    throw OptionError(
+        fmt::format("--remove: '{}' is not a cause ferret can remove; use dataloader, host-sync, launch-overhead or "
+                    "exposed-communication",
+                    text));
 }
 
 void parse_whatif_speedup(const std::string& text, RetimeChanges& changes) {
@@ -61,8 +61,7 @@ void parse_whatif_speedup(const std::string& text, RetimeChanges& changes) {
   const char* last = first + factor_text.size();
   const auto [end, ec] = std::from_chars(first, last, factor);
   if (factor_text.empty() || ec != std::errc() || end != last || !std::isfinite(factor) || factor <= 0)
-    throw OptionError(
-        fmt::format("--speedup: the factor in '{}' must be a number above 0 (2 = twice as fast)", text));
+    throw OptionError(fmt::format("--speedup: the factor in '{}' must be a number above 0 (2 = twice as fast)", text));
   changes.speedups.push_back({text.substr(0, eq), factor});
 }
 

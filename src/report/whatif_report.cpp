@@ -41,7 +41,8 @@ std::vector<std::string> change_lines(const WhatIfResult& r) {
 }
 
 std::uint64_t touched_total(const WhatIfResult& r) {
-  std::uint64_t n = r.touched.dataloader_spans + r.touched.host_syncs + r.touched.launch_calls + r.touched.communication;
+  std::uint64_t n =
+      r.touched.dataloader_spans + r.touched.host_syncs + r.touched.launch_calls + r.touched.communication;
   for (std::uint64_t s : r.touched.speedup_events) n += s;
   return n;
 }
@@ -94,8 +95,8 @@ std::string whatif_text(const TraceModel& model, const AnalysisContext& ctx, con
   if (r.has_steps && r.steps.size() > 1) {
     out += "\n  step        recorded     predicted   change\n";
     for (const WhatIfStep& s : r.steps)
-      out += fmt::format("  {:<8} {:>12} {:>12}  {:+6.1f}%\n", s.number, ms_text(s.baseline_ns), ms_text(s.predicted_ns),
-                         change_pct(s.baseline_ns, s.predicted_ns));
+      out += fmt::format("  {:<8} {:>12} {:>12}  {:+6.1f}%\n", s.number, ms_text(s.baseline_ns),
+                         ms_text(s.predicted_ns), change_pct(s.baseline_ns, s.predicted_ns));
   }
   return out;
 }

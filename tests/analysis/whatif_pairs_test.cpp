@@ -18,9 +18,7 @@ namespace {
 // The accuracy the what-if is held to (issue 15: "hold it under 15% in tests").
 constexpr double kMaxPredictionError = 0.15;
 
-std::string pair_path(const std::string& name) {
-  return std::string(FERRET_SOURCE_DIR) + "/tests/data/whatif/" + name;
-}
+std::string pair_path(const std::string& name) { return std::string(FERRET_SOURCE_DIR) + "/tests/data/whatif/" + name; }
 
 struct Prediction {
   std::int64_t before_ns = 0;
