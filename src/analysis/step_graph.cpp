@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <unordered_map>
 
 #include "analysis/classify.h"
@@ -321,8 +322,11 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     }
     node.step = launch != kNoEvent ? step_of_host_time(model.ts_ns[launch]) : -1;
     if (launch == kNoEvent && ctx.has_steps) {
-      for (std::size_t s = 0; s < ctx.steps.size(); ++s)
-        if (start >= ctx.steps[s].start_ns && start < ctx.steps[s].end_ns) node.step = static_cast<std::int32_t>(s);
+      // The step whose window holds its start (steps are in time order and do not overlap).
+      auto it = std::upper_bound(ctx.steps.begin(), ctx.steps.end(), start,
+                                 [](std::int64_t v, const Step& s) { return v < s.start_ns; });
+      if (it != ctx.steps.begin() && start < std::prev(it)->end_ns)
+        node.step = static_cast<std::int32_t>(std::prev(it) - ctx.steps.begin());
     } else if (launch == kNoEvent) {
       node.step = 0;
     }
