@@ -57,6 +57,7 @@ std::uint64_t thread_key(std::int32_t pid, std::int32_t tid) {
 struct HostLanes {
   std::array<std::vector<Interval>, 4> lanes;  // sync, input, communication, launch
   std::vector<std::uint32_t> syncs;            // GPU-bound synchronising calls (RetimeResult::syncs), by end
+  std::vector<std::int64_t> top_starts;        // starts of its top-level spans, in time order
 };
 constexpr PathCategory kLaneCategory[4] = {PathCategory::kSyncWait, PathCategory::kInput, PathCategory::kCommunication,
                                            PathCategory::kLaunchOverhead};
@@ -81,6 +82,9 @@ CriticalPathResult analyze_critical_path(const TraceModel& model, const Analysis
     if (model.phase[e] != 'X' || !(k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || is_launch_api(k)))
       continue;
     if (model.end_ns(e) <= lo || model.ts_ns[e] >= hi) continue;
+    const EventIndex parent = model.relations.parent[e];
+    if (parent == kNoEvent || model.kind[parent] == EventKind::kPythonFunction)
+      threads[thread_key(model.pid[e], model.tid[e])].top_starts.push_back(model.ts_ns[e]);
     std::int8_t& lane = lane_of_name[model.name[e]];
     if (lane == -2) {
       const std::string_view n = model.name_of(e);
@@ -103,7 +107,11 @@ CriticalPathResult analyze_critical_path(const TraceModel& model, const Analysis
     h.lanes[0].push_back({sync.start_ns, sync.end_ns});
     if (sync.waited != kNoNode) h.syncs.push_back(s);
   }
+  // The steps' thread: other threads' top-level work starts from it (analysis/step_graph.h).
+  const std::uint64_t main_thread =
+      ctx.has_steps ? thread_key(model.pid[ctx.steps.front().event], model.tid[ctx.steps.front().event]) : 0;
   for (auto& [key, h] : threads) {
+    std::sort(h.top_starts.begin(), h.top_starts.end());
     std::vector<Interval> above;
     for (std::vector<Interval>& lane : h.lanes) {
       merge_intervals(lane);
@@ -203,6 +211,20 @@ CriticalPathResult analyze_critical_path(const TraceModel& model, const Analysis
         auto s = std::upper_bound(h->syncs.begin(), h->syncs.end(), t,
                                   [&](std::int64_t v, std::uint32_t i) { return v < graph.syncs[i].end_ns; });
         if (s != h->syncs.begin()) sync = *(s - 1);
+      }
+      // On another thread: back to the start of its top-level span, then on the steps' thread,
+      // unless a sync on this thread returned after that start.
+      std::int64_t top_start = INT64_MIN;
+      if (ctx.has_steps && thread != main_thread && h != nullptr) {
+        auto s = std::upper_bound(h->top_starts.begin(), h->top_starts.end(), t);
+        if (s != h->top_starts.begin()) top_start = *(s - 1);
+      }
+      const std::int64_t sync_end = sync == kNoNode ? INT64_MIN : graph.syncs[sync].end_ns;
+      if (top_start > floor && top_start >= sync_end) {
+        add_host(h, top_start, t);
+        t = top_start;
+        thread = main_thread;
+        continue;
       }
       if (sync == kNoNode || graph.syncs[sync].end_ns <= floor) {
         add_host(h, floor, t);

@@ -193,6 +193,40 @@ TEST(WhatIf, ExposedCommunicationByHand) {
   EXPECT_EQ(r.touched.communication, 1u);
 }
 
+// The backward pass on the autograd engine's thread (us): the steps' thread waits for the loader
+// [0,40) and then blocks in the backward call [45,95); thread 2 runs the backward [50,90) and
+// launches a kernel at [55,60) that runs [60,150) on stream 7. The step ends with the kernel: 150.
+// Critical path: kernel [60,150) gpu 90; its launch [55,60) 5; thread 2 back to its span's start
+// [50,55) cpu 5; then the steps' thread: [40,50) cpu 10, the loader [0,40) input 40.
+// Without the loader the steps' thread is 40 us earlier, thread 2 starts 40 earlier (at 10), the
+// kernel runs [20,110): the step is 110 (the host ends at 60).
+const std::string kBackwardThread = trace({
+    host("user_annotation", "ProfilerStep#1", 0, 100),
+    host("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 40),
+    host("cpu_op", "autograd::backward", 45, 50),
+    span("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 1, 2, 50, 40),
+    span("cuda_runtime", "cudaLaunchKernel", 1, 2, 55, 5, "\"correlation\":1"),
+    gpu("kernel", "gemm_backward", 7, 60, 90, 1),
+});
+
+TEST(CriticalPath, BackwardThreadFollowsTheStepsThread) {
+  const TraceModel m = load_trace_text(kBackwardThread);
+  const AnalysisContext ctx = make_analysis_context(m, {});
+  const CriticalPathResult cp = analyze_critical_path(m, ctx);
+  ASSERT_EQ(cp.steps.size(), 1u);
+  const CriticalPathStep& s = cp.steps[0];
+  EXPECT_EQ(s.duration_ns, 150'000);
+  EXPECT_EQ(of(s, PathCategory::kGpuCompute), 90'000);
+  EXPECT_EQ(of(s, PathCategory::kLaunchOverhead), 5'000);
+  EXPECT_EQ(of(s, PathCategory::kCpu), 15'000);
+  EXPECT_EQ(of(s, PathCategory::kInput), 40'000);
+  RetimeChanges c;
+  parse_whatif_removal("dataloader", c);
+  const WhatIfResult r = analyze_whatif(m, ctx, c);
+  EXPECT_EQ(r.baseline_step_ns, 150'000);
+  EXPECT_EQ(r.predicted_step_ns, 110'000);
+}
+
 TEST(WhatIf, BadArgumentsAreOptionErrors) {
   RetimeChanges c;
   EXPECT_THROW(parse_whatif_removal("gpu", c), OptionError);

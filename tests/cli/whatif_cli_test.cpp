@@ -60,8 +60,8 @@ TEST(WhatIfCli, TextSaysWhatChangedAndHowManyEvents) {
 
 TEST(WhatIfCli, BadArgumentsAreUsageErrors) {
   const std::string path = write_trace();
-  for (const char* bad : {"--remove gpu", "--speedup aten::mm", "--speedup aten::mm=0", "--speedup =2",
-                          "--speedup aten::mm=fast"}) {
+  for (const char* bad :
+       {"--remove gpu", "--speedup aten::mm", "--speedup aten::mm=0", "--speedup =2", "--speedup aten::mm=fast"}) {
     const auto r = run_ferret(std::string("whatif ") + bad + " " + path);
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_NE(r.err.find("ferret: --"), std::string::npos) << bad << ": " << r.err;
