@@ -24,6 +24,7 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.hardware = analyze_hardware(model, a.context);
   a.window_activity = analyze_window_activity(model, a.context);
   a.attention = analyze_attention_patterns(model, a.context);
+  a.critical_path = analyze_critical_path(model, a.context);
   return a;
 }
 

@@ -7,6 +7,7 @@
 #include "analysis/analysis.h"
 #include "analysis/attention_patterns.h"
 #include "analysis/communication.h"
+#include "analysis/critical_path.h"
 #include "analysis/data_pipeline.h"
 #include "analysis/gpu_metrics.h"
 #include "analysis/gpu_timeline.h"
@@ -40,6 +41,8 @@ struct TraceAnalysis {
   HardwareResult hardware;
   WindowActivityResult window_activity;
   AttentionPatternsResult attention;  // attention computed op by op (unfused)
+  // The critical path of each step and what bounds it (analysis/critical_path.h).
+  CriticalPathResult critical_path;
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);

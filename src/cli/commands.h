@@ -19,5 +19,6 @@ void register_compare(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_nccl(CLI::App& app);
 void register_scaling(CLI::App& app);
+void register_whatif(CLI::App& app);
 
 }  // namespace ferret::cli

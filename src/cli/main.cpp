@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   ferret::cli::register_bench(app);
   ferret::cli::register_nccl(app);
   ferret::cli::register_scaling(app);
+  ferret::cli::register_whatif(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -31,6 +31,26 @@ std::string graph_replay_line(const TraceAnalysis& a) {
                      t.launch.graph_kernels == 1 ? "" : "s");
 }
 
+// traces[].critical_path: what bounds each step on its dependency graph (analysis/critical_path.h).
+json critical_path_json(const CriticalPathResult& c) {
+  auto breakdown = [](const auto& ns) {
+    json out = json::object();
+    for (int k = 0; k < kPathCategoryCount; ++k)
+      out[path_category_key(static_cast<PathCategory>(k))] = round3(ns_to_us(static_cast<double>(ns[k])));
+    return out;
+  };
+  json steps = json::array();
+  for (const CriticalPathStep& s : c.steps)
+    steps.push_back({{"step", s.number < 0 ? json(nullptr) : json(s.number)},
+                     {"duration_us", round3(ns_to_us(static_cast<double>(s.duration_ns)))},
+                     {"bound_by", path_category_key(s.bound_by)},
+                     {"breakdown_us", breakdown(s.ns)}});
+  if (c.steps.empty()) return {{"bound_by", nullptr}, {"mean", nullptr}, {"steps", steps}};
+  return {{"bound_by", path_category_key(c.bound_by)},
+          {"mean", {{"duration_us", round3(ns_to_us(c.mean_duration_ns))}, {"breakdown_us", breakdown(c.mean_ns)}}},
+          {"steps", steps}};
+}
+
 // Python frames holding the host while the GPU idles (analysis/python_frames.h).
 json host_python_json(const PythonFramesResult& p) {
   auto us = [](std::int64_t ns) { return round3(ns_to_us(static_cast<double>(ns))); };
@@ -401,6 +421,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"replayed_device_us", round3(ns_to_us(static_cast<double>(h.replayed_device_ns)))},
                     {"replayed_unattributed_us", round3(ns_to_us(static_cast<double>(h.replayed_unattributed_ns)))}};
   j["host_python"] = host_python_json(a.python_frames);
+  j["critical_path"] = critical_path_json(a.critical_path);
   json mem_devices = json::array();
   for (const MemoryDevice& md : a.memory.devices)
     mem_devices.push_back({{"device_type", md.device_type},

@@ -1,0 +1,473 @@
+#include "analysis/step_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <unordered_map>
+
+#include "analysis/classify.h"
+#include "analysis/host_blockers.h"
+#include "analysis/intervals.h"
+#include "base/text.h"
+#include "model/relations.h"
+
+namespace ferret {
+
+namespace {
+
+constexpr std::uint32_t kNoNode = 0xFFFFFFFFu;
+
+std::uint64_t thread_key(std::int32_t pid, std::int32_t tid) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) | static_cast<std::uint32_t>(tid);
+}
+
+// Per-name facts, memoised by interned name (names repeat millions of times).
+enum NameFlag : std::uint8_t {
+  kKnown = 1,
+  kSyncCall = 2,      // *Synchronize, synchronous memcpy/memset calls
+  kSyncOp = 4,        // aten::item, aten::_local_scalar_dense
+  kLaunch = 8,        // kernel / graph launches, async copies and fills
+  kLoader = 16,       // enumerate(DataLoader)#...
+  kGloo = 32,         // gloo collectives: communication run on the host
+  kStep = 64,         // ProfilerStep#N
+  kCopyLaunch = 128,  // an async copy launch (may block: a copy to pageable memory)
+};
+
+class Names {
+ public:
+  explicit Names(const TraceModel& model, const RetimeChanges& changes)
+      : model_(model), changes_(changes), flags_(model.strings.size(), 0), speedup_(model.strings.size(), -2) {}
+
+  std::uint8_t flags(EventIndex e) {
+    std::uint8_t& f = flags_[model_.name[e]];
+    if (f == 0) {
+      const std::string_view n = model_.name_of(e);
+      f = kKnown;
+      if (is_host_sync_call(n) || is_sync_copy_call(n)) f |= kSyncCall;
+      if (is_host_sync_op(n)) f |= kSyncOp;
+      if (is_launch_call(n)) f |= kLaunch;
+      if (is_launch_call(n) && contains(n, "Memcpy")) f |= kCopyLaunch;
+      if (is_dataloader_span(n)) f |= kLoader;
+      if (n.starts_with("gloo:")) f |= kGloo;
+      if (profiler_step_number(n) >= 0) f |= kStep;
+    }
+    return f;
+  }
+  // The first speedup whose pattern the event's name holds, or -1.
+  int speedup(EventIndex e) {
+    if (changes_.speedups.empty()) return -1;
+    std::int8_t& s = speedup_[model_.name[e]];
+    if (s == -2) {
+      s = -1;
+      const std::string_view n = model_.name_of(e);
+      for (std::size_t i = 0; i < changes_.speedups.size() && i < 127; ++i)
+        if (contains(n, changes_.speedups[i].pattern)) {
+          s = static_cast<std::int8_t>(i);
+          break;
+        }
+    }
+    return s;
+  }
+
+ private:
+  const TraceModel& model_;
+  const RetimeChanges& changes_;
+  std::vector<std::uint8_t> flags_;
+  std::vector<std::int8_t> speedup_;
+};
+
+// The host clock of one thread: original time -> re-timed time. Outside a changed region it is a
+// shift; inside one (the outermost shortened span or synchronising call) a linear map.
+struct ThreadClock {
+  std::int64_t shift = 0;
+  std::int64_t last_top_end = INT64_MIN;  // end of its latest top-level span
+  bool active = false;
+  bool sync = false;  // the active region is a synchronising call
+  std::int64_t a = 0, a_new = 0, until = 0, until_new = 0;
+  double factor = 1;
+
+  std::int64_t map(std::int64_t t) {
+    if (active && t >= until) {
+      shift = until_new - until;
+      active = false;
+    }
+    if (!active) return t + shift;
+    if (sync) return std::min(a_new + (t - a), until_new);
+    return a_new + std::llround(static_cast<double>(t - a) * factor);
+  }
+  void begin(std::int64_t start, std::int64_t start_new, std::int64_t end, std::int64_t end_new, bool is_sync) {
+    active = true;
+    sync = is_sync;
+    a = start;
+    a_new = start_new;
+    until = end;
+    until_new = end_new;
+    factor = end > start ? static_cast<double>(end_new - start_new) / static_cast<double>(end - start) : 1.0;
+  }
+};
+
+// One stream's re-timed history: original and re-timed ends in the order re-timed.
+struct StreamState {
+  std::vector<std::int64_t> end;
+  std::vector<std::int64_t> end_new;
+  std::vector<std::uint32_t> node;
+};
+
+struct SweepItem {
+  std::int64_t ts;
+  std::int64_t dur;
+  EventIndex event;     // host span, unmatched GPU activity, or kNoEvent for a point
+  std::uint32_t point;  // index into points when event == kNoEvent
+};
+
+struct Point {
+  std::uint64_t thread;
+  std::int64_t t;
+  std::int64_t mapped = 0;
+};
+
+}  // namespace
+
+bool is_graph_sync(const TraceModel& model, EventIndex e) {
+  const std::string_view n = model.name_of(e);
+  const EventKind k = model.kind[e];
+  if (is_launch_api(k)) return is_host_sync_call(n) || is_sync_copy_call(n);
+  return (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) && is_host_sync_op(n);
+}
+
+RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes) {
+  RetimeResult result;
+  result.has_steps = ctx.has_steps;
+  result.touched.speedup_events.assign(changes.speedups.size(), 0);
+  const Relations& rel = model.relations;
+  if (!rel.built) return result;
+  Names names(model, changes);
+
+  // The steps, with the host span each one re-times from.
+  std::vector<Point> points;
+  struct StepSpan {
+    std::int64_t cpu_start, cpu_end;
+    std::uint32_t start_point, end_point;
+  };
+  std::vector<StepSpan> spans;
+  if (ctx.has_steps) {
+    for (const Step& s : ctx.steps) {
+      RetimedStep r;
+      r.number = s.number;
+      r.event = s.event;
+      const std::uint64_t th = thread_key(model.pid[s.event], model.tid[s.event]);
+      spans.push_back({model.ts_ns[s.event], s.cpu_end_ns, static_cast<std::uint32_t>(points.size()),
+                       static_cast<std::uint32_t>(points.size() + 1)});
+      points.push_back({th, model.ts_ns[s.event]});
+      points.push_back({th, s.cpu_end_ns});
+      r.start_ns = s.start_ns;
+      result.steps.push_back(r);
+    }
+  } else if (ctx.window_ns() > 0) {
+    RetimedStep r;
+    r.start_ns = ctx.window_start_ns;
+    result.steps.push_back(r);
+    spans.push_back({ctx.window_start_ns, ctx.window_end_ns, kNoNode, kNoNode});
+  }
+  if (result.steps.empty()) return result;
+  const std::int64_t lo = std::min(spans.front().cpu_start, result.steps.front().start_ns);
+  const std::int64_t hi = ctx.has_steps ? spans.back().cpu_end : ctx.window_end_ns;
+  auto step_of_host_time = [&](std::int64_t t) -> std::int32_t {
+    auto it = std::upper_bound(spans.begin(), spans.end(), t,
+                               [](std::int64_t v, const StepSpan& s) { return v < s.cpu_start; });
+    if (it == spans.begin()) return -1;
+    --it;
+    return (t < it->cpu_end || (!ctx.has_steps && t <= it->cpu_end)) ? static_cast<std::int32_t>(it - spans.begin())
+                                                                     : -1;
+  };
+
+  // Host spans under which GPU work was launched: a speedup of such an op scales its kernels, not
+  // its host time (the host only issues them).
+  std::vector<bool> launches_gpu(model.size(), false);
+  if (!changes.speedups.empty()) {
+    for (std::size_t i = 0; i < rel.launches.size(); ++i) {
+      if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;
+      for (EventIndex p = rel.launches[i]; p != kNoEvent && !launches_gpu[p]; p = rel.parent[p]) launches_gpu[p] = true;
+    }
+  }
+
+  // The sweep: host spans starting in the window, GPU activities without a launch call in it, and
+  // the points whose re-timed time the steps need.
+  std::vector<SweepItem> items;
+  std::vector<std::int64_t> thread_last_end;  // whole-trace pseudo-step: each thread's last end
+  std::unordered_map<std::uint64_t, std::uint32_t> last_end_point;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const EventIndex e = static_cast<EventIndex>(i);
+    const EventKind k = model.kind[e];
+    if (model.phase[e] != 'X') continue;
+    const std::int64_t ts = model.ts_ns[e];
+    if (ts < lo || ts >= hi + (ctx.has_steps ? 0 : 1)) continue;
+    if (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || is_launch_api(k)) {
+      items.push_back({ts, model.dur_ns[e], e, 0});
+      if (!ctx.has_steps) {
+        const std::uint64_t th = thread_key(model.pid[e], model.tid[e]);
+        auto [it, fresh] = last_end_point.try_emplace(th, static_cast<std::uint32_t>(points.size()));
+        if (fresh) points.push_back({th, model.end_ns(e)});
+        points[it->second].t = std::max(points[it->second].t, model.end_ns(e));
+      }
+    } else if (is_gpu_activity(k) && k != EventKind::kCudaEvent && k != EventKind::kGpuUserAnnotation) {
+      if (!ctx.counts_gpu_event(model, e)) continue;
+      const EventIndex launch = rel.launcher_of(e);
+      if (launch == kNoEvent || model.ts_ns[launch] < lo || model.ts_ns[launch] >= hi)
+        items.push_back({ts, model.dur_ns[e], e, 0});
+    }
+  }
+  for (std::uint32_t p = 0; p < points.size(); ++p) items.push_back({points[p].t, -1, kNoEvent, p});
+  // Time order; at one instant points first (a step's end before the next step's start), then
+  // parents before their children (longer first), then file order.
+  std::sort(items.begin(), items.end(), [](const SweepItem& a, const SweepItem& b) {
+    if (a.ts != b.ts) return a.ts < b.ts;
+    if ((a.event == kNoEvent) != (b.event == kNoEvent)) return a.event == kNoEvent;
+    if (a.dur != b.dur) return a.dur > b.dur;
+    return a.event == kNoEvent ? a.point < b.point : a.event < b.event;
+  });
+
+  // Compute kernels' busy time, for the exposed part of communication kernels.
+  std::vector<Interval> compute_busy;
+  if (changes.remove_exposed_communication) {
+    for (EventIndex e : rel.gpu_events)
+      if (model.kind[e] == EventKind::kKernel && !is_communication_kernel(model.name_of(e)) &&
+          ctx.counts_gpu_event(model, e))
+        compute_busy.push_back({model.ts_ns[e], model.end_ns(e)});
+    merge_intervals(compute_busy);
+  }
+
+  std::unordered_map<std::uint64_t, ThreadClock> clocks;
+  // The training loop's thread: the one holding the steps.
+  const bool has_main = ctx.has_steps;
+  const std::uint64_t main_thread =
+      has_main ? thread_key(model.pid[ctx.steps.front().event], model.tid[ctx.steps.front().event]) : 0;
+  std::unordered_map<std::uint64_t, StreamState> streams;
+  std::vector<std::int64_t> step_gpu_end(result.steps.size(), INT64_MIN);
+
+  // Scaled duration of a GPU activity.
+  auto gpu_duration = [&](EventIndex g, EventIndex launch) -> std::int64_t {
+    const std::int64_t dur = model.dur_ns[g];
+    if (model.kind[g] == EventKind::kKernel && changes.remove_exposed_communication &&
+        is_communication_kernel(model.name_of(g))) {
+      ++result.touched.communication;
+      return covered_length(compute_busy, model.ts_ns[g], model.end_ns(g));
+    }
+    if (changes.speedups.empty()) return dur;
+    int s = names.speedup(g);
+    for (EventIndex p = launch; s < 0 && p != kNoEvent; p = rel.parent[p]) s = names.speedup(p);
+    if (s < 0) return dur;
+    ++result.touched.speedup_events[s];
+    return std::llround(static_cast<double>(dur) / changes.speedups[s].factor);
+  };
+
+  // The node on each stream whose original end is the latest at or before `t` (+ slack).
+  auto waited_on = [&](const StreamState& st, std::int64_t t) -> std::int64_t {
+    auto it = std::upper_bound(st.end.begin(), st.end.end(), t + kSyncSlackNs);
+    return it == st.end.begin() ? -1 : static_cast<std::int64_t>(it - st.end.begin()) - 1;
+  };
+
+  auto retime_gpu = [&](EventIndex g, EventIndex launch, std::int64_t launch_new) {
+    GpuNode node;
+    node.event = g;
+    node.launch = launch;
+    const std::int64_t start = model.ts_ns[g];
+    const std::int64_t end = model.end_ns(g);
+    StreamState& st = streams[thread_key(model.pid[g], model.tid[g])];
+    const bool has_prev = !st.end.empty();
+    const std::int64_t gap = has_prev ? start - st.end.back() : INT64_MAX;
+    std::int64_t stream_ready = INT64_MIN;
+    if (has_prev) stream_ready = st.end_new.back() + std::min(gap, kBackToBackGapNs);
+    std::int64_t launch_ready = INT64_MIN;
+    if (launch != kNoEvent) {
+      const std::int64_t latency = start - model.ts_ns[launch];
+      launch_ready = launch_new + (gap > kBackToBackGapNs ? latency : std::min(latency, kLaunchLatencyNs));
+    } else if (!has_prev) {
+      launch_ready = start;  // nothing to follow: it keeps its time
+    } else {
+      stream_ready = st.end_new.back() + gap;  // no launch in the window: the whole gap stays
+    }
+    if (launch_ready >= stream_ready) {
+      node.start_ns = launch_ready;
+      node.binding = launch != kNoEvent ? GpuBinding::kLaunch : GpuBinding::kNone;
+    } else {
+      node.start_ns = stream_ready;
+      node.binding = GpuBinding::kStream;
+      node.previous = st.node.back();
+    }
+    node.end_ns = node.start_ns + gpu_duration(g, launch);
+    if (model.kind[g] == EventKind::kSync && end > start) {
+      // A GPU-side wait ends when the work it waited for on another stream ends: the latest
+      // other-stream activity that ended within it.
+      std::int64_t waited_end = INT64_MIN, waited_new = 0;
+      std::uint32_t waited_node = kNoNode;
+      for (const auto& [key, other] : streams) {
+        if (&other == &st) continue;
+        const std::int64_t j = waited_on(other, end);
+        if (j < 0 || other.end[j] <= start || other.end[j] <= waited_end) continue;
+        waited_end = other.end[j];
+        waited_new = other.end_new[j];
+        waited_node = other.node[j];
+      }
+      if (waited_node != kNoNode) {
+        const std::int64_t tail = std::max<std::int64_t>(0, end - waited_end);
+        if (waited_new + tail > node.start_ns) {
+          node.end_ns = waited_new + tail;
+          node.binding = GpuBinding::kWait;
+          node.previous = waited_node;
+        } else {
+          node.end_ns = node.start_ns;
+        }
+      }
+    }
+    node.step = launch != kNoEvent ? step_of_host_time(model.ts_ns[launch]) : -1;
+    if (launch == kNoEvent && ctx.has_steps) {
+      // The step whose window holds its start (steps are in time order and do not overlap).
+      auto it = std::upper_bound(ctx.steps.begin(), ctx.steps.end(), start,
+                                 [](std::int64_t v, const Step& s) { return v < s.start_ns; });
+      if (it != ctx.steps.begin() && start < std::prev(it)->end_ns)
+        node.step = static_cast<std::int32_t>(std::prev(it) - ctx.steps.begin());
+    } else if (launch == kNoEvent) {
+      node.step = 0;
+    }
+    const std::uint32_t id = static_cast<std::uint32_t>(result.gpu.size());
+    if (node.step >= 0 && node.end_ns > step_gpu_end[node.step]) {
+      step_gpu_end[node.step] = node.end_ns;
+      result.steps[node.step].last_gpu = id;
+    }
+    // Keep the stream's history ordered by original end (activities arrive in launch order,
+    // which is the stream's order but for rare cross-thread launches).
+    if (!st.end.empty() && end < st.end.back()) {
+      result.gpu.push_back(node);
+      return;
+    }
+    st.end.push_back(end);
+    st.end_new.push_back(node.end_ns);
+    st.node.push_back(id);
+    result.gpu.push_back(node);
+  };
+
+  for (const SweepItem& item : items) {
+    if (item.event == kNoEvent) {
+      Point& p = points[item.point];
+      p.mapped = clocks[p.thread].map(p.t);
+      continue;
+    }
+    const EventIndex e = item.event;
+    const EventKind k = model.kind[e];
+    if (is_gpu_activity(k)) {
+      retime_gpu(e, kNoEvent, 0);
+      continue;
+    }
+    const std::uint64_t key = thread_key(model.pid[e], model.tid[e]);
+    ThreadClock& clock = clocks[key];  // node-based map: the reference outlives inserts
+    const bool inside = clock.active && item.ts < clock.until;
+    const EventIndex parent = rel.parent[e];
+    const bool top_level = parent == kNoEvent || model.kind[parent] == EventKind::kPythonFunction;
+    if (top_level && has_main && key != main_thread && !inside) {
+      // Another thread's work (the autograd engine's backward, a pin-memory thread) is started by
+      // the training loop: it starts as much earlier or later as the loop's thread, but not
+      // before its own previous work ends.
+      clock.map(item.ts);
+      const std::int64_t via_main = clocks[main_thread].map(item.ts);
+      const std::int64_t own_floor = clock.last_top_end == INT64_MIN ? INT64_MIN : clock.last_top_end + clock.shift;
+      clock.shift = std::max(via_main, own_floor) - item.ts;
+    }
+    if (top_level) clock.last_top_end = std::max(clock.last_top_end, item.ts + item.dur);
+    const std::int64_t start_new = clock.map(item.ts);
+    const std::uint8_t f = names.flags(e);
+    const std::int64_t end = item.ts + item.dur;
+
+    // The GPU work this call launched.
+    bool launched = false;
+    if (is_launch_api(k) && model.correlation[e] != kNoId) {
+      auto it = std::lower_bound(rel.launches.begin(), rel.launches.end(), e);
+      if (it != rel.launches.end() && *it == e) {
+        const std::size_t li = static_cast<std::size_t>(it - rel.launches.begin());
+        for (std::uint32_t j = rel.launch_gpu_begin[li]; j < rel.launch_gpu_begin[li + 1]; ++j) {
+          const EventIndex g = rel.launch_gpu[j];
+          if (!ctx.counts_gpu_event(model, g) || model.kind[g] == EventKind::kCudaEvent ||
+              model.kind[g] == EventKind::kGpuUserAnnotation)
+            continue;
+          retime_gpu(g, e, start_new);
+          launched = true;
+        }
+      }
+    }
+    if (inside || item.dur <= 0 || (f & kStep)) continue;
+
+    // A change to this span's own time: the outermost one on its thread.
+    const bool copy_sync = (f & kCopyLaunch) && launched && item.dur >= kSyncCopyMinWaitNs &&
+                           result.gpu.back().launch == e && model.end_ns(result.gpu.back().event) <= end;
+    if ((f & (kSyncCall | kSyncOp)) || copy_sync) {
+      if (changes.remove_host_sync) {
+        ++result.touched.host_syncs;
+        clock.begin(item.ts, start_new, end, start_new, true);
+        result.syncs.push_back({e, start_new, start_new, kNoNode});
+        continue;
+      }
+      // Returns after the GPU work launched before it that ended by its end, plus its tail.
+      std::int64_t waited_end = INT64_MIN, waited_new = 0;
+      std::uint32_t waited_node = kNoNode;
+      for (const auto& [key, st] : streams) {
+        const std::int64_t j = waited_on(st, end);
+        if (j < 0 || st.end[j] <= waited_end) continue;
+        waited_end = st.end[j];
+        waited_new = st.end_new[j];
+        waited_node = st.node[j];
+      }
+      std::int64_t end_new = start_new + item.dur;
+      std::uint32_t bound = kNoNode;
+      if (waited_node != kNoNode && waited_end > item.ts) {
+        const std::int64_t tail = std::max<std::int64_t>(0, end - waited_end);
+        end_new = start_new + std::min(tail, item.dur);
+        if (waited_new + tail > end_new) {
+          end_new = waited_new + tail;
+          bound = waited_node;
+        }
+      }
+      clock.begin(item.ts, start_new, end, end_new, true);
+      result.syncs.push_back({e, start_new, end_new, bound});
+      continue;
+    }
+    double factor = 1;
+    if ((f & kLoader) && changes.remove_dataloader) {
+      ++result.touched.dataloader_spans;
+      factor = 0;
+    } else if ((f & kLaunch) && changes.remove_launch_overhead) {
+      ++result.touched.launch_calls;
+      factor = 0;
+    } else if ((f & kGloo) && changes.remove_exposed_communication) {
+      ++result.touched.communication;
+      factor = 0;
+    } else if (!changes.speedups.empty() && !is_launch_api(k) && !launches_gpu[e]) {
+      const int s = names.speedup(e);
+      if (s >= 0) {
+        ++result.touched.speedup_events[s];
+        factor = 1.0 / changes.speedups[s].factor;
+      }
+    }
+    if (factor != 1) {
+      const std::int64_t end_new = start_new + std::llround(static_cast<double>(item.dur) * factor);
+      clock.begin(item.ts, start_new, end, end_new, false);
+    }
+  }
+
+  // Each step: from the later of its re-timed host start and the previous step's end, to the
+  // later of its re-timed host end and its last GPU work.
+  for (std::size_t s = 0; s < result.steps.size(); ++s) {
+    RetimedStep& r = result.steps[s];
+    if (ctx.has_steps) {
+      r.cpu_end_ns = points[spans[s].end_point].mapped;
+      if (s > 0) r.start_ns = std::max(points[spans[s].start_point].mapped, result.steps[s - 1].end_ns);
+    } else {
+      r.cpu_end_ns = r.start_ns;
+      for (const Point& p : points) r.cpu_end_ns = std::max(r.cpu_end_ns, p.mapped);
+      if (r.cpu_end_ns == r.start_ns) r.cpu_end_ns = ctx.window_end_ns;  // no host spans: GPU only
+    }
+    r.end_ns = std::max({r.cpu_end_ns, step_gpu_end[s], r.start_ns});
+  }
+  return result;
+}
+
+}  // namespace ferret

@@ -1,0 +1,109 @@
+// The step dependency graph and its re-timing: the engine under the critical path
+// (analysis/critical_path.h) and the what-if (analysis/whatif.h). docs/CRITICAL_PATH.md explains it.
+//
+// Nodes are the host spans of the window (CPU ops, annotations, runtime/driver calls) on every
+// thread and the GPU activities launched from them. Edges:
+//   host order     on one thread a span starts after what came before it (its offset from the
+//                  previous work is kept: Python between ops costs what it cost)
+//   nesting        a child moves with its parent (a shortened parent shortens its children alike)
+//   launch         a GPU activity starts no earlier than its launch call plus the launch latency
+//                  it showed (kLaunchLatencyNs when it waited on its stream instead)
+//   stream order   an activity starts after the previous one on its stream (plus the gap it had,
+//                  at most kBackToBackGapNs: a longer gap was the launch's, not the stream's)
+//   stream wait    a GPU-side wait (cuda_sync) ends when the work it waited for on another stream
+//                  ends
+//   host sync      a synchronising call (cudaDeviceSynchronize, cudaStreamSynchronize,
+//                  cudaEventSynchronize, aten::item, blocking copies) returns when the GPU work
+//                  launched before it that it waited for ends, plus the tail it showed
+// Re-timing walks the nodes once in time order (every edge points back in time, so the order is a
+// topological order) and moves each node by the changes: O(n log n) for the sort, linear after.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+
+namespace ferret {
+
+// A kernel that waited on its stream may start this soon after its launch call began, once the
+// stream frees up earlier: the launch-to-start latency of an idle GPU (~5 us; HTA's "kernel
+// launch delay" and NVIDIA's launch overhead figures are a few microseconds).
+inline constexpr std::int64_t kLaunchLatencyNs = 5'000;
+// Back-to-back kernels on a stream are separated by a couple of microseconds of GPU front-end
+// time; a longer gap is not the stream's own (ferret's level: twice the ~1-2 us seen in H100 traces).
+inline constexpr std::int64_t kBackToBackGapNs = 4'000;
+// A synchronising call returns a little after the work it waited on ends; work ending up to this
+// after the call's end (clock rounding between host and device) still counts as waited on.
+inline constexpr std::int64_t kSyncSlackNs = 2'000;
+
+// What a re-timing changes. Defaults change nothing (the baseline).
+struct RetimeChanges {
+  bool remove_dataloader = false;             // enumerate(DataLoader) waits take no time
+  bool remove_host_sync = false;              // synchronising calls take no time
+  bool remove_launch_overhead = false;        // launch calls take no host time
+  bool remove_exposed_communication = false;  // communication not overlapped by compute is gone
+  struct Speedup {
+    std::string pattern;  // substring of a kernel name, or of an op enclosing its launch / a CPU op
+    double factor = 1;    // durations divided by this (> 0)
+  };
+  std::vector<Speedup> speedups;
+};
+
+// How many events each change touched.
+struct RetimeTouched {
+  std::uint64_t dataloader_spans = 0;
+  std::uint64_t host_syncs = 0;
+  std::uint64_t launch_calls = 0;
+  std::uint64_t communication = 0;            // communication kernels and host collectives shortened
+  std::vector<std::uint64_t> speedup_events;  // per RetimeChanges::speedups: kernels + CPU ops scaled
+};
+
+// What bound a GPU node's start.
+enum class GpuBinding : std::uint8_t { kNone, kLaunch, kStream, kWait };
+
+struct GpuNode {
+  EventIndex event = kNoEvent;
+  EventIndex launch = kNoEvent;  // the launch call, kNoEvent for none in the window
+  std::int32_t step = -1;        // index into the re-timed steps, -1 outside them
+  std::int64_t start_ns = 0;     // re-timed
+  std::int64_t end_ns = 0;
+  GpuBinding binding = GpuBinding::kNone;
+  std::uint32_t previous = 0xFFFFFFFFu;  // kStream: previous node on its stream; kWait: node waited on
+};
+
+struct SyncNode {
+  EventIndex event = kNoEvent;
+  std::int64_t start_ns = 0;  // re-timed
+  std::int64_t end_ns = 0;
+  std::uint32_t waited = 0xFFFFFFFFu;  // the GPU node whose end it returned after, when it waited
+};
+
+struct RetimedStep {
+  std::int64_t number = -1;  // ProfilerStep#N; -1 for the pseudo-step of a trace without steps
+  EventIndex event = kNoEvent;
+  std::int64_t start_ns = 0;  // re-timed
+  std::int64_t end_ns = 0;
+  std::int64_t cpu_end_ns = 0;           // re-timed end of the step's host span (its whole host work without steps)
+  std::uint32_t last_gpu = 0xFFFFFFFFu;  // the step's last-ending GPU node, if any
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+struct RetimeResult {
+  bool has_steps = false;
+  std::vector<RetimedStep> steps;
+  std::vector<GpuNode> gpu;     // in the order re-timed
+  std::vector<SyncNode> syncs;  // in the order re-timed (time order per thread)
+  RetimeTouched touched;
+};
+
+// Re-times the window's steps (or the whole window as one pseudo-step) with `changes`. With no
+// changes every node keeps its time.
+RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes = {});
+
+// The host spans the graph treats as synchronising calls.
+bool is_graph_sync(const TraceModel& model, EventIndex e);
+
+}  // namespace ferret

@@ -1,0 +1,77 @@
+#include "analysis/whatif.h"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "base/statistics.h"
+
+namespace ferret {
+
+WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes) {
+  WhatIfResult result;
+  result.changes = changes;
+  result.has_steps = ctx.has_steps;
+  // The baseline is the same graph re-timed with no change, so that a prediction differs from it
+  // by the change alone.
+  const RetimeResult baseline = retime_steps(model, ctx);
+  const RetimeResult changed = retime_steps(model, ctx, changes);
+  result.touched = changed.touched;
+  std::vector<std::int64_t> base, predicted;
+  for (std::size_t s = 0; s < baseline.steps.size() && s < changed.steps.size(); ++s) {
+    WhatIfStep step;
+    step.number = baseline.steps[s].number;
+    step.baseline_ns = baseline.steps[s].duration_ns();
+    step.predicted_ns = changed.steps[s].duration_ns();
+    result.steps.push_back(step);
+    base.push_back(step.baseline_ns);
+    predicted.push_back(step.predicted_ns);
+  }
+  if (!base.empty()) {
+    result.baseline_step_ns = stats::median_ns(base);
+    result.predicted_step_ns = stats::median_ns(predicted);
+  }
+  return result;
+}
+
+void parse_whatif_removal(const std::string& text, RetimeChanges& changes) {
+  if (text == "dataloader")
+    changes.remove_dataloader = true;
+  else if (text == "host-sync")
+    changes.remove_host_sync = true;
+  else if (text == "launch-overhead")
+    changes.remove_launch_overhead = true;
+  else if (text == "exposed-communication")
+    changes.remove_exposed_communication = true;
+  else
+    throw OptionError(
+        fmt::format("--remove: '{}' is not a cause ferret can remove; use dataloader, host-sync, launch-overhead or "
+                    "exposed-communication",
+                    text));
+}
+
+void parse_whatif_speedup(const std::string& text, RetimeChanges& changes) {
+  const std::size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0)
+    throw OptionError(fmt::format("--speedup: '{}' is not PATTERN=K (e.g. aten::mm=2 or sm90_xmma=1.5)", text));
+  const std::string factor_text = text.substr(eq + 1);
+  double factor = 0;
+  const char* first = factor_text.data();
+  const char* last = first + factor_text.size();
+  const auto [end, ec] = std::from_chars(first, last, factor);
+  if (factor_text.empty() || ec != std::errc() || end != last || !std::isfinite(factor) || factor <= 0)
+    throw OptionError(fmt::format("--speedup: the factor in '{}' must be a number above 0 (2 = twice as fast)", text));
+  changes.speedups.push_back({text.substr(0, eq), factor});
+}
+
+std::vector<std::string> whatif_removals(const RetimeChanges& changes) {
+  std::vector<std::string> out;
+  if (changes.remove_dataloader) out.push_back("dataloader");
+  if (changes.remove_host_sync) out.push_back("host-sync");
+  if (changes.remove_launch_overhead) out.push_back("launch-overhead");
+  if (changes.remove_exposed_communication) out.push_back("exposed-communication");
+  return out;
+}
+
+}  // namespace ferret

@@ -1,0 +1,42 @@
+// What-if: the step time predicted when a cause is fixed. Each step is re-timed on its dependency
+// graph (analysis/step_graph.h) with the change, so that what the change frees is taken back by
+// whatever the step then waits on (the GPU stream order, a sync that still waits, the host).
+// `ferret whatif` prints it (report/whatif_report.h, docs/CRITICAL_PATH.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/step_graph.h"
+#include "base/input_error.h"
+
+namespace ferret {
+
+struct WhatIfStep {
+  std::int64_t number = -1;  // ProfilerStep#N; -1 for the pseudo-step of a trace without steps
+  std::int64_t baseline_ns = 0;
+  std::int64_t predicted_ns = 0;
+};
+
+struct WhatIfResult {
+  RetimeChanges changes;
+  bool has_steps = false;
+  std::vector<WhatIfStep> steps;
+  std::int64_t baseline_step_ns = 0;   // median over the steps
+  std::int64_t predicted_step_ns = 0;  // median over the steps
+  RetimeTouched touched;
+};
+
+WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes);
+
+// "--remove NAME": dataloader, host-sync, launch-overhead or exposed-communication into `changes`.
+// Throws OptionError naming the accepted values.
+void parse_whatif_removal(const std::string& text, RetimeChanges& changes);
+// "--speedup PATTERN=K": a non-empty pattern and a finite factor K > 0. Throws OptionError.
+void parse_whatif_speedup(const std::string& text, RetimeChanges& changes);
+// The removals, in the words of the option ("dataloader", ...), in a fixed order.
+std::vector<std::string> whatif_removals(const RetimeChanges& changes);
+
+}  // namespace ferret

@@ -1,0 +1,93 @@
+// `ferret whatif TRACE [--remove CAUSE]... [--speedup PATTERN=K]... [--json]`: the step time
+// predicted when a cause is fixed, from the step's dependency graph (analysis/whatif.h).
+
+#include <unistd.h>
+
+#include <iostream>
+#include <new>
+
+#include "analysis/analysis_options.h"
+#include "analysis/whatif.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "ingest/trace_loader.h"
+#include "report/whatif_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct WhatIfOptions {
+  std::string trace;
+  std::vector<std::string> remove;
+  std::vector<std::string> speedup;
+  bool json = false;
+  std::string steps;
+  int device = -1;
+  unsigned threads = 0;
+  std::string max_memory;
+  std::size_t width = 0;
+};
+
+void run_whatif(const WhatIfOptions& opt) {
+  // Arguments first: a bad one is a usage error before any loading.
+  RetimeChanges changes;
+  for (const std::string& r : opt.remove) parse_whatif_removal(r, changes);
+  for (const std::string& s : opt.speedup) parse_whatif_speedup(s, changes);
+  AnalysisOptions analysis;
+  parse_step_range(opt.steps, analysis);
+  if (opt.device >= 0) analysis.device = opt.device;
+
+  LoadOptions load;
+  load.threads = thread_option(opt.threads, "--threads");
+  load.max_memory_bytes = memory_limit(opt.max_memory);
+  load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
+  try {
+    const TraceModel model = load_trace(opt.trace, load);
+    finish_progress_bar();
+    const AnalysisContext ctx = make_analysis_context(model, analysis);
+    const WhatIfResult result = analyze_whatif(model, ctx, changes);
+    if (opt.json)
+      std::cout << whatif_json(model, ctx, result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                << '\n';
+    else
+      print_report(whatif_text(model, ctx, result, stdout_style(opt.width)));
+  } catch (const InputError& e) {
+    finish_progress_bar();
+    print_error(e.what());
+    throw ExitCode{2};
+  } catch (const std::bad_alloc&) {
+    finish_progress_bar();
+    print_error(opt.trace + ": ran out of memory while re-timing it; try a lower --max-memory");
+    throw ExitCode{2};
+  }
+  std::cout.flush();
+}
+
+}  // namespace
+
+void register_whatif(CLI::App& app) {
+  auto opt = std::make_shared<WhatIfOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "whatif", "Predict the step time if a cause were fixed: re-time each step's dependency graph with the change");
+  cmd->add_option("trace", opt->trace, "Trace file (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
+      ->required();
+  cmd->add_option("--remove", opt->remove,
+                  "Remove a cause (repeatable): dataloader, host-sync, launch-overhead, exposed-communication")
+      ->allow_extra_args(false);
+  cmd->add_option("--speedup", opt->speedup,
+                  "PATTERN=K (repeatable): kernels, and CPU ops that launch no GPU work, whose name (or an enclosing "
+                  "op's name) contains PATTERN run K times faster")
+      ->allow_extra_args(false);
+  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.whatif/1, see docs/CRITICAL_PATH.md)");
+  cmd->add_option("--steps", opt->steps, "Re-time only these ProfilerStep numbers: A-B, A-, -B or N");
+  cmd->add_option("--device", opt->device, "GPU device whose work is re-timed (default: all)");
+  cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
+  cmd->add_option("--max-memory", opt->max_memory, "Memory bound while loading, e.g. 8GiB");
+  add_width_option(*cmd, opt->width);
+  cmd->callback([opt] { run_whatif(*opt); });
+}
+
+}  // namespace ferret::cli

@@ -1,0 +1,104 @@
+#include "report/whatif_report.h"
+
+#include <fmt/format.h>
+
+#include "base/units.h"
+
+namespace ferret {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+double us(std::int64_t ns) { return round3(ns_to_us(static_cast<double>(ns))); }
+
+double change_pct(std::int64_t baseline, std::int64_t predicted) {
+  return baseline > 0 ? 100.0 * static_cast<double>(predicted - baseline) / static_cast<double>(baseline) : 0.0;
+}
+
+std::string ms_text(std::int64_t ns) { return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6); }
+
+// What each change was and how many events it touched, one line each.
+std::vector<std::string> change_lines(const WhatIfResult& r) {
+  std::vector<std::string> lines;
+  const RetimeChanges& c = r.changes;
+  const RetimeTouched& t = r.touched;
+  auto count = [](std::uint64_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); };
+  if (c.remove_dataloader)
+    lines.push_back("remove dataloader: DataLoader waits take no time (" + count(t.dataloader_spans, "span") + ")");
+  if (c.remove_host_sync)
+    lines.push_back("remove host-sync: synchronising calls take no time (" + count(t.host_syncs, "call") + ")");
+  if (c.remove_launch_overhead)
+    lines.push_back("remove launch-overhead: launch calls take no host time (" + count(t.launch_calls, "call") + ")");
+  if (c.remove_exposed_communication)
+    lines.push_back("remove exposed-communication: communication keeps only its overlap with compute (" +
+                    count(t.communication, "event") + ")");
+  for (std::size_t i = 0; i < c.speedups.size(); ++i)
+    lines.push_back(fmt::format("speedup '{}' x{:g}: matching kernels and CPU ops run {:g} times faster ({})",
+                                c.speedups[i].pattern, c.speedups[i].factor, c.speedups[i].factor,
+                                count(i < t.speedup_events.size() ? t.speedup_events[i] : 0, "event")));
+  return lines;
+}
+
+std::uint64_t touched_total(const WhatIfResult& r) {
+  std::uint64_t n =
+      r.touched.dataloader_spans + r.touched.host_syncs + r.touched.launch_calls + r.touched.communication;
+  for (std::uint64_t s : r.touched.speedup_events) n += s;
+  return n;
+}
+
+}  // namespace
+
+json whatif_json(const TraceModel& model, const AnalysisContext& ctx, const WhatIfResult& r) {
+  json speedups = json::array();
+  for (std::size_t i = 0; i < r.changes.speedups.size(); ++i)
+    speedups.push_back({{"pattern", r.changes.speedups[i].pattern},
+                        {"factor", r.changes.speedups[i].factor},
+                        {"events", i < r.touched.speedup_events.size() ? r.touched.speedup_events[i] : 0}});
+  json steps = json::array();
+  for (const WhatIfStep& s : r.steps)
+    steps.push_back({{"step", s.number < 0 ? json(nullptr) : json(s.number)},
+                     {"baseline_us", us(s.baseline_ns)},
+                     {"predicted_us", us(s.predicted_ns)}});
+  return {{"schema", "ferret.whatif/1"},
+          {"source", model.info.source},
+          {"window", ctx.label},
+          {"changes",
+           {{"remove", whatif_removals(r.changes)},
+            {"speedup", speedups},
+            {"touched",
+             {{"dataloader_spans", r.touched.dataloader_spans},
+              {"host_syncs", r.touched.host_syncs},
+              {"launch_calls", r.touched.launch_calls},
+              {"communication", r.touched.communication}}}}},
+          {"steps_count", r.steps.size()},
+          {"baseline_step_us", r.steps.empty() ? json(nullptr) : json(us(r.baseline_step_ns))},
+          {"predicted_step_us", r.steps.empty() ? json(nullptr) : json(us(r.predicted_step_ns))},
+          {"change_pct",
+           r.steps.empty() ? json(nullptr) : json(round2(change_pct(r.baseline_step_ns, r.predicted_step_ns)))},
+          {"steps", steps}};
+}
+
+std::string whatif_text(const TraceModel& model, const AnalysisContext& ctx, const WhatIfResult& r,
+                        const Style& style) {
+  std::string out = fmt::format("{}What if{}: {} ({})\n", style.bold(), style.reset(), model.info.source, ctx.label);
+  const std::vector<std::string> lines = change_lines(r);
+  if (lines.empty()) out += "  no change asked for: the prediction is the step as recorded\n";
+  for (const std::string& l : lines) out += "  " + l + "\n";
+  if (r.steps.empty()) return out + "\nNo step to re-time: the window holds no work.\n";
+  if (!lines.empty() && touched_total(r) == 0)
+    out += "  (no event in the window matches: the prediction is the step as recorded)\n";
+  const char* unit = r.has_steps ? "step" : "window";
+  out += fmt::format("\n{}Predicted {} time{} (median of {} {}{}): {} -> {} ({:+.1f}%)\n", style.bold(), unit,
+                     style.reset(), r.steps.size(), unit, r.steps.size() == 1 ? "" : "s", ms_text(r.baseline_step_ns),
+                     ms_text(r.predicted_step_ns), change_pct(r.baseline_step_ns, r.predicted_step_ns));
+  if (r.has_steps && r.steps.size() > 1) {
+    out += "\n  step        recorded     predicted   change\n";
+    for (const WhatIfStep& s : r.steps)
+      out += fmt::format("  {:<8} {:>12} {:>12}  {:+6.1f}%\n", s.number, ms_text(s.baseline_ns),
+                         ms_text(s.predicted_ns), change_pct(s.baseline_ns, s.predicted_ns));
+  }
+  return out;
+}
+
+}  // namespace ferret

@@ -1,0 +1,80 @@
+// `ferret whatif`: arguments, text and the ferret.whatif/1 document, on a hand-made CPU trace.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+using test::run_ferret;
+using test::span;
+using test::trace;
+
+// Two steps (us): ProfilerStep#1 [0,50) with a DataLoader wait [2,22) and aten::mm [25,45);
+// ProfilerStep#2 [50,110) with a wait [51,91) and aten::mm [92,105). Without the waits the steps
+// take 30 and 20 us: medians (of two: their mean) 55 -> 25 us (-54.55%). aten::mm x2: 40 and 53.5 us.
+std::string write_trace() {
+  const std::string loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  const std::string path = test::temp_path("whatif-cli.json");
+  test::write_file(path, trace({
+                             span("user_annotation", "ProfilerStep#1", 1, 1, 0, 50),
+                             span("user_annotation", loader, 1, 1, 2, 20),
+                             span("cpu_op", "aten::mm", 1, 1, 25, 20),
+                             span("user_annotation", "ProfilerStep#2", 1, 1, 50, 60),
+                             span("user_annotation", loader, 1, 1, 51, 40),
+                             span("cpu_op", "aten::mm", 1, 1, 92, 13),
+                         }));
+  return path;
+}
+
+TEST(WhatIfCli, JsonDocument) {
+  const std::string path = write_trace();
+  const auto r = run_ferret("whatif --json --remove dataloader " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "ferret.whatif/1");
+  EXPECT_DOUBLE_EQ(j["baseline_step_us"].get<double>(), 55.0);
+  EXPECT_DOUBLE_EQ(j["predicted_step_us"].get<double>(), 25.0);
+  EXPECT_DOUBLE_EQ(j["change_pct"].get<double>(), -54.55);
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["steps"][1]["step"], 2);
+  EXPECT_DOUBLE_EQ(j["steps"][1]["predicted_us"].get<double>(), 20.0);
+  EXPECT_EQ(j["changes"]["remove"][0], "dataloader");
+  EXPECT_EQ(j["changes"]["touched"]["dataloader_spans"], 2);
+}
+
+TEST(WhatIfCli, TextSaysWhatChangedAndHowManyEvents) {
+  const std::string path = write_trace();
+  const auto r = run_ferret("whatif " + path + " --speedup aten::mm=2 --speedup nothing_matches=3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("speedup 'aten::mm' x2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(2 events)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(0 events)"), std::string::npos) << r.out;
+  // Medians of (50, 60) and (40, 53.5): 55 -> 46.75 us.
+  EXPECT_NE(r.out.find("0.055 ms -> 0.047 ms (-15.0%)"), std::string::npos) << r.out;
+}
+
+TEST(WhatIfCli, BadArgumentsAreUsageErrors) {
+  const std::string path = write_trace();
+  for (const char* bad :
+       {"--remove gpu", "--speedup aten::mm", "--speedup aten::mm=0", "--speedup =2", "--speedup aten::mm=fast"}) {
+    const auto r = run_ferret(std::string("whatif ") + bad + " " + path);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("ferret: --"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << bad;
+  }
+  EXPECT_EQ(run_ferret("whatif").exit_code, 2);  // no trace
+  EXPECT_EQ(run_ferret("whatif /nonexistent/trace.json").exit_code, 2);
+}
+
+TEST(WhatIfCli, ListedInHelp) {
+  const auto r = run_ferret("--help");
+  EXPECT_NE(r.out.find("whatif"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferret
