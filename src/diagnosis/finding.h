@@ -34,6 +34,11 @@ struct Finding {
   // speed-up if the cause vanished: 1 / (1 - share). 1.0 when the gain cannot be bounded.
   double time_share = 0;
   double max_speedup = 1.0;
+  // The step-time speed-up the what-if predicts for the fix (analysis/whatif.h: each step
+  // re-timed on its dependency graph without the cause), for causes the what-if can remove;
+  // -1 when not predicted. It sits beside the bound: the bound is what the fix can give at most,
+  // the prediction what the step's dependencies let through.
+  double predicted_speedup = -1;
   std::string threshold;  // "DataLoader > 5% of step (TensorBoard plugin); >= 20% high (XProf)"
   // Rules that judge the same cause from different angles share this key; the diagnosis keeps
   // the higher-ranked finding and folds the other's evidence and fixes into it. Empty = the id.

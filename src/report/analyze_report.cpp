@@ -547,6 +547,8 @@ nlohmann::ordered_json finding_json(const Finding& f) {
           {"fixes", f.fixes},
           {"time_share", round3(f.time_share)},
           {"max_speedup", round2(f.max_speedup)},
+          {"predicted_speedup",
+           f.predicted_speedup > 0 ? nlohmann::ordered_json(round2(f.predicted_speedup)) : nlohmann::ordered_json()},
           {"threshold", f.threshold}};
 }
 
@@ -559,6 +561,7 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
                        upper(severity_name(f.severity)), st.reset(), fit_width(f.title, width - 12));
     out += fmt::format("      {}{} / {}{}", st.dim(), dimension_name(f.dimension), layer_name(f.layer), st.reset());
     if (f.max_speedup > 1.005) out += fmt::format("  max gain {:.2f}x", f.max_speedup);
+    if (f.predicted_speedup > 0) out += fmt::format(", predicted {:.2f}x", f.predicted_speedup);
     out += "\n";
     if (!f.detail.empty()) out += wrap(f.detail, width, "      ");
     std::string ev;
@@ -572,12 +575,13 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
 }
 
 std::string findings_markdown(const std::vector<Finding>& findings, bool with_rules) {
-  std::string out = "| # | severity | finding | layer | max gain |\n|---:|---|---|---|---:|\n";
+  std::string out = "| # | severity | finding | layer | max gain | predicted |\n|---:|---|---|---|---:|---:|\n";
   int rank = 0;
   for (const Finding& f : findings)
-    out += fmt::format("| {} | {} | {} | {} / {} | {:.2f}x |\n", ++rank, severity_name(f.severity),
-                       escape_markdown(f.title), dimension_name(f.dimension), layer_name(f.layer), f.max_speedup);
-  if (findings.empty()) out += "| | | no findings | | |\n";
+    out += fmt::format("| {} | {} | {} | {} / {} | {:.2f}x | {} |\n", ++rank, severity_name(f.severity),
+                       escape_markdown(f.title), dimension_name(f.dimension), layer_name(f.layer), f.max_speedup,
+                       f.predicted_speedup > 0 ? fmt::format("{:.2f}x", f.predicted_speedup) : std::string("-"));
+  if (findings.empty()) out += "| | | no findings | | | |\n";
   for (const Finding& f : findings) {
     if (f.fixes.empty()) continue;
     out += fmt::format("\n**{}**\n", escape_markdown(f.title, /*in_table=*/false));
