@@ -23,6 +23,7 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.communication = analyze_communication(model, a.context);
   a.hardware = analyze_hardware(model, a.context);
   a.window_activity = analyze_window_activity(model, a.context);
+  a.roofline = analyze_roofline(model, a.context);
   return a;
 }
 

@@ -14,6 +14,7 @@
 #include "analysis/hot_spots.h"
 #include "analysis/memory.h"
 #include "analysis/python_frames.h"
+#include "analysis/roofline.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_summary.h"
 #include "analysis/window_activity.h"
@@ -38,6 +39,7 @@ struct TraceAnalysis {
   CommunicationResult communication;
   HardwareResult hardware;
   WindowActivityResult window_activity;
+  RooflineResult roofline;
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);
