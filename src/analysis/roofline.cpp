@@ -152,8 +152,8 @@ void classify(const DevicePeaks& peaks, int sms, const GpuWork& w, RooflineGroup
   // The mean kernel, memsets and copies left out (a GEMM's 1 us workspace memset is not the GEMM).
   const double mean_kernel_ns = w.kernels > 0 ? static_cast<double>(w.kernel_ns) / static_cast<double>(w.kernels)
                                               : ns / static_cast<double>(std::max<std::uint64_t>(1, g.kernels));
-  const bool latency =
-      mean_kernel_ns < static_cast<double>(kLatencyKernelNs) || (w.max_grid > 0 && sms > 0 && w.max_grid < sms);
+  const bool latency = mean_kernel_ns < static_cast<double>(kLatencyKernelNs) ||
+                       (w.max_grid > 0 && sms > 0 && static_cast<double>(w.max_grid) < kLatencyGridFraction * sms);
   if (latency) {
     // Against the roofline at its own intensity: min(compute, intensity x bandwidth).
     if (has_flops && has_bytes && compute && hbm) {

@@ -22,8 +22,8 @@ namespace ferret {
 // The bound of a group.
 //   compute   arithmetic intensity (FLOPs / bytes) at or above the ridge point of its ceiling
 //   memory    below the ridge point (or no FLOPs at all: copies, fills)
-//   latency   too little work to fill the device: mean GPU activity under kLatencyKernelNs, or
-//             the largest grid smaller than the SM count
+//   latency   too little work to fill the device: mean kernel under kLatencyKernelNs, or the
+//             largest grid under kLatencyGridFraction of the SM count
 //   unknown   the op has no cost model, its shapes were not recorded, or a ceiling is unknown
 enum class Bound { kCompute, kMemory, kLatency, kUnknown };
 const char* bound_name(Bound b);
@@ -32,6 +32,11 @@ const char* bound_name(Bound b);
 // Graphs", NVIDIA developer blog, 2019: launch overheads of a few µs per kernel), so a kernel
 // shorter than this is dominated by fixed costs, not by the device's throughput.
 inline constexpr std::int64_t kLatencyKernelNs = 5'000;
+// A grid should have more blocks than the device has multiprocessors so that every one has work
+// (CUDA C++ Best Practices Guide, "Execution Configuration"). Persistent GEMM kernels (cuBLAS
+// sm90, stream-K) launch about one block per SM on purpose and loop over tiles, so a grid just
+// under the SM count says nothing; under half of it, most of the device idles for the whole kernel.
+inline constexpr double kLatencyGridFraction = 0.5;
 
 struct RooflineGroup {
   std::string op;

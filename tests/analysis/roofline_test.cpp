@@ -138,7 +138,8 @@ TEST(Roofline, GroupsAttributeKernelsOnceAndPlaceThemOnTheH100Roofline) {
 }
 
 TEST(Roofline, SmallGridIsLatencyBound) {
-  // The mm above with a 64-block grid on 132 SMs: latency, whatever its length.
+  // The mm above with a 64-block grid on 132 SMs (under half): latency, whatever its length; with
+  // 120 blocks (a persistent kernel's one block per SM, less a few) it is compute-bound as before.
   std::vector<std::string> e = {span("cpu_op", "aten::mm", 1, 1, 400, 100, kMmArgs), launch(420, 4),
                                 kernel(kGemmKernel, 430, 83, 4, 64)};
   const TraceModel m = load_trace_text(doc(e));
@@ -146,6 +147,9 @@ TEST(Roofline, SmallGridIsLatencyBound) {
   ASSERT_EQ(r.groups.size(), 1u);
   EXPECT_EQ(r.groups[0].bound, Bound::kLatency);
   EXPECT_EQ(r.groups[0].max_grid_blocks, 64);
+  e[2] = kernel(kGemmKernel, 430, 83, 4, 120);
+  const TraceModel persistent = load_trace_text(doc(e));
+  EXPECT_EQ(analyze_roofline(persistent, make_analysis_context(persistent, {})).groups[0].bound, Bound::kCompute);
 }
 
 TEST(Roofline, Fp32GemmOnTensorCoresUsesTheTf32Ceiling) {
