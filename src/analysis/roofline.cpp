@@ -35,7 +35,7 @@ class AttributionTarget {
 
  private:
   bool has_cost_model(EventIndex op) {
-    if (model_.inductor_kernel_of(op) != nullptr) return true;
+    if (!model_.inductor_kernels.empty() && model_.inductor_kernel_of(op) != nullptr) return true;
     const StrId name = model_.name[op];
     const auto it = by_name_.find(name);
     if (it != by_name_.end()) return it->second;
@@ -229,7 +229,12 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
   // One pass over launches: GPU time per attributed op.
   AttributionTarget target(model);
   std::unordered_map<StrId, bool> matrix_kernel;  // by kernel name id
-  std::unordered_map<EventIndex, GpuWork> per_op;
+  // Per attributed op: a dense event -> slot table (4 bytes per event) instead of a hash map.
+  constexpr std::uint32_t kNoSlot = UINT32_MAX;
+  std::vector<std::uint32_t> slot_of;
+  std::vector<EventIndex> slot_op;
+  std::vector<GpuWork> per_op;
+  EventIndex last_launch_op = kNoEvent, last_target = kNoEvent;
   const bool has_replays = !rel.graph_replays.empty();
   for (std::size_t li = 0; li < rel.launches.size(); ++li) {
     const EventIndex op = rel.launch_op[li];
@@ -240,8 +245,20 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
       if (!is_gpu_work_kind(model.kind[gpu]) || model.pid[gpu] != r.device || !ctx.counts_gpu_event(model, gpu))
         continue;
       if (has_replays && rel.replay_of(gpu) != nullptr) continue;
-      if (to == kNoEvent) to = target.of(op);
-      GpuWork& a = per_op[to];
+      if (to == kNoEvent) {
+        if (op != last_launch_op) {  // an op's launches come together: walk up once per op
+          last_launch_op = op;
+          last_target = target.of(op);
+        }
+        to = last_target;
+        if (slot_of.empty()) slot_of.assign(model.size(), kNoSlot);
+        if (slot_of[to] == kNoSlot) {
+          slot_of[to] = static_cast<std::uint32_t>(per_op.size());
+          slot_op.push_back(to);
+          per_op.emplace_back();
+        }
+      }
+      GpuWork& a = per_op[slot_of[to]];
       const std::int64_t d = std::max<std::int64_t>(0, model.dur_ns[gpu]);
       a.ns += d;
       ++a.activities;
@@ -260,7 +277,9 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
 
   // Groups by (op, dims, types, concrete inputs).
   std::map<GroupKey, Accum> groups;
-  for (const auto& [op, a] : per_op) {
+  for (std::size_t i = 0; i < per_op.size(); ++i) {
+    const EventIndex op = slot_op[i];
+    const GpuWork& a = per_op[i];
     const OpArgs* args = model.op_args_of(op);
     const GroupKey key{model.name[op], args ? args->input_dims : kEmptyStr, args ? args->input_types : kEmptyStr,
                        args ? args->concrete_inputs : kEmptyStr};
