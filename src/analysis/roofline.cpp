@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/classify.h"
 #include "analysis/tensor_cores.h"
 #include "model/gpu_specs.h"
 
@@ -229,6 +230,8 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
   // One pass over launches: GPU time per attributed op.
   AttributionTarget target(model);
   std::unordered_map<StrId, bool> matrix_kernel;  // by kernel name id
+  // Communication kernels (NCCL, RCCL) are left out: the network bounds them, not these ceilings.
+  std::unordered_map<StrId, bool> communication_kernel;  // by kernel name id
   // Per attributed op: a dense event -> slot table (4 bytes per event) instead of a hash map.
   constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<std::uint32_t> slot_of;
@@ -245,6 +248,11 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
       if (!is_gpu_work_kind(model.kind[gpu]) || model.pid[gpu] != r.device || !ctx.counts_gpu_event(model, gpu))
         continue;
       if (has_replays && rel.replay_of(gpu) != nullptr) continue;
+      if (model.kind[gpu] == EventKind::kKernel) {
+        auto [it, fresh] = communication_kernel.try_emplace(model.name[gpu], false);
+        if (fresh) it->second = is_communication_kernel(model.strings.view(model.name[gpu]));
+        if (it->second) continue;
+      }
       if (to == kNoEvent) {
         if (op != last_launch_op) {  // an op's launches come together: walk up once per op
           last_launch_op = op;

@@ -46,6 +46,7 @@ constexpr const char* kGemmKernel = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_ti
 //   aten::mm [400,500) > launch c3 -> memset 1 us (c3) + GEMM kernel 83 us (c4 in the same op)
 //   aten::gelu [600,620) > launch c5 -> 3 us elementwise kernel
 //   my::op [700,720) > launch c6 -> 20 us kernel (no cost model)
+//   record_param_comms [800,820) > launch c7 -> 500 us NCCL kernel (communication: not on the roofline)
 std::vector<std::string> events() {
   return {
       span("cpu_op", "aten::linear", 1, 1, 0, 100, ""),
@@ -68,6 +69,9 @@ std::vector<std::string> events() {
       span("cpu_op", "my::op", 1, 1, 700, 20, R"("Input Dims": [[4]], "Input type": ["float"])"),
       launch(705, 6),
       kernel("my_kernel", 710, 20, 6),
+      span("cpu_op", "record_param_comms", 1, 1, 800, 20, ""),
+      launch(805, 7),
+      kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 810, 500, 7),
   };
 }
 
@@ -87,6 +91,7 @@ TEST(Roofline, GroupsAttributeKernelsOnceAndPlaceThemOnTheH100Roofline) {
   EXPECT_EQ(r.kernel_ns, 127'000);
   EXPECT_EQ(r.modelled_ns, 107'000);
   EXPECT_EQ(find(r, "aten::linear"), nullptr);  // the addmm inside it has the cost model
+  EXPECT_EQ(find(r, "record_param_comms"), nullptr);
 
   // addmm: 2 calls, 20 us. Per call 930,167,808 FLOPs and 3,601,920 B (op_cost_test).
   // 2·930,167,808 / 20,000 ns = 93.0168 TFLOP/s; 2·3,601,920 / 20,000 ns = 0.360192 TB/s.
