@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/device_peaks.h"
 #include "base/input_error.h"
 #include "model/trace_model.h"
 
@@ -32,6 +33,7 @@ struct AnalysisOptions {
   std::optional<double> time_from_ms;
   std::optional<double> time_to_ms;
   TimelineDefinition timeline_definition = TimelineDefinition::kFerret;
+  std::optional<PeakOverrides> peaks;  // --peaks FILE: measured ceilings for the roofline
 };
 
 // A selector (--steps, --device, --window, --time) that matches nothing in a trace. Analysing

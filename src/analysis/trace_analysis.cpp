@@ -25,6 +25,7 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.window_activity = analyze_window_activity(model, a.context);
   a.attention = analyze_attention_patterns(model, a.context);
   a.critical_path = analyze_critical_path(model, a.context);
+  a.roofline = analyze_roofline(model, a.context);
   return a;
 }
 

@@ -16,6 +16,7 @@
 #include "analysis/hot_spots.h"
 #include "analysis/memory.h"
 #include "analysis/python_frames.h"
+#include "analysis/roofline.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_summary.h"
 #include "analysis/window_activity.h"
@@ -43,6 +44,7 @@ struct TraceAnalysis {
   AttentionPatternsResult attention;  // attention computed op by op (unfused)
   // The critical path of each step and what bounds it (analysis/critical_path.h).
   CriticalPathResult critical_path;
+  RooflineResult roofline;
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);

@@ -31,6 +31,7 @@ struct AnalyzeCliOptions {
   bool job = false;        // force the cross-rank report
   bool per_trace = false;  // force one report per trace
   std::size_t width = 0;   // --width; 0: COLUMNS or 80
+  std::string peaks;       // --peaks FILE: measured ceilings (JSON)
 };
 
 AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
@@ -41,6 +42,7 @@ AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
   parse_time_range(cli.time, o);
   o.window_name = cli.window;
   o.timeline_definition = parse_timeline_definition(cli.timeline_definition);
+  if (!cli.peaks.empty()) o.peaks = read_peaks_file(cli.peaks);
   return o;
 }
 
@@ -121,6 +123,9 @@ void register_analyze(CLI::App& app) {
   cmd->add_option("--timeline-definition", opt->timeline_definition,
                   "GPU timeline as ferret defines it (default) or as HolisticTraceAnalysis does (hta: its window "
                   "and rounding, to check ferret against HTA; docs/HTA.md)");
+  cmd->add_option("--peaks", opt->peaks,
+                  "Device ceilings for the roofline (JSON: device, hbm_tb_per_s, matrix_tflop_per_s and "
+                  "vector_tflop_per_s by dtype), replacing the datasheet figures");
   cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--threads", opt->threads,
                   "Parser threads per trace (default: one per core for a single trace, "

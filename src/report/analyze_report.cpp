@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "report/roofline_report.h"
+
 namespace ferret {
 
 namespace {
@@ -264,6 +266,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
       out += fmt::format("  {:<{}} {:>12} {:>8} calls\n", fitted[i], name_width, human_duration(h.kernels[i].total_ns),
                          h.kernels[i].calls);
   }
+  out += roofline_text(a.roofline, static_cast<std::size_t>(std::max(1, a.context.options.top_k)), st);
   const MemoryResult& mem = a.memory;
   for (const MemoryDevice& md : mem.devices) {
     if (md.device_type == 0 || md.peak_reserved < 0) continue;
@@ -422,6 +425,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"replayed_unattributed_us", round3(ns_to_us(static_cast<double>(h.replayed_unattributed_ns)))}};
   j["host_python"] = host_python_json(a.python_frames);
   j["critical_path"] = critical_path_json(a.critical_path);
+  j["roofline"] = roofline_json(a.roofline);
   json mem_devices = json::array();
   for (const MemoryDevice& md : a.memory.devices)
     mem_devices.push_back({{"device_type", md.device_type},
@@ -511,6 +515,7 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
     if (const std::string replays = replay_attribution_line(h); device_view && !replays.empty())
       out += escape_markdown(replays) + "\n\n";
   }
+  out += roofline_markdown(a.roofline, static_cast<std::size_t>(std::max(1, a.context.options.top_k)));
   out += findings_markdown(d.findings);
   const IngestReport& r = a.model->report;
   if (r.repair_count() + r.skip_count() > 0 || !r.notes.empty()) {

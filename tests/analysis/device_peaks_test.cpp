@@ -1,0 +1,123 @@
+#include "analysis/device_peaks.h"
+
+#include <gtest/gtest.h>
+
+#include "base/input_error.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+
+DeviceProperties device(const std::string& name, int major, int minor, int sms, std::int64_t mem = -1) {
+  DeviceProperties d;
+  d.id = 0;
+  d.name = name;
+  d.compute_major = major;
+  d.compute_minor = minor;
+  d.num_sms = sms;
+  d.total_global_mem = mem;
+  return d;
+}
+
+TEST(DevicePeaks, H100SxmFromTheDatasheet) {
+  const DevicePeaks p = device_peaks(device("NVIDIA H100 80GB HBM3", 9, 0, 132, 85'018'279'936), nullptr);
+  EXPECT_EQ(p.model, "H100 SXM5");
+  EXPECT_DOUBLE_EQ(*p.matrix(Dtype::kBf16), 989.5);
+  EXPECT_DOUBLE_EQ(*p.matrix(Dtype::kTf32), 494.5);
+  EXPECT_DOUBLE_EQ(*p.matrix(Dtype::kFp8), 1979);
+  EXPECT_DOUBLE_EQ(*p.vector(Dtype::kFp32), 67);
+  EXPECT_DOUBLE_EQ(*p.hbm_tb_per_s, 3.35);
+  EXPECT_FALSE(p.matrix(Dtype::kFp32).has_value());  // FP32 has no matrix figure: unknown, not borrowed
+  EXPECT_FALSE(p.vector(Dtype::kBf16).has_value());
+  EXPECT_NE(p.source.find("nvidia"), std::string::npos);
+}
+
+TEST(DevicePeaks, OtherParts) {
+  const DevicePeaks mi300 = device_peaks(device("AMD Instinct MI300X", 9, 4, 304, 206'141'652'992), nullptr);
+  EXPECT_EQ(mi300.model, "MI300X");
+  EXPECT_DOUBLE_EQ(*mi300.matrix(Dtype::kBf16), 1307.4);
+  EXPECT_DOUBLE_EQ(*mi300.vector(Dtype::kFp64), 81.7);
+  EXPECT_DOUBLE_EQ(*mi300.hbm_tb_per_s, 5.3);
+  const DevicePeaks a100 = device_peaks(device("NVIDIA A100-SXM4-80GB", 8, 0, 108, 85'100'000'000), nullptr);
+  EXPECT_EQ(a100.model, "A100 SXM 80GB");
+  EXPECT_DOUBLE_EQ(*a100.matrix(Dtype::kInt8), 624);
+  EXPECT_DOUBLE_EQ(*a100.hbm_tb_per_s, 2.039);
+  const DevicePeaks nvl = device_peaks(device("NVIDIA H100 NVL", 9, 0, 132), nullptr);
+  EXPECT_EQ(nvl.model, "H100 NVL");
+  EXPECT_DOUBLE_EQ(*nvl.matrix(Dtype::kBf16), 835);
+  EXPECT_FALSE(nvl.vector(Dtype::kFp32).has_value());  // blank in the table: unknown
+  const DevicePeaks v100 = device_peaks(device("Tesla V100-SXM2-32GB", 7, 0, 80), nullptr);
+  EXPECT_DOUBLE_EQ(*v100.matrix(Dtype::kFp16), 125);
+  EXPECT_FALSE(v100.matrix(Dtype::kBf16).has_value());  // V100 has no BF16
+}
+
+TEST(DevicePeaks, UnknownDeviceHasNoCeilings) {
+  const DevicePeaks p = device_peaks(device("NVIDIA GeForce RTX 4090", 8, 9, 128), nullptr);
+  EXPECT_TRUE(p.model.empty());
+  EXPECT_FALSE(p.hbm_tb_per_s.has_value());
+  for (std::size_t i = 0; i < kDtypeCount; ++i) {
+    EXPECT_FALSE(p.matrix_tflops[i].has_value());
+    EXPECT_FALSE(p.vector_tflops[i].has_value());
+  }
+  EXPECT_FALSE(p.note.empty());
+}
+
+TEST(DevicePeaks, FewerSmsScaleComputeAndLeaveBandwidthUnknown) {
+  // An H100 SXM5 showing 66 of its 132 SMs (a partition): compute x 0.5, bandwidth unknown.
+  const DevicePeaks p = device_peaks(device("NVIDIA H100 80GB HBM3", 9, 0, 66), nullptr);
+  EXPECT_EQ(p.model, "H100 SXM5");
+  EXPECT_DOUBLE_EQ(p.sm_scale, 0.5);
+  EXPECT_DOUBLE_EQ(*p.matrix(Dtype::kBf16), 494.75);
+  EXPECT_FALSE(p.hbm_tb_per_s.has_value());
+  EXPECT_NE(p.note.find("scaled"), std::string::npos);
+  // A different compute capability is not the same part: nothing scaled, all unknown.
+  EXPECT_TRUE(device_peaks(device("NVIDIA H100 80GB HBM3", 8, 0, 66), nullptr).model.empty());
+}
+
+TEST(DevicePeaks, PeaksFileOverridesCells) {
+  const PeakOverrides o = parse_peaks_json(
+      R"({"device": "NVIDIA H100 80GB HBM3", "hbm_tb_per_s": 2.9, "matrix_tflop_per_s": {"bf16": 700},
+          "vector_tflop_per_s": {"fp32": 50}})",
+      "h100.json");
+  const DevicePeaks p = device_peaks(device("NVIDIA H100 80GB HBM3", 9, 0, 132), &o);
+  EXPECT_DOUBLE_EQ(*p.matrix(Dtype::kBf16), 700);
+  EXPECT_TRUE(p.matrix_from_file[static_cast<std::size_t>(Dtype::kBf16)]);
+  EXPECT_DOUBLE_EQ(*p.matrix(Dtype::kFp8), 1979);  // not in the file: the datasheet's
+  EXPECT_FALSE(p.matrix_from_file[static_cast<std::size_t>(Dtype::kFp8)]);
+  EXPECT_DOUBLE_EQ(*p.vector(Dtype::kFp32), 50);
+  EXPECT_DOUBLE_EQ(*p.hbm_tb_per_s, 2.9);
+  EXPECT_TRUE(p.hbm_from_file);
+  EXPECT_EQ(p.peaks_file, "h100.json");
+  // An unknown device gets the file's figures only.
+  const DevicePeaks u = device_peaks(device("Mystery GPU", 1, 0, 10), &o);
+  EXPECT_DOUBLE_EQ(*u.matrix(Dtype::kBf16), 700);
+  EXPECT_FALSE(u.matrix(Dtype::kFp8).has_value());
+  EXPECT_NE(u.note.find("measured on"), std::string::npos);
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    parse_peaks_json(text, "peaks.json");
+    ADD_FAILURE() << "accepted: " << text;
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("peaks.json"), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+  }
+}
+
+TEST(DevicePeaks, PeaksFileErrorsNameTheFileAndTheKey) {
+  expect_error("{", "not valid JSON");
+  expect_error("[1]", "object");
+  expect_error(R"({"hbm": 3})", "\"hbm\"");
+  expect_error(R"({"hbm_tb_per_s": -1})", "hbm_tb_per_s");
+  expect_error(R"({"hbm_tb_per_s": "3"})", "hbm_tb_per_s");
+  expect_error(R"({"matrix_tflop_per_s": {"bf17": 3}})", "matrix_tflop_per_s.bf17");
+  expect_error(R"({"vector_tflop_per_s": {"fp32": 0}})", "vector_tflop_per_s.fp32");
+  expect_error(R"({"matrix_tflop_per_s": 5})", "matrix_tflop_per_s");
+  expect_error(R"({"device": 5})", "device");
+  EXPECT_THROW(read_peaks_file(test::temp_path("no-such-peaks.json")), InputError);
+}
+
+}  // namespace
+}  // namespace ferret
