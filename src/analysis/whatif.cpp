@@ -31,6 +31,13 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
   if (!base.empty()) {
     result.baseline_step_ns = stats::median_ns(base);
     result.predicted_step_ns = stats::median_ns(predicted);
+    double base_sum = 0, predicted_sum = 0;
+    for (std::size_t s = 0; s < base.size(); ++s) {
+      base_sum += static_cast<double>(base[s]);
+      predicted_sum += static_cast<double>(predicted[s]);
+    }
+    result.baseline_mean_ns = base_sum / static_cast<double>(base.size());
+    result.predicted_mean_ns = predicted_sum / static_cast<double>(base.size());
   }
   return result;
 }

@@ -26,6 +26,11 @@ struct WhatIfResult {
   std::vector<WhatIfStep> steps;
   std::int64_t baseline_step_ns = 0;   // median over the steps
   std::int64_t predicted_step_ns = 0;  // median over the steps
+  // Means over the steps: the statistic of the step breakdown, whose shares the findings' bounds
+  // are, so a finding's prediction is the ratio of these (a median of 4 steps with a slow first
+  // one can sit far from the mean).
+  double baseline_mean_ns = 0;
+  double predicted_mean_ns = 0;
   RetimeTouched touched;
 };
 
