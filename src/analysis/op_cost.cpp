@@ -221,6 +221,10 @@ void gemm_cost(std::string_view op, const Args& a, OpCost& c) {
   }
   const int out_size = op == "_scaled_mm" ? (bias != nullptr ? bias->element_size : 2) : A->element_size;
   if (op == "_scaled_mm" && bias == nullptr) c.note = "output dtype not recorded: 2 bytes (bf16) per element assumed";
+  c.gemm_batch = batch;
+  c.gemm_m = M;
+  c.gemm_n = N;
+  c.gemm_k = K;
   c.flops = 2 * batch * M * N * K + (bias != nullptr ? batch * M * N : 0);
   c.bytes = bytes_of(A) + bytes_of(B) + batch * M * N * out_size + bytes_of(bias);
 }

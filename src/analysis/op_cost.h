@@ -40,7 +40,10 @@ struct OpCost {
   Dtype dtype = Dtype::kUnknown;  // the first tensor operand's element type
   double flops = -1;              // per call; -1 unknown
   double bytes = -1;              // per call; -1 unknown
-  std::string note;               // why a figure is unknown, or an assumption made ("non-causal assumed")
+  // GEMMs: the problem's batch x M x N x K (linear: M = rows of the input), -1 for other ops or
+  // when the shapes are unknown. The shape rules read them (diagnosis gemm-shape).
+  double gemm_batch = -1, gemm_m = -1, gemm_n = -1, gemm_k = -1;
+  std::string note;  // why a figure is unknown, or an assumption made ("non-causal assumed")
 };
 
 OpCost op_cost(const OpCostInput& in);

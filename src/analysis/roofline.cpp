@@ -149,6 +149,12 @@ void classify(const DevicePeaks& peaks, int sms, const GpuWork& w, RooflineGroup
   const std::string hbm_source = figure_source(peaks, peaks.hbm_from_file, "HBM");
   const bool has_flops = g.flops_per_call > 0;
   const bool has_bytes = g.bytes_per_call > 0;
+  if ((has_flops || has_bytes) && (!has_flops || compute) && (!has_bytes || hbm)) {
+    const double calls = static_cast<double>(g.calls);
+    const double compute_ns = has_flops ? g.flops_per_call / (*compute * 1e3) : 0;  // TFLOP/s = 1e3 FLOP/ns
+    const double memory_ns = has_bytes ? g.bytes_per_call / (*hbm * 1e3) : 0;       // TB/s = 1e3 B/ns
+    g.roofline_ns = calls * std::max(compute_ns, memory_ns);
+  }
 
   // The mean kernel, memsets and copies left out (a GEMM's 1 us workspace memset is not the GEMM).
   const double mean_kernel_ns = w.kernels > 0 ? static_cast<double>(w.kernel_ns) / static_cast<double>(w.kernels)
@@ -211,6 +217,16 @@ const char* bound_name(Bound b) {
     case Bound::kUnknown: return "unknown";
   }
   return "unknown";
+}
+
+double precision_step_roofline_ns(const RooflineResult& r, const RooflineGroup& g) {
+  if (!is_matrix_op(g.kind) || g.matrix_units || g.dtype != Dtype::kFp32) return -1;
+  if (g.flops_per_call <= 0 || g.bytes_per_call <= 0 || !r.peaks.hbm_tb_per_s) return -1;
+  std::optional<double> peak = r.peaks.matrix(Dtype::kBf16);
+  if (!peak) peak = r.peaks.matrix(Dtype::kFp16);
+  if (!peak) return -1;
+  return static_cast<double>(g.calls) *
+         std::max(g.flops_per_call / (*peak * 1e3), g.bytes_per_call / 2 / (*r.peaks.hbm_tb_per_s * 1e3));
 }
 
 RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& ctx) {
@@ -318,6 +334,10 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
     g.flops_per_call = cost.flops;
     g.bytes_per_call = cost.bytes;
     g.note = cost.note;
+    g.gemm_batch = cost.gemm_batch;
+    g.gemm_m = cost.gemm_m;
+    g.gemm_n = cost.gemm_n;
+    g.gemm_k = cost.gemm_k;
     if (cost.flops >= 0 || cost.bytes >= 0) r.modelled_ns += acc.work.ns;
     classify(r.peaks, sms, acc.work, g);
     if (!r.device_known && g.bound == Bound::kUnknown && (cost.flops >= 0 || cost.bytes >= 0))

@@ -53,6 +53,13 @@ struct RooflineGroup {
   double tb_per_s = -1;
   bool matrix_units = false;          // most of its GPU time ran in Tensor / Matrix Core kernels
   std::int64_t max_grid_blocks = -1;  // the largest grid among its kernels; -1 not recorded
+  // GEMM groups: batch x M x N x K of one call (op_cost), -1 otherwise.
+  double gemm_batch = -1, gemm_m = -1, gemm_n = -1, gemm_k = -1;
+  // The group's GPU time if every call ran on its roofline: calls x max(FLOPs / compute ceiling,
+  // bytes / HBM bandwidth), the least time the device allows for this work at this precision on
+  // these units; -1 when a figure or a ceiling is unknown. The operator rules' gains are the
+  // time above it.
+  double roofline_ns = -1;
   Bound bound = Bound::kUnknown;
   double peak_pct = -1;     // achieved / the bound's ceiling (latency: / the roofline at its intensity)
   std::string peak_source;  // "H100 SXM5 bf16 matrix (datasheet)", "--peaks FILE: hbm", ""
@@ -69,5 +76,11 @@ struct RooflineResult {
 };
 
 RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& ctx);
+
+// The least GPU time of an fp32 GEMM / convolution / attention group that runs off the matrix
+// units, after the precision step the rules advise: bf16 on the matrix units (fp16 where the
+// device has no bf16 figure, e.g. V100), each operand and result at half the bytes: calls x
+// max(FLOPs / that peak, bytes / 2 / HBM bandwidth). -1 for other groups or unknown figures.
+double precision_step_roofline_ns(const RooflineResult& r, const RooflineGroup& g);
 
 }  // namespace ferret

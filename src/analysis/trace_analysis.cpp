@@ -26,6 +26,7 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.attention = analyze_attention_patterns(model, a.context);
   a.critical_path = analyze_critical_path(model, a.context);
   a.roofline = analyze_roofline(model, a.context);
+  a.elementwise_chains = analyze_elementwise_chains(model, a.context);
   return a;
 }
 

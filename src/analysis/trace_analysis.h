@@ -9,6 +9,7 @@
 #include "analysis/communication.h"
 #include "analysis/critical_path.h"
 #include "analysis/data_pipeline.h"
+#include "analysis/elementwise_chains.h"
 #include "analysis/gpu_metrics.h"
 #include "analysis/gpu_timeline.h"
 #include "analysis/hardware.h"
@@ -45,6 +46,7 @@ struct TraceAnalysis {
   // The critical path of each step and what bounds it (analysis/critical_path.h).
   CriticalPathResult critical_path;
   RooflineResult roofline;
+  ElementwiseChainsResult elementwise_chains;  // memory-bound kernel runs between GEMMs
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);

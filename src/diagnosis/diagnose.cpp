@@ -70,6 +70,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_hardware(analysis, d.findings);
   rules_cpu(analysis, d.findings);
   rules_attention(analysis, d.findings);
+  rules_operator(analysis, d.findings);
   rules_window(analysis, d.findings);
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);

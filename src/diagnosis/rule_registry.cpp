@@ -71,6 +71,8 @@ constexpr std::array kRules = {
     RuleInfo{"hot-operator", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     RuleInfo{"host-preprocessing", S::kTrace, D::kDataPipeline, "rules_host_preprocessing", R::kCause, {}},
     RuleInfo{"unfused-attention", S::kTrace, D::kCompute, "rules_attention", R::kCause, {}},
+    RuleInfo{"gemm-shape", S::kTrace, D::kCompute, "rules_operator", R::kCause, {}},
+    RuleInfo{"elementwise-chain", S::kTrace, D::kCompute, "rules_operator", R::kCause, {}},
     RuleInfo{"memory-near-capacity", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"memory-fragmentation", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"allocation-churn", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},

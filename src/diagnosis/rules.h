@@ -20,6 +20,7 @@ void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);   // copy bandwidth, pageable copies
 void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);        // traces without GPU work
 void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out);  // unfused-attention
+void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out);   // gemm-shape (the roofline's groups)
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);     // capture / initialisation / edge waits
 
 // "trace" for a whole trace, "window" for a span or stretch chosen with --window / --time: what

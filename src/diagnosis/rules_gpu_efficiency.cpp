@@ -96,7 +96,28 @@ double tensor_core_speedup_bound(const DeviceMetrics& d) {
   return 28.0;
 }
 
-void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
+// The roofline's share of the bound: the eligible fp32 groups it places (shapes recorded, the
+// device's ceilings known) gain at most their time above the roofline of the precision step
+// (analysis/roofline.h precision_step_roofline_ns); the eligible time it cannot place keeps the
+// peak-ratio bound. `modelled_ns` is the placed groups' GPU time, `floor_ns` their roofline after it.
+struct RooflinePrecisionStep {
+  double modelled_ns = 0;
+  double floor_ns = 0;
+};
+
+RooflinePrecisionStep roofline_precision_step(const RooflineResult& r, const DeviceMetrics& d) {
+  RooflinePrecisionStep step;
+  if (r.device != d.device) return step;
+  for (const RooflineGroup& g : r.groups) {
+    const double floor = precision_step_roofline_ns(r, g);
+    if (floor < 0) continue;
+    step.modelled_ns += static_cast<double>(g.kernel_ns);
+    step.floor_ns += std::min(floor, static_cast<double>(g.kernel_ns));
+  }
+  return step;
+}
+
+void rule_no_tensor_cores(const DeviceMetrics& d, const RooflineResult& roofline, std::vector<Finding>& out) {
   if (d.kernel_ns <= 0 || d.tc_eligible_ns <= 0 || !has_matrix_units(d)) return;
   const double without = static_cast<double>(d.tc_eligible_without_tc_ns) / static_cast<double>(d.kernel_ns);
   const double covered = 1.0 - static_cast<double>(d.tc_eligible_without_tc_ns) / static_cast<double>(d.tc_eligible_ns);
@@ -130,8 +151,19 @@ void rule_no_tensor_cores(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.fixes.push_back(
       "Convolution networks: channels-last memory format, which matrix-unit convolutions expect: "
       "`model = model.to(memory_format=torch.channels_last)`; `x = x.to(memory_format=torch.channels_last)`");
-  // The affected kernels shrink by at most the Tensor Core speed-up; the rest of their time stays.
-  f.time_share = wall_share(d, d.tc_eligible_without_tc_ns) * (1.0 - 1.0 / tensor_core_speedup_bound(d));
+  // The affected kernels shrink to the roofline of the precision step where the roofline places
+  // them, elsewhere by at most the device's Tensor / fp32 peak ratio; the rest of their time stays.
+  const RooflinePrecisionStep step = roofline_precision_step(roofline, d);
+  const double eligible_ns = static_cast<double>(d.tc_eligible_without_tc_ns);
+  const double modelled_ns = std::min(step.modelled_ns, eligible_ns);
+  const double floor_ns = step.modelled_ns > 0 ? step.floor_ns * modelled_ns / step.modelled_ns : 0;
+  const double gain_ns =
+      (modelled_ns - floor_ns) + (eligible_ns - modelled_ns) * (1.0 - 1.0 / tensor_core_speedup_bound(d));
+  if (modelled_ns > 0) {
+    f.evidence.push_back({"roofline_modelled_pct", 100 * modelled_ns / eligible_ns, "%"});
+    f.evidence.push_back({"precision_step_roofline_ms", ns_to_ms(floor_ns), "ms"});
+  }
+  f.time_share = wall_share(d, d.tc_eligible_without_tc_ns) * (eligible_ns > 0 ? gain_ns / eligible_ns : 0.0);
   f.max_speedup = amdahl_speedup(f.time_share);
   f.threshold =
       "eligible ops' non-Tensor-Core kernels >= 10% of kernel time (25% medium, 50% high) and < 50% of eligible "
@@ -274,7 +306,7 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
 
 void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out) {
   for (const DeviceMetrics& d : a.gpu_metrics.devices) {
-    rule_no_tensor_cores(d, out);
+    rule_no_tensor_cores(d, a.roofline, out);
     rule_low_occupancy(d, out);
     rule_matmul_dominated(d, out);
   }

@@ -43,7 +43,31 @@ std::string list_names(const std::vector<NamedTime>& rows, std::size_t n) {
 // thread issues work (ferret), median kernel < 10 us (a kernel shorter than a ~5-10 us launch cannot
 // keep the GPU fed; HTA's "short kernel"), and launch calls >= 3% of the window (XProf, moderate).
 // Severity high when launch calls take >= 15% of the window (XProf, high).
-void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
+// The roofline's latency-bound groups (analysis/roofline.h: mean kernel < 5 us, or a grid under
+// half the SMs): the operators whose kernels are too small for their launch, named in launch-bound.
+std::string latency_bound_text(const RooflineResult& r, double& share_of_gpu) {
+  share_of_gpu = 0;
+  if (r.kernel_ns <= 0) return "";
+  std::int64_t latency_ns = 0;
+  std::string names;
+  int listed = 0;
+  for (const RooflineGroup& g : r.groups) {  // by kernel time, descending
+    if (g.bound != Bound::kLatency) continue;
+    latency_ns += g.kernel_ns;
+    if (listed++ < 3)
+      names += fmt::format(
+          "{}{} ({} calls, {:.1f} us a kernel)", names.empty() ? "" : ", ", g.op, g.calls,
+          ns_to_us(static_cast<double>(g.kernel_ns) / static_cast<double>(std::max<std::uint64_t>(1, g.kernels))));
+  }
+  if (latency_ns == 0) return "";
+  share_of_gpu = static_cast<double>(latency_ns) / static_cast<double>(r.kernel_ns);
+  return fmt::format(
+      " The roofline places {:.0f}% of the GPU time launched by operators in latency-bound ones, too little work "
+      "per kernel to fill the device: {}.",
+      share_to_pct(share_of_gpu), names);
+}
+
+void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofline, std::vector<Finding>& out) {
   const LaunchRegime& l = h.launch;
   if (l.regime != HostRegime::kLaunchBound || h.window_ns <= 0) return;
   // Bound: CUDA graphs / fusion remove the host's issue time from the GPU's critical path, so at most
@@ -66,6 +90,8 @@ void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
       share_to_pct(l.gpu_busy_share), ns_to_us(l.median_kernel_ns), l.short_kernels, l.kernels, l.launch_calls,
       share_to_pct(l.launch_overhead_share), ns_to_ms(l.launch_call_ns), ns_to_ms(l.idle.gpu_idle_ns),
       ns_to_ms(l.idle.issuing_ns()));
+  double latency_share = 0;
+  f.detail += latency_bound_text(roofline, latency_share);
   f.evidence = {{"gpu_busy_pct", share_to_pct(l.gpu_busy_share), "%"},
                 {"median_kernel_us", ns_to_us(l.median_kernel_ns), "us"},
                 {"kernels", static_cast<double>(l.kernels), "count"},
@@ -73,6 +99,7 @@ void rule_launch_bound(const HostBlockersResult& h, std::vector<Finding>& out) {
                 {"launch_calls", static_cast<double>(l.launch_calls), "count"},
                 {"launch_overhead_pct", share_to_pct(l.launch_overhead_share), "%"},
                 {"gpu_idle_while_host_issues_pct", share_to_pct(share), "%"}};
+  if (latency_share > 0) f.evidence.push_back({"latency_bound_gpu_pct", share_to_pct(latency_share), "%"});
   f.fixes = {
       "Replay the step as a CUDA graph: `model = torch.compile(model, mode=\"reduce-overhead\")`",
       "Or capture by hand: `g = torch.cuda.CUDAGraph()`; after warm-up on a side stream, `with torch.cuda.graph(g): "
@@ -361,7 +388,31 @@ std::string busiest_device_matrix_units(const GpuMetricsResult& gpus) {
   return busiest != nullptr ? matrix_unit_name(*busiest) : std::string();
 }
 
-void rule_hot_operator(const HotSpotsResult& hs, const std::string& units, std::vector<Finding>& out) {
+// The roofline's bound on a hot operator: its groups (analysis/roofline.h) can lose at most their
+// time above the roofline - of the precision step for fp32 matrix work off the matrix units, of
+// their own dtype otherwise - and the op's GPU time no group places can at most vanish. Returned
+// as GPU time a fix can win back; -1 when the roofline places under half of the op's time (the
+// bound would say little more than the op's share).
+constexpr double kHotOperatorMinModelled = 0.50;
+
+double hot_operator_gain_ns(const RooflineResult& r, const OpStat& op) {
+  if (op.device_self_ns <= 0) return -1;
+  double modelled = 0, excess = 0;
+  for (const RooflineGroup& g : r.groups) {
+    if (g.op != op.name) continue;
+    double floor = precision_step_roofline_ns(r, g);
+    if (floor < 0) floor = g.roofline_ns;
+    if (floor < 0) continue;
+    modelled += static_cast<double>(g.kernel_ns);
+    excess += std::max(0.0, static_cast<double>(g.kernel_ns) - floor);
+  }
+  const double total = static_cast<double>(op.device_self_ns);
+  if (modelled < kHotOperatorMinModelled * total) return -1;
+  return excess + std::max(0.0, total - modelled);
+}
+
+void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline, const std::string& units,
+                       std::vector<Finding>& out) {
   if (hs.attributed_device_ns <= 0 || hs.window_ns <= 0) return;
   // A graph-replay row (its capturing ops unknown) is many operators' work, not one to optimize.
   const auto it = std::find_if(hs.ops_by_device.begin(), hs.ops_by_device.end(),
@@ -430,11 +481,19 @@ void rule_hot_operator(const HotSpotsResult& hs, const std::string& units, std::
         "`fused=True`, `torch.nn.functional.layer_norm`)",
     };
   }
-  // Where the time goes, not what its fix wins back: precision, fusion or a better kernel make the
-  // operator faster by an amount its name does not tell (matmul-dominated and no-tensor-cores
-  // bound the precision step). It bounds no gain and keeps its own severity.
-  f.time_share = share;
-  f.max_speedup = 1.0;
+  // Precision, fusion or a better kernel make the operator faster by an amount its name does not
+  // tell; its roofline does: the time above it is the most any of them wins back. Where the
+  // roofline cannot place the op, the finding says where the time goes, bounds no gain and keeps
+  // its own severity.
+  const double gain_ns = hot_operator_gain_ns(roofline, op);
+  if (gain_ns >= 0) {
+    f.time_share = std::min(share, gain_ns / static_cast<double>(hs.window_ns));
+    f.max_speedup = amdahl_speedup(f.time_share);
+    f.evidence.push_back({"above_roofline_ms", ns_to_ms(gain_ns), "ms"});
+  } else {
+    f.time_share = share;
+    f.max_speedup = 1.0;
+  }
   f.threshold =
       "one operator (not a collective) >= 25% of the GPU time launched from operators and >= 1% of the "
       "window (ferret); >= 50% medium";
@@ -444,12 +503,12 @@ void rule_hot_operator(const HotSpotsResult& hs, const std::string& units, std::
 }  // namespace
 
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
-  rule_launch_bound(a.host_blockers, out);
+  rule_launch_bound(a.host_blockers, a.roofline, out);
   rule_host_sync(a.host_blockers, a.context, out);
   rule_allocator(a.host_blockers, out);
   rule_pageable_copy(a.host_blockers, out);
   rule_sync_copy(a.host_blockers, out);
-  rule_hot_operator(a.hot_spots, busiest_device_matrix_units(a.gpu_metrics), out);
+  rule_hot_operator(a.hot_spots, a.roofline, busiest_device_matrix_units(a.gpu_metrics), out);
   rules_host_preprocessing(a, out);  // after launch-bound: it annotates the host-wait findings
 }
 

@@ -60,6 +60,7 @@ json roofline_json(const RooflineResult& r) {
                       {"bound", bound_name(g.bound)},
                       {"peak_pct", known(g.peak_pct, round2)},
                       {"peak_source", g.peak_source},
+                      {"roofline_us", g.roofline_ns < 0 ? json(nullptr) : json(round3(ns_to_us(g.roofline_ns)))},
                       {"note", g.note}});
   return {{"device", r.device < 0 ? json(nullptr) : json(r.device)},
           {"device_name", p.device},

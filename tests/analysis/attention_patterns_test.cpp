@@ -88,6 +88,26 @@ TEST(AttentionPatterns, MatmulSoftmaxMatmulIsOneGroup) {
   EXPECT_NE(f->fixes.front().find("scaled_dot_product_attention"), std::string::npos);
 }
 
+TEST(AttentionPatterns, OnAKnownGpuTheGainIsBoundedByTheFusedKernelsRoofline) {
+  // The same trace on an H100 SXM5 (bf16 matrix peak 989.5 TFLOP/s, HBM 3.35 TB/s). A fused kernel
+  // per call: 2·16·128·128·(64 + 64) = 67,108,864 FLOP -> 67.8 ns; q, k, v and out, 16·128·64
+  // elements each at 2 bytes = 1,048,576 B -> 313.0 ns: 313.0 ns a call, memory-bound. The bound
+  // is the pattern's 2250 us less 3 x 313.0 ns, of the 6000 us window.
+  std::string text = attention_trace();
+  text.replace(0, 1,
+               R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, )"
+               R"("computeMinor": 0, "numSms": 132, "totalGlobalMem": 85018279936}], )");
+  const TraceModel model = load_trace_text(text);
+  const Diagnosis d = diagnose(analyze_trace(model, {}));
+  const Finding* f = nullptr;
+  for (const Finding& x : d.findings)
+    if (x.id == "unfused-attention") f = &x;
+  ASSERT_NE(f, nullptr);
+  const double fused_ns = 3 * 1'048'576.0 / 3350;
+  EXPECT_NEAR(f->time_share, (2'250'000 - fused_ns) / 6'000'000, 1e-9);
+  EXPECT_NEAR(f->max_speedup, 1 / (1 - (2'250'000 - fused_ns) / 6'000'000), 1e-9);
+}
+
 TEST(AttentionPatterns, SdpaMathFallbackIsNamed) {
   const TraceModel model = load_trace_text(attention_trace(true));
   const TraceAnalysis a = analyze_trace(model, {});

@@ -1,0 +1,268 @@
+// Operator-layer rules that read the roofline (analysis/roofline.h) and the kernel sequence:
+// GEMMs held back by their shapes and chains of memory-bound kernels a compiler would fuse. Their gains are the time
+// the operators spend above their roofline, or the launch time the what-if re-times away: docs/RULES.md "Gain bounds".
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/whatif.h"
+#include "base/units.h"
+#include "diagnosis/rules.h"
+
+namespace ferret {
+
+namespace {
+
+// gemm-shape. A GEMM group (mm, addmm, bmm, baddbmm, matmul, linear, _scaled_mm) runs under half
+// of the rate its roofline allows and its shape says why:
+//   misaligned  N or K (the leading dimensions of row-major operands) is not a multiple of 16
+//               bytes of elements - 8 for fp16/bf16, 4 for fp32, 16 for fp8/int8 - so cuBLAS cannot
+//               use its aligned Tensor Core kernels (NVIDIA Deep Learning Performance Guide,
+//               "Matrix Multiplication Background": Tensor Core requirements, and "dimensions
+//               should be multiples of 8 (fp16) ... 16 (int8)");
+//   small-m     batch x M <= 16 rows: a matrix-vector product (decode), whose time is the weight's
+//               read; more rows per read (batching requests, speculative tokens) is the lever;
+//   skinny      the smallest of M, N, K is <= 64 and another dimension is >= 64x it: too few output
+//               tiles to fill the multiprocessors and little arithmetic per byte.
+// Threshold: ferret's. Under half of the roofline is the band where shapes, not the kernel
+// library, explain the loss (tuned cuBLAS GEMMs on good shapes reach 60-80% of the datasheet
+// peak, TraceLens's GEMM sheets of H100 traces among them); the groups with a shape cause must
+// also hold >= 2% of the window, ferret's floor for an operator-level fix.
+constexpr double kGemmFarBelowRoofline = 0.50;
+constexpr double kGemmShapeMinShare = 0.02;
+constexpr double kSmallMRows = 16;
+constexpr double kSkinnyDim = 64, kSkinnyRatio = 64;
+
+enum class ShapeIssue { kNone, kMisaligned, kSmallM, kSkinny };
+
+// Elements in 16 bytes of the group's dtype; 0 when the dtype is unknown.
+double alignment_elements(Dtype d) {
+  switch (d) {
+    case Dtype::kFp64: return 2;
+    case Dtype::kFp32:
+    case Dtype::kTf32: return 4;
+    case Dtype::kBf16:
+    case Dtype::kFp16: return 8;
+    case Dtype::kFp8:
+    case Dtype::kInt8: return 16;
+    case Dtype::kUnknown: return 0;
+  }
+  return 0;
+}
+
+bool multiple_of(double v, double m) { return m <= 0 || std::fmod(v, m) == 0; }
+
+ShapeIssue shape_issue(const RooflineGroup& g) {
+  if (g.gemm_m <= 0 || g.gemm_n <= 0 || g.gemm_k <= 0) return ShapeIssue::kNone;
+  const double rows = g.gemm_m * std::max(1.0, g.gemm_batch);
+  if (rows <= kSmallMRows) return ShapeIssue::kSmallM;
+  // Alignment is a matrix-unit requirement: half-precision and 8-bit GEMMs, and fp32 ones on the
+  // Tensor Cores (TF32). An fp32 GEMM on the CUDA cores is no-tensor-cores' subject.
+  const bool matrix_dtype = g.dtype == Dtype::kBf16 || g.dtype == Dtype::kFp16 || g.dtype == Dtype::kFp8 ||
+                            g.dtype == Dtype::kInt8 || (g.dtype == Dtype::kFp32 && g.matrix_units);
+  const double align = alignment_elements(g.dtype);
+  if (matrix_dtype && (!multiple_of(g.gemm_n, align) || !multiple_of(g.gemm_k, align))) return ShapeIssue::kMisaligned;
+  const double smallest = std::min({g.gemm_m, g.gemm_n, g.gemm_k});
+  const double largest = std::max({g.gemm_m, g.gemm_n, g.gemm_k});
+  if (smallest <= kSkinnyDim && largest >= kSkinnyRatio * smallest) return ShapeIssue::kSkinny;
+  return ShapeIssue::kNone;
+}
+
+const char* issue_words(ShapeIssue i) {
+  switch (i) {
+    case ShapeIssue::kMisaligned: return "N or K not a multiple of 16 bytes of elements";
+    case ShapeIssue::kSmallM: return "at most 16 rows (a matrix-vector product)";
+    case ShapeIssue::kSkinny: return "one dimension <= 64 against one >= 64x larger";
+    case ShapeIssue::kNone: break;
+  }
+  return "";
+}
+
+// The least time of the group on a good shape: its roofline, held to the matrix units for the
+// half-precision and 8-bit dtypes that should run there (a misaligned fp16 GEMM that fell off the
+// Tensor Cores is judged against them, not against the CUDA cores it ended on).
+double ideal_gemm_ns(const RooflineResult& r, const RooflineGroup& g) {
+  if (g.flops_per_call <= 0 || g.bytes_per_call <= 0 || !r.peaks.hbm_tb_per_s) return -1;
+  std::optional<double> compute;
+  if (g.dtype == Dtype::kBf16 || g.dtype == Dtype::kFp16 || g.dtype == Dtype::kFp8 || g.dtype == Dtype::kInt8)
+    compute = r.peaks.matrix(g.dtype);
+  if (!compute) return g.roofline_ns;
+  const double calls = static_cast<double>(g.calls);
+  return calls * std::max(g.flops_per_call / (*compute * 1e3), g.bytes_per_call / (*r.peaks.hbm_tb_per_s * 1e3));
+}
+
+// "M x N x K = 4096 x 4097 x 4095", "batch 1024 of M x N x K = 647 x 30 x 96".
+std::string dims_text(const RooflineGroup& g) {
+  std::string batch = g.gemm_batch > 1 ? fmt::format("batch {:.0f} of ", g.gemm_batch) : std::string();
+  return fmt::format("{}M x N x K = {:.0f} x {:.0f} x {:.0f}", batch, g.gemm_m, g.gemm_n, g.gemm_k);
+}
+
+void rule_gemm_shape(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const RooflineResult& r = a.roofline;
+  const std::int64_t window_ns = a.context.window_ns();
+  if (r.device < 0 || window_ns <= 0) return;
+  struct Hit {
+    const RooflineGroup* group;
+    ShapeIssue issue;
+    double ideal_ns;
+  };
+  std::vector<Hit> hits;
+  double excess_ns = 0, kernel_ns = 0;
+  for (const RooflineGroup& g : r.groups) {
+    if (g.kind != OpKind::kGemm || g.kernel_ns <= 0) continue;
+    const ShapeIssue issue = shape_issue(g);
+    if (issue == ShapeIssue::kNone) continue;
+    const double ideal = ideal_gemm_ns(r, g);
+    if (ideal <= 0 || ideal >= kGemmFarBelowRoofline * static_cast<double>(g.kernel_ns)) continue;
+    hits.push_back({&g, issue, ideal});
+    excess_ns += static_cast<double>(g.kernel_ns) - ideal;
+    kernel_ns += static_cast<double>(g.kernel_ns);
+  }
+  const double share = std::min(1.0, excess_ns / static_cast<double>(window_ns));
+  if (hits.empty() || share < kGemmShapeMinShare) return;
+  std::sort(hits.begin(), hits.end(), [](const Hit& x, const Hit& y) {
+    return static_cast<double>(x.group->kernel_ns) - x.ideal_ns > static_cast<double>(y.group->kernel_ns) - y.ideal_ns;
+  });
+  const Hit& top = hits.front();
+  const RooflineGroup& g = *top.group;
+  const double efficiency = top.ideal_ns / static_cast<double>(g.kernel_ns);
+
+  Finding f;
+  f.id = "gemm-shape";
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.title = fmt::format("GEMM shapes: {} ({}) runs at {:.0f}% of its roofline, {}", g.op, dims_text(g),
+                        100 * efficiency, issue_words(top.issue));
+  std::string others;
+  if (hits.size() > 1)
+    others = fmt::format(" {} more GEMM group{} with a shape cause run under half of their roofline.", hits.size() - 1,
+                         hits.size() == 2 ? "" : "s");
+  f.detail = fmt::format(
+      "{} with {} ({}, {}) took {} of GPU time over {} call{} where its roofline on {} allows {} "
+      "({:.0f}%).{} Together they take {} and could take {}: {} of the {} ({:.1f}%) is the time above the "
+      "roofline.",
+      g.op, g.input_dims, dtype_name(g.dtype), dims_text(g), human_duration(static_cast<std::int64_t>(g.kernel_ns)),
+      g.calls, g.calls == 1 ? "" : "s", r.peaks.model.empty() ? r.peaks.device : r.peaks.model,
+      human_duration(static_cast<std::int64_t>(top.ideal_ns)), 100 * efficiency, others,
+      human_duration(static_cast<std::int64_t>(kernel_ns)),
+      human_duration(static_cast<std::int64_t>(kernel_ns - excess_ns)),
+      human_duration(static_cast<std::int64_t>(excess_ns)), a.context.label, 100 * share);
+  f.evidence = {{"gemm_m", g.gemm_m, ""},
+                {"gemm_n", g.gemm_n, ""},
+                {"gemm_k", g.gemm_k, ""},
+                {"roofline_efficiency_pct", 100 * efficiency, "%"},
+                {"groups", static_cast<double>(hits.size()), "count"},
+                {"excess_ms", ns_to_ms(excess_ns), "ms"}};
+  // The fixes of every shape cause among the groups, the leading group's first.
+  std::vector<ShapeIssue> issues = {top.issue};
+  for (const Hit& h : hits)
+    if (std::find(issues.begin(), issues.end(), h.issue) == issues.end()) issues.push_back(h.issue);
+  for (ShapeIssue issue : issues) {
+    if (issue == ShapeIssue::kMisaligned)
+      f.fixes.push_back(fmt::format(
+          "Pad the dimensions to multiples of {:.0f} elements (16 bytes; 64 is better for tile quantisation): the "
+          "vocabulary of an embedding/LM head (`model.resize_token_embeddings(len(tokenizer), "
+          "pad_to_multiple_of=64)`), "
+          "hidden and intermediate sizes, or the inputs with `torch.nn.functional.pad(x, (0, pad))`",
+          std::max(8.0, alignment_elements(g.dtype))));
+    if (issue == ShapeIssue::kSmallM)
+      f.fixes.push_back(
+          "Give each weight read more rows: batch requests or tokens (continuous batching in vLLM/SGLang, a larger "
+          "`max_batch_size`, speculative decoding), and capture decode steps in CUDA graphs "
+          "(`torch.compile(model, mode=\"reduce-overhead\")`) so that the small GEMMs are not latency-bound as well");
+    if (issue == ShapeIssue::kSkinny)
+      f.fixes.push_back(
+          "Merge skinny GEMMs that share an operand into one (concatenate the weights of q/k/v or of gate/up "
+          "projections: `torch.cat([w_q, w_k, w_v])`), or fold the batch into M (`x.reshape(-1, k) @ w`) so that the "
+          "product has enough output tiles");
+  }
+  f.fixes.push_back(
+      "Let the compiler pick kernels for the shapes it sees: `torch.compile(model, mode=\"max-autotune\")`");
+  // The bound: the groups reach their roofline; no shape change makes a GEMM faster than that.
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold =
+      "GEMM groups under 50% of their roofline with a shape cause (misaligned N/K, <= 16 rows, skinny), the time above "
+      "the roofline >= 2% of the window (ferret; alignment: NVIDIA Deep Learning Performance Guide)";
+  out.push_back(std::move(f));
+}
+
+// elementwise-chain. Runs of >= 3 memory-bound kernels (element-wise, norm, softmax, reduction)
+// between two matrix kernels on a stream (analysis/elementwise_chains.h), whose fusion would save
+// >= 2% of the window. Threshold: ferret's floor for an operator-level fix, as gemm-shape. The
+// gain: each chain becomes one kernel that reads the chain's input and writes its output once
+// (memory-bound kernels take time in proportion to their bytes): the chain's time less half of
+// its first kernel and half of its last.
+constexpr double kChainMinShare = 0.02;
+
+void rule_elementwise_chain(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const ElementwiseChainsResult& c = a.elementwise_chains;
+  const std::int64_t window_ns = a.context.window_ns();
+  if (c.chains == 0 || c.patterns.empty() || window_ns <= 0) return;
+  const double share = std::min(1.0, static_cast<double>(c.saved_ns()) / static_cast<double>(window_ns));
+  if (share < kChainMinShare) return;
+  const ElementwiseChainPattern& top = c.patterns.front();
+
+  Finding f;
+  f.id = "elementwise-chain";
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.title = fmt::format(
+      "Unfused element-wise chains: {} runs of {:.1f} memory-bound kernels on average between GEMMs "
+      "take {:.0f}% of the {}",
+      c.chains, static_cast<double>(c.kernels) / static_cast<double>(c.chains),
+      100.0 * static_cast<double>(c.kernel_ns) / static_cast<double>(window_ns), window_noun(a));
+  f.detail = fmt::format(
+      "Between two matrix kernels, {} kernel{} of element-wise, normalisation, softmax and reduction work run one "
+      "after another, {} in all. Each reads its input from memory and writes its output back; one fused kernel per "
+      "run would read the run's input and write its output once, about {} ({} of the {}, {:.1f}%, saved). The "
+      "largest: {} ({} time{}, {} kernels each, {}).{}",
+      c.kernels, c.kernels == 1 ? "" : "s", human_duration(c.kernel_ns), human_duration(c.fused_ns),
+      human_duration(c.saved_ns()), a.context.label, 100 * share, top.ops, top.occurrences,
+      top.occurrences == 1 ? "" : "s", top.kernels, human_duration(top.kernel_ns),
+      c.compiled ? " The window already runs Inductor (Triton) kernels: these runs are what compilation left "
+                   "unfused, usually around graph breaks."
+                 : "");
+  f.evidence = {{"chains", static_cast<double>(c.chains), "count"},
+                {"chain_kernels", static_cast<double>(c.kernels), "count"},
+                {"chain_ms", ns_to_ms(static_cast<double>(c.kernel_ns)), "ms"},
+                {"fused_ms", ns_to_ms(static_cast<double>(c.fused_ns)), "ms"},
+                {"saved_pct", 100 * share, "%"}};
+  // An RMSNorm written op by op (Hugging Face Llama/Qwen/Mistral RMSNorm modules) is the most common
+  // chain of eager LLMs: pow -> mean -> add(eps) -> rsqrt -> mul.
+  const bool rms_norm = top.ops.find("aten::pow") != std::string::npos &&
+                        top.ops.find("aten::mean") != std::string::npos &&
+                        top.ops.find("aten::rsqrt") != std::string::npos;
+  if (rms_norm)
+    f.fixes.push_back(
+        "The largest run is an RMSNorm computed op by op (pow -> mean -> rsqrt -> mul): one kernel with "
+        "`torch.nn.functional.rms_norm(x, (hidden_size,), weight, eps)` or `torch.nn.RMSNorm` (torch 2.4+), or a "
+        "fused RMSNorm from Liger Kernel / Apex");
+  if (c.compiled)
+    f.fixes.push_back(
+        "Find the graph breaks that leave these operators eager: `torch._dynamo.explain(model)(*example_inputs)` "
+        "lists each break and its reason; `TORCH_LOGS=\"graph_breaks\" python train.py` prints them as they happen");
+  f.fixes.push_back(
+      "Fuse them with the compiler: `model = torch.compile(model)` (Inductor merges element-wise and reduction chains, "
+      "and the bias/activation epilogues of GEMMs, into single kernels)");
+  f.fixes.push_back(
+      "By hand where compiling is not an option: fused modules (`torch.nn.functional.scaled_dot_product_attention`, "
+      "Apex/Transformer Engine fused LayerNorm and bias-GeLU, `torch.optim.AdamW(..., fused=True)`)");
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);
+  f.threshold =
+      ">= 3 memory-bound kernels between two matrix kernels on a stream, fusion saving >= 2% of the window (ferret)";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out) {
+  rule_gemm_shape(a, out);
+  rule_elementwise_chain(a, out);
+}
+
+}  // namespace ferret
