@@ -123,7 +123,12 @@ int main(int argc, char** argv) {
       runs = std::atoi(argv[++i]);
     else if (a == "--analyze" && i + 1 < argc)
       analyze_binary = argv[++i];
-    else
+    else if (a.starts_with("-")) {
+      std::fprintf(stderr,
+                   "usage: ingest_bench [--runs N] [--analyze FERRET] [--python PYTHON] TRACE...\n"
+                   "  loads each trace in fresh child processes (best of N) against `ferret analyze` and json.load\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    } else
       traces.push_back(a);
   }
   if (traces.empty()) {

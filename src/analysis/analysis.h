@@ -5,6 +5,7 @@
 // docs/WINDOWS.md says which window each selector gives and why.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +35,10 @@ struct AnalysisOptions {
   std::optional<double> time_to_ms;
   TimelineDefinition timeline_definition = TimelineDefinition::kFerret;
   std::optional<PeakOverrides> peaks;  // --peaks FILE: measured ceilings for the roofline
+  // Run the independent analyses of one trace on two threads (the step graph and the operator
+  // layer beside the rest). Off where traces are already analysed side by side (a job's ranks).
+  bool concurrent = true;
+  std::size_t concurrent_min_events = 200'000;  // below it a second thread costs more than it saves
 };
 
 // A selector (--steps, --device, --window, --time) that matches nothing in a trace. Analysing

@@ -64,10 +64,11 @@ constexpr PathCategory kLaneCategory[4] = {PathCategory::kSyncWait, PathCategory
 
 }  // namespace
 
-CriticalPathResult analyze_critical_path(const TraceModel& model, const AnalysisContext& ctx) {
+CriticalPathResult analyze_critical_path(const TraceModel& model, const AnalysisContext& ctx,
+                                         StepGraphOrder* order_out) {
   CriticalPathResult result;
   result.has_steps = ctx.has_steps;
-  const RetimeResult graph = retime_steps(model, ctx);
+  const RetimeResult graph = retime_steps(model, ctx, {}, nullptr, order_out);
   if (graph.steps.empty()) return result;
 
   // Host lanes of every thread over the window.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/step_graph.h"
 
 namespace ferret {
 
@@ -42,7 +43,9 @@ struct CriticalPathResult {
   PathCategory bound_by = PathCategory::kCpu;  // the largest category of the mean step
 };
 
-CriticalPathResult analyze_critical_path(const TraceModel& model, const AnalysisContext& ctx);
+// `order_out`, when given, receives the window's sweep order for later re-timings (what-ifs).
+CriticalPathResult analyze_critical_path(const TraceModel& model, const AnalysisContext& ctx,
+                                         StepGraphOrder* order_out = nullptr);
 
 // The largest category (the first in enum order on ties).
 PathCategory largest_category(const std::array<double, kPathCategoryCount>& ns);

@@ -135,7 +135,8 @@ bool is_graph_sync(const TraceModel& model, EventIndex e) {
   return (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) && is_host_sync_op(n);
 }
 
-RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes) {
+RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
+                          const StepGraphOrder* order, StepGraphOrder* order_out) {
   RetimeResult result;
   result.has_steps = ctx.has_steps;
   result.touched.speedup_events.assign(changes.speedups.size(), 0);
@@ -194,9 +195,13 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   // The sweep: host spans starting in the window, GPU activities without a launch call in it, and
   // the points whose re-timed time the steps need.
   std::vector<SweepItem> items;
-  std::vector<std::int64_t> thread_last_end;  // whole-trace pseudo-step: each thread's last end
+  if (order != nullptr && order->built) {
+    points.clear();
+    for (std::size_t p = 0; p < order->point_threads.size(); ++p)
+      points.push_back({order->point_threads[p], order->point_times[p]});
+  }
   std::unordered_map<std::uint64_t, std::uint32_t> last_end_point;
-  for (std::size_t i = 0; i < model.size(); ++i) {
+  for (std::size_t i = 0; (order == nullptr || !order->built) && i < model.size(); ++i) {
     const EventIndex e = static_cast<EventIndex>(i);
     const EventKind k = model.kind[e];
     if (model.phase[e] != 'X') continue;
@@ -217,15 +222,41 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
         items.push_back({ts, model.dur_ns[e], e, 0});
     }
   }
-  for (std::uint32_t p = 0; p < points.size(); ++p) items.push_back({points[p].t, -1, kNoEvent, p});
-  // Time order; at one instant points first (a step's end before the next step's start), then
-  // parents before their children (longer first), then file order.
-  std::sort(items.begin(), items.end(), [](const SweepItem& a, const SweepItem& b) {
-    if (a.ts != b.ts) return a.ts < b.ts;
-    if ((a.event == kNoEvent) != (b.event == kNoEvent)) return a.event == kNoEvent;
-    if (a.dur != b.dur) return a.dur > b.dur;
-    return a.event == kNoEvent ? a.point < b.point : a.event < b.event;
-  });
+  if (order == nullptr || !order->built) {
+    for (std::uint32_t p = 0; p < points.size(); ++p) items.push_back({points[p].t, -1, kNoEvent, p});
+    // Time order; at one instant points first (a step's end before the next step's start), then
+    // parents before their children (longer first), then file order.
+    std::sort(items.begin(), items.end(), [](const SweepItem& a, const SweepItem& b) {
+      if (a.ts != b.ts) return a.ts < b.ts;
+      if ((a.event == kNoEvent) != (b.event == kNoEvent)) return a.event == kNoEvent;
+      if (a.dur != b.dur) return a.dur > b.dur;
+      return a.event == kNoEvent ? a.point < b.point : a.event < b.event;
+    });
+    if (order_out != nullptr && model.size() < StepGraphOrder::kPointItem) {
+      order_out->built = true;
+      order_out->point_threads.clear();
+      order_out->point_times.clear();
+      for (const Point& p : points) {
+        order_out->point_threads.push_back(p.thread);
+        order_out->point_times.push_back(p.t);
+      }
+      order_out->items.resize(items.size());
+      for (std::size_t k = 0; k < items.size(); ++k)
+        order_out->items[k] =
+            items[k].event == kNoEvent ? (StepGraphOrder::kPointItem | items[k].point) : items[k].event;
+    }
+  }
+  const bool ordered = order != nullptr && order->built;
+  const std::size_t item_count = ordered ? order->items.size() : items.size();
+  auto item_at = [&](std::size_t k) -> SweepItem {
+    if (!ordered) return items[k];
+    const std::uint32_t v = order->items[k];
+    if (v & StepGraphOrder::kPointItem) {
+      const std::uint32_t p = v & ~StepGraphOrder::kPointItem;
+      return {points[p].t, -1, kNoEvent, p};
+    }
+    return {model.ts_ns[v], model.dur_ns[v], v, 0};
+  };
 
   // Compute kernels' busy time, for the exposed part of communication kernels.
   std::vector<Interval> compute_busy;
@@ -347,7 +378,8 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     result.gpu.push_back(node);
   };
 
-  for (const SweepItem& item : items) {
+  for (std::size_t n = 0; n < item_count; ++n) {
+    const SweepItem item = item_at(n);
     if (item.event == kNoEvent) {
       Point& p = points[item.point];
       p.mapped = clocks[p.thread].map(p.t);

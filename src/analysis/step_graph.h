@@ -99,9 +99,23 @@ struct RetimeResult {
   RetimeTouched touched;
 };
 
+// The order in which a window's nodes are re-timed (host spans, GPU activities without a launch
+// in the window, the steps' time points, in time order). It does not depend on the changes, so
+// one order, sorted once, serves every re-timing of a window: the critical path's and each
+// what-if's. 4 bytes per node.
+struct StepGraphOrder {
+  bool built = false;
+  std::vector<std::uint64_t> point_threads;  // the time points: thread and original time
+  std::vector<std::int64_t> point_times;
+  std::vector<std::uint32_t> items;  // an event index, or kPointItem | point index
+  static constexpr std::uint32_t kPointItem = 0x80000000u;
+};
+
 // Re-times the window's steps (or the whole window as one pseudo-step) with `changes`. With no
-// changes every node keeps its time.
-RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes = {});
+// changes every node keeps its time. `order`: the window's sweep order from an earlier call
+// (its `order_out`), which saves collecting and sorting the nodes again.
+RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes = {},
+                          const StepGraphOrder* order = nullptr, StepGraphOrder* order_out = nullptr);
 
 // The host spans the graph treats as synchronising calls.
 bool is_graph_sync(const TraceModel& model, EventIndex e);

@@ -47,6 +47,9 @@ struct TraceAnalysis {
   CriticalPathResult critical_path;
   RooflineResult roofline;
   ElementwiseChainsResult elementwise_chains;  // memory-bound kernel runs between GEMMs
+  // The window's step-graph sweep order, sorted once by the critical path, for the diagnosis's
+  // what-if predictions (analysis/step_graph.h).
+  StepGraphOrder step_order;
 };
 
 TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& options);

@@ -10,19 +10,25 @@
 namespace ferret {
 
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes) {
+  // The baseline is the same graph re-timed with no change, so that a prediction differs from it
+  // by the change alone.
+  std::vector<std::int64_t> baseline;
+  for (const RetimedStep& s : retime_steps(model, ctx).steps) baseline.push_back(s.duration_ns());
+  return analyze_whatif(model, ctx, changes, baseline);
+}
+
+WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
+                            const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order) {
   WhatIfResult result;
   result.changes = changes;
   result.has_steps = ctx.has_steps;
-  // The baseline is the same graph re-timed with no change, so that a prediction differs from it
-  // by the change alone.
-  const RetimeResult baseline = retime_steps(model, ctx);
-  const RetimeResult changed = retime_steps(model, ctx, changes);
+  const RetimeResult changed = retime_steps(model, ctx, changes, order);
   result.touched = changed.touched;
   std::vector<std::int64_t> base, predicted;
-  for (std::size_t s = 0; s < baseline.steps.size() && s < changed.steps.size(); ++s) {
+  for (std::size_t s = 0; s < baseline_step_ns.size() && s < changed.steps.size(); ++s) {
     WhatIfStep step;
-    step.number = baseline.steps[s].number;
-    step.baseline_ns = baseline.steps[s].duration_ns();
+    step.number = changed.steps[s].number;
+    step.baseline_ns = baseline_step_ns[s];
     step.predicted_ns = changed.steps[s].duration_ns();
     result.steps.push_back(step);
     base.push_back(step.baseline_ns);

@@ -35,6 +35,10 @@ struct WhatIfResult {
 };
 
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes);
+// The same against a baseline already re-timed (the critical path's steps, in order): one
+// re-timing instead of two, for the diagnosis, which asks for several changes of one trace.
+WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
+                            const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order = nullptr);
 
 // "--remove NAME": dataloader, host-sync, launch-overhead or exposed-communication into `changes`.
 // Throws OptionError naming the accepted values.

@@ -39,11 +39,13 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
   // Without GPU work a sync waits for nothing and a launch launches nothing: removing them would
   // only delete the calls' own host work, which no fix removes.
   const bool gpu_work = a.hot_spots.gpu_activities > 0;
+  std::vector<std::int64_t> baseline;  // the critical path re-timed the unchanged steps already
+  for (const CriticalPathStep& s : a.critical_path.steps) baseline.push_back(s.duration_ns);
   for (Finding& f : findings) {
     RetimeChanges changes;
     if (!removal_for(f.id, changes)) continue;
     if (!gpu_work && (changes.remove_host_sync || changes.remove_launch_overhead)) continue;
-    const WhatIfResult w = analyze_whatif(*a.model, a.context, changes);
+    const WhatIfResult w = analyze_whatif(*a.model, a.context, changes, baseline, &a.step_order);
     // Means, as the rules' shares: "81% of each step" and "predicted 5.2x" then speak of one step.
     if (w.baseline_mean_ns <= 0 || w.predicted_mean_ns <= 0) continue;
     f.predicted_speedup = w.baseline_mean_ns / w.predicted_mean_ns;

@@ -73,7 +73,9 @@ TraceOutcome analyze_one(const std::string& path, const TraceRunOptions& o, unsi
       const bool not_a_trace = std::find(notes.begin(), notes.end(), kNotATraceDocument) != notes.end();
       return failed(path, not_a_trace ? RankOutcome::kNotATrace : RankOutcome::kUnreadable, why);
     }
-    const TraceAnalysis analysis = analyze_trace(model, o.analysis);
+    AnalysisOptions analysis_options = o.analysis;
+    analysis_options.concurrent = threads != 1;  // one thread per trace: traces run side by side
+    const TraceAnalysis analysis = analyze_trace(model, analysis_options);
     stage = "diagnosing it";
     const Diagnosis diagnosis = diagnose(analysis);
     stage = "writing its report";
