@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "analysis/classify.h"
 #include "analysis/intervals.h"
@@ -105,19 +106,21 @@ int dtype_size(std::string_view dtype) {
 namespace {
 
 // Elements in a raw "Input Dims" value: the sum over its tensors of the product of their dims
-// ("[[8, 1024, 8816]]" -> 72220672; "[[3], [4, 5]]" -> 23). -1 when it holds no tensor.
+// ("[[8, 1024, 8816]]" -> 72220672; "[[3], [4, 5]]" -> 23). -1 when it holds no tensor. A damaged
+// value's huge dims saturate at the int64 maximum instead of overflowing.
 std::int64_t elements_in_dims(std::string_view dims) {
+  constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
   std::int64_t total = -1, product = 1, number = 0;
   int depth = 0;
   bool in_number = false, tensor_has_dim = false;
   for (char c : dims) {
     if (c >= '0' && c <= '9') {
-      number = number * 10 + (c - '0');
+      number = number > (kSaturated - 9) / 10 ? kSaturated : number * 10 + (c - '0');
       in_number = true;
       continue;
     }
     if (in_number) {
-      product *= number;
+      if (__builtin_mul_overflow(product, number, &product)) product = kSaturated;
       tensor_has_dim = true;
       number = 0;
       in_number = false;
@@ -126,7 +129,8 @@ std::int64_t elements_in_dims(std::string_view dims) {
       ++depth;
       if (depth == 2) product = 1, tensor_has_dim = false;
     } else if (c == ']') {
-      if (depth == 2 && tensor_has_dim) total = (total < 0 ? 0 : total) + product;
+      if (depth == 2 && tensor_has_dim && __builtin_add_overflow(total < 0 ? 0 : total, product, &total))
+        total = kSaturated;
       --depth;
     }
   }
@@ -159,14 +163,20 @@ int count_ranks(std::string_view ranks) {
 }
 
 // The nccl-tests size from element counts. `in`/`out` are -1 when unknown.
+// Counts from a damaged trace can be anything: products saturate instead of overflowing.
+std::int64_t saturating_product(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+
 std::int64_t nccl_test_elements(Collective kind, std::int64_t in, std::int64_t out, int group) {
   switch (kind) {
     case Collective::kAllGather:  // the whole gathered output
       if (out > 0) return out;
-      return (in > 0 && group > 0) ? in * group : -1;
+      return (in > 0 && group > 0) ? saturating_product(in, group) : -1;
     case Collective::kReduceScatter:  // the whole input being reduced
       if (in > 0) return in;
-      return (out > 0 && group > 0) ? out * group : -1;
+      return (out > 0 && group > 0) ? saturating_product(out, group) : -1;
     default: {
       const std::int64_t n = std::max(in, out);
       return n > 0 ? n : -1;
@@ -193,7 +203,7 @@ void apply_args(const TraceModel& model, const CollectiveArgs& a, Resolved& r) {
   const int size = dtype_size(model.strings.view(a.dtype));
   if (r.bytes < 0 && size > 0) {
     const std::int64_t n = nccl_test_elements(r.kind, a.in_msg_nelems, a.out_msg_nelems, r.group);
-    if (n > 0) r.bytes = n * size;
+    if (n > 0) r.bytes = saturating_product(n, size);
   }
 }
 
@@ -208,7 +218,7 @@ void apply_annotation(const TraceModel& model, EventIndex op, Resolved& r) {
   const int size = dtype_size(first_type(model.strings.view(args->input_types)));
   if (elements <= 0 || size <= 0) return;
   const std::int64_t n = nccl_test_elements(r.kind, elements, -1, r.group);
-  if (n > 0) r.bytes = n * size;
+  if (n > 0) r.bytes = saturating_product(n, size);
 }
 
 Resolved resolve(const TraceModel& model, EventIndex kernel) {
@@ -335,7 +345,7 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
     if (c.bytes >= 0) {
       ++s.sized_calls;
       ++result.sized_calls;
-      s.bytes += c.bytes;
+      if (__builtin_add_overflow(s.bytes, c.bytes, &s.bytes)) s.bytes = std::numeric_limits<std::int64_t>::max();
       s.sized_time_ns += c.dur_ns;
     }
     if (c.group_size > 0) ++result.calls_with_group;

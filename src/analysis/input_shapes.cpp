@@ -38,6 +38,8 @@ bool parse_shape(Cursor& c, Shape& out) {
     std::int64_t value = 0;
     const std::size_t start = c.at;
     while (c.at < c.text.size() && c.text[c.at] >= '0' && c.text[c.at] <= '9') {
+      // Checked before the multiply, which would overflow an int64 past this.
+      if (value > (std::numeric_limits<std::int64_t>::max() - 9) / 10) return false;
       value = value * 10 + (c.text[c.at] - '0');
       if (value > kMaxDim) return false;
       ++c.at;

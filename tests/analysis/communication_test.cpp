@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 
@@ -153,6 +155,29 @@ TEST(Communication, ResolvesKindAndSizeFromArgsAnnotationAndName) {
   const CollectiveStats* rs = stats_of(r, Collective::kReduceScatter);
   ASSERT_NE(rs, nullptr);
   EXPECT_LT(rs->best_large_busbw_gbps, 0);  // 16 kB is not a large message
+}
+
+// A damaged trace's sizes (dims past int64, element counts whose byte size overflows) saturate at
+// the int64 maximum: the calls stay counted, and nothing overflows (UBSan checks that).
+TEST(Communication, DamagedSizesSaturate) {
+  const TraceModel m = load_trace_text(R"J({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "nccl:all_to_all", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+   "args": {"Input Dims": [[99999999999999999999999, 4000000000000], [9223372036854775807]], "Input type": ["float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 20, "dur": 20,
+   "args": {"Collective name": "allgather", "dtype": "Double", "In msg nelems": 4611686018427387904,
+            "Out msg nelems": 4611686018427387904, "Group size": 8}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 22, "dur": 2, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(x)", "pid": 0, "tid": 20, "ts": 5, "dur": 10, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 20, "ts": 25, "dur": 10, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(x)", "pid": 0, "tid": 20, "ts": 45, "dur": 10, "args": {"correlation": 2}}
+]})J");
+  const CommunicationResult r = analyze(m);
+  ASSERT_TRUE(r.present);
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  ASSERT_GE(r.calls.size(), 2u);
+  for (const CollectiveCall& c : r.calls) EXPECT_EQ(c.bytes, kMax) << collective_name(c.kind);
+  for (const CollectiveStats& s : r.by_collective) EXPECT_EQ(s.bytes, kMax) << collective_name(s.kind);
 }
 
 TEST(Communication, ExposedAndOverlappedTime) {

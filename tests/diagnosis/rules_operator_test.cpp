@@ -170,7 +170,8 @@ TEST(ElementwiseChain, RunsBetweenGemmsAreFoundAndTheirFusionBounded) {
   ASSERT_EQ(c.patterns.size(), 1u);
   EXPECT_EQ(c.patterns[0].ops, "aten::add > aten::gelu > aten::mul");
   EXPECT_EQ(c.patterns[0].occurrences, 10u);
-  const Finding* f = find(diagnose(a), "elementwise-chain");
+  const Diagnosis d = diagnose(a);  // f points into d
+  const Finding* f = find(d, "elementwise-chain");
   ASSERT_NE(f, nullptr);
   // Saved 10 x 55 us = 550 us of the 10 ms step.
   EXPECT_NEAR(f->time_share, 0.055, 1e-9);
