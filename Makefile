@@ -10,12 +10,12 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libsimdjson-dev libcli11-dev libfmt-dev nlohmann-json3-dev \
 	libisal-dev zlib1g-dev libzstd-dev zstd gzip \
 	libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libtorch-dev \
-	python3 python3-torch \
+	python3 python3-torch python3-dev python3-numpy pybind11-dev dpkg-dev \
 	clang libclang-rt-14-dev clang-format \
 	libopenmpi-dev openmpi-bin \
 	time bc
 
-.PHONY: setup build install test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format format-check
+.PHONY: setup build install package test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format format-check
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
@@ -36,11 +36,18 @@ build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) --target ferret -j $(JOBS)
 
 # `make install PREFIX=/opt/ferret`: bin/ferret (and ferret-torch, ferret-mpi when built), the
-# libraries, include/ferret/ and lib/cmake/ferret/ (find_package(ferret) -> ferret::core).
+# libraries, include/ferret/, lib/cmake/ferret/ (find_package(ferret) -> ferret::core) and the
+# Python package in lib/python3/dist-packages/ferret/ (PYTHONPATH=PREFIX/lib/python3/dist-packages).
 PREFIX ?= /usr/local
 install: $(BUILD)/build.ninja
 	cmake --build $(BUILD) --target ferret ferret_core ferret_gen -j $(JOBS)
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# `make package`: $(BUILD)/ferret_<version>_<arch>.deb (CPack) with everything `make install` installs,
+# under /usr; `apt-get install ./$(BUILD)/ferret_*.deb` installs it with its dependencies.
+package: $(BUILD)/build.ninja
+	cmake --build $(BUILD) --target ferret ferret_core ferret_gen -j $(JOBS)
+	cd $(BUILD) && cpack -G DEB
 
 test: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)

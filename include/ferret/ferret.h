@@ -33,6 +33,9 @@ struct AnalyzeOptions {
   bool hta_timeline = false;  // the GPU timeline as HolisticTraceAnalysis defines it (--timeline-definition hta)
   unsigned threads = 0;       // parser threads (--threads); 0 = as the command line chooses
   std::string max_memory;     // memory bound, e.g. "8GiB" (--max-memory); empty = the default
+  // How the script built its DataLoaders, as `ferret run` records it: a JSON list of objects with
+  // batch_size, num_workers, pin_memory, prefetch_factor, persistent_workers; findings quote it.
+  std::string dataloaders_json;
 };
 
 enum class Format { kText, kJson, kMarkdown };
@@ -46,6 +49,33 @@ std::string analyze_json(const std::string& path);
 // when it is not null.
 std::string analyze_paths(const std::vector<std::string>& paths, const AnalyzeOptions& options, Format format,
                           std::vector<std::string>* notes = nullptr);
+
+// Every rendering of one analysis, so that a caller can show it in any format without analysing
+// the inputs again (the Python module keeps these).
+struct Reports {
+  std::string json;                // what --json prints (ferret.analysis/1, ferret.job/1 or ferret.diff/2)
+  std::string text;                // the plain report, without colour
+  std::string markdown;            // what --md prints
+  std::vector<std::string> notes;  // what the command line prints on stderr
+  int exit_code = 0;               // the command line's exit status (analyze: 0 or 2; diff: docs/DIFF.md)
+};
+
+// `ferret analyze` on these inputs, rendered in every format at once.
+Reports analyze_reports(const std::vector<std::string>& paths, const AnalyzeOptions& options = {});
+
+// The options of `ferret diff`, with the same defaults.
+struct DiffSettings {
+  int top = 10;                    // rows per list (--top)
+  std::string steps;               // --steps, applied to both traces
+  int device = -1;                 // --device; -1 = all
+  double fail_if_slower_pct = -1;  // --fail-if-slower PCT; < 0 = no gate
+  unsigned threads = 0;            // parser threads; 0 = one per core
+  std::string max_memory;          // bound for each trace, e.g. "8GiB"; empty = half the default
+};
+
+// `ferret diff BASE NEW` rendered in every format; exit_code is the gate's (0, 1 confirmed
+// slower, 3 inconclusive). Throws when a side cannot be used (the message starts "BASE:"/"NEW:").
+Reports diff_reports(const std::string& base, const std::string& next, const DiffSettings& settings = {});
 
 // One finding of a diagnosis, ranked first to last by the most its fix can gain.
 struct FindingSummary {

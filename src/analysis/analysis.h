@@ -21,6 +21,18 @@ namespace ferret {
 // and rounding, so that a user moving from HTA can check ferret number for number (docs/HTA.md).
 enum class TimelineDefinition { kFerret, kHta };
 
+// How a DataLoader was built, as `ferret run` and ferret.profile() read it from the running
+// script (the trace itself tells only the iterator class). -1: not recorded; booleans 0/1.
+struct DataLoaderSettings {
+  std::int64_t batch_size = -1;
+  std::int64_t num_workers = -1;
+  std::int64_t prefetch_factor = -1;  // per worker; -1 also when num_workers is 0 (torch ignores it)
+  int pin_memory = -1;
+  int persistent_workers = -1;
+  // "DataLoader(batch_size=8, num_workers=0, pin_memory=False, persistent_workers=False)"
+  std::string describe() const;
+};
+
 struct AnalysisOptions {
   int top_k = 10;                          // rows in "top N" tables
   std::optional<std::int64_t> first_step;  // --steps A-B (ProfilerStep numbers, inclusive)
@@ -39,6 +51,8 @@ struct AnalysisOptions {
   // layer beside the rest). Off where traces are already analysed side by side (a job's ranks).
   bool concurrent = true;
   std::size_t concurrent_min_events = 200'000;  // below it a second thread costs more than it saves
+  // The script's DataLoaders, when recorded at run time (empty: unknown): findings quote them.
+  std::vector<DataLoaderSettings> dataloaders;
 };
 
 // A selector (--steps, --device, --window, --time) that matches nothing in a trace. Analysing

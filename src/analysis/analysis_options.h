@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis/analysis.h"
 #include "base/input_error.h"
@@ -19,5 +20,10 @@ void parse_time_range(const std::string& text, AnalysisOptions& options);
 
 // "--timeline-definition": "ferret" or "hta". Throws OptionError.
 TimelineDefinition parse_timeline_definition(const std::string& text);
+
+// The DataLoader settings file `ferret run` writes beside the traces: a JSON list of objects with
+// any of batch_size, num_workers, prefetch_factor, pin_memory, persistent_workers (null or absent:
+// not recorded). Throws InputError naming `source` when the text is not such a list.
+std::vector<DataLoaderSettings> parse_dataloader_settings(const std::string& json_text, const std::string& source);
 
 }  // namespace ferret

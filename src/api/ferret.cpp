@@ -6,11 +6,14 @@
 
 #include "analysis/analysis_options.h"
 #include "analysis/trace_analysis.h"
+#include "base/input_error.h"
+#include "base/terminal_text.h"
 #include "base/units.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
 #include "report/analyze_command.h"
 #include "report/analyze_report.h"
+#include "report/diff_command.h"
 #include "version.h"
 
 namespace ferret {
@@ -34,8 +37,14 @@ AnalysisOptions to_analysis_options(const AnalyzeOptions& options) {
   parse_time_range(options.time, o);
   o.window_name = options.window;
   o.timeline_definition = options.hta_timeline ? TimelineDefinition::kHta : TimelineDefinition::kFerret;
+  if (!options.dataloaders_json.empty())
+    o.dataloaders = parse_dataloader_settings(options.dataloaders_json, "DataLoader settings");
   return o;
 }
+
+// Reports for a terminal or a notebook, as the command line prints them: line breaks kept, any
+// other control byte from a trace made visible.
+constexpr TerminalTextRules kReportText{.keep_line_breaks = true};
 
 AnalyzeFormat to_analyze_format(Format format) {
   switch (format) {
@@ -59,6 +68,46 @@ std::string analyze_paths(const std::vector<std::string>& paths, const AnalyzeOp
   AnalyzeOutput output = run_analyze(request);
   if (notes) *notes = std::move(output.messages);
   return std::move(output.out);
+}
+
+Reports analyze_reports(const std::vector<std::string>& paths, const AnalyzeOptions& options) {
+  AnalyzeRequest request;
+  request.inputs = paths;
+  request.analysis = to_analysis_options(options);
+  request.every_format = true;
+  request.threads = options.threads;
+  request.max_memory = options.max_memory.empty() ? 0 : parse_size(options.max_memory);
+  AnalyzeOutput output = run_analyze(request);
+  Reports reports;
+  reports.json = std::move(output.json);
+  reports.text = terminal_safe(output.text, kReportText);
+  reports.markdown = terminal_safe(output.markdown, kReportText);
+  for (const std::string& message : output.messages) reports.notes.push_back(terminal_safe(message));
+  reports.exit_code = output.exit_code;
+  return reports;
+}
+
+Reports diff_reports(const std::string& base, const std::string& next, const DiffSettings& settings) {
+  if (base == "-" && next == "-") throw OptionError("only one of BASE and NEW can be read from stdin");
+  DiffOptions options;
+  options.top = settings.top;
+  parse_step_range(settings.steps, options.analysis);
+  if (settings.device >= 0) options.analysis.device = settings.device;
+  if (settings.fail_if_slower_pct >= 0) options.fail_if_slower_pct = settings.fail_if_slower_pct;
+  DiffInputOptions input;
+  input.threads = settings.threads;
+  input.max_memory = settings.max_memory.empty() ? 0 : parse_size(settings.max_memory);
+  const TraceModel base_model = load_diff_input("BASE", base, input);
+  const TraceModel next_model = load_diff_input("NEW", next, input);
+  DiffRenderings r = render_diff(diff_traces(base_model, next_model, options), Style{});
+  Reports reports;
+  reports.json = std::move(r.json);
+  reports.text = terminal_safe(r.text, kReportText);
+  reports.markdown = terminal_safe(r.markdown, kReportText);
+  for (const std::string& note : base_model.report.notes) reports.notes.push_back(terminal_safe("BASE: " + note));
+  for (const std::string& note : next_model.report.notes) reports.notes.push_back(terminal_safe("NEW: " + note));
+  reports.exit_code = r.exit_code;
+  return reports;
 }
 
 std::string analyze_json(const std::string& path) { return analyze_paths({path}, AnalyzeOptions{}, Format::kJson); }

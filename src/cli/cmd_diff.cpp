@@ -15,6 +15,7 @@
 #include "cli/progress.h"
 #include "diff/trace_diff.h"
 #include "ingest/trace_loader.h"
+#include "report/diff_command.h"
 #include "report/diff_report.h"
 
 namespace ferret::cli {
@@ -36,24 +37,15 @@ struct DiffCliOptions {
 };
 
 TraceModel load_for_diff(const std::string& label, const std::string& path, const DiffCliOptions& cli) {
-  LoadOptions load;
-  load.threads = thread_option(cli.threads, "--threads");
-  // Two models live at once: without --max-memory each gets half of the loader's default.
-  load.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() / 2 : memory_limit(cli.max_memory);
-  if (cli.max_memory.empty()) load.max_memory_origin = "half the default, for the two traces compared";
-  load.progress = make_progress_bar(path, input_file_size(path));
+  DiffInputOptions input;
+  input.threads = thread_option(cli.threads, "--threads");
+  if (!cli.max_memory.empty()) input.max_memory = memory_limit(cli.max_memory);
+  input.start_progress = make_progress_bar;
+  input.finish_progress = finish_progress_bar;
   try {
-    TraceModel model = load_trace(path, load);
-    finish_progress_bar();
-    if (const std::string empty = nothing_to_analyse(model); !empty.empty()) {
-      std::string why = model.info.source + ": " + empty;
-      for (const std::string& note : model.report.notes) why += "; " + note;
-      throw InputError(why);
-    }
-    return model;
+    return load_diff_input(label, path, input);
   } catch (const InputError& e) {
-    finish_progress_bar();
-    print_error(fmt::format("{}: {}", label, e.what()));
+    print_error(e.what());
     throw ExitCode{2};
   }
 }

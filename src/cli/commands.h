@@ -20,5 +20,6 @@ void register_bench(CLI::App& app);
 void register_nccl(CLI::App& app);
 void register_scaling(CLI::App& app);
 void register_whatif(CLI::App& app);
+void register_run(CLI::App& app);
 
 }  // namespace ferret::cli

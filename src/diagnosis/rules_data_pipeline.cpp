@@ -48,6 +48,17 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
     how_built =
         " The spans are named _MultiProcessingDataLoaderIter: worker processes exist but do not keep up - too few "
         "workers, too little prefetch, or samples too slow to read and decode.";
+  // What the running script built, when ferret run / ferret.profile() recorded it.
+  const std::vector<DataLoaderSettings>& recorded = a.context.options.dataloaders;
+  if (!recorded.empty()) {
+    how_built += " The script built ";
+    for (std::size_t i = 0; i < recorded.size() && i < 3; ++i) {
+      if (i > 0) how_built += i + 1 == recorded.size() || i == 2 ? " and " : ", ";
+      how_built += recorded[i].describe();
+    }
+    if (recorded.size() > 3) how_built += fmt::format(" (and {} more)", recorded.size() - 3);
+    how_built += ".";
+  }
   f.detail = fmt::format(
       "The training loop spends {:.1f} ms of {} inside enumerate(DataLoader) ({:.0f}%; {:.1f} calls, the longest "
       "{:.1f} ms), and for {:.1f} ms of it ({:.0f}%) {}.{} Input waits add straight to the step time: the {} cannot "
@@ -64,6 +75,10 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.evidence.push_back({"dataloader_calls_per_step", d.average_calls_per_step, "count"});
   f.evidence.push_back({"longest_dataloader_call_ms", ns_to_ms(static_cast<double>(d.longest_call_ns)), "ms"});
   f.evidence.push_back({"num_workers_zero", d.single_process_loader && !d.multi_process_loader ? 1.0 : 0.0, ""});
+  if (!recorded.empty() && recorded.front().num_workers >= 0)
+    f.evidence.push_back({"num_workers", static_cast<double>(recorded.front().num_workers), "count"});
+  if (!recorded.empty() && recorded.front().pin_memory >= 0)
+    f.evidence.push_back({"pin_memory", static_cast<double>(recorded.front().pin_memory), ""});
   if (cpu_only) {
     // Workers compete with the model's intra-op threads for the same cores.
     f.fixes = {

@@ -172,12 +172,18 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
   const double steps = ctx.has_steps && !s.per_step.empty() ? static_cast<double>(s.per_step.size()) : 1.0;
   if (h.has_gpu && ctx.has_steps && !s.per_step.empty())
     f.title += fmt::format(" ({:.1f} ms per step)", ns_to_ms(s.gpu_stall_ns) / steps);
-  f.detail = fmt::format(
-      "{} syncs block the host for {:.2f} ms in total: {}. Called from: {}.{} A sync drains the GPU's queue, so when "
-      "it "
-      "returns the GPU idles until the host launches again{}.",
-      s.count, ns_to_ms(s.total_ns), list_names(s.by_name, 4), list_names(s.callers, 4), per_step,
-      h.has_gpu ? fmt::format(" ({:.2f} ms of GPU idle in this window)", ns_to_ms(s.gpu_stall_ns)) : "");
+  // On the CPU a read is cheap; the words say what it becomes on a GPU, not that a GPU idles now.
+  const std::string consequence =
+      h.has_gpu ? fmt::format(
+                      " A sync drains the GPU's queue, so when it returns the GPU idles until the host "
+                      "launches again ({:.2f} ms of GPU idle in this window).",
+                      ns_to_ms(s.gpu_stall_ns))
+                : std::string(
+                      " On the CPU each read is cheap; once the model runs on a GPU each one waits for all "
+                      "queued GPU work, and the GPU idles until the host launches again.");
+  f.detail =
+      fmt::format("{} syncs block the host for {:.2f} ms in total: {}. Called from: {}.{}{}", s.count,
+                  ns_to_ms(s.total_ns), list_names(s.by_name, 4), list_names(s.callers, 4), per_step, consequence);
   if (s.copy_syncs > 0) f.detail += copy_sync_text(s);
   f.evidence = {{"syncs", static_cast<double>(s.count), "count"},
                 {"sync_host_ms", ns_to_ms(s.total_ns), "ms"},

@@ -157,9 +157,13 @@ void annotate_with_python_frames(const TraceAnalysis& a, std::vector<Finding>& o
   for (Finding& f : out) {
     if (!waits_on_host(f)) continue;
     if (!p.recorded) {
-      f.detail +=
-          " Recording with `torch.profiler.profile(..., with_stack=True)` would name the Python code that holds the "
-          "host.";
+      // The legacy autograd export has no python_function events even with with_stack=True.
+      const bool legacy = a.model != nullptr && a.model->info.generation == FormatGeneration::kLegacyAutograd;
+      f.detail += legacy ? " This legacy autograd export holds no Python frames; a Kineto trace (torch.profiler in a "
+                           "torch built with Kineto) recorded with `with_stack=True` would name the Python code that "
+                           "holds the host."
+                         : " Recording with `torch.profiler.profile(..., with_stack=True)` would name the Python code "
+                           "that holds the host.";
       continue;
     }
     const std::vector<PythonFrameStat> shown = frames_to_show(p);

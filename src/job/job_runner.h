@@ -36,6 +36,7 @@ struct TraceOutcome {
   RankOutcome outcome = RankOutcome::kOk;
   std::string error;            // the message naming the file, when outcome is not kOk
   std::string report;           // text or Markdown rendering, by TraceRunOptions::render
+  std::string markdown;         // the Markdown beside the text in `report`, when every format is rendered
   nlohmann::ordered_json json;  // JSON rendering, by TraceRunOptions::render
   RankResult rank;
   bool ok() const { return outcome == RankOutcome::kOk; }

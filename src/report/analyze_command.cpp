@@ -27,33 +27,61 @@ RenderTrace trace_renderer(AnalyzeFormat format, const Style& style) {
   return [style](const TraceAnalysis& a, const Diagnosis& d, TraceOutcome& o) { o.report = analyze_text(a, d, style); };
 }
 
-std::string job_output(std::vector<TraceOutcome>&& outcomes, const AnalyzeRequest& request) {
-  const JobAnalysis job = analyze_job(rank_results(std::move(outcomes)));
-  const JobDiagnosis diagnosis = diagnose_job(job);
-  switch (request.format) {
-    case AnalyzeFormat::kJson: return dump(job_json(job, diagnosis));
-    case AnalyzeFormat::kMarkdown: return job_markdown(job, diagnosis);
-    case AnalyzeFormat::kText: break;
-  }
-  return job_text(job, diagnosis, request.style);
+RenderTrace every_format_renderer(const Style& style) {
+  return [style](const TraceAnalysis& a, const Diagnosis& d, TraceOutcome& o) {
+    o.json = analyze_json(a, d);
+    o.report = analyze_text(a, d, style);
+    o.markdown = analyze_markdown(a, d);
+  };
 }
 
-std::string per_trace_output(std::vector<TraceOutcome>&& outcomes, AnalyzeFormat format) {
-  if (format == AnalyzeFormat::kJson) {
-    nlohmann::ordered_json all = nlohmann::ordered_json::array();
-    for (TraceOutcome& o : outcomes)
-      all.push_back(o.ok() ? std::move(o.json) : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
-    return analysis_document(std::move(all));
+void job_output(std::vector<TraceOutcome>&& outcomes, const AnalyzeRequest& request, AnalyzeOutput& output) {
+  const JobAnalysis job = analyze_job(rank_results(std::move(outcomes)));
+  const JobDiagnosis diagnosis = diagnose_job(job);
+  if (request.every_format) {
+    output.json = dump(job_json(job, diagnosis));
+    output.markdown = job_markdown(job, diagnosis);
+    output.text = job_text(job, diagnosis, request.style);
+    return;
   }
+  switch (request.format) {
+    case AnalyzeFormat::kJson: output.out = dump(job_json(job, diagnosis)); return;
+    case AnalyzeFormat::kMarkdown: output.out = job_markdown(job, diagnosis); return;
+    case AnalyzeFormat::kText: break;
+  }
+  output.out = job_text(job, diagnosis, request.style);
+}
+
+// The reports of the traces that could be read, one after another.
+std::string joined_reports(const std::vector<TraceOutcome>& outcomes, std::string TraceOutcome::*report) {
   std::string out;
   bool first = true;
   for (const TraceOutcome& o : outcomes) {
     if (!o.ok()) continue;
     if (!first) out += '\n';
-    out += o.report;
+    out += o.*report;
     first = false;
   }
   return out;
+}
+
+std::string json_of_traces(std::vector<TraceOutcome>&& outcomes) {
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (TraceOutcome& o : outcomes)
+    all.push_back(o.ok() ? std::move(o.json) : nlohmann::ordered_json{{"source", o.path}, {"error", o.error}});
+  return analysis_document(std::move(all));
+}
+
+void per_trace_output(std::vector<TraceOutcome>&& outcomes, const AnalyzeRequest& request, AnalyzeOutput& output) {
+  if (request.every_format) {
+    output.text = joined_reports(outcomes, &TraceOutcome::report);
+    output.markdown = joined_reports(outcomes, &TraceOutcome::markdown);
+    output.json = json_of_traces(std::move(outcomes));
+  } else if (request.format == AnalyzeFormat::kJson) {
+    output.out = json_of_traces(std::move(outcomes));
+  } else {
+    output.out = joined_reports(outcomes, &TraceOutcome::report);
+  }
 }
 
 }  // namespace
@@ -88,7 +116,8 @@ AnalyzeOutput run_analyze(const AnalyzeRequest& request, ProcessGroup* group) {
 
   TraceRunOptions run;
   run.analysis = request.analysis;
-  run.render = trace_renderer(request.format, request.style);
+  run.render =
+      request.every_format ? every_format_renderer(request.style) : trace_renderer(request.format, request.style);
   run.jobs = request.jobs;
   run.threads = request.threads;
   run.max_memory = request.max_memory;
@@ -119,8 +148,10 @@ AnalyzeOutput run_analyze(const AnalyzeRequest& request, ProcessGroup* group) {
   const bool job_mode =
       request.grouping != AnalyzeGrouping::kPerTrace && (processes > 1 || request.grouping == AnalyzeGrouping::kJob ||
                                                          inputs.directory_given || looks_like_one_job(outcomes));
-  result.out =
-      job_mode ? job_output(std::move(outcomes), request) : per_trace_output(std::move(outcomes), request.format);
+  if (job_mode)
+    job_output(std::move(outcomes), request, result);
+  else
+    per_trace_output(std::move(outcomes), request, result);
   result.exit_code = triage.failures > 0 ? 2 : 0;
   if (group != nullptr) result.exit_code = group->broadcast(result.exit_code);
   return result;

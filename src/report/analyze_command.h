@@ -28,6 +28,9 @@ struct AnalyzeRequest {
   std::vector<std::string> inputs;  // trace files ("-" for stdin) or directories of rank traces
   AnalysisOptions analysis;
   AnalyzeFormat format = AnalyzeFormat::kText;
+  // Render every format from the one analysis (AnalyzeOutput::text/markdown/json), as the Python
+  // module does so that a result can be shown in any format without analysing it again.
+  bool every_format = false;
   AnalyzeGrouping grouping = AnalyzeGrouping::kAuto;
   Style style;                   // colours of the text report
   unsigned jobs = 0;             // traces analysed at once; 0 = one per core
@@ -45,6 +48,7 @@ struct AnalyzeOutput {
   // CLI's last escape of control bytes (cli/output.h). Empty on processes other than 0.
   std::string out;
   std::vector<std::string> messages;  // stderr lines, without the "ferret: " prefix
+  std::string text, markdown, json;   // with every_format: each rendering (`out` stays empty)
   int exit_code = 0;                  // 0, or 2 when an input named by the caller failed
 };
 

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/analysis_options.h"
 #include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -108,6 +109,43 @@ TEST(InputBound, HighFromTwentyPercent) {
   EXPECT_TRUE(any_fix_contains(*f, "persistent_workers=True"));
   EXPECT_TRUE(any_fix_contains(*f, "prefetch_factor=4"));
   EXPECT_NE(f->detail.find("num_workers=0"), std::string::npos);  // the iterator name said so
+}
+
+// The DataLoaders `ferret run` read from the running script are quoted, as the settings file
+// gives them (parse_dataloader_settings), and the first one's num_workers joins the evidence.
+TEST(InputBound, QuotesTheDataLoadersRecordedAtRunTime) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(55, 2, 33, 8, 2);
+  a.data_pipeline.single_process_loader = true;
+  a.context.options.dataloaders = parse_dataloader_settings(
+      R"([{"batch_size": 8, "num_workers": 0, "pin_memory": false, "prefetch_factor": null,
+           "persistent_workers": false},
+          {"batch_size": 64, "num_workers": 4, "pin_memory": true, "prefetch_factor": 2}])",
+      "settings.json");
+  const std::optional<Finding> f = find(run_rules(a), "input-bound");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->detail.find("The script built DataLoader(batch_size=8, num_workers=0, pin_memory=False, "
+                           "persistent_workers=False) and DataLoader(batch_size=64, num_workers=4, pin_memory=True, "
+                           "prefetch_factor=2)."),
+            std::string::npos)
+      << f->detail;
+  const auto workers =
+      std::find_if(f->evidence.begin(), f->evidence.end(), [](const Evidence& e) { return e.name == "num_workers"; });
+  ASSERT_NE(workers, f->evidence.end());
+  EXPECT_EQ(workers->value, 0.0);
+}
+
+TEST(InputBound, DataLoaderSettingsThatAreNotAListAreAnErrorNamingTheFile) {
+  for (const char* bad : {"{}", "[1]", R"([{"num_workers": -1}])", R"([{"pin_memory": 1}])", "[{"}) {
+    try {
+      parse_dataloader_settings(bad, "run/rank-0.ferret-run.jsonl");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("run/rank-0.ferret-run.jsonl"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(parse_dataloader_settings("[]", "x").empty());
+  EXPECT_EQ(parse_dataloader_settings(R"([{}])", "x").at(0).describe(), "DataLoader()");
 }
 
 TEST(InputBound, ModerateBetweenFiveAndTwentyPercent) {

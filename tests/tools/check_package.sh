@@ -46,4 +46,18 @@ if ! cmp -s "$work/expected.txt" "$work/actual.txt"; then
   diff "$work/expected.txt" "$work/actual.txt" | head -20
   exit 1
 fi
+# The Python module in PREFIX/lib/python3/dist-packages, when this build has one: imported from
+# outside the tree by the interpreter it was built for, it gives the installed CLI's document.
+if [ -e "$build/python/ferret/__init__.py" ]; then
+  pkg="$work/prefix/lib/python3/dist-packages"
+  [ -e "$pkg/ferret/_run_shim/sitecustomize.py" ] || { echo "check_package: the Python package was not installed"; exit 1; }
+  (cd "$work" && PYTHONPATH="$pkg" /usr/bin/python3 - "$input" "$work/cli.json" "$pkg" <<'PY'
+import json, sys
+import ferret
+assert ferret.__file__.startswith(sys.argv[3]), ferret.__file__
+assert ferret.analyze(sys.argv[1]) == json.load(open(sys.argv[2])), "module and CLI disagree"
+PY
+  ) || { echo "check_package: import ferret from $pkg failed"; exit 1; }
+  checked=$((checked + 1))
+fi
 echo "check_package: $checked inputs identical through find_package(ferret); step-by-step API agrees"

@@ -1,0 +1,178 @@
+"""analyze, diff, report, load: the C++ library's answers as Python objects."""
+import json
+import os
+
+import numpy as np
+
+from . import _ferret
+
+InputError = _ferret.InputError
+OptionError = _ferret.OptionError
+
+
+class Error(RuntimeError):
+    """ferret could not produce a result (every input failed); the message is the command line's."""
+
+
+def version():
+    """ferret's version, "MAJOR.MINOR.PATCH"."""
+    return _ferret.version()
+
+
+class Result(dict):
+    """A JSON document of ferret (ferret.analysis/1, ferret.job/1 or ferret.diff/2) as a dict,
+    with its other renderings kept so that report() needs no second analysis.
+
+    Attributes: text, markdown (the reports), notes (what the command line prints on stderr),
+    exit_code (the command line's exit status)."""
+
+    def __init__(self, rendered):
+        super().__init__(json.loads(rendered["json"]))
+        self.text = rendered["text"]
+        self.markdown = rendered["markdown"]
+        self.notes = list(rendered["notes"])
+        self.exit_code = rendered["exit_code"]
+
+    @property
+    def verdict(self):
+        """The one-line verdict of the first trace (or of the job), "" when there is none."""
+        if "verdict" in self and isinstance(self["verdict"], dict):
+            return self["verdict"].get("headline", "")
+        for trace in self.get("traces", []):
+            if isinstance(trace, dict) and isinstance(trace.get("verdict"), dict):
+                return trace["verdict"].get("headline", "")
+        return ""
+
+    def _repr_markdown_(self):  # notebooks show the Markdown report
+        return self.markdown
+
+
+def _paths(path_or_paths):
+    if isinstance(path_or_paths, (str, os.PathLike)):
+        return [os.fspath(path_or_paths)]
+    paths = [os.fspath(p) for p in path_or_paths]
+    if not paths:
+        raise ValueError("no trace given")
+    return paths
+
+
+def _range(value):
+    if value is None:
+        return ""
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        a, b = value
+        return f"{'' if a is None else a}-{'' if b is None else b}"
+    return str(value)
+
+
+def analyze(path_or_paths, steps=None, device=None, window=None, time=None, top=10, timeline="ferret",
+            threads=0, max_memory=None, dataloaders=None):
+    """Analyse one trace, several, or a directory of a job's rank traces.
+
+    Returns the document `ferret analyze --json` prints, as a Result (a dict). Options as on the
+    command line: steps "A-B" / "A-" / "N" or a (first, last) tuple of ProfilerStep numbers,
+    device (GPU index), window "NAME" or "NAME#K", time "A-B" in ms, top (rows per table),
+    timeline "ferret" or "hta", threads (parser threads, 0 = one per core), max_memory ("8GiB").
+    dataloaders: a list of dicts (batch_size, num_workers, pin_memory, prefetch_factor,
+    persistent_workers) describing how the script built its DataLoaders, quoted by findings.
+    Raises ferret.Error when no input could be used."""
+    if timeline not in ("ferret", "hta"):
+        raise OptionError(f'timeline must be "ferret" or "hta", not {timeline!r}')
+    rendered = _ferret.analyze(_paths(path_or_paths), top=int(top), steps=_range(steps), window=window or "",
+                               time=_range(time), device=-1 if device is None else int(device),
+                               hta_timeline=timeline == "hta", threads=int(threads),
+                               max_memory=max_memory or "",
+                               dataloaders=json.dumps(list(dataloaders)) if dataloaders else "")
+    if rendered["exit_code"] != 0 and not rendered["json"]:
+        raise Error("; ".join(rendered["notes"]) or "no input could be analysed")
+    result = Result(rendered)
+    traces = result.get("traces")
+    if result.exit_code != 0 and isinstance(traces, list) and all("error" in t for t in traces):
+        raise Error("; ".join(result.notes) or "no input could be analysed")
+    return result
+
+
+def diff(base, new, steps=None, device=None, top=10, fail_if_slower=None, threads=0, max_memory=None):
+    """Compare two traces of the same job, as `ferret diff --json BASE NEW`.
+
+    Returns a Result (ferret.diff/2); with fail_if_slower=PCT its exit_code is the gate's:
+    0 passed, 1 NEW confirmed slower by more than PCT percent, 3 inconclusive."""
+    rendered = _ferret.diff(os.fspath(base), os.fspath(new), top=int(top), steps=_range(steps),
+                            device=-1 if device is None else int(device),
+                            fail_if_slower=-1.0 if fail_if_slower is None else float(fail_if_slower),
+                            threads=int(threads), max_memory=max_memory or "")
+    return Result(rendered)
+
+
+def report(result, format="text"):
+    """A Result rendered as "text", "md" (Markdown) or "json"."""
+    if format == "json":
+        return json.dumps(result, indent=2) + "\n"
+    if not isinstance(result, Result):
+        raise TypeError("report() renders the Result that ferret.analyze() or ferret.diff() returned")
+    if format == "text":
+        return result.text
+    if format in ("md", "markdown"):
+        return result.markdown
+    if format == "html":
+        raise ValueError('format "html" is not available in this version of ferret; use "text", "md" or "json"')
+    raise ValueError(f'format must be "text", "md" or "json", not {format!r}')
+
+
+class Trace:
+    """A loaded trace as NumPy columns (copies of the model's blocked columns).
+
+    events: one row per event in file order; kind (codes into kind_names), name_id and
+      category_id (codes into strings and categories), ts_ns, dur_ns, pid, tid, correlation,
+      external_id (-1 when absent), parent (the enclosing host span's row, -1 for none).
+      names / categories_of / kinds give the decoded columns as object arrays.
+    kernels: launch configuration per kernel (event = its row in events): grid_*, block_*,
+      registers_per_thread, shared_memory, est_occupancy_pct, launcher (the launch call's row).
+    op_args: shapes per CPU op (event, input_dims_id / input_types_id into strings).
+    steps: ProfilerStep#N windows (number, start_ns, cpu_end_ns, end_ns, gpu_start_ns,
+      gpu_end_ns, kernels).
+    notes: what loading repaired or skipped."""
+
+    def __init__(self, raw):
+        self.source = raw["source"]
+        self.events = raw["events"]
+        self.kernels = raw["kernels"]
+        self.op_args = raw["op_args"]
+        self.steps = raw["steps"]
+        self.strings = np.array(raw["strings"], dtype=object)
+        self.categories = np.array(raw["categories"], dtype=object)
+        self.kind_names = np.array(raw["kind_names"], dtype=object)
+        self.notes = raw["notes"]
+        self.base_time_ns = raw["base_time_ns"]
+
+    def __len__(self):
+        return len(self.events["kind"])
+
+    @property
+    def names(self):
+        return self.strings[self.events["name_id"]]
+
+    @property
+    def categories_of(self):
+        return self.categories[self.events["category_id"]]
+
+    @property
+    def kinds(self):
+        return self.kind_names[self.events["kind"]]
+
+    def kind_code(self, name):
+        """The code of an event kind ("kernel", "cpu_op", ...) in events["kind"]."""
+        matches = np.flatnonzero(self.kind_names == name)
+        if matches.size == 0:
+            raise ValueError(f"no event kind {name!r}; kinds are {list(self.kind_names)}")
+        return int(matches[0])
+
+    def __repr__(self):
+        return f"<ferret.Trace {self.source!r}: {len(self)} events, {len(self.steps['number'])} steps>"
+
+
+def load(path, threads=0):
+    """Load a trace (Kineto JSON or legacy export; gzip, zstd or plain) into NumPy columns."""
+    return Trace(_ferret.load(os.fspath(path), threads=int(threads)))
