@@ -10,7 +10,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libsimdjson-dev libcli11-dev libfmt-dev nlohmann-json3-dev \
 	libisal-dev zlib1g-dev libzstd-dev zstd gzip \
 	libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libtorch-dev \
-	python3 python3-torch python3-dev python3-numpy pybind11-dev dpkg-dev \
+	python3 python3-torch python3-dev python3-numpy pybind11-dev dpkg-dev chromium \
 	clang libclang-rt-14-dev clang-format \
 	libopenmpi-dev openmpi-bin \
 	time bc

@@ -10,6 +10,7 @@
 #include "cli/progress.h"
 #include "cli/world.h"
 #include "report/analyze_command.h"
+#include "report/html_report.h"
 
 namespace ferret::cli {
 
@@ -32,6 +33,7 @@ struct AnalyzeCliOptions {
   bool per_trace = false;  // force one report per trace
   std::size_t width = 0;   // --width; 0: COLUMNS or 80
   std::string peaks;       // --peaks FILE: measured ceilings (JSON)
+  std::string html;        // --html FILE ("-": stdout)
 };
 
 AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
@@ -82,13 +84,24 @@ void run_analyze_command(const AnalyzeCliOptions& cli) {
   request.start_progress = make_progress_bar;
   request.finish_progress = finish_progress_bar;
   request.on_message = [](const std::string& message) { print_error(message); };
+  request.every_format = !cli.html.empty();
 
   WorldProcessGroup group(world);
   const AnalyzeOutput output = run_analyze(request, &group);
-  if (request.format == AnalyzeFormat::kJson)
+  if (request.every_format) {
+    // The page from the JSON document; stdout keeps the report asked for, unless the page goes there.
+    if (!output.json.empty()) write_html(cli.html, html_page(output.json, html_title(cli.traces)));
+    if (cli.html != "-") {
+      if (request.format == AnalyzeFormat::kJson)
+        std::cout << output.json;
+      else
+        print_report(request.format == AnalyzeFormat::kMarkdown ? output.markdown : output.text);
+    }
+  } else if (request.format == AnalyzeFormat::kJson) {
     std::cout << output.out;
-  else
+  } else {
     print_report(output.out);
+  }
   std::cout.flush();
   if (output.exit_code != 0) throw ExitCode{output.exit_code};
 }
@@ -109,6 +122,10 @@ void register_analyze(CLI::App& app) {
                 "Print a JSON document (schema ferret.analysis/1, or ferret.job/1 for a job; see docs/ANALYSIS_JSON.md "
                 "and docs/DISTRIBUTED.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
+  cmd->add_option("--html", opt->html,
+                  "Also write the report as one self-contained HTML page to FILE (- for stdout, instead of the "
+                  "report; docs/HTML.md)")
+      ->type_name("FILE");
   add_width_option(*cmd, opt->width);
   cmd->add_flag("--job", opt->job,
                 "Treat the traces as the ranks of one job (the default for a directory, or for "

@@ -17,6 +17,7 @@
 #include "ingest/trace_loader.h"
 #include "report/diff_command.h"
 #include "report/diff_report.h"
+#include "report/html_report.h"
 
 namespace ferret::cli {
 
@@ -34,6 +35,7 @@ struct DiffCliOptions {
   double fail_if_slower = -1;  // < 0: no gate
   unsigned threads = 0;
   std::string max_memory;  // "8GiB"; empty = default
+  std::string html;        // --html FILE ("-": stdout)
 };
 
 TraceModel load_for_diff(const std::string& label, const std::string& path, const DiffCliOptions& cli) {
@@ -67,7 +69,13 @@ void run_diff(const DiffCliOptions& cli) {
   const TraceModel next = load_for_diff("NEW", cli.next, cli);
   const TraceDiff diff = diff_traces(base, next, options);
 
-  if (cli.json) {
+  if (!cli.html.empty())
+    write_html(cli.html,
+               html_page(diff_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + '\n',
+                         html_title({cli.base, cli.next})));
+  if (cli.html == "-") {
+    // the page took stdout
+  } else if (cli.json) {
     std::cout << diff_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else if (cli.markdown) {
     print_report(diff_markdown(diff));
@@ -92,6 +100,9 @@ void register_diff(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.diff/2, see docs/DIFF.md)");
   add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
+  cmd->add_option("--html", opt->html,
+                  "Also write the comparison as one self-contained HTML page to FILE (- for stdout; docs/HTML.md)")
+      ->type_name("FILE");
   cmd->add_option("--top", opt->top, "Rows per list of added, removed, slower and faster items (default 10)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--fail-if-slower", opt->fail_if_slower,

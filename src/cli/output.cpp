@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -26,6 +27,28 @@ void print_usage_error(std::string_view message) { print_error(message); }
 void usage_error(std::string_view message) {
   print_usage_error(message);
   throw ExitCode{2};
+}
+
+void write_html(const std::string& path, const std::string& page) {
+  if (path == "-") {
+    std::cout << page;
+    std::cout.flush();
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << page;
+  out.close();
+  if (!out) {
+    print_error("--html " + path + ": cannot write the file");
+    throw ExitCode{2};
+  }
+}
+
+std::string html_title(const std::vector<std::string>& inputs) {
+  std::string title = "ferret: ";
+  for (std::size_t i = 0; i < inputs.size() && i < 4; ++i) title += (i ? ", " : "") + inputs[i];
+  if (inputs.size() > 4) title += ", ...";
+  return terminal_safe(title);
 }
 
 }  // namespace ferret::cli

@@ -3,7 +3,9 @@
 // defence for any control byte that reached a report some other way.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ferret::cli {
 
@@ -20,5 +22,11 @@ void print_error(std::string_view message);
 void print_usage_error(std::string_view message);
 // print_usage_error(message), then exit status 2 (throws ExitCode{2}).
 [[noreturn]] void usage_error(std::string_view message);
+
+// --html FILE: writes the page to FILE, or to stdout for "-"; a file that cannot be written is an
+// error naming it (exit status 2).
+void write_html(const std::string& path, const std::string& page);
+// The page's title: the inputs, as given.
+std::string html_title(const std::vector<std::string>& inputs);
 
 }  // namespace ferret::cli

@@ -23,6 +23,7 @@
 #include "ingest/trace_loader.h"
 #include "model/trace_model.h"
 #include "report/bench_report.h"
+#include "report/html_report.h"
 
 namespace py = pybind11;
 
@@ -273,6 +274,9 @@ PYBIND11_MODULE(_ferret, m) {
         py::arg("dataloaders"));
   m.def("diff", &ferret::py_diff, py::arg("base"), py::arg("new"), py::arg("top"), py::arg("steps"), py::arg("device"),
         py::arg("fail_if_slower"), py::arg("threads"), py::arg("max_memory"));
+  m.def(
+      "html_page", [](const std::string& json, const std::string& title) { return ferret::html_page(json, title); },
+      py::arg("json"), py::arg("title"));
   m.def("load", &ferret::py_load, py::arg("path"), py::arg("threads"));
   py::register_exception<ferret::bench::BenchError>(m, "BenchError", PyExc_ValueError);
   py::register_exception<ferret::StoreError>(m, "StoreError", PyExc_RuntimeError);

@@ -29,6 +29,15 @@ class AnalyzeMatchesTheCli(TempDirTest):
                 self.assertEqual(result["schema"], "ferret.analysis/1")
                 self.assertEqual(result.verdict, result["traces"][0]["verdict"]["headline"])
 
+    def test_the_html_page_is_the_clis(self):
+        path = example("cpu-input-bound.json.gz")
+        page = os.path.join(self.tmp, "r.html")
+        cli("analyze", "--html", page, path)
+        with open(page, encoding="utf-8") as f:
+            self.assertEqual(ferret.report(ferret.analyze(path), "html"), f.read())
+        # A document read back from disk renders too (the page is drawn from the JSON).
+        self.assertIn('id="ferret-data"', ferret.report(json.loads(json.dumps(ferret.analyze(path))), "html"))
+
     def test_options_are_the_cli_options(self):
         path = example("cpu-input-bound.json.gz")
         self.assertEqual(ferret.analyze(path, steps=(2, 3), top=3),
@@ -81,7 +90,7 @@ class AnalyzeMatchesTheCli(TempDirTest):
 
     def test_the_gil_is_released_while_cxx_works(self):
         big = os.path.join(self.tmp, "big.json")
-        cli("gen", "inflate", "--from", example("cpu-input-bound.json.gz"), "--copies", "60", "-o", big)
+        cli("gen", "inflate", "--from", example("cpu-input-bound.json.gz"), "--copies", "400", "-o", big)
         done = threading.Event()
         elapsed = []
 

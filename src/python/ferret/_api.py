@@ -26,8 +26,10 @@ class Result(dict):
     Attributes: text, markdown (the reports), notes (what the command line prints on stderr),
     exit_code (the command line's exit status)."""
 
-    def __init__(self, rendered):
+    def __init__(self, rendered, inputs=()):
         super().__init__(json.loads(rendered["json"]))
+        self.json_text = rendered["json"]  # the document as the CLI prints it
+        self.inputs = list(inputs)
         self.text = rendered["text"]
         self.markdown = rendered["markdown"]
         self.notes = list(rendered["notes"])
@@ -87,7 +89,7 @@ def analyze(path_or_paths, steps=None, device=None, window=None, time=None, top=
                                dataloaders=json.dumps(list(dataloaders)) if dataloaders else "")
     if rendered["exit_code"] != 0 and not rendered["json"]:
         raise Error("; ".join(rendered["notes"]) or "no input could be analysed")
-    result = Result(rendered)
+    result = Result(rendered, _paths(path_or_paths))
     traces = result.get("traces")
     if result.exit_code != 0 and isinstance(traces, list) and all("error" in t for t in traces):
         raise Error("; ".join(result.notes) or "no input could be analysed")
@@ -103,22 +105,33 @@ def diff(base, new, steps=None, device=None, top=10, fail_if_slower=None, thread
                             device=-1 if device is None else int(device),
                             fail_if_slower=-1.0 if fail_if_slower is None else float(fail_if_slower),
                             threads=int(threads), max_memory=max_memory or "")
-    return Result(rendered)
+    return Result(rendered, [os.fspath(base), os.fspath(new)])
+
+
+def _html_title(inputs):
+    title = "ferret: " + ", ".join(inputs[:4])
+    return title + (", ..." if len(inputs) > 4 else "")
 
 
 def report(result, format="text"):
-    """A Result rendered as "text", "md" (Markdown) or "json"."""
+    """A Result rendered as "text", "md" (Markdown), "html" (one self-contained page, as
+    `--html` writes it) or "json". "html" and "json" also take a plain dict (a document read
+    back from report.json)."""
     if format == "json":
         return json.dumps(result, indent=2) + "\n"
+    if format == "html":
+        if isinstance(result, Result):
+            return _ferret.html_page(result.json_text, _html_title(result.inputs))
+        if isinstance(result, dict):
+            return _ferret.html_page(json.dumps(result), "ferret")
+        raise TypeError("report() renders a ferret document (the Result of ferret.analyze() or ferret.diff())")
     if not isinstance(result, Result):
         raise TypeError("report() renders the Result that ferret.analyze() or ferret.diff() returned")
     if format == "text":
         return result.text
     if format in ("md", "markdown"):
         return result.markdown
-    if format == "html":
-        raise ValueError('format "html" is not available in this version of ferret; use "text", "md" or "json"')
-    raise ValueError(f'format must be "text", "md" or "json", not {format!r}')
+    raise ValueError(f'format must be "text", "md", "html" or "json", not {format!r}')
 
 
 class Trace:

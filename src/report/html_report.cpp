@@ -1,0 +1,347 @@
+#include "report/html_report.h"
+
+namespace ferret {
+
+namespace {
+
+// The page around the document. Everything it needs is inline; the policy forbids any fetch
+// (default-src 'none'), so even a report that somehow held a URL could not load it.
+constexpr std::string_view kHead = R"HTML(<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="ferret">
+<title>)HTML";
+
+constexpr std::string_view kStyle = R"HTML(</title>
+<style>
+:root { --fg:#1d232b; --muted:#5b6672; --line:#d9dee4; --bg:#fff; --panel:#f6f8fa; --high:#c62828; --medium:#ef6c00; --low:#1565c0; --info:#607d8b; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); margin: 0; padding: 24px 32px 64px; max-width: 1280px; }
+h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; } h3 { font-size: 15px; margin: 18px 0 6px; }
+.muted { color: var(--muted); } .verdict { font-size: 16px; background: var(--panel); border-left: 4px solid var(--high); padding: 10px 14px; margin: 12px 0; }
+.verdict.none { border-left-color: var(--info); }
+.badge { display: inline-block; font-size: 11px; font-weight: 600; text-transform: uppercase; border-radius: 3px; padding: 1px 6px; color: #fff; margin-right: 6px; vertical-align: 1px; }
+.badge.high { background: var(--high); } .badge.medium { background: var(--medium); } .badge.low { background: var(--low); } .badge.info { background: var(--info); }
+.finding { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; margin: 10px 0; }
+.finding .gain { float: right; font-weight: 600; } .finding p { margin: 6px 0; }
+.fix { display: flex; gap: 8px; align-items: flex-start; margin: 4px 0; } .fix code { flex: 1; white-space: pre-wrap; background: var(--panel); padding: 4px 8px; border-radius: 4px; font-size: 12.5px; }
+button { font: inherit; font-size: 12px; border: 1px solid var(--line); background: #fff; border-radius: 4px; padding: 2px 8px; cursor: pointer; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0; font-size: 13px; }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: var(--panel); cursor: pointer; user-select: none; white-space: nowrap; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.name { word-break: break-all; max-width: 640px; } tr.hidden { display: none; }
+.filter { margin: 4px 0; padding: 3px 6px; width: 280px; border: 1px solid var(--line); border-radius: 4px; }
+.legend span { display: inline-block; margin-right: 12px; font-size: 12px; } .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; vertical-align: -1px; }
+svg text { font: 11px system-ui, sans-serif; fill: var(--fg); }
+.heat td.num { color: #111; }
+</style>
+</head>
+<body>
+<noscript>This report is drawn by its inline script; the data is in the ferret-data block of the page source.</noscript>
+<main id="report"></main>
+<script type="application/json" id="ferret-data">)HTML";
+
+constexpr std::string_view kScript = R"HTML(</script>
+<script>
+"use strict";
+(function () {
+const doc = JSON.parse(document.getElementById("ferret-data").textContent);
+const root = document.getElementById("report");
+// Every string from the document becomes a text node: nothing is ever parsed as HTML.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) e.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+function svgEl(tag, attrs) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  return e;
+}
+function num(v, digits) { return v === null || v === undefined || Number.isNaN(v) ? "-" : Number(v).toLocaleString("en-US", { maximumFractionDigits: digits === undefined ? 2 : digits, minimumFractionDigits: 0 }); }
+function us(v) {
+  if (v === null || v === undefined) return "-";
+  const a = Math.abs(v);
+  if (a >= 1e6) return num(v / 1e6, 3) + " s";
+  if (a >= 1e3) return num(v / 1e3, 3) + " ms";
+  return num(v, 3) + " us";
+}
+function speedup(v) { return v === null || v === undefined ? "-" : Number(v).toFixed(2) + "x"; }
+function section(id, title) { const s = el("section", { id: id }, el("h2", {}, title)); root.append(s); return s; }
+const COLORS = { kernel: "#2e7d32", memcpy: "#00838f", memset: "#4fb3bf", communication: "#6a1b9a", runtime: "#f9a825", dataloader: "#c62828", cpu_exec: "#1565c0", other: "#9e9e9e" };
+
+// A table whose columns sort on click (numbers by data-value) and, with `filter`, a name filter;
+// rows past `cap` wait behind a "show more" button, all of them kept in the page.
+function table(columns, rows, opts) {
+  opts = opts || {};
+  const cap = opts.cap || 25;
+  const t = el("table", { "class": opts.cls || null, "data-rows": rows.length });
+  const head = el("tr");
+  columns.forEach((c, i) => {
+    const th = el("th", { "class": c.num ? "num" : null }, c.label);
+    th.addEventListener("click", () => sortBy(i, c.num));
+    head.append(th);
+  });
+  t.append(el("thead", {}, head));
+  const body = el("tbody");
+  rows.forEach((r, n) => {
+    const tr = el("tr", { "class": n >= cap ? "hidden" : null });
+    columns.forEach(c => {
+      const v = c.get(r);
+      const td = el("td", { "class": c.num ? "num" : (c.name ? "name" : null), "data-value": c.num && typeof v === "number" ? v : null },
+                    c.fmt ? c.fmt(v, r) : (v === null || v === undefined ? "-" : v));
+      if (c.heat && typeof v === "number" && c.max > 0) td.style.background = "rgba(198,40,40," + (0.08 + 0.6 * Math.min(1, v / c.max)).toFixed(3) + ")";
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  t.append(body);
+  let asc = {};
+  function sortBy(i, numeric) {
+    const trs = Array.from(body.rows);
+    asc[i] = !asc[i];
+    trs.sort((a, b) => {
+      const x = a.cells[i], y = b.cells[i];
+      const d = numeric ? (Number(x.dataset.value || 0) - Number(y.dataset.value || 0)) : x.textContent.localeCompare(y.textContent);
+      return asc[i] ? d : -d;
+    });
+    trs.forEach(tr => body.append(tr));
+  }
+  const wrap = el("div", { "class": "table" });
+  if (opts.filter) {
+    const input = el("input", { "class": "filter", type: "search", placeholder: "filter by name" });
+    input.addEventListener("input", () => {
+      const q = input.value.toLowerCase();
+      Array.from(body.rows).forEach(tr => tr.classList.toggle("hidden", q !== "" && !tr.textContent.toLowerCase().includes(q)));
+    });
+    wrap.append(input);
+  }
+  wrap.append(t);
+  if (rows.length > cap) {
+    const more = el("button", { "class": "more" }, "show all " + rows.length + " rows");
+    more.addEventListener("click", () => { Array.from(body.rows).forEach(tr => tr.classList.remove("hidden")); more.remove(); });
+    wrap.append(more);
+  }
+  return wrap;
+}
+
+function copyButton(text) {
+  const b = el("button", { "class": "copy", title: "copy" }, "copy");
+  b.addEventListener("click", () => {
+    const done = () => { b.textContent = "copied"; setTimeout(() => { b.textContent = "copy"; }, 1200); };
+    if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(text).then(done, () => {});
+  });
+  return b;
+}
+
+// Fixes keep the `code` spans the rules write; each fix has its own copy button.
+function fixLine(text) {
+  const code = el("code", {}, text);
+  return el("div", { "class": "fix" }, code, copyButton(text));
+}
+
+function findingCard(f, n) {
+  const gain = f.predicted_speedup ? "up to " + speedup(f.max_speedup) + ", predicted " + speedup(f.predicted_speedup) : "up to " + speedup(f.max_speedup);
+  const card = el("div", { "class": "finding", id: "finding-" + n, "data-id": f.id, "data-max-speedup": f.max_speedup },
+    el("span", { "class": "gain" }, gain),
+    el("div", {}, el("span", { "class": "badge " + f.severity }, f.severity), el("strong", {}, (n + 1) + ". " + f.title)),
+    el("div", { "class": "muted" }, f.id + " - " + f.dimension + " / " + f.layer),
+    el("p", {}, f.detail || ""));
+  if (f.evidence && f.evidence.length)
+    card.append(table([{ label: "evidence", get: e => e.name }, { label: "value", num: true, get: e => e.value, fmt: (v, e) => num(v, 3) + (e.unit && e.unit !== "count" ? " " + e.unit : "") }], f.evidence, { cls: "evidence" }));
+  if (f.fixes && f.fixes.length) { card.append(el("h3", {}, "Fix")); f.fixes.forEach(x => card.append(fixLine(x))); }
+  if (f.threshold) card.append(el("div", { "class": "muted" }, "threshold: " + f.threshold));
+  return card;
+}
+
+// Stacked bars, one per step: the breakdown of its wall time by category.
+function breakdownChart(steps) {
+  const cats = Object.keys(COLORS);
+  const W = 900, row = 18, left = 110, H = steps.length * (row + 4) + 24;
+  const max = Math.max(...steps.map(s => s.duration_us || 0), 1);
+  const svg = svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "class": "breakdown" });
+  steps.forEach((s, i) => {
+    const y = i * (row + 4);
+    const label = svgEl("text", { x: 0, y: y + 13 }); label.textContent = s.label; svg.append(label);
+    let x = left;
+    cats.forEach(c => {
+      const v = (s.breakdown_us || {})[c] || 0;
+      const w = (W - left - 90) * v / max;
+      if (w > 0) {
+        const r = svgEl("rect", { x: x.toFixed(2), y: y, width: w.toFixed(2), height: row, fill: COLORS[c], "data-category": c, "data-us": v });
+        const tip = svgEl("title", {}); tip.textContent = c + ": " + us(v); r.append(tip);
+        svg.append(r);
+        x += w;
+      }
+    });
+    const total = svgEl("text", { x: x + 6, y: y + 13 }); total.textContent = us(s.duration_us); svg.append(total);
+  });
+  const legend = el("div", { "class": "legend" }, cats.map(c => el("span", {}, (() => { const i = el("i"); i.style.background = COLORS[c]; return i; })(), c)));
+  return el("div", {}, svg, legend);
+}
+
+function renderTrace(t, index) {
+  const suffix = doc.traces.length > 1 ? " (" + (index + 1) + ")" : "";
+  if (t.error) { section("error-" + index, "Could not analyse" + suffix).append(el("p", {}, t.source + ": " + t.error)); return; }
+  const head = section("summary-" + index, "Trace" + suffix);
+  head.append(el("div", { "class": "muted" }, t.source + " - " + t.format + ", " + t.platform + (t.window ? ", window " + t.window.label : "")));
+  const v = t.verdict || {};
+  head.append(el("div", { "class": "verdict" + (v.bottleneck_found ? "" : " none"), id: index ? "verdict-" + index : "verdict", "data-finding-id": v.finding_id || "" }, v.headline || "No verdict"));
+
+  const fs = section("findings" + (index ? "-" + index : ""), "Findings (" + (t.findings || []).length + ")");
+  (t.findings || []).forEach((f, n) => fs.append(findingCard(f, n)));
+  if (!(t.findings || []).length) fs.append(el("p", { "class": "muted" }, "No finding."));
+
+  if (t.steps && t.steps.list && t.steps.list.length) {
+    const bs = section("breakdown" + (index ? "-" + index : ""), "Step time breakdown (" + t.steps.count + " steps, mean " + us(t.steps.avg_us) + ")");
+    const steps = t.steps.list.map(s => ({ label: "step " + s.number, duration_us: s.duration_us, breakdown_us: s.breakdown_us }));
+    bs.append(breakdownChart(steps.slice(0, 200)));
+    if (steps.length > 200) bs.append(el("p", { "class": "muted" }, "first 200 of " + steps.length + " steps drawn"));
+  }
+  if (t.breakdown_us) {
+    const rows = Object.keys(t.breakdown_us).map(k => ({ category: k, us: t.breakdown_us[k], pct: (t.breakdown_pct || {})[k] }));
+    const bt = section("breakdown-mean" + (index ? "-" + index : ""), "Mean per step");
+    bt.append(table([{ label: "category", get: r => r.category }, { label: "time", num: true, get: r => r.us, fmt: us }, { label: "%", num: true, get: r => r.pct, fmt: v => num(v, 2) }], rows));
+  }
+  if (t.gpus && t.gpus.length) {
+    const gs = section("gpus" + (index ? "-" + index : ""), "GPUs");
+    gs.append(table([{ label: "device", get: g => g.device }, { label: "name", get: g => g.name }, { label: "busy %", num: true, get: g => g.utilization_pct, fmt: v => num(v, 2) },
+      { label: "SM efficiency %", num: true, get: g => g.sm_efficiency_pct, fmt: v => num(v, 2) }, { label: "occupancy %", num: true, get: g => g.achieved_occupancy_pct, fmt: v => num(v, 2) },
+      { label: "tensor core %", num: true, get: g => g.tensor_core_pct, fmt: v => num(v, 2) }, { label: "kernel time", num: true, get: g => g.kernel_us, fmt: us }], t.gpus));
+  }
+  const h = t.hot_spots || {};
+  const ops = section("operators" + (index ? "-" + index : ""), "Top operators");
+  const opCols = [{ label: "operator", name: true, get: r => r.name }, { label: "calls", num: true, get: r => r.calls, fmt: v => num(v, 0) },
+    { label: "device self", num: true, get: r => r.device_self_us, fmt: us }, { label: "host self", num: true, get: r => r.host_self_us, fmt: us }, { label: "host total", num: true, get: r => r.host_total_us, fmt: us }];
+  const byDevice = (h.ops_by_device || []).some(r => r.device_self_us > 0);
+  ops.append(table(opCols, byDevice ? h.ops_by_device : (h.ops_by_host || []), { filter: true, cls: "ops" }));
+  if ((h.kernels || []).length) {
+    const ks = section("kernels" + (index ? "-" + index : ""), "Top kernels");
+    ks.append(table([{ label: "kernel", name: true, get: r => r.name }, { label: "calls", num: true, get: r => r.calls, fmt: v => num(v, 0) }, { label: "total", num: true, get: r => r.total_us, fmt: us },
+      { label: "mean", num: true, get: r => r.mean_us, fmt: us }, { label: "occupancy %", num: true, get: r => r.mean_occupancy_pct, fmt: v => num(v, 1) }, { label: "tensor cores", get: r => r.tensor_core ? "yes" : "no" }], h.kernels, { filter: true, cls: "kernels" }));
+  }
+  const rf = t.roofline || {};
+  if ((rf.groups || []).length) {
+    const rs = section("roofline" + (index ? "-" + index : ""), "Roofline" + (rf.device_name ? " - " + rf.device_name : ""));
+    rs.append(table([{ label: "op", name: true, get: g => g.op }, { label: "input dims", name: true, get: g => g.input_dims }, { label: "dtype", get: g => g.dtype }, { label: "calls", num: true, get: g => g.calls, fmt: v => num(v, 0) },
+      { label: "kernel time", num: true, get: g => g.kernel_us, fmt: us }, { label: "TFLOP/s", num: true, get: g => g.tflops_per_s, fmt: v => num(v, 2) }, { label: "TB/s", num: true, get: g => g.tb_per_s, fmt: v => num(v, 3) },
+      { label: "bound", get: g => g.bound }, { label: "% of peak", num: true, get: g => g.peak_pct, fmt: v => num(v, 1) }], rf.groups, { filter: true, cls: "roofline" }));
+  }
+  const mem = t.memory || {};
+  if (mem.present && (mem.devices || []).length) {
+    const ms = section("memory" + (index ? "-" + index : ""), "Memory");
+    const keys = Object.keys(mem.devices[0]).filter(k => typeof mem.devices[0][k] !== "object");
+    ms.append(table(keys.map(k => ({ label: k.replace(/_/g, " "), num: typeof mem.devices[0][k] === "number", get: d => d[k], fmt: v => typeof v === "number" ? num(v, 2) : v })), mem.devices));
+  }
+  const comm = t.communication || {};
+  if (comm.present) {
+    const cs = section("communication" + (index ? "-" + index : ""), "Communication: " + num(comm.comm_pct, 1) + "% of the window, " + num(comm.exposed_pct, 1) + "% exposed, " + num(comm.overlap_pct, 1) + "% overlapped");
+    const cols = (comm.collectives || []).length ? Object.keys(comm.collectives[0]).filter(k => typeof comm.collectives[0][k] !== "object") : [];
+    cs.append(table(cols.map(k => ({ label: k.replace(/_/g, " "), num: typeof comm.collectives[0][k] === "number", get: c => c[k], fmt: v => typeof v === "number" ? num(v, 3) : v })), comm.collectives || []));
+  }
+  const input = t.input || {};
+  if ((input.repairs || []).length || (input.skips || []).length || (input.notes || []).length) {
+    const is = section("input" + (index ? "-" + index : ""), "Input repairs and notes");
+    [].concat(input.repairs || [], input.skips || []).forEach(r => is.append(el("div", {}, typeof r === "string" ? r : JSON.stringify(r))));
+    (input.notes || []).forEach(n => is.append(el("div", { "class": "muted" }, n)));
+  }
+}
+
+function renderJob() {
+  const head = section("summary", "Job: " + (doc.ranks || []).length + " ranks");
+  head.append(el("div", { "class": "muted" }, "world size " + doc.world_size + ", median step " + us(doc.median_step_us)));
+  head.append(el("div", { "class": "verdict" + (doc.verdict && doc.verdict.finding_id ? "" : " none"), id: "verdict", "data-finding-id": (doc.verdict || {}).finding_id || "" }, (doc.verdict || {}).headline || ""));
+  const fs = section("findings", "Findings (" + (doc.findings || []).length + ")");
+  (doc.findings || []).forEach((f, n) => fs.append(findingCard(f, n)));
+  const ranks = doc.ranks || [];
+  const heatCols = ["mean_step_us", "gpu_utilization_pct", "input_us_per_step", "exposed_communication_us_per_step", "collective_wait_us_per_step"];
+  const maxOf = k => Math.max(0, ...ranks.map(r => typeof r[k] === "number" ? r[k] : 0));
+  const hs = section("ranks", "Per-rank heatmap");
+  hs.append(table([{ label: "rank", num: true, get: r => r.rank, fmt: v => num(v, 0) }].concat(heatCols.map(k => ({ label: k.replace(/_us_per_step$/, " / step").replace(/_/g, " "), num: true, heat: true, max: maxOf(k), get: r => r[k], fmt: v => k.endsWith("_pct") ? num(v, 1) + "%" : us(v) }))),
+    ranks, { cls: "heat", cap: 64 }));
+  if ((doc.stragglers || []).length || (doc.stragglers && doc.stragglers.list)) {
+    const ss = section("stragglers", "Stragglers");
+    ss.append(el("pre", {}, JSON.stringify(doc.stragglers, null, 2)));
+  }
+  const rv = section("rank-verdicts", "Each rank's own verdict");
+  (doc.rank_verdicts || []).forEach(v => rv.append(el("div", {}, typeof v === "string" ? v : (v.headline || JSON.stringify(v)))));
+}
+
+function renderDiff() {
+  const head = section("summary", "Diff");
+  head.append(el("div", { "class": "muted" }, "BASE " + doc.base.source + " (" + doc.base.steps + " steps) -> NEW " + doc.new.source + " (" + doc.new.steps + " steps)"));
+  head.append(el("div", { "class": "verdict" + (doc.step_time.verdict === "significantly-slower" ? "" : " none"), id: "verdict" }, doc.step_time.headline));
+  if (doc.gate && doc.gate.enabled) head.append(el("div", { id: "gate" }, "Gate: " + doc.gate.outcome + (doc.gate.reason ? " - " + doc.gate.reason : "")));
+  const steps = [];
+  (doc.base.step_us || []).forEach((v, i) => steps.push({ label: "base " + i, duration_us: v, breakdown_us: {} }));
+  const bs = section("breakdown", "Breakdown, mean per step: before and after");
+  bs.append(table([{ label: "category", get: r => r.label }, { label: "base", num: true, get: r => r.base_us, fmt: us }, { label: "new", num: true, get: r => r.new_us, fmt: us },
+    { label: "change", num: true, get: r => r.change_us, fmt: us }, { label: "change %", num: true, get: r => r.relative_change_pct, fmt: v => num(v, 1) }], doc.breakdown || []));
+  for (const [key, title] of [["operators", "Operators"], ["kernels", "Kernels"]]) {
+    const d = doc[key]; if (!d) continue;
+    const s = section(key, title + ": " + Object.entries(d.counts || {}).map(([k, v]) => v + " " + k).join(", "));
+    for (const list of ["slower", "faster", "added", "removed"]) {
+      const rows = d[list] || []; if (!rows.length) continue;
+      s.append(el("h3", {}, list));
+      const cols = Object.keys(rows[0]).filter(k => typeof rows[0][k] !== "object");
+      s.append(table(cols.map(k => ({ label: k.replace(/_/g, " "), name: k === "name", num: typeof rows[0][k] === "number", get: r => r[k], fmt: v => typeof v === "number" ? num(v, 3) : v })), rows, { filter: true }));
+    }
+  }
+  const f = doc.findings || {};
+  const fs = section("findings", "Findings: " + (f.appeared || []).length + " appeared, " + (f.resolved || []).length + " resolved, " + (f.persisting || []).length + " persisting");
+  for (const list of ["appeared", "resolved", "persisting"]) (f[list] || []).forEach(x => fs.append(el("div", { "class": "finding" }, el("strong", {}, list + ": "), (x.new || x.base || x).title || x.cause)));
+}
+
+root.append(el("h1", {}, "ferret report"), el("div", { "class": "muted", id: "schema" }, doc.schema));
+if (doc.schema === "ferret.job/1") renderJob();
+else if (doc.schema === "ferret.diff/2") renderDiff();
+else (doc.traces || []).forEach(renderTrace);
+// For tests and curious readers: that the page drew, and that it fetched nothing.
+document.body.dataset.rendered = "1";
+document.body.dataset.resources = String(performance.getEntriesByType("resource").length);
+})();
+</script>
+</body>
+</html>
+)HTML";
+
+}  // namespace
+
+std::string json_for_script(std::string_view json) {
+  std::string out;
+  out.reserve(json.size() + json.size() / 16);
+  for (char c : json) {
+    switch (c) {
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string html_page(std::string_view document_json, std::string_view title) {
+  std::string out;
+  out.reserve(kHead.size() + kStyle.size() + kScript.size() + document_json.size() + 256);
+  out += kHead;
+  for (char c : title) {  // the title is text: escape what HTML would read as markup
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  out += kStyle;
+  out += json_for_script(document_json);
+  out += kScript;
+  return out;
+}
+
+}  // namespace ferret
