@@ -360,6 +360,28 @@ void finish_launch(LaunchStats& ls, std::vector<std::int64_t>& delays) {
   ls.p90_delay_ns = percentile(delays, 0.9);
 }
 
+// Busy share per bucket from merged (disjoint, sorted) intervals, in one sweep: each interval
+// touches only the buckets it overlaps, so the cost is O(intervals + buckets).
+std::vector<float> busy_series(const std::vector<Interval>& merged, std::int64_t first, std::int64_t last,
+                               int buckets) {
+  if (last <= first || buckets <= 0) return {};
+  std::vector<double> busy(static_cast<std::size_t>(buckets), 0.0);
+  const double width = static_cast<double>(last - first) / buckets;
+  for (const Interval& i : merged) {
+    const double s = static_cast<double>(std::max(i.start, first) - first);
+    const double e = static_cast<double>(std::min(i.end, last) - first);
+    if (e <= s) continue;
+    for (int k = std::min(buckets - 1, static_cast<int>(s / width)); k < buckets; ++k) {
+      const double b0 = k * width, b1 = (k + 1) * width;
+      if (b0 >= e) break;
+      busy[static_cast<std::size_t>(k)] += std::min(e, b1) - std::max(s, b0);
+    }
+  }
+  std::vector<float> out(busy.size());
+  for (std::size_t k = 0; k < busy.size(); ++k) out[k] = static_cast<float>(std::min(1.0, busy[k] / width));
+  return out;
+}
+
 DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition definition,
                               std::vector<std::int64_t>& all_delays, std::vector<EventIndex>& graph_launchers) {
   DeviceTimeline dt;
@@ -384,6 +406,7 @@ DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition
   }
   dt.span_start_ns = first;
   dt.span_end_ns = last;
+  dt.busy_series = busy_series(all, first, last, kBusySeriesBuckets);
   TemporalBreakdown& b = dt.breakdown;
   b.span_ns = last - first;
   b.busy_ns = total_length(all);

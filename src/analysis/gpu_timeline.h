@@ -107,10 +107,16 @@ struct StreamTimeline {
   double mean_queue = 0;
 };
 
+// Buckets of the downsampled busy curve: enough to see steps and idle gaps on a page, a few kB.
+inline constexpr int kBusySeriesBuckets = 400;
+
 struct DeviceTimeline {
   std::int32_t device = -1;
   std::int64_t span_start_ns = 0;
   std::int64_t span_end_ns = 0;
+  // The busy share of each of kBusySeriesBuckets equal buckets of [span_start_ns, span_end_ns)
+  // (0..1, from the union of GPU activity): the activity timeline the HTML report draws.
+  std::vector<float> busy_series;
   TemporalBreakdown breakdown;
   KernelTypeBreakdown kernel_types;
   std::int64_t communication_ns = 0;          // |union of communication kernels|

@@ -49,6 +49,44 @@ int allocator_call_kind(std::string_view name) {
   return 0;
 }
 
+// Peak-preserving downsampling of the totals of rows [begin, end) (one device, in time order).
+MemoryCurve memory_curve(const std::vector<MemRow>& rows, std::size_t begin, std::size_t end) {
+  MemoryCurve c;
+  std::size_t first = end, last = begin;
+  for (std::size_t i = begin; i < end; ++i)
+    if (rows[i].total_allocated >= 0 && rows[i].total_reserved >= 0) first = std::min(first, i), last = i;
+  if (first == end) return c;
+  const std::int64_t t0 = rows[first].ts, t1 = rows[last].ts;
+  const int buckets = t1 > t0 ? kMemoryCurveBuckets : 1;
+  c.start_ns = t0;
+  c.bucket_ns = std::max<std::int64_t>(1, (t1 - t0 + buckets) / buckets);
+  c.allocated.assign(static_cast<std::size_t>(buckets), -1);
+  c.reserved.assign(static_cast<std::size_t>(buckets), -1);
+  std::int64_t carried_allocated = -1, carried_reserved = -1;
+  int filled = -1;  // the last bucket written
+  for (std::size_t i = first; i <= last; ++i) {
+    const MemRow& r = rows[i];
+    if (r.total_allocated < 0 || r.total_reserved < 0) continue;
+    const int k = std::min(buckets - 1, static_cast<int>((r.ts - t0) / c.bucket_ns));
+    for (int g = filled + 1; g < k; ++g) {  // buckets without events keep the state before them
+      c.allocated[static_cast<std::size_t>(g)] = carried_allocated;
+      c.reserved[static_cast<std::size_t>(g)] = carried_reserved;
+    }
+    if (k > filled) {
+      c.allocated[static_cast<std::size_t>(k)] = carried_allocated;  // the state entering the bucket
+      c.reserved[static_cast<std::size_t>(k)] = carried_reserved;
+    }
+    std::int64_t& a = c.allocated[static_cast<std::size_t>(k)];
+    std::int64_t& rs = c.reserved[static_cast<std::size_t>(k)];
+    a = std::max(a, r.total_allocated);
+    rs = std::max(rs, r.total_reserved);
+    filled = std::max(filled, k);
+    carried_allocated = r.total_allocated;
+    carried_reserved = r.total_reserved;
+  }
+  return c;
+}
+
 void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::size_t end, const DeviceIndex& properties,
                     const AnalysisContext& ctx, MemoryResult& result) {
   MemoryDevice d;
@@ -119,6 +157,7 @@ void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::siz
       }
     }
   }
+  if (d.has_totals) d.curve = memory_curve(rows, begin, end);
   if (frag_weight > 0)
     d.fragmentation_mean = weighted_frag / frag_weight;
   else if (frag_count > 0)

@@ -16,6 +16,17 @@
 
 namespace ferret {
 
+// The allocator's totals over the window, downsampled to at most kMemoryCurveBuckets equal
+// buckets: each bucket holds the highest allocated and reserved bytes seen in it (so the peak
+// survives), or the state carried from before when no event fell in it.
+inline constexpr int kMemoryCurveBuckets = 300;
+struct MemoryCurve {
+  std::int64_t start_ns = 0;
+  std::int64_t bucket_ns = 0;
+  std::vector<std::int64_t> allocated;  // -1 before the first event with totals
+  std::vector<std::int64_t> reserved;
+};
+
 struct MemoryDevice {
   int device_type = -1;  // c10::DeviceType: 0 CPU, 1 CUDA (most ROCm builds too), 6 HIP
   int device_id = -1;
@@ -51,6 +62,7 @@ struct MemoryDevice {
   double fragmentation_max = -1;       // highest value at any event with reserved > 0
   std::uint64_t reserved_grows = 0;    // events where Total Reserved rose (a new segment: cudaMalloc)
   std::uint64_t reserved_shrinks = 0;  // events where it fell (segments released: cudaFree)
+  MemoryCurve curve;                   // empty without totals
 };
 
 struct MemoryStepChurn {

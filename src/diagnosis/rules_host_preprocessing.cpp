@@ -159,6 +159,8 @@ void annotate_with_python_frames(const TraceAnalysis& a, std::vector<Finding>& o
     if (!p.recorded) {
       // The legacy autograd export has no python_function events even with with_stack=True.
       const bool legacy = a.model != nullptr && a.model->info.generation == FormatGeneration::kLegacyAutograd;
+      // Once per finding: a cause that absorbed its symptoms (verdict.h) may carry their details.
+      if (f.detail.find("would name the Python code") != std::string::npos) continue;
       f.detail += legacy ? " This legacy autograd export holds no Python frames; a Kineto trace (torch.profiler in a "
                            "torch built with Kineto) recorded with `with_stack=True` would name the Python code that "
                            "holds the host."

@@ -36,9 +36,20 @@ void add_fixes(Finding& into, const Finding& from) {
     if (std::find(into.fixes.begin(), into.fixes.end(), fix) == into.fixes.end()) into.fixes.push_back(fix);
 }
 
+// Appends the sentences of `detail` that `into` does not already say: findings of one cause often
+// share a sentence (the advice to record Python stacks, say), which should read once.
 void add_detail(Finding& into, const std::string& detail) {
-  if (detail.empty()) return;
-  into.detail += into.detail.empty() ? detail : " " + detail;
+  std::size_t begin = 0;
+  while (begin < detail.size()) {
+    std::size_t end = detail.find(". ", begin);
+    end = end == std::string::npos ? detail.size() : end + 1;
+    const std::string sentence = detail.substr(begin, end - begin);
+    // Short pieces ("(e.g." split at its dot) are always kept: only whole sentences repeat.
+    if (!sentence.empty() && (sentence.size() < 40 || into.detail.find(sentence) == std::string::npos))
+      into.detail += into.detail.empty() ? sentence : " " + sentence;
+    begin = end;
+    while (begin < detail.size() && detail[begin] == ' ') ++begin;
+  }
 }
 
 // A finding merges by key when its rule names the key, or when it reads one trace (one id, one

@@ -329,6 +329,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
     for (int c = 0; c < kStepCategoryCount; ++c)
       cats[step_category_key(static_cast<StepCategory>(c))] = round3(ns_to_us(static_cast<double>(s.ns[c])));
     step_list.push_back({{"number", s.number},
+                         {"start_us", round3(ns_to_us(static_cast<double>(s.start_ns)))},
                          {"duration_us", round3(ns_to_us(static_cast<double>(s.duration_ns)))},
                          {"breakdown_us", cats}});
   }
@@ -383,6 +384,27 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
       {"graph_replayed_kernels", tl.launch.graph_kernels},
       {"graph_replayed_us", round3(ns_to_us(static_cast<double>(tl.graph_replayed_ns)))},
       {"graph_replayed_pct", round2(tl.graph_replayed_pct())}};
+  // Curves for the first kCurveDevices devices: a rank's trace holds one node's GPUs at most, and
+  // a trace naming thousands of devices must not turn into megabytes of curves.
+  constexpr std::size_t kCurveDevices = 16;
+  json busy_curves = json::array();
+  std::size_t curves_left_out = 0;
+  for (const DeviceTimeline& d : tl.devices) {
+    if (d.busy_series.empty()) continue;
+    if (busy_curves.size() == kCurveDevices) {
+      ++curves_left_out;
+      continue;
+    }
+    json pct = json::array();
+    for (float v : d.busy_series) pct.push_back(std::round(1000.0 * v) / 10.0);  // 0.1% steps
+    busy_curves.push_back(
+        {{"device", d.device},
+         {"start_us", round3(ns_to_us(static_cast<double>(d.span_start_ns)))},
+         {"bucket_us", round3(ns_to_us(static_cast<double>(d.span_end_ns - d.span_start_ns)) / d.busy_series.size())},
+         {"busy_pct", std::move(pct)}});
+  }
+  j["temporal"]["busy_curves"] = std::move(busy_curves);
+  j["temporal"]["busy_curves_left_out"] = curves_left_out;
   auto op_json = [](const OpStat& op) {
     json o = {{"name", op.name},
               {"calls", op.calls},
@@ -427,7 +449,14 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
   j["critical_path"] = critical_path_json(a.critical_path);
   j["roofline"] = roofline_json(a.roofline);
   json mem_devices = json::array();
-  for (const MemoryDevice& md : a.memory.devices)
+  std::size_t memory_curves = 0;
+  for (const MemoryDevice& md : a.memory.devices) {
+    json curve = nullptr;
+    if (!md.curve.allocated.empty() && memory_curves++ < kCurveDevices)
+      curve = {{"start_us", round3(ns_to_us(static_cast<double>(md.curve.start_ns)))},
+               {"bucket_us", round3(ns_to_us(static_cast<double>(md.curve.bucket_ns)))},
+               {"allocated_bytes", md.curve.allocated},
+               {"reserved_bytes", md.curve.reserved}};
     mem_devices.push_back({{"device_type", md.device_type},
                            {"device", md.device_id},
                            {"peak_allocated_bytes", md.peak_allocated},
@@ -435,7 +464,9 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                            {"capacity_bytes", md.capacity_bytes},
                            {"fragmentation_at_peak",
                             md.fragmentation_at_peak < 0 ? json(nullptr) : json(round3(md.fragmentation_at_peak))},
-                           {"allocations", md.allocations}});
+                           {"allocations", md.allocations},
+                           {"curve", std::move(curve)}});
+  }
   j["memory"] = {{"present", a.memory.present},
                  {"devices", mem_devices},
                  {"allocations_per_step", round2(a.memory.allocations_per_step)}};

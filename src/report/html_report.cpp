@@ -184,6 +184,34 @@ function breakdownChart(steps) {
   return el("div", {}, svg, legend);
 }
 
+// A line chart of series over time: `series` = [{name, color, values, fill}], x in buckets from
+// start_us of width bucket_us; vertical `marks` = [{at_us, label}] (step starts).
+function curveChart(cls, start_us, bucket_us, series, maxY, yLabel, marks) {
+  const W = 900, H = 160, L = 60, R = 10, T = 10, B = 24;
+  const n = Math.max(...series.map(s => s.values.length), 1);
+  const svg = svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "class": cls });
+  const x = i => L + (W - L - R) * i / n, y = v => T + (H - T - B) * (1 - Math.max(0, v) / (maxY || 1));
+  svg.append(svgEl("line", { x1: L, y1: y(0), x2: W - R, y2: y(0), stroke: "#999" }));
+  const top = svgEl("text", { x: 0, y: T + 8 }); top.textContent = yLabel; svg.append(top);
+  (marks || []).forEach(m => {
+    const i = (m.at_us - start_us) / bucket_us;
+    if (i < 0 || i > n) return;
+    svg.append(svgEl("line", { x1: x(i), y1: T, x2: x(i), y2: y(0), stroke: "#bbb", "stroke-dasharray": "3,3", "class": "mark" }));
+    const t = svgEl("text", { x: x(i) + 2, y: H - 8 }); t.textContent = m.label; svg.append(t);
+  });
+  series.forEach(s => {
+    const pts = [];
+    s.values.forEach((v, i) => { if (v !== null && v >= 0) pts.push(x(i).toFixed(1) + "," + y(v).toFixed(1), x(i + 1).toFixed(1) + "," + y(v).toFixed(1)); });
+    if (!pts.length) return;
+    if (s.fill) svg.append(svgEl("polygon", { points: x(0) + "," + y(0) + " " + pts.join(" ") + " " + x(n) + "," + y(0), fill: s.color, opacity: 0.35 }));
+    svg.append(svgEl("polyline", { points: pts.join(" "), fill: "none", stroke: s.color, "stroke-width": 1.2, "data-series": s.name, "data-points": s.values.length }));
+  });
+  const legend = el("div", { "class": "legend" }, series.map(s => el("span", {}, (() => { const i = el("i"); i.style.background = s.color; return i; })(), s.name)));
+  return el("div", {}, svg, legend);
+}
+
+function bytes(v) { if (v === null || v === undefined || v < 0) return "-"; const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0; while (v >= 1024 && i < 4) { v /= 1024; i++; } return num(v, 2) + " " + u[i]; }
+
 function renderTrace(t, index) {
   const suffix = doc.traces.length > 1 ? " (" + (index + 1) + ")" : "";
   if (t.error) { section("error-" + index, "Could not analyse" + suffix).append(el("p", {}, t.source + ": " + t.error)); return; }
@@ -201,6 +229,25 @@ function renderTrace(t, index) {
     const steps = t.steps.list.map(s => ({ label: "step " + s.number, duration_us: s.duration_us, breakdown_us: s.breakdown_us }));
     bs.append(breakdownChart(steps.slice(0, 200)));
     if (steps.length > 200) bs.append(el("p", { "class": "muted" }, "first 200 of " + steps.length + " steps drawn"));
+  }
+  const curves = (t.temporal || {}).busy_curves || [];
+  if (curves.length) {
+    const ts = section("timeline" + (index ? "-" + index : ""), "GPU activity over the window");
+    const marks = ((t.steps || {}).list || []).filter(s => s.number >= 0).slice(0, 100).map(s => ({ at_us: s.start_us, label: "#" + s.number }));
+    curves.forEach(c => {
+      ts.append(el("h3", {}, "GPU " + c.device + ": busy % per " + us(c.bucket_us)));
+      ts.append(curveChart("timeline", c.start_us, c.bucket_us, [{ name: "busy %", color: "#2e7d32", values: c.busy_pct, fill: true }], 100, "100%", marks));
+    });
+  }
+  const memCurves = ((t.memory || {}).devices || []).filter(d => d.curve);
+  if (memCurves.length) {
+    const mc = section("memory-curve" + (index ? "-" + index : ""), "Memory over the window");
+    memCurves.forEach(d => {
+      const c = d.curve;
+      const maxY = Math.max(d.capacity_bytes > 0 ? d.capacity_bytes : 0, ...c.reserved_bytes, ...c.allocated_bytes, 1);
+      mc.append(el("h3", {}, (d.device_type === 0 ? "CPU" : "device " + d.device) + ": peak allocated " + bytes(d.peak_allocated_bytes) + ", peak reserved " + bytes(d.peak_reserved_bytes) + (d.capacity_bytes > 0 ? " of " + bytes(d.capacity_bytes) : "")));
+      mc.append(curveChart("memory", c.start_us, c.bucket_us, [{ name: "reserved", color: "#ef6c00", values: c.reserved_bytes, fill: false }, { name: "allocated", color: "#1565c0", values: c.allocated_bytes, fill: true }], maxY, bytes(maxY), []));
+    });
   }
   if (t.breakdown_us) {
     const rows = Object.keys(t.breakdown_us).map(k => ({ category: k, us: t.breakdown_us[k], pct: (t.breakdown_pct || {})[k] }));

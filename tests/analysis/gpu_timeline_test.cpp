@@ -54,6 +54,28 @@ const std::string kTimeline = trace({
     span("gpu_user_annotation", "forward", 0, 7, 50, 350),
 });
 
+// The busy curve of kTimeline: 400 buckets of 650 ns over the 260 us span. Its buckets add up to
+// the busy time (165 us), the first bucket (inside A) is fully busy, and buckets 154-168 (within
+// the idle gap [200, 210) us, i.e. 100-110 us into the span) are empty.
+TEST(GpuTimeline, BusyCurveAddsUpToTheBusyTime) {
+  const TraceModel m = load_trace_text(kTimeline);
+  const GpuTimelineResult r = analyze_gpu_timeline(m, make_analysis_context(m, {}));
+  ASSERT_EQ(r.devices.size(), 1u);
+  const std::vector<float>& busy = r.devices[0].busy_series;
+  ASSERT_EQ(busy.size(), static_cast<std::size_t>(kBusySeriesBuckets));
+  double sum = 0;
+  for (float v : busy) {
+    EXPECT_GE(v, 0.0f);
+    EXPECT_LE(v, 1.0f);
+    sum += v;
+  }
+  EXPECT_NEAR(sum * 650.0, 165'000.0, 1.0);
+  EXPECT_FLOAT_EQ(busy[0], 1.0f);
+  for (int k = 154; k <= 168; ++k) EXPECT_FLOAT_EQ(busy[static_cast<std::size_t>(k)], 0.0f) << k;
+  // Bucket 153 is [99.45, 100.1) us into the span: busy until 100 -> 0.55 / 0.65.
+  EXPECT_NEAR(busy[153], 0.55 / 0.65, 1e-4);
+}
+
 TEST(GpuTimeline, TemporalBreakdownByHand) {
   const TraceModel m = load_trace_text(kTimeline);
   const GpuTimelineResult r = analyze_gpu_timeline(m, make_analysis_context(m, {}));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 
@@ -86,6 +88,33 @@ TEST(Memory, PeaksAndFragmentationMatchHandComputation) {
   EXPECT_EQ(cpu.peak_allocated, 16);
   EXPECT_EQ(cpu.capacity_bytes, -1);
   EXPECT_EQ(cpu.fragmentation_at_peak, -1);  // nothing reserved: no fragmentation to speak of
+}
+
+// The curve of device 0 in kTrace: its five events with totals span 13..150 us = 137,000 ns, so
+// 300 buckets of (137,000 + 300) / 300 = 457 ns; the events fall in buckets 0, 15, 80, 223 and 299.
+// Each bucket holds the most seen in it, the state entering it included (so the 5000 peak at
+// ts 20 stays visible in bucket 80, where allocated fell to 1000); empty buckets carry the state.
+TEST(Memory, CurveKeepsThePeaksAndCarriesTheState) {
+  const TraceModel m = load_trace_text(kTrace);
+  const MemoryResult r = analyze(m);
+  const MemoryDevice* d = nullptr;
+  for (const MemoryDevice& x : r.devices)
+    if (x.device_type == 1 && x.device_id == 0) d = &x;
+  ASSERT_NE(d, nullptr);
+  const MemoryCurve& c = d->curve;
+  EXPECT_EQ(c.start_ns, 13'000);
+  EXPECT_EQ(c.bucket_ns, 457);
+  ASSERT_EQ(c.allocated.size(), 300u);
+  ASSERT_EQ(c.reserved.size(), 300u);
+  const std::vector<std::pair<int, std::pair<std::int64_t, std::int64_t>>> expected = {
+      {0, {4000, 6000}},  {14, {4000, 6000}},  {15, {5000, 6000}},  {79, {5000, 6000}},  {80, {5000, 6000}},
+      {81, {1000, 6000}}, {222, {1000, 6000}}, {223, {4000, 8000}}, {298, {4000, 8000}}, {299, {4000, 8000}}};
+  for (const auto& [k, values] : expected) {
+    EXPECT_EQ(c.allocated[static_cast<std::size_t>(k)], values.first) << k;
+    EXPECT_EQ(c.reserved[static_cast<std::size_t>(k)], values.second) << k;
+  }
+  EXPECT_EQ(*std::max_element(c.allocated.begin(), c.allocated.end()), d->peak_allocated);
+  EXPECT_EQ(*std::max_element(c.reserved.begin(), c.reserved.end()), d->peak_reserved);
 }
 
 TEST(Memory, ChurnPerStepAndAllocatorCalls) {

@@ -60,6 +60,20 @@ TEST(Verdict, SymptomFoldsIntoItsCauseAsEvidence) {
   EXPECT_EQ(findings[0].severity, Severity::kHigh);  // 1.5x: a third of the time, >= 20%
 }
 
+// A sentence both findings carry (the advice to record Python stacks) reads once after the fold;
+// the symptom's other sentences follow the cause's.
+TEST(Verdict, FoldedDetailSaysASharedSentenceOnce) {
+  const std::string shared = "Recording with `with_stack=True` would name the Python code that holds the host.";
+  Finding cause = finding("launch-bound", Severity::kMedium, 1.5);
+  cause.detail = "Kernels are short. " + shared;
+  Finding symptom = finding("low-gpu-utilization", Severity::kHigh, 2.0);
+  symptom.detail = "The GPU idles half the time (e.g. 50.0 ms). " + shared;
+  std::vector<Finding> findings = {cause, symptom};
+  rank_and_lead_with_verdict(findings);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].detail, "Kernels are short. " + shared + " The GPU idles half the time (e.g. 50.0 ms).");
+}
+
 // Causes that explain under half of a symptom's time leave it standing for the rest: a GPU idle
 // 90% of the time (10x) beside a synchronous copy worth 2% (1.0204x) and host syncs worth 20%
 // (1.25x) - 22% < 45%. The symptom leads, asks first what to record, and names the partial causes.

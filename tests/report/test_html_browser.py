@@ -164,6 +164,34 @@ class HtmlInTheBrowser(unittest.TestCase):
                 cells = [float(e["attrs"]["data-value"]) for e in dom.tags("td") if "data-value" in e["attrs"]]
                 for r in rows[:5]:
                     self.assertIn(r["host_self_us"], cells)
+                # The GPU activity curve: one line per device, every bucket of the document drawn.
+                lines = [e for e in dom.tags("polyline") if e["attrs"].get("data-series") == "busy %"]
+                curves = trace["temporal"]["busy_curves"]
+                self.assertEqual([int(e["attrs"]["data-points"]) for e in lines], [len(c["busy_pct"]) for c in curves])
+                if curves:
+                    self.assertTrue(dom.by_id("timeline"))
+
+    def test_the_memory_curve(self):
+        events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                   "ts": i * 100, "dur": 100} for i in range(3)]
+        totals = [(10, 4000, 6000), (40, 9000, 12000), (120, 2000, 12000), (250, 5000, 8000)]
+        events += [{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts, "s": "t",
+                    "args": {"Device Type": 1, "Device Id": 0, "Addr": n, "Bytes": 100, "Total Allocated": a,
+                             "Total Reserved": r}} for n, (ts, a, r) in enumerate(totals)]
+        events += [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": i * 100 + 1, "dur": 90}
+                   for i in range(3)]
+        path = os.path.join(self.tmp, "memory.json")
+        with open(path, "w") as f:
+            json.dump({"traceEvents": events}, f)
+        page, doc, dom, console = self.page_and_json("analyze", path)
+        self.check_common(page, dom, console)
+        device = doc["traces"][0]["memory"]["devices"][0]
+        self.assertEqual(max(device["curve"]["allocated_bytes"]), 9000)  # the peak survives downsampling
+        self.assertEqual(max(device["curve"]["reserved_bytes"]), 12000)
+        self.assertTrue(dom.by_id("memory-curve"))
+        drawn = {e["attrs"]["data-series"]: int(e["attrs"]["data-points"]) for e in dom.tags("polyline")}
+        self.assertEqual(drawn.get("allocated"), len(device["curve"]["allocated_bytes"]))
+        self.assertEqual(drawn.get("reserved"), len(device["curve"]["reserved_bytes"]))
 
     def test_a_job_page_has_the_rank_heatmap(self):
         job = os.path.join(self.tmp, "job")
