@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "ingest/byte_source.h"
 
 namespace ferret::test {
 
@@ -60,5 +63,24 @@ CommandResult run_ferret(const std::string& args, const std::string& stdin_file 
 // Runs a shell command line through sh -c, capturing its exit code, stdout and stderr. `{ferret}`
 // in the line stands for the built binary (so a test can wrap it: ulimit, /usr/bin/time, prlimit).
 CommandResult run_shell(const std::string& line);
+
+// A source that hands out at most `chunk` bytes per read: every read boundary falls somewhere
+// new (inside strings, between a backslash and what it escapes, inside numbers and keys).
+class DribbleSource final : public ByteSource {
+ public:
+  DribbleSource(std::string bytes, std::size_t chunk) : bytes_(std::move(bytes)), chunk_(chunk) {}
+  std::size_t read(char* dst, std::size_t capacity) override {
+    const std::size_t n = std::min({capacity, chunk_, bytes_.size() - pos_});
+    std::copy_n(bytes_.data() + pos_, n, dst);
+    pos_ += n;
+    return n;
+  }
+  std::uint64_t consumed() const override { return pos_; }
+
+ private:
+  std::string bytes_;
+  std::size_t chunk_;
+  std::size_t pos_ = 0;
+};
 
 }  // namespace ferret::test

@@ -53,6 +53,10 @@ struct AnalysisOptions {
   std::size_t concurrent_min_events = 200'000;  // below it a second thread costs more than it saves
   // The script's DataLoaders, when recorded at run time (empty: unknown): findings quote them.
   std::vector<DataLoaderSettings> dataloaders;
+  // Buckets of the downsampled curves (GPU busy, memory): 0 keeps the report's defaults, a few
+  // hundred, enough for a page; ferret annotate asks for more, to be read on a zoomable timeline.
+  int series_buckets = 0;
+  bool queue_series = false;  // also the launch queue per device (DeviceTimeline::queue_series)
 };
 
 // A selector (--steps, --device, --window, --time) that matches nothing in a trace. Analysing

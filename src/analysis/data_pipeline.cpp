@@ -56,6 +56,7 @@ DataPipelineResult analyze_data_pipeline(const TraceModel& model, const Analysis
     if (memo < 0) memo = is_dataloader_span(model.name_of(e)) ? 1 : 0;
     return memo == 1;
   };
+  LongestIntervals call_sites;
   const std::size_t n = model.size();
   for (std::size_t i = 0; i < n; ++i) {
     const EventKind kind = model.kind[i];
@@ -84,7 +85,9 @@ DataPipelineResult analyze_data_pipeline(const TraceModel& model, const Analysis
     DataLoaderStep& step = result.steps[static_cast<std::size_t>(it - 1 - cpu_spans.begin())];
     ++step.calls;
     step.longest_call_ns = std::max(step.longest_call_ns, end - start);
+    call_sites.offer({start, end});
   }
+  result.call_sites = call_sites.take();
   merge_intervals(loader_spans);
   merge_intervals(gpu_busy);
   const std::vector<Interval> waiting_gpu_idle = subtract(loader_spans, gpu_busy);

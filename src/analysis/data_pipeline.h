@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/intervals.h"
 
 namespace ferret {
 
@@ -43,6 +44,7 @@ struct DataPipelineResult {
 
   std::int64_t longest_call_ns = 0;
   std::int64_t longest_call_step = -1;  // the step that made it
+  Occurrences call_sites;               // the longest outermost calls in the steps, by time
 
   // The iterator class in the span name tells how the DataLoader was built:
   // "_SingleProcessDataLoaderIter" means num_workers=0 (batches load on the training thread),

@@ -382,7 +382,54 @@ std::vector<float> busy_series(const std::vector<Interval>& merged, std::int64_t
   return out;
 }
 
-DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition definition,
+// Launches queued and not yet started on the device, the most in each bucket: +1 when a launch call
+// starts, -1 when its activity starts (the per-stream queue's rule), every stream together.
+std::vector<std::uint32_t> queue_series(std::span<const Activity> acts, std::int64_t first, std::int64_t last,
+                                        int buckets) {
+  if (last <= first || buckets <= 0) return {};
+  std::vector<std::pair<std::int64_t, int>> moves;
+  for (const Activity& a : acts) {
+    if (a.launcher == kNoEvent) continue;
+    moves.push_back({a.launch_start, +1});
+    moves.push_back({std::max(a.start, a.launch_start), -1});
+  }
+  std::sort(moves.begin(), moves.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;  // enqueue before start
+  });
+  std::vector<std::uint32_t> out(static_cast<std::size_t>(buckets), 0);
+  const double width = static_cast<double>(last - first) / buckets;
+  auto bucket_of = [&](std::int64_t t) {
+    if (t <= first) return 0;
+    return std::min(buckets - 1, static_cast<int>(static_cast<double>(t - first) / width));
+  };
+  std::int64_t queue = 0;
+  int current = 0;
+  for (const auto& [t, delta] : moves) {
+    if (t >= last) break;
+    const int b = bucket_of(t);
+    for (int k = current + 1; k <= b; ++k) out[static_cast<std::size_t>(k)] = static_cast<std::uint32_t>(queue);
+    current = std::max(current, b);
+    queue = std::max<std::int64_t>(0, queue + delta);
+    auto& slot = out[static_cast<std::size_t>(b)];
+    slot = std::max(slot, static_cast<std::uint32_t>(queue));
+  }
+  for (int k = current + 1; k < buckets; ++k) out[static_cast<std::size_t>(k)] = static_cast<std::uint32_t>(queue);
+  return out;
+}
+
+// The longest gaps between merged busy intervals.
+Occurrences idle_gaps(const std::vector<Interval>& merged) {
+  LongestIntervals gaps;
+  for (std::size_t i = 1; i < merged.size(); ++i) gaps.offer({merged[i - 1].end, merged[i].start});
+  return gaps.take();
+}
+
+struct SeriesSettings {
+  int buckets = kBusySeriesBuckets;
+  bool queue = false;
+};
+
+DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition definition, SeriesSettings series,
                               std::vector<std::int64_t>& all_delays, std::vector<EventIndex>& graph_launchers) {
   DeviceTimeline dt;
   dt.device = acts.front().device;
@@ -406,7 +453,9 @@ DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition
   }
   dt.span_start_ns = first;
   dt.span_end_ns = last;
-  dt.busy_series = busy_series(all, first, last, kBusySeriesBuckets);
+  dt.busy_series = busy_series(all, first, last, series.buckets);
+  if (series.queue) dt.queue_series = queue_series(acts, first, last, series.buckets);
+  dt.idle_gaps = idle_gaps(all);
   TemporalBreakdown& b = dt.breakdown;
   b.span_ns = last - first;
   b.busy_ns = total_length(all);
@@ -493,13 +542,16 @@ GpuTimelineResult analyze_gpu_timeline(const TraceModel& model, const AnalysisCo
 
   std::vector<std::int64_t> all_delays;
   std::vector<EventIndex> graph_launchers;
+  SeriesSettings series;
+  if (ctx.options.series_buckets > 0) series.buckets = ctx.options.series_buckets;
+  series.queue = ctx.options.queue_series;
   std::size_t begin = 0;
   const std::span<const Activity> view(acts);
   while (begin < acts.size()) {
     std::size_t end = begin + 1;
     while (end < acts.size() && acts[end].device == acts[begin].device) ++end;
     std::vector<EventIndex> device_graphs;
-    DeviceTimeline dt = analyze_device(view.subspan(begin, end - begin), definition, all_delays, device_graphs);
+    DeviceTimeline dt = analyze_device(view.subspan(begin, end - begin), definition, series, all_delays, device_graphs);
     // Host time in launch calls: each call once.
     std::vector<EventIndex> launchers;
     for (std::size_t i = begin; i < end; ++i)

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/intervals.h"
 
 namespace ferret {
 
@@ -117,6 +118,10 @@ struct DeviceTimeline {
   // The busy share of each of kBusySeriesBuckets equal buckets of [span_start_ns, span_end_ns)
   // (0..1, from the union of GPU activity): the activity timeline the HTML report draws.
   std::vector<float> busy_series;
+  // Launches queued and not yet started on the device (all its streams), the most in each bucket
+  // of the busy series' buckets; only when AnalysisOptions::queue_series asks (ferret annotate).
+  std::vector<std::uint32_t> queue_series;
+  Occurrences idle_gaps;  // the longest gaps in the busy union within the span, by time
   TemporalBreakdown breakdown;
   KernelTypeBreakdown kernel_types;
   std::int64_t communication_ns = 0;          // |union of communication kernels|

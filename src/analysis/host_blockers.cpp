@@ -390,6 +390,7 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
     for (std::size_t i = 0; i < ctx.steps.size(); ++i) sy.per_step[i].step = ctx.steps[i].number;
   }
   EventIndex kept = kNoEvent;
+  LongestIntervals sites;
   for (const auto& [e, caller] : unnested_syncs(model, flags, copy_syncs, sync_candidates)) {
     if (kept != kNoEvent && model.pid[e] == model.pid[kept] && model.tid[e] == model.tid[kept]) {
       // Whole-microsecond timestamps are truncated: the inner call can appear to start up to 1 us
@@ -404,6 +405,7 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
     const std::int64_t dur = std::max<std::int64_t>(0, model.dur_ns[e]);
     ++sy.count;
     sy.total_ns += dur;
+    sites.offer({model.ts_ns[e], model.ts_ns[e] + dur});
     sync_names.push_back({model.name[e], dur});
     sync_callers.push_back({caller, dur});
     const int s = step_of(ctx.steps, model.ts_ns[e]);
@@ -414,6 +416,7 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
   }
   for (const StepCount& sc : sy.per_step)
     if (sc.count > 0) ++sy.steps_with_syncs;
+  sy.sites = sites.take();
   sy.by_name = aggregate(model, std::move(sync_names), top);
   sy.callers = aggregate(model, std::move(sync_callers), top);
   return outer_syncs;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/intervals.h"
 
 namespace ferret {
 
@@ -65,6 +66,7 @@ struct HostSyncs {
   std::vector<NamedTime> callers;   // the op / annotation / Python frame around each sync (top-K)
   std::vector<StepCount> per_step;  // every selected step, in order (empty without steps)
   std::uint64_t steps_with_syncs = 0;
+  Occurrences sites;                 // the longest of the outermost syncs, by time
   std::uint64_t gpu_side_waits = 0;  // cuda_sync events: GPU streams waiting on events
   // Blocking device-to-host copies that are syncs (cudaMemcpyAsync to pageable memory, cudaMemcpy,
   // hipMemcpyWithStream, hipMemcpy ...): the call holds the host far longer than its transfer takes

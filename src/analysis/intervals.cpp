@@ -18,6 +18,40 @@ void merge_intervals(std::vector<Interval>& v) {
   v.resize(out);
 }
 
+namespace {
+// Heap order for LongestIntervals: `a` ranks below `b` when shorter, or as long and later.
+bool ranks_below(const Interval& a, const Interval& b) {
+  if (a.length() != b.length()) return a.length() < b.length();
+  return a.start > b.start;
+}
+// std::push_heap keeps the greatest on top; inverting the order keeps the lowest-ranked there.
+bool heap_order(const Interval& a, const Interval& b) { return ranks_below(b, a); }
+}  // namespace
+
+void LongestIntervals::offer(Interval i) {
+  if (i.end < i.start) i.end = i.start;
+  ++offered_;
+  if (capacity_ == 0) return;
+  if (heap_.size() < capacity_) {
+    heap_.push_back(i);
+    std::push_heap(heap_.begin(), heap_.end(), heap_order);
+  } else if (ranks_below(heap_.front(), i)) {
+    std::pop_heap(heap_.begin(), heap_.end(), heap_order);
+    heap_.back() = i;
+    std::push_heap(heap_.begin(), heap_.end(), heap_order);
+  }
+}
+
+Occurrences LongestIntervals::take() const {
+  Occurrences o;
+  o.longest = heap_;
+  std::sort(o.longest.begin(), o.longest.end(), [](const Interval& a, const Interval& b) {
+    return a.start != b.start ? a.start < b.start : a.end < b.end;
+  });
+  o.count = offered_;
+  return o;
+}
+
 std::int64_t total_length(const std::vector<Interval>& merged) {
   std::int64_t total = 0;
   for (const Interval& i : merged) total += i.length();

@@ -50,14 +50,14 @@ int allocator_call_kind(std::string_view name) {
 }
 
 // Peak-preserving downsampling of the totals of rows [begin, end) (one device, in time order).
-MemoryCurve memory_curve(const std::vector<MemRow>& rows, std::size_t begin, std::size_t end) {
+MemoryCurve memory_curve(const std::vector<MemRow>& rows, std::size_t begin, std::size_t end, int most_buckets) {
   MemoryCurve c;
   std::size_t first = end, last = begin;
   for (std::size_t i = begin; i < end; ++i)
     if (rows[i].total_allocated >= 0 && rows[i].total_reserved >= 0) first = std::min(first, i), last = i;
   if (first == end) return c;
   const std::int64_t t0 = rows[first].ts, t1 = rows[last].ts;
-  const int buckets = t1 > t0 ? kMemoryCurveBuckets : 1;
+  const int buckets = t1 > t0 ? most_buckets : 1;
   c.start_ns = t0;
   c.bucket_ns = std::max<std::int64_t>(1, (t1 - t0 + buckets) / buckets);
   c.allocated.assign(static_cast<std::size_t>(buckets), -1);
@@ -157,7 +157,8 @@ void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::siz
       }
     }
   }
-  if (d.has_totals) d.curve = memory_curve(rows, begin, end);
+  const int curve_buckets = ctx.options.series_buckets > 0 ? ctx.options.series_buckets : kMemoryCurveBuckets;
+  if (d.has_totals) d.curve = memory_curve(rows, begin, end, curve_buckets);
   if (frag_weight > 0)
     d.fragmentation_mean = weighted_frag / frag_weight;
   else if (frag_count > 0)

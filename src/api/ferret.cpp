@@ -116,18 +116,7 @@ Trace::Trace(std::shared_ptr<const Model> model) : model_(std::move(model)) {}
 const std::string& Trace::source() const { return model_->model.info.source; }
 std::uint64_t Trace::event_count() const { return model_->model.size(); }
 
-std::vector<std::string> Trace::notes() const {
-  const IngestReport& report = model_->model.report;
-  std::vector<std::string> notes;
-  for (const auto& [reason, issue] : report.repairs)
-    notes.push_back("repaired " + std::to_string(issue.count) + " x " + reason + " (first at " + issue.first_location +
-                    ")");
-  for (const auto& [reason, issue] : report.skips)
-    notes.push_back("skipped " + std::to_string(issue.count) + " x " + reason + " (first at " + issue.first_location +
-                    ")");
-  notes.insert(notes.end(), report.notes.begin(), report.notes.end());
-  return notes;
-}
+std::vector<std::string> Trace::notes() const { return model_->model.report.lines(); }
 
 Trace load(const std::string& path, unsigned threads) {
   LoadOptions options;

@@ -21,5 +21,6 @@ void register_nccl(CLI::App& app);
 void register_scaling(CLI::App& app);
 void register_whatif(CLI::App& app);
 void register_run(CLI::App& app);
+void register_annotate(CLI::App& app);
 
 }  // namespace ferret::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/intervals.h"
+
 namespace ferret {
 
 enum class Dimension { kBenchmark, kCompute, kDataPipeline, kMemory, kDistributed };
@@ -43,6 +45,9 @@ struct Finding {
   // Rules that judge the same cause from different angles share this key; the diagnosis keeps
   // the higher-ranked finding and folds the other's evidence and fixes into it. Empty = the id.
   std::string cause;
+  // Where the cause happens in the trace (its longest occurrences), for the timeline views; empty
+  // when it is not one place in time (an operator's efficiency, a setting), then it spans the window.
+  Occurrences where;
 };
 
 // Amdahl: removing `share` of the time speeds up by 1 / (1 - share). Capped to avoid infinity.

@@ -23,6 +23,9 @@ void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out);  // unf
 void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out);   // gemm-shape (the roofline's groups)
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);     // capture / initialisation / edge waits
 
+// Where the GPU idled: the longest gaps in its busy union, over the devices (one, or all: -1).
+Occurrences gpu_idle_sites(const GpuTimelineResult& timeline, int device = -1);
+
 // "trace" for a whole trace, "window" for a span or stretch chosen with --window / --time: what
 // a rule's text calls the analysed time when there are no steps.
 inline const char* window_noun(const TraceAnalysis& a) { return a.context.whole_trace() ? "trace" : "window"; }

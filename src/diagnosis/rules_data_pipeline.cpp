@@ -106,6 +106,7 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
   f.threshold = "DataLoader >= 5% of step (TensorBoard plugin: > 5%; XProf: 5-20% moderate); >= 20% high (XProf)";
+  f.where = d.call_sites;
   out.push_back(std::move(f));
 }
 

@@ -12,6 +12,21 @@ namespace ferret {
 
 namespace {
 
+// The collectives that cost the most: by exposed time (what a wait in them costs the step), or
+// by duration; calls with nothing exposed are not where exposed communication happens.
+Occurrences collective_sites(const CommunicationResult& c, bool exposed) {
+  LongestIntervals keep;
+  std::uint64_t count = 0;
+  for (const CollectiveCall& call : c.calls) {
+    if (exposed && call.exposed_ns <= 0) continue;
+    ++count;
+    keep.offer({call.start_ns, call.start_ns + call.dur_ns});
+  }
+  Occurrences o = keep.take();
+  o.count = count;
+  return o;
+}
+
 std::string window_phrase(const TraceAnalysis& a) {
   return a.context.has_steps ? "of step time" : std::string("of the ") + window_noun(a);
 }
@@ -81,6 +96,7 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
   f.time_share = c.exposed_share;
   f.max_speedup = amdahl_speedup(c.exposed_share);
   f.threshold = "communication > 10% of step time (TensorBoard plugin); severity by exposed share >= 5% / >= 20%";
+  f.where = collective_sites(c, false);
   out.push_back(std::move(f));
 }
 
@@ -119,6 +135,7 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
   f.time_share = c.exposed_share;
   f.max_speedup = amdahl_speedup(c.exposed_share);
   f.threshold = "exposed communication >= 5% of step time, >= 20% high (ferret, on XProf's levels)";
+  f.where = collective_sites(c, true);
   out.push_back(std::move(f));
 }
 

@@ -67,7 +67,8 @@ std::string latency_bound_text(const RooflineResult& r, double& share_of_gpu) {
       share_to_pct(share_of_gpu), names);
 }
 
-void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofline, std::vector<Finding>& out) {
+void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofline, const GpuTimelineResult& timeline,
+                       std::vector<Finding>& out) {
   const LaunchRegime& l = h.launch;
   if (l.regime != HostRegime::kLaunchBound || h.window_ns <= 0) return;
   // Bound: CUDA graphs / fusion remove the host's issue time from the GPU's critical path, so at most
@@ -113,6 +114,7 @@ void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofli
   f.threshold =
       "GPU busy < 70% (SageMaker), >= 50% of GPU idle while the host issues work (ferret), median kernel "
       "< 10 us (HTA short kernels), launch calls >= 3% of the window (XProf moderate; >= 15% high)";
+  f.where = gpu_idle_sites(timeline);
   out.push_back(std::move(f));
 }
 
@@ -215,6 +217,7 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
   f.threshold =
       "GPU stall after syncs >= 1% of the window (ferret); >= 3% medium, >= 15% high (XProf's host-overhead "
       "levels); CPU-only traces: host reads in >= half of the steps (info)";
+  f.where = s.sites;
   out.push_back(std::move(f));
 }
 
@@ -509,7 +512,7 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
 }  // namespace
 
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
-  rule_launch_bound(a.host_blockers, a.roofline, out);
+  rule_launch_bound(a.host_blockers, a.roofline, a.timeline, out);
   rule_host_sync(a.host_blockers, a.context, out);
   rule_allocator(a.host_blockers, out);
   rule_pageable_copy(a.host_blockers, out);

@@ -64,6 +64,7 @@ void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
     f.time_share = 0;
     f.max_speedup = amdahl_speedup(0);
     f.threshold = "peak reserved > 90% of device memory (TensorBoard plugin); >= 97% high (ferret)";
+    f.where = {{{d.peak_reserved_ns, d.peak_reserved_ns}}, 1};
     out.push_back(std::move(f));
   }
 }
@@ -129,6 +130,7 @@ void rule_fragmentation(const MemoryResult& m, const AttentionPatternsResult& at
     f.time_share = 0;
     f.max_speedup = amdahl_speedup(0);
     f.threshold = "(reserved - allocated) / reserved at peak reserved > 30% and >= 1 GiB idle (ferret)";
+    f.where = {{{d.peak_reserved_ns, d.peak_reserved_ns}}, 1};
     out.push_back(std::move(f));
   }
 }

@@ -51,6 +51,23 @@ std::uint64_t kernels_in_window(const TraceAnalysis& a) {
 // would shrink to its busy time.
 constexpr double kLowUtilization = 0.50, kVeryLowUtilization = 0.25;
 
+}  // namespace
+
+Occurrences gpu_idle_sites(const GpuTimelineResult& timeline, int device) {
+  LongestIntervals keep;
+  std::uint64_t count = 0;
+  for (const DeviceTimeline& d : timeline.devices) {
+    if (device >= 0 && d.device != device) continue;
+    for (const Interval& gap : d.idle_gaps.longest) keep.offer(gap);
+    count += d.idle_gaps.count;
+  }
+  Occurrences o = keep.take();
+  o.count = count;
+  return o;
+}
+
+namespace {
+
 void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out) {
   const StepBreakdownResult& b = a.breakdown;
   for (const DeviceMetrics& d : a.gpu_metrics.devices) {
@@ -117,6 +134,7 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
     f.time_share = idle;
     f.max_speedup = amdahl_speedup(idle);
     f.threshold = "GPU utilization < 50% (TensorBoard plugin); < 25% high (ferret)";
+    f.where = gpu_idle_sites(a.timeline, d.device);
     out.push_back(std::move(f));
   }
 }
@@ -183,6 +201,7 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.time_share = host;
   f.max_speedup = amdahl_speedup(host);
   f.threshold = "Runtime + CPU Exec + Other >= 20% of step and > DataLoader share; >= 40% high (ferret)";
+  f.where = gpu_idle_sites(a.timeline);
   out.push_back(std::move(f));
 }
 

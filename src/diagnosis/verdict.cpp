@@ -36,6 +36,12 @@ void add_fixes(Finding& into, const Finding& from) {
     if (std::find(into.fixes.begin(), into.fixes.end(), fix) == into.fixes.end()) into.fixes.push_back(fix);
 }
 
+// A finding that says where its cause happens keeps its own places; one that does not takes those
+// of what folds into it.
+void add_where(Finding& into, const Finding& from) {
+  if (into.where.count == 0) into.where = from.where;
+}
+
 // Appends the sentences of `detail` that `into` does not already say: findings of one cause often
 // share a sentence (the advice to record Python stacks, say), which should read once.
 void add_detail(Finding& into, const std::string& detail) {
@@ -74,6 +80,7 @@ void merge_same_cause_key(std::vector<Finding>& findings) {
     if (f.max_speedup > same->max_speedup) std::swap(*same, f);
     add_evidence(*same, f);
     add_fixes(*same, f);
+    add_where(*same, f);
   }
   findings = std::move(kept);
 }
@@ -167,6 +174,7 @@ void fold_findings(std::vector<Finding>& findings) {
     Finding& into = findings[final_target[i]];
     const Finding& from = findings[i];
     add_evidence(into, from);
+    add_where(into, from);
     add_detail(into, from.detail);
     // The same cause from another angle brings its fixes; a symptom's fixes are guesses its cause
     // replaces, unless they act on the symptom itself: then they come along, and the finding's

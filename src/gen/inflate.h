@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gen/trace_writer.h"
+#include "report/trace_writer.h"
 
 namespace ferret {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gen/trace_writer.h"
+#include "report/trace_writer.h"
 
 namespace ferret {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "gen/h100_kernels.h"
-#include "gen/trace_writer.h"
+#include "report/trace_writer.h"
 
 namespace ferret::jobsim {
 

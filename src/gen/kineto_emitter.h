@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "gen/trace_writer.h"
+#include "report/trace_writer.h"
 
 namespace ferret::kineto {
 

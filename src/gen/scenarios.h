@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gen/trace_writer.h"
+#include "report/trace_writer.h"
 
 namespace ferret {
 

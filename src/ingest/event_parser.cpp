@@ -12,6 +12,7 @@
 
 #include "ingest/cpu_level.h"
 #include "ingest/decimal.h"
+#include "ingest/trace_loader.h"
 #include "model/event_kind.h"
 
 namespace ferret {
@@ -618,6 +619,10 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
   if (!row.has_ts && row.ph != 'M') {
     ctx.skip(row.bad_field && std::strcmp(row.bad_field, "ts") == 0 ? "event with a non-numeric or out-of-range \"ts\""
                                                                     : "event without \"ts\"");
+    return;
+  }
+  if (row.has_cat && row.cat == kAnnotationCategory) {
+    ctx.skip(kAnnotationReason);
     return;
   }
   if (row.ph == 'B' || row.ph == 'E') {

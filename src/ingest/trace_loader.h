@@ -51,6 +51,10 @@ inline constexpr const char* kNotATraceDocument = "no \"traceEvents\" array in t
 // (docs/JSON.md lists them).
 inline constexpr const char* kMissingCommaReason = "missing comma between events (accepted)";
 inline constexpr const char* kCommentReason = "comment (// or /* */) skipped";
+// `ferret annotate` adds its view to a trace as events of this category; read back, they are left
+// out (and counted under kAnnotationReason) so that an annotated trace analyses as the original.
+inline constexpr const char* kAnnotationCategory = "ferret";
+inline constexpr const char* kAnnotationReason = "ferret annotate's own events (category \"ferret\") left out";
 inline constexpr const char* kMergedArraysReason =
     "repeated \"traceEvents\" array: events merged into one list (count: events merged)";
 

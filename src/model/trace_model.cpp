@@ -58,6 +58,18 @@ void IngestReport::skip(const std::string& reason, const std::string& where, std
   issue.count += n;
 }
 
+std::vector<std::string> IngestReport::lines(std::string_view note_prefix) const {
+  std::vector<std::string> out;
+  for (const auto& [reason, issue] : repairs)
+    out.push_back("repaired " + std::to_string(issue.count) + " x " + reason + " (first at " + issue.first_location +
+                  ")");
+  for (const auto& [reason, issue] : skips)
+    out.push_back("skipped " + std::to_string(issue.count) + " x " + reason + " (first at " + issue.first_location +
+                  ")");
+  for (const std::string& note : notes) out.push_back(std::string(note_prefix) + note);
+  return out;
+}
+
 std::uint64_t IngestReport::repair_count() const {
   std::uint64_t n = 0;
   for (const auto& [_, issue] : repairs) n += issue.count;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/column.h"
@@ -206,6 +207,9 @@ struct IngestReport {
   void skip(const std::string& reason, const std::string& where, std::uint64_t n = 1);
   std::uint64_t repair_count() const;
   std::uint64_t skip_count() const;
+  // One line per repair and skip ("repaired 3 x <reason> (first at byte 12 (event #1))"), then the
+  // notes, each after `note_prefix`: what every report and API says about the loading.
+  std::vector<std::string> lines(std::string_view note_prefix = "") const;
 };
 
 struct TraceInfo {

@@ -169,13 +169,7 @@ py::dict py_load(const std::string& path, unsigned threads) {
   for (int k = 0; k < kEventKindCount; ++k) kind_names.append(event_kind_name(static_cast<EventKind>(k)));
 
   py::list notes;
-  for (const auto& [reason, issue] : m.report.repairs)
-    notes.append(terminal_safe("repaired " + std::to_string(issue.count) + " x " + reason + " (first at " +
-                               issue.first_location + ")"));
-  for (const auto& [reason, issue] : m.report.skips)
-    notes.append(terminal_safe("skipped " + std::to_string(issue.count) + " x " + reason + " (first at " +
-                               issue.first_location + ")"));
-  for (const std::string& note : m.report.notes) notes.append(terminal_safe(note));
+  for (const std::string& line : m.report.lines()) notes.append(terminal_safe(line));
 
   py::dict out;
   out["source"] = m.info.source;

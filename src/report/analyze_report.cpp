@@ -158,15 +158,7 @@ const GpuTimelineResult& reported_timeline(const TraceAnalysis& a) {
 }
 
 // What ingestion repaired, skipped and noted, one line each (text and Markdown reports).
-std::vector<std::string> input_lines(const IngestReport& r) {
-  std::vector<std::string> lines;
-  for (const auto& [reason, issue] : r.repairs)
-    lines.push_back(fmt::format("repaired {} x {} (first at {})", issue.count, reason, issue.first_location));
-  for (const auto& [reason, issue] : r.skips)
-    lines.push_back(fmt::format("skipped {} x {} (first at {})", issue.count, reason, issue.first_location));
-  for (const std::string& note : r.notes) lines.push_back("note: " + note);
-  return lines;
-}
+std::vector<std::string> input_lines(const IngestReport& r) { return r.lines("note: "); }
 
 }  // namespace
 
@@ -569,6 +561,13 @@ const char* severity_color(const Style& s, Severity sev) {
 
 }  // namespace
 
+nlohmann::ordered_json occurrences_json(const Occurrences& o) {
+  json spans = json::array();
+  for (const Interval& i : o.longest)
+    spans.push_back(json::array({round3(ns_to_us(static_cast<double>(i.start))), round3(ns_to_us(i.length()))}));
+  return {{"count", o.count}, {"spans_us", spans}};
+}
+
 nlohmann::ordered_json finding_json(const Finding& f) {
   json evidence = json::array();
   for (const Evidence& e : f.evidence)
@@ -585,7 +584,8 @@ nlohmann::ordered_json finding_json(const Finding& f) {
           {"max_speedup", round2(f.max_speedup)},
           {"predicted_speedup",
            f.predicted_speedup > 0 ? nlohmann::ordered_json(round2(f.predicted_speedup)) : nlohmann::ordered_json()},
-          {"threshold", f.threshold}};
+          {"threshold", f.threshold},
+          {"where", occurrences_json(f.where)}};
 }
 
 std::string findings_text(const std::vector<Finding>& findings, const Style& st, std::size_t width, bool with_rules) {

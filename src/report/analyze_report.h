@@ -24,5 +24,7 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& sty
                           bool with_rules = false);
 std::string findings_markdown(const std::vector<Finding>& findings, bool with_rules = false);
 nlohmann::ordered_json finding_json(const Finding& finding);
+// {"count": N, "spans_us": [[start, duration], ...]}: where a finding happens (its longest occurrences).
+nlohmann::ordered_json occurrences_json(const Occurrences& occurrences);
 
 }  // namespace ferret

@@ -1,5 +1,9 @@
 #include "report/html_report.h"
 
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 namespace ferret {
 
 namespace {
@@ -35,6 +39,7 @@ th { background: var(--panel); cursor: pointer; user-select: none; white-space: 
 td.name { word-break: break-all; max-width: 640px; } tr.hidden { display: none; }
 .filter { margin: 4px 0; padding: 3px 6px; width: 280px; border: 1px solid var(--line); border-radius: 4px; }
 .legend span { display: inline-block; margin-right: 12px; font-size: 12px; } .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; vertical-align: -1px; }
+.sides { display: flex; gap: 24px; flex-wrap: wrap; }
 svg text { font: 11px system-ui, sans-serif; fill: var(--fg); }
 .heat td.num { color: #111; }
 </style>
@@ -185,9 +190,11 @@ function breakdownChart(steps) {
 }
 
 // A line chart of series over time: `series` = [{name, color, values, fill}], x in buckets from
-// start_us of width bucket_us; vertical `marks` = [{at_us, label}] (step starts).
-function curveChart(cls, start_us, bucket_us, series, maxY, yLabel, marks) {
-  const W = 900, H = 160, L = 60, R = 10, T = 10, B = 24;
+// start_us of width bucket_us; vertical `marks` = [{at_us, label}] (step starts); `lanes` = one row
+// under the plot per finding, [{label, title, spans: [[start_us, duration_us], ...]}], where it happens.
+function curveChart(cls, start_us, bucket_us, series, maxY, yLabel, marks, lanes) {
+  lanes = lanes || [];
+  const LANE = 12, W = 900, H = 160 + LANE * lanes.length, L = 60, R = 10, T = 10, B = 24 + LANE * lanes.length;
   const n = Math.max(...series.map(s => s.values.length), 1);
   const svg = svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "class": cls });
   const x = i => L + (W - L - R) * i / n, y = v => T + (H - T - B) * (1 - Math.max(0, v) / (maxY || 1));
@@ -197,7 +204,7 @@ function curveChart(cls, start_us, bucket_us, series, maxY, yLabel, marks) {
     const i = (m.at_us - start_us) / bucket_us;
     if (i < 0 || i > n) return;
     svg.append(svgEl("line", { x1: x(i), y1: T, x2: x(i), y2: y(0), stroke: "#bbb", "stroke-dasharray": "3,3", "class": "mark" }));
-    const t = svgEl("text", { x: x(i) + 2, y: H - 8 }); t.textContent = m.label; svg.append(t);
+    const t = svgEl("text", { x: x(i) + 2, y: y(0) + 16 }); t.textContent = m.label; svg.append(t);
   });
   series.forEach(s => {
     const pts = [];
@@ -206,8 +213,26 @@ function curveChart(cls, start_us, bucket_us, series, maxY, yLabel, marks) {
     if (s.fill) svg.append(svgEl("polygon", { points: x(0) + "," + y(0) + " " + pts.join(" ") + " " + x(n) + "," + y(0), fill: s.color, opacity: 0.35 }));
     svg.append(svgEl("polyline", { points: pts.join(" "), fill: "none", stroke: s.color, "stroke-width": 1.2, "data-series": s.name, "data-points": s.values.length }));
   });
+  lanes.forEach((lane, k) => {
+    const ly = H - B + 20 + k * LANE;
+    const label = svgEl("text", { x: 0, y: ly + 9, "class": "lane-label" }); label.textContent = lane.label; svg.append(label);
+    lane.spans.forEach(sp => {
+      const i0 = (sp[0] - start_us) / bucket_us, i1 = (sp[0] + sp[1] - start_us) / bucket_us;
+      if (i1 < 0 || i0 > n) return;
+      const x0 = x(Math.max(0, i0)), x1 = x(Math.min(n, i1));
+      const r = svgEl("rect", { x: x0.toFixed(2), y: ly, width: Math.max(1.5, x1 - x0).toFixed(2), height: LANE - 3, fill: "#c62828", "class": "finding-mark", "data-finding-id": lane.id });
+      const tip = svgEl("title", {}); tip.textContent = lane.title + " - at " + us(sp[0] - start_us) + " for " + us(sp[1]); r.append(tip);
+      svg.append(r);
+    });
+  });
   const legend = el("div", { "class": "legend" }, series.map(s => el("span", {}, (() => { const i = el("i"); i.style.background = s.color; return i; })(), s.name)));
   return el("div", {}, svg, legend);
+}
+
+// The findings that say where they happen, as lanes for curveChart (the first 6 by rank).
+function findingLanes(findings) {
+  return (findings || []).map((f, n) => ({ f: f, n: n })).filter(x => x.f.where && x.f.where.spans_us && x.f.where.spans_us.length).slice(0, 6)
+    .map(x => ({ id: x.f.id, label: "#" + (x.n + 1) + " " + x.f.id.slice(0, 8), title: x.f.id + ": " + x.f.title, spans: x.f.where.spans_us }));
 }
 
 function bytes(v) { if (v === null || v === undefined || v < 0) return "-"; const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0; while (v >= 1024 && i < 4) { v /= 1024; i++; } return num(v, 2) + " " + u[i]; }
@@ -228,7 +253,7 @@ function renderTrace(t, index) {
     const bs = section("breakdown" + (index ? "-" + index : ""), "Step time breakdown (" + t.steps.count + " steps, mean " + us(t.steps.avg_us) + ")");
     const steps = t.steps.list.map(s => ({ label: "step " + s.number, duration_us: s.duration_us, breakdown_us: s.breakdown_us }));
     bs.append(breakdownChart(steps.slice(0, 200)));
-    if (steps.length > 200) bs.append(el("p", { "class": "muted" }, "first 200 of " + steps.length + " steps drawn"));
+    if (t.steps.count > 200) bs.append(el("p", { "class": "muted", id: "steps-left-out" }, "first 200 of " + t.steps.count + " steps drawn (ferret analyze --json has them all)"));
   }
   const curves = (t.temporal || {}).busy_curves || [];
   if (curves.length) {
@@ -236,7 +261,7 @@ function renderTrace(t, index) {
     const marks = ((t.steps || {}).list || []).filter(s => s.number >= 0).slice(0, 100).map(s => ({ at_us: s.start_us, label: "#" + s.number }));
     curves.forEach(c => {
       ts.append(el("h3", {}, "GPU " + c.device + ": busy % per " + us(c.bucket_us)));
-      ts.append(curveChart("timeline", c.start_us, c.bucket_us, [{ name: "busy %", color: "#2e7d32", values: c.busy_pct, fill: true }], 100, "100%", marks));
+      ts.append(curveChart("timeline", c.start_us, c.bucket_us, [{ name: "busy %", color: "#2e7d32", values: c.busy_pct, fill: true }], 100, "100%", marks, findingLanes(t.findings)));
     });
   }
   const memCurves = ((t.memory || {}).devices || []).filter(d => d.curve);
@@ -318,13 +343,33 @@ function renderJob() {
   (doc.rank_verdicts || []).forEach(v => rv.append(el("div", {}, typeof v === "string" ? v : (v.headline || JSON.stringify(v)))));
 }
 
+// One column of bars, a step each, on the scale `most` shared with the chart beside it.
+function stepTimes(title, values, most, side) {
+  const W = 440, row = 10, H = Math.min(values.length, 200) * (row + 2) + 4;
+  const svg = svgEl("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img", "class": "step-times", "data-side": side });
+  values.slice(0, 200).forEach((v, i) => {
+    const r = svgEl("rect", { x: 0, y: i * (row + 2), width: ((W - 80) * v / most).toFixed(2), height: row, fill: "#546e7a", "data-us": v, "data-side-of": side });
+    const tip = svgEl("title", {}); tip.textContent = "step " + (i + 1) + ": " + us(v); r.append(tip);
+    svg.append(r);
+  });
+  return el("div", {}, el("h3", {}, title), svg, values.length > 200 ? el("p", { "class": "muted" }, "first 200 drawn") : "");
+}
+
 function renderDiff() {
   const head = section("summary", "Diff");
   head.append(el("div", { "class": "muted" }, "BASE " + doc.base.source + " (" + doc.base.steps + " steps) -> NEW " + doc.new.source + " (" + doc.new.steps + " steps)"));
   head.append(el("div", { "class": "verdict" + (doc.step_time.verdict === "significantly-slower" ? "" : " none"), id: "verdict" }, doc.step_time.headline));
   if (doc.gate && doc.gate.enabled) head.append(el("div", { id: "gate" }, "Gate: " + doc.gate.outcome + (doc.gate.reason ? " - " + doc.gate.reason : "")));
-  const steps = [];
-  (doc.base.step_us || []).forEach((v, i) => steps.push({ label: "base " + i, duration_us: v, breakdown_us: {} }));
+  // Before and after, side by side on one scale: the mean step's stacked breakdown, then every
+  // step's time.
+  const mean = which => { const o = {}; (doc.breakdown || []).forEach(r => { o[r.category] = r[which + "_us"] || 0; }); return o; };
+  const sides = section("side-by-side", "Before and after");
+  sides.append(breakdownChart([{ label: "before (mean)", duration_us: doc.base.mean_step_us, breakdown_us: mean("base") },
+    { label: "after (mean)", duration_us: doc.new.mean_step_us, breakdown_us: mean("new") }]));
+  const most = Math.max(...(doc.base.step_us || []), ...(doc.new.step_us || []), 1);
+  sides.append(el("div", { "class": "sides" },
+    stepTimes("before: " + doc.base.steps + " steps", doc.base.step_us || [], most, "base"),
+    stepTimes("after: " + doc.new.steps + " steps", doc.new.step_us || [], most, "new")));
   const bs = section("breakdown", "Breakdown, mean per step: before and after");
   bs.append(table([{ label: "category", get: r => r.label }, { label: "base", num: true, get: r => r.base_us, fmt: us }, { label: "new", num: true, get: r => r.new_us, fmt: us },
     { label: "change", num: true, get: r => r.change_us, fmt: us }, { label: "change %", num: true, get: r => r.relative_change_pct, fmt: v => num(v, 1) }], doc.breakdown || []));
@@ -349,6 +394,7 @@ else if (doc.schema === "ferret.diff/2") renderDiff();
 else (doc.traces || []).forEach(renderTrace);
 // For tests and curious readers: that the page drew, and that it fetched nothing.
 document.body.dataset.rendered = "1";
+document.body.dataset.renderMs = Math.round(performance.now());  // since navigation began (bench/html_bench.sh)
 document.body.dataset.resources = String(performance.getEntriesByType("resource").length);
 })();
 </script>
@@ -372,6 +418,45 @@ std::string json_for_script(std::string_view json) {
   return out;
 }
 
+namespace {
+
+// Long arrays (one entry per step of a trace with 100,000 steps) keep their first entries in the
+// page, which draws at most 200 steps anyway; "<key>_left_out" says how many went. With the curves
+// downsampled and the tables capped by --top, this bounds the page whatever the trace's size.
+constexpr std::size_t kPageArrayLimit = 500;
+
+void trim_long_arrays(nlohmann::ordered_json& node, bool root) {
+  if (node.is_array()) {
+    for (auto& child : node) trim_long_arrays(child, false);
+    return;
+  }
+  if (!node.is_object()) return;
+  std::vector<std::pair<std::string, std::size_t>> trimmed;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (root && it.key() == "traces") {  // each trace of a per-trace report is its own report
+      trim_long_arrays(it.value(), false);
+      continue;
+    }
+    if (it.value().is_array() && it.value().size() > kPageArrayLimit) {
+      trimmed.push_back({it.key(), it.value().size() - kPageArrayLimit});
+      it.value().erase(it.value().begin() + static_cast<std::ptrdiff_t>(kPageArrayLimit), it.value().end());
+    }
+    trim_long_arrays(it.value(), false);
+  }
+  for (const auto& [key, left_out] : trimmed) node[key + "_left_out"] = left_out;
+}
+
+// The document as the page carries it: compact (half the size of --json's indented text), long
+// arrays trimmed. Text that does not parse (never ferret's own output) travels as it is.
+std::string page_document(std::string_view document_json) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(document_json, nullptr, false);
+  if (doc.is_discarded()) return std::string(document_json);
+  trim_long_arrays(doc, true);
+  return doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace
+
 std::string html_page(std::string_view document_json, std::string_view title) {
   std::string out;
   out.reserve(kHead.size() + kStyle.size() + kScript.size() + document_json.size() + 256);
@@ -386,7 +471,7 @@ std::string html_page(std::string_view document_json, std::string_view title) {
     }
   }
   out += kStyle;
-  out += json_for_script(document_json);
+  out += json_for_script(page_document(document_json));
   out += kScript;
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "ingest/byte_source.h"
 #include "ingest/trace_loader.h"
+#include "test_util.h"
 
 namespace ferret {
 namespace {
@@ -74,30 +75,11 @@ TEST(Scanner, EscapesAtEveryAlignmentWithTinyBatches) {
   expect_names(load_trace_text(e.text, o), e);
 }
 
-// A source that hands out at most `chunk` bytes per read: every read boundary falls somewhere
-// new (inside strings, between a backslash and what it escapes, inside numbers and keys).
-class DribbleSource final : public ByteSource {
- public:
-  DribbleSource(std::string bytes, std::size_t chunk) : bytes_(std::move(bytes)), chunk_(chunk) {}
-  std::size_t read(char* dst, std::size_t capacity) override {
-    const std::size_t n = std::min({capacity, chunk_, bytes_.size() - pos_});
-    std::copy_n(bytes_.data() + pos_, n, dst);
-    pos_ += n;
-    return n;
-  }
-  std::uint64_t consumed() const override { return pos_; }
-
- private:
-  std::string bytes_;
-  std::size_t chunk_;
-  std::size_t pos_ = 0;
-};
-
 TEST(Scanner, ReadBoundariesAnywhere) {
   const Expected e = alignment_trace();
   for (std::size_t chunk : {1u, 2u, 3u, 7u, 63u, 64u, 65u, 4093u}) {
     SCOPED_TRACE(fmt::format("chunk {}", chunk));
-    DribbleSource source(e.text, chunk);
+    test::DribbleSource source(e.text, chunk);
     LoadOptions o;
     o.threads = 1;
     const TraceModel m = load_trace_from(source, "dribble", "none", o);

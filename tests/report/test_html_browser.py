@@ -170,6 +170,18 @@ class HtmlInTheBrowser(unittest.TestCase):
                 self.assertEqual([int(e["attrs"]["data-points"]) for e in lines], [len(c["busy_pct"]) for c in curves])
                 if curves:
                     self.assertTrue(dom.by_id("timeline"))
+                # Findings marked where they happen: under each device's curve, one lane per finding that
+                # says where (the first six), one mark per place inside the curve's span.
+                lanes = [f for f in trace["findings"] if f["where"]["spans_us"]][:6]
+                marks = [e["attrs"]["data-finding-id"] for e in dom.by_class("finding-mark")]
+                expected = []
+                for c in curves:
+                    end = c["start_us"] + c["bucket_us"] * len(c["busy_pct"])
+                    for f in lanes:
+                        expected += [f["id"] for s, d in f["where"]["spans_us"] if s + d >= c["start_us"] and s <= end]
+                self.assertEqual(sorted(marks), sorted(expected))
+                if curves and any(f["id"] in ("input-bound", "host-sync", "launch-bound") for f in trace["findings"]):
+                    self.assertTrue(marks, "a stall finding is marked on the timeline")
 
     def test_the_memory_curve(self):
         events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
@@ -208,13 +220,29 @@ class HtmlInTheBrowser(unittest.TestCase):
         self.assertEqual(steps, sorted(r["mean_step_us"] for r in doc["ranks"]))
 
     def test_a_diff_page(self):
-        base = os.path.join(EXAMPLES, "cpu-input-bound.json.gz")
+        base = os.path.join(EXAMPLES, "synthetic-input-bound.json.gz")
+        new = os.path.join(EXAMPLES, "synthetic-launch-bound.json.gz")
         page = os.path.join(self.tmp, "diff.html")
-        doc = json.loads(ferret("diff", "--json", "--html", page, base, base).stdout)
+        doc = json.loads(ferret("diff", "--json", "--html", page, base, new, check=False).stdout)
         dom_text, console = chromium(page, "--dump-dom")
         dom = Dom(dom_text)
         self.check_common(page, dom, console)
         self.assertEqual(dom.by_id("verdict")["text"], doc["step_time"]["headline"])
+        # Before and after side by side: the mean breakdowns as two stacked bars with the document's
+        # microseconds, and every step of each side on one shared scale.
+        self.assertTrue(dom.by_id("side-by-side"))
+        segments = sorted((e["attrs"]["data-category"], float(e["attrs"]["data-us"])) for e in dom.tags("rect")
+                          if "data-category" in e["attrs"])
+        expected = sorted([(r["category"], r["base_us"]) for r in doc["breakdown"] if r["base_us"] > 0] +
+                          [(r["category"], r["new_us"]) for r in doc["breakdown"] if r["new_us"] > 0])
+        self.assertEqual(segments, expected)
+        columns = {e["attrs"]["data-side"]: e for e in dom.tags("svg") if "data-side" in e["attrs"]}
+        self.assertEqual(sorted(columns), ["base", "new"])
+        for side in ("base", "new"):
+            bars = [float(e["attrs"]["data-us"]) for e in dom.tags("rect")
+                    if "data-us" in e["attrs"] and "data-category" not in e["attrs"] and
+                    e["attrs"].get("data-side-of") == side]
+            self.assertEqual(bars, doc[side]["step_us"])
 
     def test_trace_text_stays_text(self):
         evil = '</script><img src=x onerror="document.title=1"><script>document.body.dataset.pwned=1</script>'

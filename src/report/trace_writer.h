@@ -1,4 +1,4 @@
-// The output side of `ferret gen`: a file sink that writes plain or gzip-compressed bytes, a writer
+// Trace output (`ferret gen`, `ferret annotate`): a file sink that writes plain or gzip-compressed bytes, a writer
 // for the trace document around the events, and exact number formatting for trace fields.
 //
 // Timestamps are int64 nanoseconds inside ferret and microseconds with three decimals in the file

@@ -1,4 +1,4 @@
-#include "gen/trace_writer.h"
+#include "report/trace_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,0 +1,104 @@
+// `ferret annotate TRACE -o OUT.json.gz`: the trace with ferret's diagnosis added as trace events
+// (report/trace_annotation.h), for Perfetto UI and chrome://tracing. The trace is read twice: once
+// to analyse it, once to copy it through; so it must be a file, not stdin.
+
+#include <iostream>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "analysis/analysis_options.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "diagnosis/diagnose.h"
+#include "ingest/trace_loader.h"
+#include "report/trace_annotation.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct AnnotateOptions {
+  std::string trace;
+  std::string output;
+  std::string steps;
+  std::string window;
+  std::string time;
+  int device = -1;
+  bool plain = false;
+  unsigned threads = 0;
+  std::string max_memory;
+};
+
+void run_annotate(const AnnotateOptions& opt) {
+  if (opt.trace == "-") usage_error("annotate reads the trace twice (to analyse it, then to copy it): give a file");
+  AnalysisOptions analysis;
+  parse_step_range(opt.steps, analysis);
+  parse_time_range(opt.time, analysis);
+  analysis.window_name = opt.window;
+  if (opt.device >= 0) analysis.device = opt.device;
+  analysis.series_buckets = kAnnotationSeriesBuckets;
+  analysis.queue_series = true;
+
+  LoadOptions load;
+  load.threads = thread_option(opt.threads, "--threads");
+  load.max_memory_bytes = memory_limit(opt.max_memory);
+  load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
+  AnnotationEvents added;
+  std::vector<std::string> load_notes;
+  try {
+    {
+      const TraceModel model = load_trace(opt.trace, load);
+      finish_progress_bar();
+      const TraceAnalysis a = analyze_trace(model, analysis);
+      added = annotation_events(model, a, diagnose(a));
+      load_notes = model.report.lines();
+    }  // the model goes before the copy: only the added events stay in memory
+    OpenedSource in = open_byte_source(opt.trace, load.inflation);
+    const OutputCompression compression = output_compression_for(opt.output, false, opt.plain);
+    OutputFile out(opt.output, compression);
+    const SpliceResult r = splice_trace(*in.source, opt.trace, added.events, out);
+    out.close();
+    for (const std::string& n : load_notes) print_error(opt.trace + ": " + n);
+    if (!r.repair.empty()) print_error(r.repair);
+    print_error(fmt::format(
+        "{}: the trace ({} bytes copied unchanged) and {} ferret events: {} counter samples, {} step spans, {} "
+        "finding marks (process \"ferret\", pid {})",
+        opt.output, r.bytes_copied, added.events.size(), added.counters, added.steps, added.finding_marks, added.pid));
+  } catch (const InputError& e) {
+    finish_progress_bar();
+    print_error(e.what());
+    throw ExitCode{2};
+  } catch (const std::runtime_error& e) {  // output I/O
+    print_error(e.what());
+    throw ExitCode{2};
+  } catch (const std::bad_alloc&) {
+    finish_progress_bar();
+    print_error(opt.trace + ": ran out of memory while annotating it; try a lower --max-memory");
+    throw ExitCode{2};
+  }
+}
+
+}  // namespace
+
+void register_annotate(CLI::App& app) {
+  auto opt = std::make_shared<AnnotateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "annotate",
+      "Write the trace with ferret's diagnosis as trace events (counters, step breakdowns, findings where they "
+      "happen) for Perfetto UI or chrome://tracing");
+  cmd->add_option("trace", opt->trace, "Trace file (Kineto JSON or legacy export; gzip/zstd/plain)")->required();
+  cmd->add_option("-o,--output", opt->output, "Output trace (gzip when it ends in .gz; - for stdout)")->required();
+  cmd->add_flag("--plain", opt->plain, "Write uncompressed JSON even when the name ends in .gz");
+  cmd->add_option("--steps", opt->steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
+  cmd->add_option("--window", opt->window, "Analyse only the K-th span named NAME: NAME or NAME#K");
+  cmd->add_option("--time", opt->time, "Analyse only this stretch: A-B or A- (milliseconds from the trace start)");
+  cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
+  cmd->add_option("--max-memory", opt->max_memory, "Memory bound while loading, e.g. 8GiB");
+  cmd->callback([opt] { run_annotate(*opt); });
+}
+
+}  // namespace ferret::cli
