@@ -20,8 +20,9 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
 FUZZ_SECONDS ?= 60
-# Seed folders per harness: traces for ingest/analyze; NCCL logs (the test logs and hostile ones) for nccl.
-fuzz_seeds = $$(if [ "$(1)" = nccl ]; then echo fuzz/seeds-nccl tests/data/nccl; else echo fuzz/seeds; fi)
+# Seed folders per harness: traces for ingest/analyze; NCCL logs (the test logs and hostile ones) for
+# nccl; small allocator snapshot and plain-data pickles for snapshot.
+fuzz_seeds = $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle;; *) echo fuzz/seeds;; esac)
 
 setup:
 	@if ! dpkg -s $(DEB_PACKAGES) >/dev/null 2>&1; then \
@@ -72,18 +73,24 @@ bench-job: $(BUILD)/build.ninja
 SANITIZE_CONFIG := CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
 	-DFERRET_SANITIZE=ON -DFERRET_FUZZ=ON -DFERRET_BUILD_BENCH=OFF -DFERRET_WITH_LIBTORCH=OFF -DFERRET_WITH_MPI=OFF
+# Under the sanitizers the suite runs 5-10x slower, so it leaves out what only scales code the rest
+# of it covers: the generated multi-rank jobs and scaling runs, the corpus inflated to 4x, the
+# container property test's largest sizes (SANITIZER_SKIP); and it runs every 5th hostile input of the
+# broken-input suite. The release run (make test) runs them all.
+SANITIZER_SKIP := ^(GenJob\.|ScalingCli\.GeneratedRuns|InflateCorpus\.|Sizes/ContainerProperty\..*/(4096|16384|102400)KB)
 test-asan:
 	$(SANITIZE_CONFIG)
 	cmake --build build-asan -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 FERRET_RELIABILITY_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 FERRET_RELIABILITY_STRIDE=5 ctest --test-dir build-asan --output-on-failure -j $(JOBS) \
+	  -E '$(SANITIZER_SKIP)'
 
 # Each harness for FUZZ_SECONDS from the seeds (and what earlier runs found); crashes are kept
 # in build-asan/crashes/ and become regression tests in tests/data/fuzz/.
 fuzz:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer -j $(JOBS)
-	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze build-asan/corpus-nccl
-	for h in ingest analyze nccl; do \
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer -j $(JOBS)
+	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze build-asan/corpus-nccl build-asan/corpus-snapshot
+	for h in ingest analyze nccl snapshot; do \
 	  build-asan/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-$$h $(call fuzz_seeds,$$h) || exit 1; \
 	done
@@ -93,9 +100,9 @@ fuzz:
 FUZZ_CI_RUNS ?= 4000
 fuzz-ci:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer -j $(JOBS)
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer -j $(JOBS)
 	mkdir -p build-asan/crashes
-	for h in ingest analyze nccl; do \
+	for h in ingest analyze nccl snapshot; do \
 	  rm -rf build-asan/corpus-ci && mkdir -p build-asan/corpus-ci && \
 	  build-asan/$${h}_fuzzer -seed=1 -runs=$(FUZZ_CI_RUNS) -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-ci $(call fuzz_seeds,$$h) || exit 1; \

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace ferret::test {
@@ -131,6 +132,19 @@ CommandResult run_shell(const std::string& line) {
   CommandResult r = run_ferret_line("sh " + script);
   std::remove(script.c_str());
   return r;
+}
+
+std::string python_generated_dir(const std::string& script) {
+  static std::map<std::string, std::string> made;
+  const auto it = made.find(script);
+  if (it != made.end()) return it->second;
+  std::string name = script;
+  for (char& c : name)
+    if (c == '/' || c == '.') c = '-';
+  const std::string dir = temp_path("generated-" + name);
+  const CommandResult r =
+      run_shell("/usr/bin/python3 '" + std::string(FERRET_SOURCE_DIR) + "/" + script + "' '" + dir + "'");
+  return made[script] = r.exit_code == 0 ? dir : std::string();
 }
 
 }  // namespace ferret::test

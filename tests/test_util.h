@@ -64,6 +64,10 @@ CommandResult run_ferret(const std::string& args, const std::string& stdin_file 
 // in the line stands for the built binary (so a test can wrap it: ulimit, /usr/bin/time, prlimit).
 CommandResult run_shell(const std::string& line);
 
+// Runs `/usr/bin/python3 SCRIPT OUTDIR` once per test binary (SCRIPT relative to the source tree)
+// and returns OUTDIR; "" when Debian's python3 is missing or the script failed.
+std::string python_generated_dir(const std::string& script);
+
 // A source that hands out at most `chunk` bytes per read: every read boundary falls somewhere
 // new (inside strings, between a backslash and what it escapes, inside numbers and keys).
 class DribbleSource final : public ByteSource {

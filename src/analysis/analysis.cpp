@@ -269,4 +269,12 @@ AnalysisContext make_analysis_context(const TraceModel& model, const AnalysisOpt
   return ctx;
 }
 
+int step_index_at(const std::vector<Step>& steps, std::int64_t t) {
+  auto it =
+      std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
+  if (it == steps.begin()) return -1;
+  --it;
+  return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
+}
+
 }  // namespace ferret

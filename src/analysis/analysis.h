@@ -130,6 +130,9 @@ struct AnalysisContext {
   }
 };
 
+// The index in `steps` (sorted, disjoint) of the step whose [start, end) holds `t`, or -1.
+int step_index_at(const std::vector<Step>& steps, std::int64_t t);
+
 // Throws SelectionError when a selector matches nothing.
 AnalysisContext make_analysis_context(const TraceModel& model, const AnalysisOptions& options);
 

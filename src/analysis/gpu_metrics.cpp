@@ -17,7 +17,7 @@ namespace ferret {
 namespace {
 
 // What a kernel's name says, worked out once per distinct name.
-enum NameFlags : std::uint8_t {
+enum KernelNameBits : std::uint8_t {
   kKnown = 1,
   kTensorCore = 2,
   kMatmulConv = 4,

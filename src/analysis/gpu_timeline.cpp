@@ -16,7 +16,7 @@ namespace ferret {
 
 namespace {
 
-enum TypeBit : std::uint8_t { kComputation = 1, kCommunication = 2, kMemory = 4 };
+enum TypeBit : std::uint8_t { kComputationBit = 1, kCommunicationBit = 2, kMemoryBit = 4 };
 // HTA's definition only: a stream wait (cuda_sync on a stream) is busy, non-compute, and of no
 // kernel type (HTA counts every event with a stream; its kernel types leave waits out).
 constexpr std::uint8_t kStreamWait = 8;
@@ -34,7 +34,7 @@ struct Activity {
   std::int64_t launch_start = 0;  // of its launch call; meaningful when has_launcher
   std::int64_t launch_end = 0;
   EventIndex launcher = kNoEvent;
-  std::uint8_t type = kComputation;
+  std::uint8_t type = kComputationBit;
   LaunchClass launch_class = LaunchClass::kNone;
   bool in_window = true;  // raw start inside the window: counts in the launch statistics
   bool kernel = false;
@@ -79,13 +79,14 @@ class NameClasses {
 
   std::uint8_t type_of(EventIndex e) {
     const EventKind kind = model_.kind[e];
-    if (kind == EventKind::kMemcpy || kind == EventKind::kMemset) return kMemory;
+    if (kind == EventKind::kMemcpy || kind == EventKind::kMemset) return kMemoryBit;
     const StrId id = model_.name[e];
     if (type_[id] == 0) {
       const std::string_view name = model_.strings.view(id);
-      type_[id] = is_communication_kernel(name) ? kCommunication : kComputation;
+      type_[id] = is_communication_kernel(name) ? kCommunicationBit : kComputationBit;
       // HTA (and Kineto on some back ends) name copies "Memcpy ..." / "Memset ..." even as kernels.
-      if (type_[id] == kComputation && (contains(name, "Memcpy") || contains(name, "Memset"))) type_[id] = kMemory;
+      if (type_[id] == kComputationBit && (contains(name, "Memcpy") || contains(name, "Memset")))
+        type_[id] = kMemoryBit;
     }
     return type_[id];
   }
@@ -159,7 +160,7 @@ void add_hta_host_kernel_ops(const TraceModel& model, const AnalysisContext& ctx
     a.stream = -2;  // a stream of its own: HTA keys it by the op's "stream" value
     a.start = a.raw_start = ceil_us(model.ts_ns[e]);
     a.end = a.raw_end = std::max(a.start, floor_us(model.end_ns(e)));
-    a.type = kComputation;
+    a.type = kComputationBit;
     out.push_back(a);
   }
 }
@@ -239,7 +240,7 @@ void sweep_types(const std::array<std::vector<Interval>, 3>& merged, KernelTypeB
   std::size_t n = 0;
   for (const auto& list : merged) n += 2 * list.size();
   edges.reserve(n);
-  const std::int8_t bits[3] = {kComputation, kCommunication, kMemory};
+  const std::int8_t bits[3] = {kComputationBit, kCommunicationBit, kMemoryBit};
   for (int t = 0; t < 3; ++t)
     for (const Interval& i : merged[t]) {
       edges.push_back({i.start, bits[t]});
@@ -253,17 +254,17 @@ void sweep_types(const std::array<std::vector<Interval>, 3>& merged, KernelTypeB
     if (i > 0 && mask != 0) by_mask[mask] += edges[i].t - edges[i - 1].t;
     const int bit = edges[i].bit > 0 ? edges[i].bit : -edges[i].bit;
     open[bit] += edges[i].bit > 0 ? 1 : -1;
-    mask =
-        static_cast<std::uint8_t>((open[kComputation] > 0 ? kComputation : 0) |
-                                  (open[kCommunication] > 0 ? kCommunication : 0) | (open[kMemory] > 0 ? kMemory : 0));
+    mask = static_cast<std::uint8_t>((open[kComputationBit] > 0 ? kComputationBit : 0) |
+                                     (open[kCommunicationBit] > 0 ? kCommunicationBit : 0) |
+                                     (open[kMemoryBit] > 0 ? kMemoryBit : 0));
   }
-  kt.computation_ns = by_mask[kComputation];
-  kt.communication_ns = by_mask[kCommunication];
-  kt.memory_ns = by_mask[kMemory];
-  kt.computation_communication_ns = by_mask[kComputation | kCommunication];
-  kt.computation_memory_ns = by_mask[kComputation | kMemory];
-  kt.communication_memory_ns = by_mask[kCommunication | kMemory];
-  kt.all_three_ns = by_mask[kComputation | kCommunication | kMemory];
+  kt.computation_ns = by_mask[kComputationBit];
+  kt.communication_ns = by_mask[kCommunicationBit];
+  kt.memory_ns = by_mask[kMemoryBit];
+  kt.computation_communication_ns = by_mask[kComputationBit | kCommunicationBit];
+  kt.computation_memory_ns = by_mask[kComputationBit | kMemoryBit];
+  kt.communication_memory_ns = by_mask[kCommunicationBit | kMemoryBit];
+  kt.all_three_ns = by_mask[kComputationBit | kCommunicationBit | kMemoryBit];
 }
 
 void add_into(KernelTypeBreakdown& sum, const KernelTypeBreakdown& k) {
@@ -441,7 +442,7 @@ DeviceTimeline analyze_device(std::span<const Activity> acts, TimelineDefinition
   for (const Activity& a : acts) {
     all.push_back({a.start, a.end});
     if (a.type == kStreamWait) continue;
-    const int t = a.type == kComputation ? 0 : a.type == kCommunication ? 1 : 2;
+    const int t = a.type == kComputationBit ? 0 : a.type == kCommunicationBit ? 1 : 2;
     by_type[t].push_back({a.start, a.end});
   }
   for (auto& list : by_type) merge_intervals(list);

@@ -85,15 +85,6 @@ std::vector<NamedTime> aggregate(const TraceModel& m, std::vector<std::pair<StrI
   return out;
 }
 
-// Index of the selected step containing t, or -1.
-int step_of(const std::vector<Step>& steps, std::int64_t t) {
-  auto it =
-      std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
-  if (it == steps.begin()) return -1;
-  --it;
-  return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
-}
-
 std::int64_t clipped_end(const TraceModel& m, EventIndex e) {
   return m.ts_ns[e] + std::max<std::int64_t>(0, m.dur_ns[e]);
 }
@@ -302,7 +293,7 @@ HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, con
       allocs.push_back({model.name[e], dur});
       ++al.count;
       al.total_ns += dur;
-      const int s = step_of(ctx.steps, ts);
+      const int s = step_index_at(ctx.steps, ts);
       if (s >= 0 && ctx.steps[static_cast<std::size_t>(s)].number != first_trace_step) {
         ++al.steady_count;
         al.steady_ns += dur;
@@ -330,7 +321,7 @@ HostSide scan_host_side(const TraceModel& model, const AnalysisContext& ctx, con
 std::int64_t stall_after(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window,
                          const std::vector<Interval>& busy, EventIndex e) {
   const std::int64_t t = clipped_end(model, e);
-  const int s = step_of(ctx.steps, model.ts_ns[e]);
+  const int s = step_index_at(ctx.steps, model.ts_ns[e]);
   const std::int64_t cap = s >= 0 ? ctx.steps[static_cast<std::size_t>(s)].end_ns : window.end;
   auto it = std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& i, std::int64_t x) { return i.end <= x; });
   std::int64_t bubble = 0;
@@ -408,7 +399,7 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
     sites.offer({model.ts_ns[e], model.ts_ns[e] + dur});
     sync_names.push_back({model.name[e], dur});
     sync_callers.push_back({caller, dur});
-    const int s = step_of(ctx.steps, model.ts_ns[e]);
+    const int s = step_index_at(ctx.steps, model.ts_ns[e]);
     if (s >= 0) {
       ++sy.per_step[static_cast<std::size_t>(s)].count;
       sy.per_step[static_cast<std::size_t>(s)].total_ns += dur;

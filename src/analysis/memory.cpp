@@ -26,15 +26,6 @@ struct MemRow {
 // report it), and any other non-CPU type.
 bool is_device_memory(int device_type) { return device_type > kDeviceTypeCpu; }
 
-// Steps are sorted and disjoint: the step containing t, or -1.
-int step_of(const std::vector<Step>& steps, std::int64_t t) {
-  auto it =
-      std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Step& s) { return x < s.start_ns; });
-  if (it == steps.begin()) return -1;
-  --it;
-  return t < it->end_ns ? static_cast<int>(it - steps.begin()) : -1;
-}
-
 // Ops whose whole job is to allocate: an allocation inside them belongs to the op that called
 // them (aten::empty inside aten::mm is aten::mm's output), so attribution looks one level out.
 bool is_allocation_primitive(std::string_view name) {
@@ -113,7 +104,7 @@ void measure_device(const std::vector<MemRow>& rows, std::size_t begin, std::siz
     }
     running += r.bytes;
     d.peak_net_bytes = std::max(d.peak_net_bytes, running);
-    const int step = step_of(ctx.steps, r.ts);
+    const int step = step_index_at(ctx.steps, r.ts);
     MemoryStepChurn* churn = step >= 0 ? &result.steps[static_cast<std::size_t>(step)] : nullptr;
     if (churn != nullptr) {
       if (is_device_memory(d.device_type)) {

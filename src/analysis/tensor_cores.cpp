@@ -3,6 +3,8 @@
 #include <initializer_list>
 #include <string>
 
+#include "base/text.h"
+
 namespace ferret {
 
 namespace {
@@ -14,11 +16,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
-
 bool has_any(std::string_view hay, std::initializer_list<std::string_view> needles) {
   for (std::string_view n : needles)
-    if (has(hay, n)) return true;
+    if (contains(hay, n)) return true;
   return false;
 }
 
@@ -39,7 +39,7 @@ bool has_convolution(std::string_view s) {
 }
 
 bool is_gemm_like(std::string_view s) {  // s is lower-case
-  return has(s, "gemm") || has_convolution(s) || has_any(s, {"fprop", "dgrad", "wgrad", "wrw_"});
+  return contains(s, "gemm") || has_convolution(s) || has_any(s, {"fprop", "dgrad", "wgrad", "wrw_"});
 }
 
 }  // namespace
@@ -50,7 +50,7 @@ bool is_tensor_core_kernel(std::string_view kernel_name) {
   // "sm80_xmma_gemm_f32f32_..._ffma_...") and matrix-vector kernels never use Tensor Cores.
   if (has_any(s, {"sgemm", "simt", "ffma", "gemv"})) return false;
   // xFormers / PyTorch memory-efficient attention in fp32 runs on SIMT ("fmha_cutlassF_f32_...").
-  if (has(s, "fmha") && has(s, "_f32_")) return false;
+  if (contains(s, "fmha") && contains(s, "_f32_")) return false;
   // MMA instruction shapes and generic Tensor Core markers: Volta h884/s884/i884, Turing *1688,
   // Ampere 16816 / i8816 (the TensorBoard plugin's list), HMMA/IMMA wrappers (xmma), warp-level
   // wmma, Hopper warp-group gmma/wgmma, CUTLASS tensorop and 3.x kernels, cuBLASLt nvjet.
@@ -78,7 +78,7 @@ bool is_tensor_core_kernel(std::string_view kernel_name) {
 
 bool is_matmul_or_conv_kernel(std::string_view kernel_name) {
   const std::string s = lower(kernel_name);
-  if (has(s, "gemv")) return true;  // matrix-vector: still a matmul
+  if (contains(s, "gemv")) return true;  // matrix-vector: still a matmul
   if (is_gemm_like(s)) return true;
   // cuDNN convolution engines that do not say "conv": "volta_scudnn_128x64_relu_interior_nn_v1",
   // winograd transforms; cuBLASLt nvjet; Tensile "Cijk_" GEMMs; batched GEMM "bmm_" kernels.
@@ -102,8 +102,8 @@ bool is_tensor_core_eligible_op(std::string_view op_name) {
   }
   // Every convolution flavour: conv1d/2d/3d, conv_transpose*, conv_tbc, (cudnn_|miopen_)convolution*,
   // _convolution, convolution_backward, the autograd nodes "ConvolutionBackward0".
-  if (has(s, "convolution") || s.rfind("conv1d", 0) == 0 || s.rfind("conv2d", 0) == 0 || s.rfind("conv3d", 0) == 0 ||
-      s.rfind("conv_transpose", 0) == 0 || s == "conv_tbc")
+  if (contains(s, "convolution") || s.rfind("conv1d", 0) == 0 || s.rfind("conv2d", 0) == 0 ||
+      s.rfind("conv3d", 0) == 0 || s.rfind("conv_transpose", 0) == 0 || s == "conv_tbc")
     return true;
   // Matrix products (the plugin's TC_OP_Allowlist plus the ops PyTorch added since: _scaled_mm,
   // einsum, _addmm_activation, the fused attention ops).
@@ -142,7 +142,7 @@ bool is_tensor_core_eligible_op(std::string_view op_name) {
   for (std::string_view op : kMatmulOps)
     if (s == op) return true;
   // Autograd node names drop underscores and the aten spelling: "ScaledDotProductFlashAttentionBackward0".
-  return has(s, "scaleddotproduct") || has(s, "flashattention") || has(s, "efficientattention");
+  return contains(s, "scaleddotproduct") || contains(s, "flashattention") || contains(s, "efficientattention");
 }
 
 }  // namespace ferret

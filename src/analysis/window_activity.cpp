@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analysis/intervals.h"
+#include "base/text.h"
 
 namespace ferret {
 
@@ -21,10 +22,8 @@ const char* window_activity_name(WindowActivity a) {
 
 namespace {
 
-bool has(std::string_view name, std::string_view part) { return name.find(part) != std::string_view::npos; }
-
 bool is_kernel_launch(std::string_view name) {
-  return has(name, "LaunchKernel") || has(name, "LaunchCooperativeKernel");  // cuda*, hip*, hipModule*, cu*
+  return contains(name, "LaunchKernel") || contains(name, "LaunchCooperativeKernel");  // cuda*, hip*, hipModule*, cu*
 }
 
 // One-time work, by name. Each class is something a steady-state step never does (or does not
@@ -44,17 +43,19 @@ constexpr std::array<const char*, kOneTimeClassCount> kOneTimeNames = {
 
 int one_time_class(EventKind kind, std::string_view name) {
   if (is_launch_api(kind)) {
-    if (has(name, "ModuleLoad") || has(name, "LibraryLoad")) return kModuleLoad;
-    if ((has(name, "Malloc") || has(name, "MemCreate")) && !has(name, "Async")) return kAllocation;
+    if (contains(name, "ModuleLoad") || contains(name, "LibraryLoad")) return kModuleLoad;
+    if ((contains(name, "Malloc") || contains(name, "MemCreate")) && !contains(name, "Async")) return kAllocation;
   }
-  if (has(name, "cudnnCreate") || has(name, "cublasCreate") || has(name, "cublasLtCreate") ||
-      has(name, "miopenCreate") || has(name, "rocblas_create_handle") || has(name, "hipblasCreate") ||
-      has(name, "hipblasLtCreate"))
+  if (contains(name, "cudnnCreate") || contains(name, "cublasCreate") || contains(name, "cublasLtCreate") ||
+      contains(name, "miopenCreate") || contains(name, "rocblas_create_handle") || contains(name, "hipblasCreate") ||
+      contains(name, "hipblasLtCreate"))
     return kHandles;
-  if (has(name, "cudnnFind") || has(name, "FindConvolution") || has(name, "miopenFind")) return kAutotuning;
+  if (contains(name, "cudnnFind") || contains(name, "FindConvolution") || contains(name, "miopenFind"))
+    return kAutotuning;
   if (kind == EventKind::kPythonFunction &&
-      (has(name, "_inductor/compile_fx") || has(name, "_dynamo/convert_frame") || has(name, "triton/compiler") ||
-       has(name, "_inductor/codecache") || has(name, "_inductor/async_compile")))
+      (contains(name, "_inductor/compile_fx") || contains(name, "_dynamo/convert_frame") ||
+       contains(name, "triton/compiler") || contains(name, "_inductor/codecache") ||
+       contains(name, "_inductor/async_compile")))
     return kCompilation;
   return -1;
 }
@@ -72,8 +73,8 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
   // Inference servers by name: any interned string (ops, annotations, Python frames) from them.
   for (std::size_t id = 0; id < model.strings.size() && r.inference_server.empty(); ++id) {
     const std::string_view s = model.strings.view(static_cast<StrId>(id));
-    if (has(s, "vllm/") || has(s, "vllm.")) r.inference_server = "vLLM";
-    if (has(s, "sglang/") || has(s, "sglang.")) r.inference_server = "SGLang";
+    if (contains(s, "vllm/") || contains(s, "vllm.")) r.inference_server = "vLLM";
+    if (contains(s, "sglang/") || contains(s, "sglang.")) r.inference_server = "SGLang";
   }
 
   // One pass over host spans: capture regions per thread, kernel launches, one-time work.
@@ -94,9 +95,9 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
     if (!in_window(t)) continue;
     const std::string_view name = model.name_of(e);
     if (is_launch_api(k)) {
-      if (has(name, "BeginCapture")) capture_marks[{model.pid[e], model.tid[e]}].push_back({t, +1});
-      if (has(name, "EndCapture")) capture_marks[{model.pid[e], model.tid[e]}].push_back({model.end_ns(e), -1});
-      if (has(name, "GraphInstantiate")) ++r.graph_instantiations;
+      if (contains(name, "BeginCapture")) capture_marks[{model.pid[e], model.tid[e]}].push_back({t, +1});
+      if (contains(name, "EndCapture")) capture_marks[{model.pid[e], model.tid[e]}].push_back({model.end_ns(e), -1});
+      if (contains(name, "GraphInstantiate")) ++r.graph_instantiations;
       if (is_kernel_launch(name)) launches.push_back({{model.pid[e], model.tid[e]}, t});
     }
     std::int8_t& cls = name_class[model.name[e]];

@@ -566,4 +566,13 @@ Comparison compare_samples(std::span<const double> a, std::span<const double> b,
   return c;
 }
 
+const char* mann_whitney_method_key(MannWhitneyMethod m) {
+  switch (m) {
+    case MannWhitneyMethod::kExact: return "exact";
+    case MannWhitneyMethod::kNormal: return "normal";
+    case MannWhitneyMethod::kNone: return "none";
+  }
+  return "none";
+}
+
 }  // namespace ferret::stats

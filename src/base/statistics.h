@@ -154,6 +154,8 @@ enum class MannWhitneyMethod : std::uint8_t {
   kExact,   // exact null distribution of U (no ties, both samples <= kMannWhitneyExactMaxSize)
   kNormal,  // normal approximation with tie correction and continuity correction
 };
+// "exact", "normal", "none": the method as JSON documents name it.
+const char* mann_whitney_method_key(MannWhitneyMethod m);
 inline constexpr std::size_t kMannWhitneyExactMaxSize = 20;
 
 struct MannWhitney {

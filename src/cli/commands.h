@@ -22,5 +22,6 @@ void register_scaling(CLI::App& app);
 void register_whatif(CLI::App& app);
 void register_run(CLI::App& app);
 void register_annotate(CLI::App& app);
+void register_memory(CLI::App& app);
 
 }  // namespace ferret::cli

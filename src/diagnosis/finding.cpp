@@ -35,6 +35,10 @@ const char* severity_name(Severity s) {
   return "info";
 }
 
+double share_of(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 double amdahl_speedup(double share) {
   share = std::clamp(share, 0.0, 0.99);
   return 1.0 / (1.0 - share);

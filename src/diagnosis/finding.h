@@ -2,6 +2,7 @@
 // that removing the cause could gain (an Amdahl bound).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,5 +53,7 @@ struct Finding {
 
 // Amdahl: removing `share` of the time speeds up by 1 / (1 - share). Capped to avoid infinity.
 double amdahl_speedup(double share);
+// part / whole, 0 when whole is not positive: a cause's share of the time it was measured over.
+double share_of(std::int64_t part, std::int64_t whole);
 
 }  // namespace ferret

@@ -111,6 +111,11 @@ constexpr std::array kRules = {
     RuleInfo{"nccl-warnings", S::kNccl, D::kDistributed, "rule_warnings", R::kCause, {}},
     RuleInfo{"nccl-busbw-low", S::kNccl, D::kDistributed, "rule_bandwidth", R::kCause, {}},
     RuleInfo{"nccl-busbw-impossible", S::kNccl, D::kDistributed, "rule_bandwidth", R::kCause, {}},
+    // Allocator snapshots (rules_allocator()).
+    RuleInfo{"allocator-fragmentation", S::kSnapshot, D::kMemory, "rule_fragmented_cache", R::kCause, {}},
+    RuleInfo{"oom-fragmentation", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
+    RuleInfo{"oom-capacity", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
+    RuleInfo{"segment-churn", S::kSnapshot, D::kMemory, "rule_segment_churn", R::kCause, {}},
 };
 
 }  // namespace

@@ -10,8 +10,9 @@
 
 namespace ferret {
 
-// Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, or NCCL logs.
-enum class RuleSource { kTrace, kJob, kNccl };
+// Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, NCCL logs, or an
+// allocator snapshot (`ferret memory`).
+enum class RuleSource { kTrace, kJob, kNccl, kSnapshot };
 
 // What a rule's finding means for the verdict (docs/RULES.md#the-verdict).
 enum class RuleRole {

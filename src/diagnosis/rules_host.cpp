@@ -14,10 +14,6 @@ namespace ferret {
 
 namespace {
 
-double share_of(std::int64_t part, std::int64_t whole) {
-  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 // One severity scale for host-side overheads: XProf's levels for kernel launch overhead (>= 15% of
 // step time high, >= 3% moderate), and ferret's floor of 1% below which no fix is worth a user's
 // time (the same floor rules_hardware uses).

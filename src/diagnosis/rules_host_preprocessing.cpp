@@ -33,10 +33,6 @@ Severity preprocessing_severity(double share) {
   return share >= kPreprocessingMedium ? Severity::kMedium : Severity::kLow;
 }
 
-double share_of(std::int64_t part, std::int64_t whole) {
-  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 double per_step(const PythonFramesResult& p, std::int64_t ns) {
   return ns_to_ms(ns) / static_cast<double>(std::max<std::uint64_t>(1, p.steps));
 }

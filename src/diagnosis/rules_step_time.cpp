@@ -14,7 +14,7 @@ namespace ferret {
 
 namespace {
 
-std::string device_label(const DeviceMetrics& d) {
+std::string short_device_label(const DeviceMetrics& d) {
   return fmt::format("GPU {} ({})", d.device, d.name.empty() ? "unknown device" : d.name);
 }
 
@@ -36,7 +36,7 @@ double gpu_share(const StepBreakdownResult& b) {
 // Fewer kernels than this on the analysed window describe a trace fragment (a one-kernel test, a
 // CUDA-graph capture, a profiler window that caught the job idle), not a workload: no utilization
 // or host-bound verdict is drawn from them. ferret's floor.
-constexpr std::uint64_t kMinKernels = 10;
+constexpr std::uint64_t kUtilizationMinKernels = 10;
 
 std::uint64_t kernels_in_window(const TraceAnalysis& a) {
   std::uint64_t n = 0;
@@ -72,7 +72,7 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
   const StepBreakdownResult& b = a.breakdown;
   for (const DeviceMetrics& d : a.gpu_metrics.devices) {
     const double utilization = d.utilization_pct / 100.0;
-    if (d.window_ns <= 0 || d.kernels < kMinKernels || utilization >= kLowUtilization) continue;
+    if (d.window_ns <= 0 || d.kernels < kUtilizationMinKernels || utilization >= kLowUtilization) continue;
     const double idle = 1.0 - utilization;
 
     // What the host did while the GPU idled, largest first (from the breakdown, all devices).
@@ -94,8 +94,8 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
 
     Finding f;
     f.id = "low-gpu-utilization";
-    f.title = fmt::format("Low GPU utilization: {} runs kernels {:.0f}% of the time, idle {:.0f}%", device_label(d),
-                          100 * utilization, 100 * idle);
+    f.title = fmt::format("Low GPU utilization: {} runs kernels {:.0f}% of the time, idle {:.0f}%",
+                          short_device_label(d), 100 * utilization, 100 * idle);
     f.dimension = Dimension::kCompute;
     f.layer = Layer::kMacro;
     f.severity = utilization < kVeryLowUtilization ? Severity::kHigh : Severity::kMedium;
@@ -143,7 +143,7 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
 // breakdown's Runtime + CPU Exec + Other (time with no GPU work and no DataLoader wait). Fires
 // when that host time is >= 20% of the step and exceeds the DataLoader wait (so cpu-bound and
 // input-bound never claim the same idle time as their main cause), in a trace with GPU work
-// (at least kMinKernels kernels).
+// (at least kUtilizationMinKernels kernels).
 // Thresholds: ferret's own. 20% mirrors XProf's "highly input-bound" bar for the same amount of
 // idle GPU from a different cause; >= 40% (the GPU idles for the host close to half the step)
 // is high.
@@ -152,8 +152,8 @@ constexpr double kCpuBoundModerate = 0.20, kCpuBoundHigh = 0.40;
 void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const StepBreakdownResult& b = a.breakdown;
   if (b.steps.empty() || b.average_duration_ns <= 0) return;
-  // A CPU-only trace: everything is host time and nothing waits for it. A fragment: see kMinKernels.
-  if (gpu_share(b) <= 0 || kernels_in_window(a) < kMinKernels) return;
+  // A CPU-only trace: everything is host time and nothing waits for it. A fragment: see kUtilizationMinKernels.
+  if (gpu_share(b) <= 0 || kernels_in_window(a) < kUtilizationMinKernels) return;
   const double host = host_idle_share(b);
   const double dataloader = share_of(b, StepCategory::kDataLoader);
   if (host < kCpuBoundModerate || host <= dataloader) return;

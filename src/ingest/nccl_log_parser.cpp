@@ -20,7 +20,7 @@ namespace {
 // ---- string_view scanning -----------------------------------------------------------------------
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_decimal_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Removes `prefix` (after leading blanks) from `s`; false when it is not there.
 bool consume(std::string_view& s, std::string_view prefix) {
@@ -85,7 +85,7 @@ std::string_view pop_last_token(std::string_view& s) {
 bool all_digits(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s)
-    if (!is_digit(c)) return false;
+    if (!is_decimal_digit(c)) return false;
   return true;
 }
 
@@ -285,7 +285,7 @@ namespace {
 bool parse_version(std::string_view text, NcclVersionRecord& r) {
   // "2.18.5+cuda12.2", "2.19.3" (torch's error messages), "2.21.5+cuda12.4".
   std::string_view token = take_token(text);
-  if (token.empty() || !is_digit(token.front())) return false;
+  if (token.empty() || !is_decimal_digit(token.front())) return false;
   const std::size_t plus = token.find('+');
   r.version = std::string(token.substr(0, plus));
   if (plus != std::string_view::npos) {
@@ -540,7 +540,9 @@ bool comm_message(NcclMessageContext& c, std::string_view m) {
   return true;
 }
 
-bool is_channel_count_message(std::string_view m) { return is_digit(m.front()) && contains(m, " coll channels"); }
+bool is_channel_count_message(std::string_view m) {
+  return is_decimal_digit(m.front()) && contains(m, " coll channels");
+}
 
 bool channel_count_message(NcclMessageContext& c, std::string_view m) {
   NcclChannelCountRecord r;
@@ -769,7 +771,7 @@ bool nvls_message(NcclMessageContext& c, std::string_view m) {
 bool env_message(NcclMessageContext& c, std::string_view m) {
   std::size_t name_end = 0;
   while (name_end < m.size() &&
-         ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_digit(m[name_end]) || m[name_end] == '_'))
+         ((m[name_end] >= 'A' && m[name_end] <= 'Z') || is_decimal_digit(m[name_end]) || m[name_end] == '_'))
     ++name_end;
   std::string_view rest = m.substr(name_end);
   if (!consume(rest, "set by environment to") && !consume(rest, "set to")) return true;
@@ -875,7 +877,7 @@ std::string_view take_warn_location(std::string_view& pre) {
     pre = probe;
     token = pop_last_token(probe);
   }
-  if (!token.empty() && token.find(':') != std::string_view::npos && is_digit(token.back()) &&
+  if (!token.empty() && token.find(':') != std::string_view::npos && is_decimal_digit(token.back()) &&
       (token.find('.') != std::string_view::npos || token.find('/') != std::string_view::npos)) {
     pre = probe;
     return token;

@@ -73,7 +73,8 @@ std::string run_name(const RunRecord& r) { return fmt::format("#{} {}", r.id, r.
 
 // Wraps `text` to st.width columns, each line prefixed by `indent` (the first by `first`); labels and
 // environment values in it are escaped first (base/terminal_text.h).
-std::string wrap(std::string_view untrusted, const std::string& first, const std::string& indent, std::size_t width) {
+std::string wrap_after(std::string_view untrusted, const std::string& first, const std::string& indent,
+                       std::size_t width) {
   const std::string text = terminal_safe(untrusted, {.keep_colour = true});
   std::string out, line;
   const std::string* prefix = &first;
@@ -277,14 +278,6 @@ std::string method_text(stats::MannWhitneyMethod m) {
   }
 }
 
-const char* method_key(stats::MannWhitneyMethod m) {
-  switch (m) {
-    case stats::MannWhitneyMethod::kExact: return "exact";
-    case stats::MannWhitneyMethod::kNormal: return "normal";
-    default: return "none";
-  }
-}
-
 const char* direction_name(const stats::Comparison& c) {
   if (!c.significant) return "same";
   if (c.relative_change > 0) return "slower";
@@ -400,26 +393,26 @@ std::string compare_text(const CompareReport& r, const Style& st) {
                      ci_text(ch.relative_change_ci, 0));
   out += fmt::format("  {:<18} {} ({} of A's median)\n", "Hodges-Lehmann", signed_value_text(ch.hl_shift, r.a.unit),
                      signed_percent(ch.relative_shift));
-  out += wrap(fmt::format("{} ({}), α = {:g}", p_equals_text(ch.mann_whitney.p_value),
-                          method_text(ch.mann_whitney.method), ch.alpha),
-              fmt::format("  {:<18} ", "Mann-Whitney U"), std::string(21, ' '), st.width);
+  out += wrap_after(fmt::format("{} ({}), α = {:g}", p_equals_text(ch.mann_whitney.p_value),
+                                method_text(ch.mann_whitney.method), ch.alpha),
+                    fmt::format("  {:<18} ", "Mann-Whitney U"), std::string(21, ' '), st.width);
 
   const char* colour = !ch.significant ? "" : ch.relative_change > 0 ? st.red() : st.green();
   out += "\n" + std::string(st.bold()) + colour;
-  out += wrap(compare_verdict(r), "Verdict: ", "  ", st.width);
+  out += wrap_after(compare_verdict(r), "Verdict: ", "  ", st.width);
   out += st.reset();
 
   const std::vector<Warning> warnings = warning_list(r);
   if (!warnings.empty()) {
     out += fmt::format("\n{}Warnings{}\n", st.yellow(), st.reset());
     for (const Warning& w : warnings) {
-      out += wrap(w.items.empty() ? w.text : w.text + ":", "  ! ", "    ", st.width);
+      out += wrap_after(w.items.empty() ? w.text : w.text + ":", "  ! ", "    ", st.width);
       for (const std::string& item : w.items) out += "      " + fit_width(item, st.width - 6) + "\n";
     }
   }
   if (r.fail_if_slower_pct)
-    out +=
-        "\n" + wrap(gate_text(r), fmt::format("Gate --fail-if-slower {:g}: ", *r.fail_if_slower_pct), "  ", st.width);
+    out += "\n" +
+           wrap_after(gate_text(r), fmt::format("Gate --fail-if-slower {:g}: ", *r.fail_if_slower_pct), "  ", st.width);
   return out;
 }
 
@@ -484,7 +477,7 @@ json compare_json(const CompareReport& r) {
             {"u_b", mw.u_b},
             {"z", mw.z},
             {"p_value", mw.p_value},
-            {"method", method_key(mw.method)},
+            {"method", stats::mann_whitney_method_key(mw.method)},
             {"ties", mw.has_ties}}},
           {"alpha", ch.alpha},
           {"significant", ch.significant},

@@ -50,7 +50,7 @@ std::string outliers_text(const stats::TukeyOutliers& o) {
 
 // Greedy word wrap to `width` columns; continuation lines are indented by `indent` spaces. The
 // spacing inside a line is kept (reports align columns with runs of spaces).
-std::string wrap(const std::string& untrusted, std::size_t width, std::size_t indent) {
+std::string wrap_at_indent(const std::string& untrusted, std::size_t width, std::size_t indent) {
   const std::string text = terminal_safe(untrusted, {.keep_colour = true});  // notes quote paths and errors
   std::string out, line;
   bool line_has_word = false;
@@ -95,13 +95,13 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
   out += fit_width(fmt::format("{}ferret bench{}  {}", st.bold(), st.reset(), r.record.subject),
                    st.width + std::string(st.bold()).size() + std::string(st.reset()).size()) +
          "\n";
-  out += wrap(fmt::format("  torch {} on {}, {}; inputs {}; batch {:g}", r.torch_version, r.device,
-                          threads_text(r.threads), inputs_text(r), r.record.batch_size),
-              st.width, 4);
-  out += wrap(fmt::format("  warm-up  {}", warmup_text(r)), st.width, 11);
-  out +=
-      wrap(fmt::format("  timed    {} calls in {} (rule: {}); {}", s.n, latency(r.timed_seconds), r.run_rule, r.timing),
-           st.width, 11);
+  out += wrap_at_indent(fmt::format("  torch {} on {}, {}; inputs {}; batch {:g}", r.torch_version, r.device,
+                                    threads_text(r.threads), inputs_text(r), r.record.batch_size),
+                        st.width, 4);
+  out += wrap_at_indent(fmt::format("  warm-up  {}", warmup_text(r)), st.width, 11);
+  out += wrap_at_indent(
+      fmt::format("  timed    {} calls in {} (rule: {}); {}", s.n, latency(r.timed_seconds), r.run_rule, r.timing),
+      st.width, 11);
 
   out += fmt::format("\n{}Latency per call{} ({} samples)\n", st.bold(), st.reset(), s.n);
   out += fmt::format("  median  {:>12}   {:.0f}% CI {} .. {}\n", latency(s.median), r.median_ci.confidence * 100,
@@ -110,9 +110,10 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
   out += fmt::format("  p90     {:>12}   p95 {}   p99 {}\n", latency(s.p90), latency(s.p95), latency(s.p99));
   out += fmt::format("  p99.9   {:>12}   min {}   max {}\n", latency(s.p999), latency(s.min), latency(s.max));
   out += fmt::format("  IQR     {:>12}   {} of the median\n", latency(s.iqr), percent_text(r.relative_iqr));
-  out += wrap(fmt::format("  outliers {}", outliers_text(r.outliers)), st.width, 11);
+  out += wrap_at_indent(fmt::format("  outliers {}", outliers_text(r.outliers)), st.width, 11);
   if (r.noisy)
-    out += wrap(fmt::format("  {}warning{}: {}", st.yellow(), st.reset(), bench_noise_warning(r)), st.width, 4);
+    out +=
+        wrap_at_indent(fmt::format("  {}warning{}: {}", st.yellow(), st.reset(), bench_noise_warning(r)), st.width, 4);
 
   out += "\n";
   out += fmt::format("{}Throughput{}  {} (batch {:g} / median)\n", st.bold(), st.reset(),
@@ -121,21 +122,22 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
                      r.peak_rss_bytes > 0 ? human_bytes(r.peak_rss_bytes) + " (process high-water mark, VmHWM)"
                                           : std::string("unknown (no /proc/self/status)"));
   if (r.allocator.measured)
-    out += wrap(fmt::format("            {} allocator peak {} allocated, {} reserved ({} extra calls)",
-                            r.allocator.device == "cuda" ? "CUDA" : "CPU", human_bytes(r.allocator.allocated_bytes),
-                            human_bytes(r.allocator.reserved_bytes), r.allocator.calls),
-                st.width, 12);
+    out += wrap_at_indent(
+        fmt::format("            {} allocator peak {} allocated, {} reserved ({} extra calls)",
+                    r.allocator.device == "cuda" ? "CUDA" : "CPU", human_bytes(r.allocator.allocated_bytes),
+                    human_bytes(r.allocator.reserved_bytes), r.allocator.calls),
+        st.width, 12);
   if (!r.profile_path.empty()) {
-    out += wrap(fmt::format("{}Profile{}     {} extra calls after the timed ones, not in the statistics: {}", st.bold(),
-                            st.reset(), r.profile_calls, r.profile_path),
-                st.width + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
-    out += wrap("            explain it with: ferret analyze " + r.profile_path, st.width, 12);
+    out += wrap_at_indent(fmt::format("{}Profile{}     {} extra calls after the timed ones, not in the statistics: {}",
+                                      st.bold(), st.reset(), r.profile_calls, r.profile_path),
+                          st.width + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
+    out += wrap_at_indent("            explain it with: ferret analyze " + r.profile_path, st.width, 12);
   }
   if (recorded)
-    out += wrap(fmt::format("{}Recorded{}    run #{} \"{}\" in {}", st.bold(), st.reset(), recorded->id,
-                            recorded->label, recorded->database),
-                st.width + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
-  for (const std::string& note : r.notes) out += wrap("note: " + note, st.width, 6);
+    out += wrap_at_indent(fmt::format("{}Recorded{}    run #{} \"{}\" in {}", st.bold(), st.reset(), recorded->id,
+                                      recorded->label, recorded->database),
+                          st.width + std::string(st.bold()).size() + std::string(st.reset()).size(), 12);
+  for (const std::string& note : r.notes) out += wrap_at_indent("note: " + note, st.width, 6);
 
   if (!r.record.environment.fields.empty()) {
     out += fmt::format("\n{}Environment{}\n", st.bold(), st.reset());

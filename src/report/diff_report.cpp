@@ -51,15 +51,6 @@ const char* method_name(stats::MannWhitneyMethod m) {
   }
   return "none";
 }
-const char* method_key(stats::MannWhitneyMethod m) {
-  switch (m) {
-    case stats::MannWhitneyMethod::kExact: return "exact";
-    case stats::MannWhitneyMethod::kNormal: return "normal";
-    case stats::MannWhitneyMethod::kNone: return "none";
-  }
-  return "none";
-}
-
 // The change, named: "+20.0% (Hodges-Lehmann shift +2.000 ms of the 10.000 ms median, 95% CI
 // +16.7% to +22.7%); mean +20.0% (10.000 ms -> 12.000 ms)". The one statistic every format calls
 // the change; the mean beside it, labelled.
@@ -119,7 +110,7 @@ json side_json(const DiffSide& s) {
           {"notes", s.notes}};
 }
 
-json finding_json(const Finding& f) {
+json diff_finding_json(const Finding& f) {
   return {{"id", f.id},
           {"cause", f.cause.empty() ? f.id : f.cause},
           {"title", f.title},
@@ -491,7 +482,7 @@ json diff_json(const TraceDiff& d) {
         {"relative_pct", pct_json(mean_relative)}}},
       {"spread_us", us_json(st.spread_ns)},
       {"test", st.enough_samples ? json{{"name", "mann-whitney-u"},
-                                        {"method", method_key(c.mann_whitney.method)},
+                                        {"method", stats::mann_whitney_method_key(c.mann_whitney.method)},
                                         {"u", number_or_null(c.mann_whitney.u_a)},
                                         {"p_value", std::isfinite(c.mann_whitney.p_value) ? json(c.mann_whitney.p_value)
                                                                                           : json(nullptr)},
@@ -520,10 +511,10 @@ json diff_json(const TraceDiff& d) {
       d.shapes_compared ? lists_json(d.op_shapes, [](const OpDiff& o) { return op_json(o, true); }) : json(nullptr);
   j["kernels"] = lists_json(d.kernels, kernel_json);
   json appeared = json::array(), resolved = json::array(), persisting = json::array();
-  for (const Finding& f : d.findings.appeared) appeared.push_back(finding_json(f));
-  for (const Finding& f : d.findings.resolved) resolved.push_back(finding_json(f));
+  for (const Finding& f : d.findings.appeared) appeared.push_back(diff_finding_json(f));
+  for (const Finding& f : d.findings.resolved) resolved.push_back(diff_finding_json(f));
   for (const FindingChange& f : d.findings.persisting)
-    persisting.push_back({{"cause", f.cause}, {"base", finding_json(f.base)}, {"new", finding_json(f.next)}});
+    persisting.push_back({{"cause", f.cause}, {"base", diff_finding_json(f.base)}, {"new", diff_finding_json(f.next)}});
   j["findings"] = {{"appeared", appeared}, {"resolved", resolved}, {"persisting", persisting}};
   j["warnings"] = d.warnings;
   j["exit_code"] = d.exit_code();

@@ -25,7 +25,8 @@ OutputCompression output_compression_for(const std::string& path, bool force_gzi
   return gz_suffix ? OutputCompression::kGzip : OutputCompression::kNone;
 }
 
-namespace {
+// Named, not anonymous: OutputFile::Impl (a class with linkage) holds these types.
+namespace output_file_detail {
 
 constexpr std::size_t kBufferBytes = 1 << 20;
 
@@ -120,7 +121,9 @@ class ZlibEncoder final : public GzipEncoder {
   std::vector<Bytef> out_;
 };
 
-}  // namespace
+}  // namespace output_file_detail
+
+using namespace output_file_detail;
 
 struct OutputFile::Impl {
   FileSink sink;

@@ -15,6 +15,7 @@
 
 namespace ferret {
 namespace {
+namespace analysis_window_test {
 
 using test::corr;
 using test::span;
@@ -207,5 +208,6 @@ TEST(SelectorsCli, ExitTwoNamingWhatExists) {
   std::remove(path.c_str());
 }
 
+}  // namespace analysis_window_test
 }  // namespace
 }  // namespace ferret

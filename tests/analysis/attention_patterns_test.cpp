@@ -17,6 +17,7 @@
 
 namespace ferret {
 namespace {
+namespace attention_patterns_test {
 
 using test::corr;
 using test::span;
@@ -178,11 +179,13 @@ TEST(AttentionPatterns, FusedAttentionInARealTraceIsNotReported) {
   EXPECT_GT(a.attention.fused_calls, 0u);
 }
 
+}  // namespace attention_patterns_test
 }  // namespace
 }  // namespace ferret
 
 namespace ferret {
 namespace {
+namespace attention_patterns_test {
 
 // A real trace (torch 1.13 on CPU, training nn.TransformerEncoderLayer, 4 steps): its legacy
 // export records no shapes, so the sequence alone is read. A second, simpler reader checks the
@@ -223,5 +226,6 @@ TEST(AttentionPatterns, RealTorch113TransformerLayerWithoutShapes) {
       std::any_of(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "unfused-attention"; }));
 }
 
+}  // namespace attention_patterns_test
 }  // namespace
 }  // namespace ferret

@@ -9,6 +9,7 @@
 
 namespace ferret {
 namespace {
+namespace communication_test {
 
 CommunicationResult analyze(const TraceModel& m, AnalysisOptions options = {}) {
   return analyze_communication(m, make_analysis_context(m, options));
@@ -290,5 +291,6 @@ TEST(CorpusA100Rank3, OverlapAgreesWithHta) {
   EXPECT_NEAR(analyze(m, options).overlap_share * 100, 47.03, 1.0);
 }
 
+}  // namespace communication_test
 }  // namespace
 }  // namespace ferret

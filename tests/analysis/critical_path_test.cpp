@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace critical_path_test {
 
 using test::span;
 using test::trace;
@@ -243,5 +244,6 @@ TEST(WhatIf, BadArgumentsAreOptionErrors) {
   EXPECT_DOUBLE_EQ(c.speedups[0].factor, 1.5);
 }
 
+}  // namespace critical_path_test
 }  // namespace
 }  // namespace ferret

@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace data_pipeline_test {
 
 constexpr std::int64_t kUs = 1000;
 constexpr const char* kSingleProcess = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
@@ -167,5 +168,6 @@ TEST(CorpusResNet50, InputWaitMatchesPluginDataLoaderShare) {
   EXPECT_GT(r.longest_call_ns, 60000 * kUs);  // each call takes 62-73 ms in the raw JSON
 }
 
+}  // namespace data_pipeline_test
 }  // namespace
 }  // namespace ferret

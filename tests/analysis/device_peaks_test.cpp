@@ -7,6 +7,7 @@
 
 namespace ferret {
 namespace {
+namespace device_peaks_test {
 
 DeviceProperties device(const std::string& name, int major, int minor, int sms, std::int64_t mem = -1) {
   DeviceProperties d;
@@ -119,5 +120,6 @@ TEST(DevicePeaks, PeaksFileErrorsNameTheFileAndTheKey) {
   EXPECT_THROW(read_peaks_file(test::temp_path("no-such-peaks.json")), InputError);
 }
 
+}  // namespace device_peaks_test
 }  // namespace
 }  // namespace ferret

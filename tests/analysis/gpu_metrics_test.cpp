@@ -15,6 +15,7 @@
 
 namespace ferret {
 namespace {
+namespace gpu_metrics_test {
 
 std::string span(const char* cat, const std::string& name, double ts, double dur, int pid = 1, int tid = 1,
                  const std::string& args = "{}") {
@@ -268,5 +269,6 @@ TEST(CorpusH100, TensorCoreShareIsNonZero) {
   }
 }
 
+}  // namespace gpu_metrics_test
 }  // namespace
 }  // namespace ferret

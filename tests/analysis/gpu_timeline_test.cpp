@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace gpu_timeline_test {
 
 using test::corr;
 using test::span;
@@ -469,5 +470,6 @@ TEST(CorpusCpuOnly, NoGpuTimeline) {
   EXPECT_FALSE(analyze_gpu_timeline(l.model, l.ctx).has_gpu);
 }
 
+}  // namespace gpu_timeline_test
 }  // namespace
 }  // namespace ferret

@@ -16,6 +16,7 @@
 
 namespace ferret {
 namespace {
+namespace graph_replays_test {
 
 using test::graph_trace;
 using test::GraphTraceOptions;
@@ -204,5 +205,6 @@ TEST(GraphReplayGpuMetrics, EligibleOpsByCapture) {
   }
 }
 
+}  // namespace graph_replays_test
 }  // namespace
 }  // namespace ferret

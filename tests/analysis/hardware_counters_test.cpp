@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace hardware_counters_test {
 
 // One step [100,200) on device 0 (10 SMs); one kernel of 5 blocks fills it: 5 / 10 = 0.5 blocks
 // per SM, so the estimated SM efficiency is 50%. PM sampling on device 0:
@@ -110,5 +111,6 @@ TEST(HardwareCounters, AbsentWithoutPmSampling) {
   EXPECT_EQ(analyze_text(analysis, diagnosis, Style{}).find("measured:"), std::string::npos);
 }
 
+}  // namespace hardware_counters_test
 }  // namespace
 }  // namespace ferret

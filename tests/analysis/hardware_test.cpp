@@ -7,6 +7,7 @@
 
 namespace ferret {
 namespace {
+namespace hardware_test {
 
 HardwareResult analyze(const TraceModel& m, AnalysisOptions options = {}) {
   return analyze_hardware(m, make_analysis_context(m, options));
@@ -178,5 +179,6 @@ TEST(CorpusResNet50V100, PageableInputCopies) {
   EXPECT_EQ(r.pageable_bytes, 115607040);
 }
 
+}  // namespace hardware_test
 }  // namespace
 }  // namespace ferret

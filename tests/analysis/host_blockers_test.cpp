@@ -9,6 +9,7 @@
 
 namespace ferret {
 namespace {
+namespace host_blockers_test {
 
 using test::span;
 using test::trace;
@@ -361,5 +362,6 @@ TEST(CorpusCpuOnly, NothingToBlock) {
   EXPECT_EQ(r.syncs.count, 0u);
 }
 
+}  // namespace host_blockers_test
 }  // namespace
 }  // namespace ferret

@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace hot_spots_test {
 
 std::string span(const char* cat, const std::string& name, int tid_or_stream, double ts, double dur,
                  const std::string& args = "", int pid = 1) {
@@ -238,5 +239,6 @@ TEST(CorpusLegacy, CpuOnlyRanksByHostTime) {
   EXPECT_GT(r.host_op_ns, 0);
 }
 
+}  // namespace hot_spots_test
 }  // namespace
 }  // namespace ferret

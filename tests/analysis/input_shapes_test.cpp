@@ -5,6 +5,7 @@
 
 namespace ferret {
 namespace {
+namespace input_shapes_test {
 
 TEST(InputShapes, DimsOfTensorsAndNonTensors) {
   const auto dims = parse_input_dims("[[16, 5185, 64], [16, 64, 5185], [], [7]]");
@@ -34,5 +35,6 @@ TEST(InputShapes, Types) {
   EXPECT_FALSE(parse_input_types(R"(["float")").has_value());
 }
 
+}  // namespace input_shapes_test
 }  // namespace
 }  // namespace ferret

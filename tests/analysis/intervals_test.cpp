@@ -7,6 +7,7 @@
 
 namespace ferret {
 namespace {
+namespace intervals_test {
 
 TEST(LongestIntervals, KeepsTheLongestByTimeAndCountsAll) {
   LongestIntervals keep(3);
@@ -74,5 +75,6 @@ TEST(LongestIntervals, MatchesSortingEverything) {
   }
 }
 
+}  // namespace intervals_test
 }  // namespace
 }  // namespace ferret

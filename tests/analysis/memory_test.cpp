@@ -9,6 +9,7 @@
 
 namespace ferret {
 namespace {
+namespace memory_test {
 
 MemoryResult analyze(const TraceModel& m, AnalysisOptions options = {}) {
   return analyze_memory(m, make_analysis_context(m, options));
@@ -252,5 +253,6 @@ TEST(CorpusImageClassifierH100, MemoryPeaksMatchPython) {
   EXPECT_NEAR(d.fragmentation_at_peak, 0.05719567975, 1e-9);
 }
 
+}  // namespace memory_test
 }  // namespace
 }  // namespace ferret

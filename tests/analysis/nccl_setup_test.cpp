@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace nccl_setup_test {
 
 std::string corpus(const std::string& name) { return std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/" + name; }
 
@@ -446,5 +447,6 @@ TEST(NcclSetup, OneRankLogWithOnlyP2pStaysOneHost) {
   EXPECT_EQ(find(findings_of(s), "nccl-socket-transport"), nullptr);
 }
 
+}  // namespace nccl_setup_test
 }  // namespace
 }  // namespace ferret

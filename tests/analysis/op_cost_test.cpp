@@ -4,6 +4,7 @@
 
 namespace ferret {
 namespace {
+namespace op_cost_test {
 
 OpCost cost(std::string_view name, std::string_view dims, std::string_view types, std::string_view concrete = "") {
   return op_cost({name, dims, types, concrete});
@@ -240,5 +241,6 @@ TEST(OpCost, MalformedOrMissingTextIsUnknownNeverACrash) {
   EXPECT_LT(none.flops, 0);
 }
 
+}  // namespace op_cost_test
 }  // namespace
 }  // namespace ferret

@@ -11,6 +11,7 @@
 
 namespace ferret {
 namespace {
+namespace roofline_test {
 
 using test::span;
 
@@ -278,5 +279,6 @@ TEST(CorpusRoofline, MatchesTraceLensGemmSheetQwen) {
   check_against_tracelens(trace, csv);
 }
 
+}  // namespace roofline_test
 }  // namespace
 }  // namespace ferret

@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace step_breakdown_test {
 
 constexpr std::int64_t kUs = 1000;  // ns per microsecond
 
@@ -235,5 +236,6 @@ TEST(CorpusResNet50, MatchesPluginReference) {
   for (const StepCost& s : r.steps) EXPECT_EQ(sum(s), s.duration_ns) << "step " << s.number;
 }
 
+}  // namespace step_breakdown_test
 }  // namespace
 }  // namespace ferret

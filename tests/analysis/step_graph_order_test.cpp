@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace step_graph_order_test {
 
 namespace fs = std::filesystem;
 
@@ -50,5 +51,6 @@ TEST(StepGraphOrder, SavedOrderRetimesLikeAFreshSort) {
   }
 }
 
+}  // namespace step_graph_order_test
 }  // namespace
 }  // namespace ferret

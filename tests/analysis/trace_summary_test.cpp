@@ -6,6 +6,7 @@
 
 namespace ferret {
 namespace {
+namespace trace_summary_test {
 
 // Host thread 10/11 (named), GPU device 0 streams 7 and 20. Hand counts:
 //   cpu_op 2, cuda_runtime 1, kernel 2, memcpy 1, memset 1, memory_instant 1, instant 1,
@@ -88,5 +89,6 @@ TEST(TraceSummary, StringThreadIdsAreNamedByTheirLabel) {
   EXPECT_EQ(s.threads[0].name, "worker");
 }
 
+}  // namespace trace_summary_test
 }  // namespace
 }  // namespace ferret

@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace whatif_pairs_test {
 
 // The accuracy the what-if is held to (issue 15: "hold it under 15% in tests").
 constexpr double kMaxPredictionError = 0.15;
@@ -78,5 +79,6 @@ TEST(WhatIfPairs, Float64ConvolutionToFloat32) {
   expect_accurate("conv-dtype", c);
 }
 
+}  // namespace whatif_pairs_test
 }  // namespace
 }  // namespace ferret

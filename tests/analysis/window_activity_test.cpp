@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace window_activity_test {
 
 using test::corr;
 using test::span;
@@ -174,5 +175,6 @@ TEST(WindowActivityCorpus, QwenStepOpensWithAnEdgeWait) {
   EXPECT_EQ(analyze_window_activity(m, ctx).activity, WindowActivity::kSteady);
 }
 
+}  // namespace window_activity_test
 }  // namespace
 }  // namespace ferret

@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace rank_list_test {
 
 using Ranges = std::vector<std::pair<int, int>>;
 
@@ -73,5 +74,6 @@ TEST(RankList, MissingRankRangesFollowTheRanksSeen) {
   EXPECT_EQ(missing_rank_ranges({}, 0), Ranges{});
 }
 
+}  // namespace rank_list_test
 }  // namespace
 }  // namespace ferret

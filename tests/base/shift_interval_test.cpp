@@ -10,6 +10,7 @@
 
 namespace ferret::stats {
 namespace {
+namespace shift_interval_test {
 
 TEST(ShiftInterval, FourAgainstFourSeparatedByHand) {
   // No ties, 4 and 4: exact. P(U <= 0) = 1/70 = 0.0143 <= 0.025 < P(U <= 1) = 2/70, so k = 1: the
@@ -104,5 +105,6 @@ TEST(PooledStddev, ByHand) {
   EXPECT_TRUE(std::isnan(pooled_stddev(one, one)));
 }
 
+}  // namespace shift_interval_test
 }  // namespace
 }  // namespace ferret::stats

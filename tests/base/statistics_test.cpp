@@ -16,6 +16,7 @@
 
 namespace ferret::stats {
 namespace {
+namespace statistics_test {
 
 // Uniform [0, 1) from the top 53 bits of one draw: portable test noise.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
@@ -672,11 +673,13 @@ TEST(OrderStatisticBootstrap, MedianIntervalOfUniformDrawsMatchesNormalTheory) {
   EXPECT_NEAR(ci.high, ci.estimate + 0.0049, 0.15 * 0.0049);
 }
 
+}  // namespace statistics_test
 }  // namespace
 }  // namespace ferret::stats
 
 namespace ferret::stats {
 namespace {
+namespace statistics_test {
 
 // Integer medians by hand: odd counts take the middle; even counts the lower middle plus half the
 // gap, rounded toward the lower value; empty is 0.
@@ -692,5 +695,6 @@ TEST(MedianNs, HandComputed) {
   EXPECT_EQ(median_ns({big, INT64_MAX}), big);  // no overflow from adding the middles
 }
 
+}  // namespace statistics_test
 }  // namespace
 }  // namespace ferret::stats

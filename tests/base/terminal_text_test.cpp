@@ -6,6 +6,7 @@
 
 namespace ferret {
 namespace {
+namespace terminal_text_test {
 
 TEST(TerminalSafe, C0ControlsBecomeVisibleEscapes) {
   EXPECT_EQ(terminal_safe("a\x1b[2Jb"), "a\\x1b[2Jb");
@@ -87,5 +88,6 @@ TEST(TerminalSafeReport, KeepsStyleColoursOnlyWhenAsked) {
   EXPECT_EQ(terminal_safe("\x1b[1mop\nVerdict\x1b[0m", {.keep_colour = true}), "\x1b[1mop\\nVerdict\x1b[0m");
 }
 
+}  // namespace terminal_text_test
 }  // namespace
 }  // namespace ferret

@@ -5,6 +5,7 @@
 
 namespace ferret {
 namespace {
+namespace text_test {
 
 TEST(Trim, DropsAsciiWhitespaceAtBothEndsOnly) {
   EXPECT_EQ(trim(" \t\r\n\v\fa b\t \n"), "a b");
@@ -31,5 +32,6 @@ TEST(FitWidth, CutsWithDotsNeverInsideAUtf8Sequence) {
   EXPECT_EQ(fit_width("abcdef", 2), "ab");
 }
 
+}  // namespace text_test
 }  // namespace
 }  // namespace ferret

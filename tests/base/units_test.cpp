@@ -7,6 +7,7 @@
 
 namespace ferret {
 namespace {
+namespace units_test {
 
 TEST(ParseSize, BinaryAndDecimalSuffixes) {
   EXPECT_EQ(parse_size("4096"), 4096u);
@@ -44,11 +45,13 @@ TEST(HumanDuration, PicksTheLargestUnitAndKeepsTheSign) {
   EXPECT_EQ(human_duration(-2500000000), "-2.500 s");
 }
 
+}  // namespace units_test
 }  // namespace
 }  // namespace ferret
 
 namespace ferret {
 namespace {
+namespace units_test {
 
 TEST(UnitConversions, HandComputed) {
   static_assert(ns_to_ms(1'500'000) == 1.5);
@@ -59,5 +62,6 @@ TEST(UnitConversions, HandComputed) {
   EXPECT_DOUBLE_EQ(share_to_pct(1.0 / 3.0), 100.0 / 3.0);
 }
 
+}  // namespace units_test
 }  // namespace
 }  // namespace ferret

@@ -15,6 +15,7 @@
 
 namespace ferret::bench {
 namespace {
+namespace bench_options_test {
 
 // The message of the BenchError that `body` throws ("" when it throws none).
 template <class Body>
@@ -472,5 +473,6 @@ TEST(BenchReport, NoiseWarning) {
   EXPECT_NE(bench_markdown(r, std::nullopt).find("**Warning:**"), std::string::npos);
 }
 
+}  // namespace bench_options_test
 }  // namespace
 }  // namespace ferret::bench

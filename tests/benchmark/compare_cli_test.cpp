@@ -33,6 +33,7 @@
 
 namespace ferret {
 namespace {
+namespace compare_cli_test {
 
 using nlohmann::json;
 using test::run_ferret;
@@ -349,5 +350,6 @@ TEST(HistoryCli, MalformedRowsAreSkippedAndNamed) {
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+}  // namespace compare_cli_test
 }  // namespace
 }  // namespace ferret

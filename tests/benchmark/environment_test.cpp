@@ -20,6 +20,7 @@
 
 namespace ferret {
 namespace {
+namespace environment_test {
 
 constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
 constexpr const char* kOther = "fedcba9876543210fedcba9876543210fedcba98";
@@ -298,5 +299,6 @@ TEST(Environment, DifferencesIgnoreTheCommitAndHost) {
                                             "torch_version: (unset) -> 2.5.1"}));
 }
 
+}  // namespace environment_test
 }  // namespace
 }  // namespace ferret

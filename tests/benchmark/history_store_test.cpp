@@ -22,6 +22,7 @@
 
 namespace ferret {
 namespace {
+namespace history_store_test {
 
 // Every directory fresh_dir made, removed after the last test.
 std::vector<std::string>& made_dirs() {
@@ -318,5 +319,6 @@ TEST(HistoryStore, TwoProcessesRecordingAtOnceLoseNothing) {
   for (const RunRecord& r : runs) EXPECT_EQ(r.samples.size(), 200u) << "run " << r.id;
 }
 
+}  // namespace history_store_test
 }  // namespace
 }  // namespace ferret

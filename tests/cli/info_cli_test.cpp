@@ -15,6 +15,7 @@
 
 namespace ferret {
 namespace {
+namespace info_cli_test {
 
 using nlohmann::json;
 using test::run_ferret;
@@ -344,5 +345,6 @@ TEST(CliInfo, TruncatedTraceStillExitsZeroAndSaysSo) {
   std::remove(path.c_str());
 }
 
+}  // namespace info_cli_test
 }  // namespace
 }  // namespace ferret

@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace lenient_cli_test {
 
 using nlohmann::json;
 
@@ -60,5 +61,6 @@ TEST(LenientCli, InfoAndAnalyzeShowLeniencyCounts) {
   std::remove(path.c_str());
 }
 
+}  // namespace lenient_cli_test
 }  // namespace
 }  // namespace ferret

@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace nccl_cli_test {
 
 using nlohmann::json;
 using test::run_ferret;
@@ -323,5 +324,6 @@ TEST(NcclCli, TraceCrossCheck) {
   EXPECT_TRUE(contains(text.out, "47% of 100.0 GB/s")) << text.out;
 }
 
+}  // namespace nccl_cli_test
 }  // namespace
 }  // namespace ferret

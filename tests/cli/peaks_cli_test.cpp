@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace peaks_cli_test {
 
 // One aten::mm [256,256] x [256,256] bf16 on an unnamed device: 2·256³ = 33,554,432 FLOPs,
 // 3·65,536·2 = 393,216 B; its 10 us kernel (1,000-block grid) reaches 3.3554 TFLOP/s.
@@ -60,5 +61,6 @@ TEST(PeaksCli, BadFileNamesTheFileAndTheKey) {
   EXPECT_NE(missing.err.find("/no/such/peaks.json"), std::string::npos) << missing.err;
 }
 
+}  // namespace peaks_cli_test
 }  // namespace
 }  // namespace ferret

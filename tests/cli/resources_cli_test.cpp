@@ -14,6 +14,7 @@
 
 namespace ferret::test {
 namespace {
+namespace resources_cli_test {
 
 using nlohmann::json;
 
@@ -229,5 +230,6 @@ TEST(ResourcesCli, RefusedAllocationReportsWhatWasRead) {
   EXPECT_TRUE(any_contains(notes_of(input), "ran out of memory at byte")) << input.dump();
 }
 
+}  // namespace resources_cli_test
 }  // namespace
 }  // namespace ferret::test

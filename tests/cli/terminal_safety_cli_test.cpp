@@ -18,6 +18,7 @@
 
 namespace ferret {
 namespace {
+namespace terminal_safety_cli_test {
 
 using nlohmann::json;
 using test::run_ferret;
@@ -222,5 +223,6 @@ TEST(TerminalSafetyHistory, LabelsAreEscaped) {
   std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+}  // namespace terminal_safety_cli_test
 }  // namespace
 }  // namespace ferret

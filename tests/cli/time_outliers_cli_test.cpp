@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace time_outliers_cli_test {
 
 using nlohmann::json;
 
@@ -66,5 +67,6 @@ TEST(TimeOutliersCorpus, OneKernelMovedDaysLaterChangesNothing) {
   std::remove(damaged.c_str());
 }
 
+}  // namespace time_outliers_cli_test
 }  // namespace
 }  // namespace ferret

@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace timeline_definition_cli_test {
 
 using nlohmann::json;
 
@@ -88,5 +89,6 @@ TEST(TimelineDefinitionCli, StepGpuTimelineMatchesTraceLensWithinOnePercent) {
   EXPECT_NEAR(before.at("time_us").get<double>(), 13741.8, 0.1);
 }
 
+}  // namespace timeline_definition_cli_test
 }  // namespace
 }  // namespace ferret

@@ -8,6 +8,7 @@
 
 namespace ferret {
 namespace {
+namespace usage_cli_test {
 
 void expect_usage_error(const std::string& args, const std::string& message) {
   const test::CommandResult r = test::run_ferret(args);
@@ -81,5 +82,6 @@ TEST(UsageCli, WidthAndColumnsSetTheTextLayout) {
   EXPECT_EQ(test::run_ferret("nccl --json --width 60 " + log).out, test::run_ferret("nccl --json " + log).out);
 }
 
+}  // namespace usage_cli_test
 }  // namespace
 }  // namespace ferret

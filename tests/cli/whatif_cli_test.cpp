@@ -9,6 +9,7 @@
 
 namespace ferret {
 namespace {
+namespace whatif_cli_test {
 
 using test::run_ferret;
 using test::span;
@@ -76,5 +77,6 @@ TEST(WhatIfCli, ListedInHelp) {
   EXPECT_NE(r.out.find("whatif"), std::string::npos);
 }
 
+}  // namespace whatif_cli_test
 }  // namespace
 }  // namespace ferret

@@ -15,6 +15,7 @@
 
 namespace ferret {
 namespace {
+namespace rules_compute_test {
 
 constexpr double kStepNs = 100e6;  // a 100 ms step
 
@@ -507,5 +508,6 @@ TEST(CorpusH100, HostBoundInferenceAlreadyOnTensorCores) {
   EXPECT_FALSE(find(findings, "input-bound").has_value());
 }
 
+}  // namespace rules_compute_test
 }  // namespace
 }  // namespace ferret

@@ -11,6 +11,7 @@
 
 namespace ferret {
 namespace {
+namespace rules_host_preprocessing_test {
 
 using test::span;
 using test::trace;
@@ -274,5 +275,6 @@ TEST(HostSyncCopies, SmallBlockingReadIsAHostSyncRankedAboveLaunchOverhead) {
   EXPECT_EQ(find(d, "pageable-copy"), nullptr);
 }
 
+}  // namespace rules_host_preprocessing_test
 }  // namespace
 }  // namespace ferret

@@ -8,6 +8,7 @@
 
 namespace ferret {
 namespace {
+namespace rules_host_test {
 
 constexpr std::int64_t kMs = 1'000'000;
 
@@ -332,5 +333,6 @@ TEST(CorpusRulesHost, CpuOnlyTraces) {
   EXPECT_NE(f->title.find("100"), std::string::npos);
 }
 
+}  // namespace rules_host_test
 }  // namespace
 }  // namespace ferret

@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace rules_memory_distributed_test {
 
 constexpr std::int64_t kGiB = 1ll << 30;
 
@@ -404,5 +405,6 @@ TEST(CorpusRules, ResNet50PageableInputCopies) {
   EXPECT_EQ(find(out, "slow-host-copies"), nullptr);
 }
 
+}  // namespace rules_memory_distributed_test
 }  // namespace
 }  // namespace ferret

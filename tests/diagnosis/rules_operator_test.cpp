@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace rules_operator_test {
 
 using test::span;
 
@@ -307,5 +308,6 @@ TEST(CorpusQwen, EagerRmsNormChainsAreTheVerdict) {
   EXPECT_TRUE(rms_fix);
 }
 
+}  // namespace rules_operator_test
 }  // namespace
 }  // namespace ferret

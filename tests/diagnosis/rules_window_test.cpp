@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace rules_window_test {
 
 using test::corr;
 using test::span;
@@ -91,5 +92,6 @@ TEST(RulesWindow, BlockingCopyAtTheTraceStartIsAnEdgeWaitNotASyncCopyFinding) {
   EXPECT_EQ(a.context.window_start_ns, 493000000);
 }
 
+}  // namespace rules_window_test
 }  // namespace
 }  // namespace ferret

@@ -19,6 +19,7 @@
 
 namespace ferret {
 namespace {
+namespace verdict_policy_test {
 
 namespace fs = std::filesystem;
 
@@ -160,5 +161,6 @@ TEST(VerdictPolicy, HeadlineMentionsMinorFindingsOnlyWhenSomeFollow) {
   EXPECT_NE(minor.verdict.headline.find("(minor findings below)"), std::string::npos) << minor.verdict.headline;
 }
 
+}  // namespace verdict_policy_test
 }  // namespace
 }  // namespace ferret

@@ -16,6 +16,7 @@
 
 namespace ferret {
 namespace {
+namespace verdict_test {
 
 Finding finding(const std::string& id, Severity severity, double max_speedup,
                 Dimension dimension = Dimension::kCompute) {
@@ -244,11 +245,13 @@ TEST(Verdict, NothingOfMediumSeverityIsNoVerdict) {
   EXPECT_EQ(pick_verdict({}), nullptr);
 }
 
+}  // namespace verdict_test
 }  // namespace
 }  // namespace ferret
 
 namespace ferret {
 namespace {
+namespace verdict_test {
 
 // The what-if's prediction sits beside each removable cause's bound. On the ResNet50 / V100
 // trace the TensorBoard plugin's figures give the DataLoader-free step: 177.592 - 59.262 ms =
@@ -273,5 +276,6 @@ TEST(PredictedGain, InputBoundMatchesThePluginsDataLoaderShare) {
   EXPECT_TRUE(seen);
 }
 
+}  // namespace verdict_test
 }  // namespace
 }  // namespace ferret

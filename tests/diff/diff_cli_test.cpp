@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace diff_cli_test {
 
 using nlohmann::json;
 using test::run_ferret;
@@ -359,5 +360,6 @@ TEST(DiffCorpus, DiffPairSameStepInBoth) {
   EXPECT_DOUBLE_EQ(j["step_time"]["change"]["relative_pct"].get<double>(), 0.0);  // 157408 us in both
 }
 
+}  // namespace diff_cli_test
 }  // namespace
 }  // namespace ferret

@@ -20,6 +20,7 @@
 
 namespace ferret {
 namespace {
+namespace diff_gate_test {
 
 using test::corr;
 using test::span;
@@ -334,5 +335,6 @@ TEST(DiffHeadline, TextAndJsonAgreeAndNameTheStatistic) {
   EXPECT_NE(md.find("| **step (mean)** |"), std::string::npos) << md;
 }
 
+}  // namespace diff_gate_test
 }  // namespace
 }  // namespace ferret

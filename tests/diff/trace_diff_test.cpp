@@ -16,6 +16,7 @@
 
 namespace ferret {
 namespace {
+namespace trace_diff_test {
 
 // ---- A tiny training job, built as Kineto JSON text ---------------------------------------------
 
@@ -483,5 +484,6 @@ TEST(DiffReport, MarkdownEscapesTraceText) {
   EXPECT_NE(md.find("aten::copy\\_"), std::string::npos) << md;  // removed, underscore escaped
 }
 
+}  // namespace trace_diff_test
 }  // namespace
 }  // namespace ferret

@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace caching_allocator_model_test {
 
 constexpr std::int64_t kMiB = 1 << 20;
 
@@ -115,5 +116,6 @@ TEST(CachingAllocatorModel, RejectsFreesOfUnknownOrFreeBlocks) {
   EXPECT_EQ(allocator.allocated(), 0);
 }
 
+}  // namespace caching_allocator_model_test
 }  // namespace
 }  // namespace ferret

@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace inflate_test {
 
 // Two profiler steps, each with an op launching a kernel (runtime call, kernel, ac2g flow pair),
 // a [memory] record, and two metadata events. 11 non-metadata events. The largest id is the
@@ -314,5 +315,6 @@ TEST(InflateCorpus, ResNetDdpToFourTimesItsSize) {
   std::remove(test::temp_path("resnet-x4.json").c_str());
 }
 
+}  // namespace inflate_test
 }  // namespace
 }  // namespace ferret

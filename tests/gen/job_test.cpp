@@ -20,6 +20,7 @@
 
 namespace ferret {
 namespace {
+namespace job_test {
 
 namespace fs = std::filesystem;
 
@@ -609,5 +610,6 @@ TEST(GenCli, JobAndScalingRunFromTheCommandLine) {
   EXPECT_NE(r.err.find("more than one host"), std::string::npos) << r.err;
 }
 
+}  // namespace job_test
 }  // namespace
 }  // namespace ferret

@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace scenarios_test {
 
 struct Generated {
   ScenarioResult result;
@@ -335,5 +336,6 @@ TEST(GenCli, ScenarioAndInflateRunFromTheCommandLine) {
   std::remove(inflated.c_str());
 }
 
+}  // namespace scenarios_test
 }  // namespace
 }  // namespace ferret

@@ -17,6 +17,7 @@
 
 namespace ferret {
 namespace {
+namespace broken_input_test {
 
 // A trace assembled from event texts, remembering where each event starts ('{') and ends (one past
 // '}') in the document: the independent reference for truncation tests.
@@ -635,5 +636,6 @@ TEST(BrokenInputCompression, GzipHeaderOnly) {
   std::remove(path.c_str());
 }
 
+}  // namespace broken_input_test
 }  // namespace
 }  // namespace ferret

@@ -16,6 +16,7 @@
 
 namespace ferret {
 namespace {
+namespace compression_test {
 
 using test::gzip_bytes;
 using test::zstd_bytes;
@@ -183,5 +184,6 @@ TEST(Compression, FileShorterThanTheMagicIsReadOnce) {
   std::remove(path.c_str());
 }
 
+}  // namespace compression_test
 }  // namespace
 }  // namespace ferret

@@ -21,6 +21,7 @@
 
 namespace ferret {
 namespace {
+namespace container_property_test {
 
 struct GeneratedTrace {
   std::string array_text;   // [ {...}, ... ]
@@ -165,5 +166,6 @@ TEST(ContainerCli, BareArrayOfTwoThousandEventsKeepsThemAll) {
   std::remove(path.c_str());
 }
 
+}  // namespace container_property_test
 }  // namespace
 }  // namespace ferret

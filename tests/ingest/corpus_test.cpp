@@ -20,6 +20,7 @@
 
 namespace ferret {
 namespace {
+namespace corpus_test {
 
 using nlohmann::json;
 
@@ -223,5 +224,6 @@ TEST(CorpusLoad, ThreadCountAndBatchSizeDoNotChangeTheModel) {
   EXPECT_EQ(a.relations.steps.size(), b.relations.steps.size());
 }
 
+}  // namespace corpus_test
 }  // namespace
 }  // namespace ferret

@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace cpu_level_test {
 
 std::set<std::string> cpuinfo_flags() {
   std::ifstream in("/proc/cpuinfo");
@@ -55,5 +56,6 @@ TEST(CpuLevel, AgreesWithProcCpuinfo) {
 #endif
 }
 
+}  // namespace cpu_level_test
 }  // namespace
 }  // namespace ferret

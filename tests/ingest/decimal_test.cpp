@@ -4,6 +4,7 @@
 
 namespace ferret {
 namespace {
+namespace decimal_test {
 
 std::int64_t nanos(std::string_view text) {
   std::int64_t v = 0;
@@ -71,5 +72,6 @@ TEST(Decimal, IntegersKeepUint64BitPattern) {
   EXPECT_EQ(v, INT64_MIN);
 }
 
+}  // namespace decimal_test
 }  // namespace
 }  // namespace ferret

@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace event_args_test {
 
 const char* kWrongType = "field of the wrong JSON type or out of range, ignored (";
 
@@ -83,5 +84,6 @@ TEST(EventArgs, UnknownNumericArgsOfACounterAreItsSeries) {
   EXPECT_DOUBLE_EQ(m.counters[0].value, 1024.0);
 }
 
+}  // namespace event_args_test
 }  // namespace
 }  // namespace ferret

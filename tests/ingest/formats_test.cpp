@@ -11,6 +11,7 @@
 
 namespace ferret {
 namespace {
+namespace formats_test {
 
 EventIndex find(const TraceModel& m, std::string_view name, std::size_t nth = 0) {
   for (std::size_t e = 0; e < m.size(); ++e)
@@ -414,11 +415,13 @@ TEST(FormatArgs, LargeAndStringCorrelationIds) {
   EXPECT_EQ(m.relations.launcher_of(1), 0u);
 }
 
+}  // namespace formats_test
 }  // namespace
 }  // namespace ferret
 
 namespace ferret {
 namespace {
+namespace formats_test {
 
 // torch 2.1+ records "Input Strides" and "Concrete Inputs" beside the shapes (record_shapes=True):
 // a convolution's stride, padding and dilation live only in the concrete inputs. Both are kept
@@ -446,5 +449,6 @@ TEST(FormatKineto2, InputStridesAndConcreteInputsAreKept) {
   EXPECT_EQ(relu->concrete_inputs, kEmptyStr);
 }
 
+}  // namespace formats_test
 }  // namespace
 }  // namespace ferret

@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace fuzz_regression_test {
 
 TEST(FuzzRegression, EveryCrashInputIsHandled) {
   const std::filesystem::path dir = std::filesystem::path(FERRET_SOURCE_DIR) / "tests/data/fuzz";
@@ -34,5 +35,6 @@ TEST(FuzzRegression, EveryCrashInputIsHandled) {
   EXPECT_GE(inputs, 1);
 }
 
+}  // namespace fuzz_regression_test
 }  // namespace
 }  // namespace ferret

@@ -17,6 +17,7 @@
 
 namespace ferret {
 namespace {
+namespace importer_test {
 
 constexpr const char* kCsvMagic = "ferret-spans-csv\n";
 
@@ -147,5 +148,6 @@ TEST(Importer, KinetoImporterBuildsConsistentModels) {
   EXPECT_EQ(tiny.check_invariants(), "");
 }
 
+}  // namespace importer_test
 }  // namespace
 }  // namespace ferret

@@ -15,6 +15,7 @@
 
 namespace ferret {
 namespace {
+namespace kineto_drift_test {
 
 EventIndex find(const TraceModel& m, std::string_view name, std::size_t nth = 0) {
   for (std::size_t e = 0; e < m.size(); ++e)
@@ -394,5 +395,6 @@ TEST(KinetoDriftWrongTypes, NewFieldsOfTheWrongTypeAreIgnoredAndCounted) {
   EXPECT_EQ(m.python_frame_of(5), nullptr);
 }
 
+}  // namespace kineto_drift_test
 }  // namespace
 }  // namespace ferret

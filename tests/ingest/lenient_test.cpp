@@ -17,6 +17,7 @@
 
 namespace ferret {
 namespace {
+namespace lenient_test {
 
 std::string op(int i, const std::string& extra = "") {
   return fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"op{}","pid":1,"tid":1,"ts":{},"dur":2{}}})", i, 100 + 10 * i,
@@ -272,5 +273,6 @@ TEST(Lenient, CleanTraceHasNoLeniencyCounted) {
   EXPECT_EQ(tally(m), "");
 }
 
+}  // namespace lenient_test
 }  // namespace
 }  // namespace ferret

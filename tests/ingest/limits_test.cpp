@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace limits_test {
 
 std::string event(int i) {
   std::string text = "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"pid\":1,\"tid\":1,\"ts\":";
@@ -124,5 +125,6 @@ TEST(MemoryLimit, DefaultIsThreeQuartersOfRam) {
   EXPECT_GT(limit, 256u << 20);
 }
 
+}  // namespace limits_test
 }  // namespace
 }  // namespace ferret

@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace memory_limit_test {
 
 namespace fs = std::filesystem;
 
@@ -104,5 +105,6 @@ TEST_F(CgroupTree, DefaultIsThreeQuartersOfTheSmallerOfRamAndCgroup) {
   EXPECT_EQ(none.bytes, 12 * kGiB);
 }
 
+}  // namespace memory_limit_test
 }  // namespace
 }  // namespace ferret

@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace nccl_log_parser_test {
 
 std::string corpus(const std::string& name) { return std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/" + name; }
 
@@ -633,5 +634,6 @@ TEST(NcclLogParser, InfinibandUnavailableLines) {
   EXPECT_EQ(log.total_not_understood(), 1u);
 }
 
+}  // namespace nccl_log_parser_test
 }  // namespace
 }  // namespace ferret

@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace scanner_test {
 
 // JSON string bodies (as written in the file) and their text after unescaping, by hand.
 struct Body {
@@ -141,5 +142,6 @@ TEST(Scanner, EscapedRootKeysAreKeptVerbatim) {
         << key;
 }
 
+}  // namespace scanner_test
 }  // namespace
 }  // namespace ferret

@@ -7,6 +7,7 @@
 
 namespace ferret {
 namespace {
+namespace timestamps_test {
 
 TEST(Timestamps, EpochMicrosWithNanosecondDecimalsAreExact) {
   // 1712195495505582.988 us = 1712195495505582988 ns. A double holds ~15.9 significant digits;
@@ -54,5 +55,6 @@ TEST(Timestamps, DigitsBeyondNanosecondsRound) {
   EXPECT_EQ(m.dur_ns[0], 10000);
 }
 
+}  // namespace timestamps_test
 }  // namespace
 }  // namespace ferret

@@ -16,6 +16,7 @@
 
 namespace ferret {
 namespace {
+namespace zstd_damage_test {
 
 // One zstd frame of `plain`; with a content checksum, and with or without the content size in the
 // header (without it the header carries a window descriptor).
@@ -141,5 +142,6 @@ TEST(ZstdDamage, CorruptThirdBlockKeepsTheEventsBefore) {
   EXPECT_TRUE(named);
 }
 
+}  // namespace zstd_damage_test
 }  // namespace
 }  // namespace ferret

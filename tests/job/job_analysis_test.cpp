@@ -11,6 +11,7 @@
 
 namespace ferret {
 namespace {
+namespace job_analysis_test {
 
 constexpr std::int64_t kMs = 1'000'000;
 
@@ -266,11 +267,13 @@ TEST(RankResult, EncodingRoundTripsExactly) {
   EXPECT_THROW(decode_rank_result({0x01, 0x02}), std::runtime_error);
 }
 
+}  // namespace job_analysis_test
 }  // namespace
 }  // namespace ferret
 
 namespace ferret {
 namespace {
+namespace job_analysis_test {
 
 // The job report's tables fit the layout width: at 80 columns the collectives table shows every
 // column two spaces apart; at 60 the bus bandwidth goes and the rest stays. Figures by hand as in
@@ -292,5 +295,6 @@ TEST(JobText, TablesFitTheWidth) {
   EXPECT_NE(narrow.find("100.00"), std::string::npos) << narrow;  // the ranks' step time
 }
 
+}  // namespace job_analysis_test
 }  // namespace
 }  // namespace ferret

@@ -16,6 +16,7 @@
 
 namespace ferret {
 namespace {
+namespace job_cli_test {
 
 using nlohmann::json;
 using test::run_ferret;
@@ -338,5 +339,6 @@ TEST(JobCli, MpiProcessesGiveTheSameReport) {
   }
 }
 
+}  // namespace job_cli_test
 }  // namespace
 }  // namespace ferret

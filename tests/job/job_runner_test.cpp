@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace job_runner_test {
 
 // One step of 1000 us with four 100 us kernels: a trace every stage can analyse.
 std::string small_trace() {
@@ -137,5 +138,6 @@ TEST(JobRunner, WireCarriesOutcomeErrorAndRankResult) {
   EXPECT_THROW(decode_share(bytes, files, too_few), std::runtime_error);
 }
 
+}  // namespace job_runner_test
 }  // namespace
 }  // namespace ferret

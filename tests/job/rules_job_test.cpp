@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace rules_job_test {
 
 constexpr std::int64_t kMs = 1'000'000;
 constexpr std::int64_t kStepNs = 100 * kMs;
@@ -282,5 +283,6 @@ TEST(RulesJob, UnknownDevicesDoNotMakeAJobSpanHosts) {
   EXPECT_EQ(find(diagnose_job(analyze_job(ranks)), "slow-collective-transport"), nullptr);
 }
 
+}  // namespace rules_job_test
 }  // namespace
 }  // namespace ferret

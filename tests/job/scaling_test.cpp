@@ -11,6 +11,7 @@
 
 namespace ferret {
 namespace {
+namespace scaling_test {
 
 ScalingRun run_of(int n, double c, double beta, double alpha, std::int64_t compute_ns, bool hosts) {
   ScalingRun r;
@@ -96,5 +97,6 @@ TEST(ScalingCli, GeneratedRunsGiveThePlantedModelAndAHeldOutSize) {
   EXPECT_LE(p["step_us"].get<double>(), real_step_us * 1.03);
 }
 
+}  // namespace scaling_test
 }  // namespace
 }  // namespace ferret

@@ -7,6 +7,7 @@
 
 namespace ferret {
 namespace {
+namespace column_test {
 
 TEST(Column, SmallBlocksAcrossBoundaries) {
   Column<int, 2> c;  // blocks of 4
@@ -157,5 +158,6 @@ TEST(Column, SetAndTruncateForInPlaceCompaction) {
   EXPECT_EQ(small[5], 42);
 }
 
+}  // namespace column_test
 }  // namespace
 }  // namespace ferret

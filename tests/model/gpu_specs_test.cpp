@@ -4,6 +4,7 @@
 
 namespace ferret {
 namespace {
+namespace gpu_specs_test {
 
 DeviceProperties device(std::string name, int major, int minor, int sms, std::int64_t memory = -1) {
   DeviceProperties d;
@@ -133,5 +134,6 @@ TEST(GpuSpecs, FindDeviceById) {
   EXPECT_EQ(find_device(info, 0), nullptr);
 }
 
+}  // namespace gpu_specs_test
 }  // namespace
 }  // namespace ferret

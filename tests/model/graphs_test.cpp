@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace graphs_test {
 
 using test::graph_trace;
 using test::GraphTraceOptions;
@@ -188,5 +189,6 @@ TEST(GraphRelationsCorpus, VllmCaptureWithoutReplays) {
   EXPECT_TRUE(r.graph_replays.empty());
 }
 
+}  // namespace graphs_test
 }  // namespace
 }  // namespace ferret

@@ -8,6 +8,7 @@
 
 namespace ferret {
 namespace {
+namespace kineto_drift_relations_test {
 
 EventIndex find(const TraceModel& m, std::string_view name) {
   for (std::size_t e = 0; e < m.size(); ++e)
@@ -145,5 +146,6 @@ TEST(KinetoDriftPythonTree, FramesSplitAcrossBatchesKeepTheirTree) {
     ASSERT_EQ(m.python_parent_of(static_cast<EventIndex>(i)), static_cast<EventIndex>(i - 1)) << i;
 }
 
+}  // namespace kineto_drift_relations_test
 }  // namespace
 }  // namespace ferret

@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace model_builder_test {
 
 // A consistent model of two events written column by column, as the tests below then break.
 TraceModel two_events() {
@@ -264,5 +265,6 @@ TEST(ModelBuilder, RefusesAnInconsistentBatchWritingNothing) {
   EXPECT_EQ(b.model().check_invariants(), "");
 }
 
+}  // namespace model_builder_test
 }  // namespace
 }  // namespace ferret

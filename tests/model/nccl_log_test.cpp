@@ -8,6 +8,7 @@
 
 namespace ferret {
 namespace {
+namespace nccl_log_test {
 
 NcclSource source(std::uint64_t lines, std::uint64_t nccl_lines, std::uint64_t recognised,
                   std::uint64_t not_understood) {
@@ -50,5 +51,6 @@ TEST(NcclLogModel, TransportKindNames) {
   EXPECT_STREQ(nccl_transport_kind_name(NcclTransportKind::kUnknown), "unknown");
 }
 
+}  // namespace nccl_log_test
 }  // namespace
 }  // namespace ferret

@@ -13,6 +13,7 @@
 
 namespace ferret {
 namespace {
+namespace relations_test {
 
 EventIndex find(const TraceModel& m, std::string_view name) {
   for (std::size_t e = 0; e < m.size(); ++e)
@@ -330,5 +331,6 @@ TEST(RelationsSteps, LoadWithoutRelations) {
   EXPECT_TRUE(m.relations.steps.empty());
 }
 
+}  // namespace relations_test
 }  // namespace
 }  // namespace ferret

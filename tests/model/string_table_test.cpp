@@ -7,6 +7,7 @@
 
 namespace ferret {
 namespace {
+namespace string_table_test {
 
 TEST(StringTable, IdZeroIsTheEmptyString) {
   StringTable t;
@@ -86,5 +87,6 @@ TEST(StringTable, MovedTableKeepsItsStrings) {
   EXPECT_EQ(moved.intern("alpha"), a);
 }
 
+}  // namespace string_table_test
 }  // namespace
 }  // namespace ferret

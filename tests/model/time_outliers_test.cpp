@@ -20,6 +20,7 @@
 
 namespace ferret {
 namespace {
+namespace time_outliers_test {
 
 constexpr double kDayUs = 86400e6;
 
@@ -210,5 +211,6 @@ TEST(TimeOutliers, SideTablesFollowTheRemovedEvents) {
   }
 }
 
+}  // namespace time_outliers_test
 }  // namespace
 }  // namespace ferret

@@ -12,6 +12,7 @@
 
 namespace ferret::test {
 namespace {
+namespace real_torch_test {
 
 const char* kPython = "/usr/bin/python3";
 
@@ -74,5 +75,6 @@ TEST(RealTorch, ItemEveryIterationIsHostSync) {
   EXPECT_TRUE(has_finding(t, "host-sync")) << t["findings"].dump();
 }
 
+}  // namespace real_torch_test
 }  // namespace
 }  // namespace ferret::test

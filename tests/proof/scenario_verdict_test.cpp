@@ -8,6 +8,7 @@
 
 namespace ferret::test {
 namespace {
+namespace scenario_verdict_test {
 
 nlohmann::json analyze_scenario(const std::string& scenario) {
   const std::string path = temp_path("scenario-" + scenario + ".json.gz");
@@ -104,5 +105,6 @@ TEST(ScenarioGroundTruth, InputBoundShareIsMeasured) {
   EXPECT_NEAR(t["verdict"]["max_speedup"].get<double>(), 1.67, 0.02);
 }
 
+}  // namespace scenario_verdict_test
 }  // namespace
 }  // namespace ferret::test

@@ -36,6 +36,7 @@
 
 namespace ferret::test {
 namespace {
+namespace broken_inputs_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -1311,5 +1312,6 @@ TEST(BrokenInputs, ControlCharactersInStringFields) {
   }
 }
 
+}  // namespace broken_inputs_test
 }  // namespace
 }  // namespace ferret::test

@@ -9,6 +9,7 @@
 
 namespace ferret {
 namespace {
+namespace analyze_command_test {
 
 std::string small_trace(int rank) {
   std::vector<std::string> events = {test::span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000)};
@@ -84,5 +85,6 @@ TEST(AnalyzeCommand, AMissingInputIsAMessageAndExitStatus2) {
   ASSERT_EQ(out.messages.size(), 1u);
 }
 
+}  // namespace analyze_command_test
 }  // namespace
 }  // namespace ferret

@@ -12,6 +12,7 @@
 
 namespace ferret {
 namespace {
+namespace analyze_report_test {
 
 // One step of 100 us; a kernel with a hostile name runs 60 us of it (launched by an op whose
 // name is hostile too).
@@ -93,11 +94,13 @@ TEST(AnalyzeReport, TextFitsEightyColumns) {
   EXPECT_EQ(text.find('\033'), std::string::npos);  // no colour codes when colour is off
 }
 
+}  // namespace analyze_report_test
 }  // namespace
 }  // namespace ferret
 
 namespace ferret::test {
 namespace {
+namespace analyze_report_test {
 
 // The TensorBoard plugin's sample (MANIFEST.md): its first recommendation is data loading (33.4%
 // of the step in the DataLoader); removing a 33.37% wait bounds the gain at 1/(1-0.3337) = 1.50x.
@@ -158,5 +161,6 @@ TEST(AnalyzeReport, GpuSectionUsesTheVendorsWordForMatrixUnits) {
   EXPECT_NE(gpu_section("", -1).find("device 0 unknown device"), std::string::npos);
 }
 
+}  // namespace analyze_report_test
 }  // namespace
 }  // namespace ferret::test

@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace concurrent_analysis_test {
 
 namespace fs = std::filesystem;
 
@@ -47,5 +48,6 @@ TEST(ConcurrentAnalysis, OneThreadAndTwoGiveTheSameDocument) {
   }
 }
 
+}  // namespace concurrent_analysis_test
 }  // namespace
 }  // namespace ferret

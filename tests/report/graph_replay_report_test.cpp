@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace graph_replay_report_test {
 
 using test::graph_trace;
 using test::GraphTraceOptions;
@@ -74,5 +75,6 @@ TEST(GraphReplayReport, NothingAboutGraphsWithoutReplays) {
   EXPECT_EQ(analyze_json(a, d)["temporal"]["graph_replayed_pct"], 0.0);
 }
 
+}  // namespace graph_replay_report_test
 }  // namespace
 }  // namespace ferret

@@ -15,6 +15,7 @@
 
 namespace ferret {
 namespace {
+namespace html_report_test {
 
 using nlohmann::ordered_json;
 
@@ -81,5 +82,6 @@ TEST(HtmlPage, TheCarriedDocumentIsTheJsonDocumentCompact) {
       std::string::npos);
 }
 
+}  // namespace html_report_test
 }  // namespace
 }  // namespace ferret

@@ -16,6 +16,7 @@
 
 namespace ferret {
 namespace {
+namespace nccl_report_test {
 
 namespace fs = std::filesystem;
 
@@ -60,5 +61,6 @@ TEST(NcclText, NarrowTablesKeepTheirRows) {
   for (const char* rank : {"     0 node-a", "     7 node-b"}) EXPECT_NE(tiny.find(rank), std::string::npos) << tiny;
 }
 
+}  // namespace nccl_report_test
 }  // namespace
 }  // namespace ferret

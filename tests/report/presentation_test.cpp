@@ -14,6 +14,7 @@
 
 namespace ferret {
 namespace {
+namespace presentation_test {
 
 // The text with its line breaks and indents read as single spaces, to find a phrase however it
 // was wrapped.
@@ -160,6 +161,7 @@ TEST(AnalyzeText, FitsTheWidthAndNamesDenominators) {
   EXPECT_GT(test::longest_line(analyze_text(analysis, diagnosis, wide)), 80u);  // the name column grew
 }
 
+}  // namespace presentation_test
 }  // namespace
 // p-values print in two significant digits and never as an exponent, whatever their size
 // (diff and compare reports both use p_value_text).

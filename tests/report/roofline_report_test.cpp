@@ -6,6 +6,7 @@
 
 namespace ferret {
 namespace {
+namespace roofline_report_test {
 
 RooflineResult sample() {
   RooflineResult r;
@@ -85,5 +86,6 @@ TEST(RooflineReport, MarkdownEscapesTraceText) {
   EXPECT_NE(md.find("| aten::mm |"), std::string::npos) << md;
 }
 
+}  // namespace roofline_report_test
 }  // namespace
 }  // namespace ferret

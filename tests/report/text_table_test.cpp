@@ -9,6 +9,7 @@
 
 namespace ferret {
 namespace {
+namespace text_table_test {
 
 const std::vector<TableColumn> kColumns = {
     {"name", 20, 4}, {"count", 0, 0, true}, {"where", 10, 5, false, 1}, {"note", 0, 4, false, 2}};
@@ -71,5 +72,6 @@ TEST(TextTable, CellsAreMadeTerminalSafe) {
   EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
 }
 
+}  // namespace text_table_test
 }  // namespace
 }  // namespace ferret

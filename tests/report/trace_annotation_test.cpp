@@ -18,6 +18,7 @@
 
 namespace ferret {
 namespace {
+namespace trace_annotation_test {
 
 using nlohmann::json;
 
@@ -289,5 +290,6 @@ TEST(AnnotationEvents, FindingsAreMarkedWhereTheirCauseHappens) {
   }
 }
 
+}  // namespace trace_annotation_test
 }  // namespace
 }  // namespace ferret

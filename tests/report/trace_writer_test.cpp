@@ -10,6 +10,7 @@
 
 namespace ferret {
 namespace {
+namespace trace_writer_test {
 
 std::string micros(std::int64_t ns) {
   std::string s;
@@ -135,5 +136,6 @@ TEST(TraceWriter, EmptyAndBareArrayDocumentsAreValidJson) {
   std::remove(path.c_str());
 }
 
+}  // namespace trace_writer_test
 }  // namespace
 }  // namespace ferret

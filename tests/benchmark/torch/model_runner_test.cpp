@@ -24,6 +24,7 @@
 
 namespace ferret::bench {
 namespace {
+namespace model_runner_test {
 
 using test::run_ferret;
 using test::temp_path;
@@ -530,5 +531,6 @@ TEST(BenchProof, IdenticalRecordingsAreNotFlaggedByTraceDiff) {
   std::remove(model.c_str());
 }
 
+}  // namespace model_runner_test
 }  // namespace
 }  // namespace ferret::bench

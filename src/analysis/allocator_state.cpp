@@ -1,0 +1,177 @@
+#include "analysis/allocator_state.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace ferret {
+
+namespace {
+
+void add_segment(PoolState& p, const SnapshotSegment& s) {
+  ++p.segments;
+  p.reserved += s.total_size;
+  bool requested_known = true;
+  std::int64_t requested = 0;
+  for (const SnapshotBlock& b : s.blocks) {
+    ++p.blocks;
+    switch (b.state) {
+      case BlockState::kActiveAllocated:
+        p.allocated += b.size;
+        p.active += b.size;
+        if (b.requested_size >= 0)
+          requested += b.requested_size;
+        else
+          requested_known = false;
+        break;
+      case BlockState::kActivePendingFree: p.active += b.size; break;
+      case BlockState::kInactive:
+        p.inactive += b.size;
+        ++p.free_blocks;
+        p.largest_free = std::max(p.largest_free, b.size);
+        break;
+      case BlockState::kUnknown: break;
+    }
+  }
+  if (requested_known) p.requested = (p.requested < 0 ? 0 : p.requested) + requested;
+}
+
+void merge_into(PoolState& into, const PoolState& p) {
+  into.segments += p.segments;
+  into.blocks += p.blocks;
+  into.reserved += p.reserved;
+  into.allocated += p.allocated;
+  into.active += p.active;
+  if (p.requested >= 0) into.requested = (into.requested < 0 ? 0 : into.requested) + p.requested;
+  into.inactive += p.inactive;
+  into.free_blocks += p.free_blocks;
+  into.largest_free = std::max(into.largest_free, p.largest_free);
+}
+
+std::string frame_text(const std::vector<SnapshotFrame>& frames) {
+  // The innermost frame in user code: skip torch's own files.
+  for (const SnapshotFrame& f : frames)
+    if (f.filename.find("torch/") == std::string::npos && f.filename != "??")
+      return fmt::format("{}:{} in {}", f.filename, f.line, f.name);
+  return frames.empty() ? ""
+                        : fmt::format("{}:{} in {}", frames.front().filename, frames.front().line, frames.front().name);
+}
+
+PinningSegment pinning_of(const SnapshotSegment& s) {
+  PinningSegment p;
+  p.device = s.device;
+  p.address = s.address;
+  p.total_size = s.total_size;
+  std::vector<const SnapshotBlock*> active;
+  for (const SnapshotBlock& b : s.blocks) {
+    if (b.state == BlockState::kInactive) {
+      p.free_bytes += b.size;
+      ++p.free_blocks;
+    } else if (b.state != BlockState::kUnknown) {
+      p.active_bytes += b.size;
+      active.push_back(&b);
+    }
+  }
+  std::sort(active.begin(), active.end(), [](const SnapshotBlock* a, const SnapshotBlock* b) {
+    return a->size != b->size ? a->size > b->size : a->address < b->address;
+  });
+  for (std::size_t i = 0; i < active.size() && i < 3; ++i)
+    p.splitters.push_back({active[i]->size, frame_text(active[i]->frames)});
+  return p;
+}
+
+// Walks the device trace back from the snapshot's totals: before each action, the totals it
+// changed were what they were minus its effect.
+void walk_trace(const std::vector<AllocatorEvent>& trace, DeviceAllocatorState& d) {
+  d.trace_entries = trace.size();
+  std::int64_t active = d.total.active, reserved = d.total.reserved;
+  d.peak_active = active;
+  d.peak_reserved = reserved;
+  std::vector<OomState> ooms;
+  for (auto it = trace.rbegin(); it != trace.rend(); ++it) {
+    const AllocatorEvent& e = *it;
+    // The totals just after e are (active, reserved); undo e for the state before it.
+    switch (e.action) {
+      case AllocatorAction::kAlloc:
+        ++d.allocs;
+        active -= e.size;
+        break;
+      case AllocatorAction::kFreeCompleted:
+        ++d.frees;
+        active += e.size;
+        break;
+      case AllocatorAction::kSegmentAlloc:
+      case AllocatorAction::kSegmentMap:
+        ++d.segment_allocs;
+        reserved -= e.size;
+        break;
+      case AllocatorAction::kSegmentFree:
+      case AllocatorAction::kSegmentUnmap:
+        ++d.segment_frees;
+        reserved += e.size;
+        break;
+      case AllocatorAction::kOom: {
+        OomState o;
+        o.requested = e.size;
+        o.allocated = active;
+        o.reserved = reserved;
+        o.device_free = e.device_free;
+        o.time_us = e.time_us;
+        o.frame = frame_text(e.frames);
+        ooms.push_back(o);
+        break;
+      }
+      default: break;
+    }
+    d.peak_active = std::max(d.peak_active, active);
+    d.peak_reserved = std::max(d.peak_reserved, reserved);
+  }
+  d.ooms.assign(ooms.rbegin(), ooms.rend());  // in time order
+}
+
+}  // namespace
+
+AllocatorStateResult analyze_allocator_state(const AllocatorSnapshot& snapshot) {
+  AllocatorStateResult r;
+  r.settings = snapshot.settings;
+  r.notes = snapshot.notes;
+  std::map<int, DeviceAllocatorState> devices;
+  std::map<std::pair<int, std::string>, PoolState> pools;
+  std::map<int, std::vector<PinningSegment>> pinning;
+  for (const SnapshotSegment& s : snapshot.segments) {
+    DeviceAllocatorState& d = devices[s.device];
+    d.device = s.device;
+    if (s.expandable) d.expandable_segments = true;
+    PoolState& p = pools[{s.device, s.pool}];
+    p.device = s.device;
+    p.pool = s.pool;
+    add_segment(p, s);
+    PinningSegment pin = pinning_of(s);
+    if (pin.free_bytes > 0 && pin.active_bytes > 0) pinning[s.device].push_back(std::move(pin));
+  }
+  for (std::size_t dev = 0; dev < snapshot.device_traces.size(); ++dev)
+    if (!snapshot.device_traces[dev].empty()) devices[static_cast<int>(dev)].device = static_cast<int>(dev);
+  for (auto& [key, p] : pools) {
+    DeviceAllocatorState& d = devices[key.first];
+    d.pools.push_back(p);
+    d.total.device = key.first;
+    d.total.pool = "all";
+    merge_into(d.total, p);
+  }
+  for (auto& [dev, d] : devices) {
+    auto& pins = pinning[dev];
+    std::sort(pins.begin(), pins.end(), [](const PinningSegment& a, const PinningSegment& b) {
+      return a.free_bytes != b.free_bytes ? a.free_bytes > b.free_bytes : a.address < b.address;
+    });
+    if (pins.size() > kPinningSegmentsKept) pins.resize(kPinningSegmentsKept);
+    d.pinning = std::move(pins);
+    static const std::vector<AllocatorEvent> kNoTrace;
+    const bool traced = dev >= 0 && static_cast<std::size_t>(dev) < snapshot.device_traces.size();
+    walk_trace(traced ? snapshot.device_traces[static_cast<std::size_t>(dev)] : kNoTrace, d);
+    r.devices.push_back(std::move(d));
+  }
+  return r;
+}
+
+}  // namespace ferret

@@ -1,0 +1,73 @@
+// `ferret memory SNAPSHOT... [--json|--md]`: the caching allocator's state from snapshots written by
+// torch.cuda.memory._dump_snapshot() (docs/MEMORY.md).
+
+#include <iostream>
+#include <new>
+
+#include "analysis/allocator_state.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "diagnosis/rules_allocator.h"
+#include "ingest/allocator_snapshot_reader.h"
+#include "report/memory_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct MemoryOptions {
+  std::vector<std::string> files;
+  bool json = false;
+  bool markdown = false;
+  std::string max_memory;
+  std::size_t width = 0;
+};
+
+void run_memory(const MemoryOptions& opt) {
+  if (opt.json && opt.markdown) usage_error("choose one of --json and --md");
+  const std::uint64_t bound = memory_limit(opt.max_memory);
+  std::vector<MemoryReportInput> inputs;
+  bool failed = false;
+  for (const std::string& file : opt.files) {
+    try {
+      MemoryReportInput in;
+      in.source = file;
+      in.state = analyze_allocator_state(read_allocator_snapshot(file, bound));
+      rules_allocator(in.state, in.findings);
+      inputs.push_back(std::move(in));
+    } catch (const InputError& e) {
+      print_error(e.what());
+      failed = true;
+    } catch (const std::bad_alloc&) {
+      print_error(file + ": ran out of memory while reading it; try a lower --max-memory");
+      failed = true;
+    }
+  }
+  if (opt.json)
+    std::cout << memory_json(inputs).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  else if (opt.markdown)
+    print_report(memory_markdown(inputs));
+  else
+    print_report(memory_text(inputs, stdout_style(opt.width)));
+  std::cout.flush();
+  if (failed) throw ExitCode{2};
+}
+
+}  // namespace
+
+void register_memory(CLI::App& app) {
+  auto opt = std::make_shared<MemoryOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("memory",
+                         "The caching allocator's state from memory snapshots (torch.cuda.memory._dump_snapshot()): "
+                         "reserved, allocated, free, fragmentation, what pins free memory, out-of-memory causes");
+  cmd->add_option("files", opt->files, "Snapshot pickles (gzip/zstd/plain)")->required();
+  cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.memory/1, docs/MEMORY.md)");
+  cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
+  cmd->add_option("--max-memory", opt->max_memory, "Memory bound while reading, e.g. 8GiB");
+  add_width_option(*cmd, opt->width);
+  cmd->callback([opt] { run_memory(*opt); });
+}
+
+}  // namespace ferret::cli

@@ -1,0 +1,176 @@
+#include "ingest/allocator_snapshot_reader.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "base/input_error.h"
+#include "ingest/byte_source.h"
+#include "ingest/pickle_reader.h"
+#include "ingest/trace_loader.h"
+
+namespace ferret {
+
+namespace {
+
+class Converter {
+ public:
+  Converter(const PickleDocument& doc, AllocatorSnapshot& out) : doc_(doc), out_(out) {}
+
+  void run(const std::string& name) {
+    const PickleValue& root = doc_.root;
+    if (root.kind != PickleKind::kDict)
+      throw InputError(fmt::format("{}: not a torch memory snapshot: the pickle holds a {}, not a dict", name,
+                                   pickle_kind_name(root.kind)));
+    const PickleValue* segments = doc_.get(root, "segments");
+    if (segments == nullptr || segments->kind != PickleKind::kList)
+      throw InputError(name + ": not a torch memory snapshot: no \"segments\" list (torch.cuda.memory._snapshot())");
+    for (const PickleValue& s : doc_.items(*segments)) segment(s);
+    if (const PickleValue* traces = doc_.get(root, "device_traces"))
+      for (const PickleValue& device : doc_.items(*traces)) {
+        out_.device_traces.emplace_back();
+        for (const PickleValue& e : doc_.items(device)) event(e, out_.device_traces.back());
+      }
+    if (const PickleValue* settings = doc_.get(root, "allocator_settings"))
+      for (const auto& [k, v] : doc_.entries(*settings))
+        if (k.kind == PickleKind::kString) out_.settings.push_back({std::string(doc_.text(k)), scalar_text(v)});
+    for (const auto& [what, count] : issues_) out_.notes.push_back(fmt::format("{} x {}", count, what));
+  }
+
+ private:
+  std::string scalar_text(const PickleValue& v) const {
+    switch (v.kind) {
+      case PickleKind::kNone: return "None";
+      case PickleKind::kBool: return v.i ? "True" : "False";
+      case PickleKind::kInt: return std::to_string(v.i);
+      case PickleKind::kFloat: return fmt::format("{}", v.f);
+      case PickleKind::kString:
+      case PickleKind::kBytes: return std::string(doc_.text(v));
+      default: return pickle_kind_name(v.kind);
+    }
+  }
+  void issue(const std::string& what) { ++issues_[what]; }
+  std::int64_t size_field(const PickleValue& d, std::string_view key, const char* what) {
+    const std::int64_t v = doc_.int_or(doc_.get(d, key), -1);
+    if (v < 0) issue(fmt::format("{} without a readable \"{}\" (taken as 0)", what, key));
+    return v < 0 ? 0 : v;
+  }
+  std::vector<SnapshotFrame> frames(const PickleValue* list) const {
+    std::vector<SnapshotFrame> out;
+    if (list == nullptr) return out;
+    for (const PickleValue& f : doc_.items(*list)) {
+      if (out.size() >= kSnapshotFramesKept) break;
+      if (f.kind != PickleKind::kDict) continue;
+      out.push_back({doc_.string_or(doc_.get(f, "filename"), "?"), doc_.int_or(doc_.get(f, "line"), -1),
+                     doc_.string_or(doc_.get(f, "name"), "?")});
+    }
+    return out;
+  }
+  void segment(const PickleValue& s) {
+    if (s.kind != PickleKind::kDict) {
+      issue("segment that is not a dict, skipped");
+      return;
+    }
+    SnapshotSegment seg;
+    seg.device = static_cast<int>(doc_.int_or(doc_.get(s, "device"), 0));
+    seg.address = doc_.int_or(doc_.get(s, "address"), 0);
+    seg.total_size = size_field(s, "total_size", "segment");
+    seg.stream = doc_.int_or(doc_.get(s, "stream"), 0);
+    seg.segment_type = doc_.string_or(doc_.get(s, "segment_type"), "");
+    seg.expandable = doc_.int_or(doc_.get(s, "is_expandable"), 0) != 0;
+    if (const PickleValue* pool = doc_.get(s, "segment_pool_id")) {
+      for (const PickleValue& part : doc_.items(*pool))
+        seg.pool += (seg.pool.empty() ? "" : ",") + std::to_string(doc_.int_or(&part, 0));
+    }
+    if (seg.pool.empty()) seg.pool = "0,0";
+    if (const PickleValue* blocks = doc_.get(s, "blocks"))
+      for (const PickleValue& b : doc_.items(*blocks)) {
+        if (b.kind != PickleKind::kDict) {
+          issue("block that is not a dict, skipped");
+          continue;
+        }
+        SnapshotBlock block;
+        block.address = doc_.int_or(doc_.get(b, "address"), 0);
+        block.size = size_field(b, "size", "block");
+        block.requested_size = doc_.int_or(doc_.get(b, "requested_size"), -1);
+        const std::string state = doc_.string_or(doc_.get(b, "state"), "");
+        block.state = state == "active_allocated"      ? BlockState::kActiveAllocated
+                      : state == "active_pending_free" ? BlockState::kActivePendingFree
+                      : state == "inactive"            ? BlockState::kInactive
+                                                       : BlockState::kUnknown;
+        if (block.state == BlockState::kUnknown) issue("block of unknown state \"" + state + "\"");
+        block.frames = frames(doc_.get(b, "frames"));
+        // torch 1.13 kept the frames in a per-block history.
+        if (block.frames.empty())
+          if (const PickleValue* history = doc_.get(b, "history"))
+            if (!doc_.items(*history).empty()) block.frames = frames(doc_.get(doc_.items(*history).back(), "frames"));
+        seg.blocks.push_back(std::move(block));
+      }
+    out_.segments.push_back(std::move(seg));
+  }
+  void event(const PickleValue& e, std::vector<AllocatorEvent>& into) {
+    if (e.kind != PickleKind::kDict) {
+      issue("device trace entry that is not a dict, skipped");
+      return;
+    }
+    static const std::map<std::string, AllocatorAction, std::less<>> kActions = {
+        {"alloc", AllocatorAction::kAlloc},
+        {"free_requested", AllocatorAction::kFreeRequested},
+        {"free_completed", AllocatorAction::kFreeCompleted},
+        {"segment_alloc", AllocatorAction::kSegmentAlloc},
+        {"segment_free", AllocatorAction::kSegmentFree},
+        {"segment_map", AllocatorAction::kSegmentMap},
+        {"segment_unmap", AllocatorAction::kSegmentUnmap},
+        {"snapshot", AllocatorAction::kSnapshot},
+        {"oom", AllocatorAction::kOom},
+    };
+    AllocatorEvent ev;
+    const std::string action = doc_.string_or(doc_.get(e, "action"), "");
+    const auto it = kActions.find(action);
+    ev.action = it == kActions.end() ? AllocatorAction::kOther : it->second;
+    if (ev.action == AllocatorAction::kOther) issue("device trace action \"" + action + "\" not known, ignored");
+    ev.addr = doc_.int_or(doc_.get(e, "addr"), 0);
+    ev.size = std::max<std::int64_t>(0, doc_.int_or(doc_.get(e, "size"), 0));
+    ev.time_us = doc_.int_or(doc_.get(e, "time_us"), -1);
+    ev.device_free = doc_.int_or(doc_.get(e, "device_free"), -1);
+    ev.frames = frames(doc_.get(e, "frames"));
+    into.push_back(std::move(ev));
+  }
+
+  const PickleDocument& doc_;
+  AllocatorSnapshot& out_;
+  std::map<std::string, std::uint64_t> issues_;
+};
+
+}  // namespace
+
+AllocatorSnapshot read_allocator_snapshot_bytes(const std::string& bytes, const std::string& name,
+                                                std::uint64_t max_bytes) {
+  PickleLimits limits;
+  limits.max_bytes = max_bytes > 0 ? max_bytes : default_max_memory_bytes();
+  const PickleDocument doc = read_pickle(bytes, name, limits);
+  AllocatorSnapshot out;
+  out.source = name;
+  Converter(doc, out).run(name);
+  return out;
+}
+
+AllocatorSnapshot read_allocator_snapshot(const std::string& path, std::uint64_t max_bytes) {
+  const std::uint64_t bound = max_bytes > 0 ? max_bytes : default_max_memory_bytes();
+  OpenedSource in = open_byte_source(path);
+  std::string bytes;
+  std::vector<char> buffer(std::size_t{1} << 20);
+  for (;;) {
+    const std::size_t n = in.source->read(buffer.data(), buffer.size());
+    if (n == 0) break;
+    bytes.append(buffer.data(), n);
+    if (bytes.size() > bound)
+      throw InputError(fmt::format("{}: over the {} MiB memory bound; raise --max-memory", path, bound >> 20));
+  }
+  const std::string damage = in.source->damage();
+  AllocatorSnapshot out = read_allocator_snapshot_bytes(bytes, path, bound);
+  if (!damage.empty()) out.notes.push_back(damage);
+  return out;
+}
+
+}  // namespace ferret

@@ -1,0 +1,60 @@
+// A safe reader for the data pickles PyTorch writes (torch.cuda.memory._dump_snapshot()): pickle
+// protocols 2 to 5 holding only dicts, lists, tuples, sets, strings, bytes, ints, floats, bools
+// and None. No code runs and no class is looked up: any opcode that would (GLOBAL, REDUCE, BUILD,
+// NEWOBJ, PERSID, ...) is an error naming its byte offset, as is every malformed or truncated
+// stream. The memo (BINPUT/BINGET/MEMOIZE) and protocol 4 frames are supported.
+//
+// Values live in one arena (PickleDocument) and refer to their containers by index, so a stream
+// whose memo makes a container hold itself costs nothing and leaks nothing; readers walk a
+// document to a fixed depth. Python's own pickle module documents the opcodes
+// (Lib/pickletools.py).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ferret {
+
+enum class PickleKind : std::uint8_t { kNone, kBool, kInt, kFloat, kString, kBytes, kList, kTuple, kDict, kSet };
+const char* pickle_kind_name(PickleKind kind);  // "None", "bool", "int", ...
+
+struct PickleValue {
+  PickleKind kind = PickleKind::kNone;
+  bool big = false;       // an int beyond int64 (its value saturates)
+  std::int64_t i = 0;     // bool and int
+  double f = 0;           // float
+  std::uint32_t ref = 0;  // string/bytes: PickleDocument::strings; list/tuple/set: lists; dict: dicts
+};
+
+class PickleDocument {
+ public:
+  PickleValue root;
+  std::vector<std::string> strings;
+  std::vector<std::vector<PickleValue>> lists;
+  std::vector<std::vector<std::pair<PickleValue, PickleValue>>> dicts;
+
+  bool is_string(const PickleValue& v) const { return v.kind == PickleKind::kString; }
+  std::string_view text(const PickleValue& v) const;  // "" unless a string or bytes
+  // The items of a list, tuple or set; empty otherwise.
+  const std::vector<PickleValue>& items(const PickleValue& v) const;
+  // The value under string key `key` of a dict (the last one set), or nullptr.
+  const PickleValue* get(const PickleValue& dict, std::string_view key) const;
+  const std::vector<std::pair<PickleValue, PickleValue>>& entries(const PickleValue& dict) const;
+  // Numbers read leniently: an int or a float (or a bool) as the type asked for, else `fallback`.
+  std::int64_t int_or(const PickleValue* v, std::int64_t fallback) const;
+  double number_or(const PickleValue* v, double fallback) const;
+  std::string string_or(const PickleValue* v, std::string_view fallback) const;
+};
+
+struct PickleLimits {
+  std::uint64_t max_bytes = 0;  // arena memory bound; 0: no bound beyond what the input can make
+  int max_nesting = 10'000;     // MARKs open at once
+};
+
+// Parses one pickle from `bytes`. `name` is used in messages. Throws InputError.
+PickleDocument read_pickle(std::string_view bytes, const std::string& name, const PickleLimits& limits = {});
+
+}  // namespace ferret

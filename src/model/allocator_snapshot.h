@@ -1,0 +1,76 @@
+// The caching allocator's state as torch.cuda.memory._snapshot() records it (torch 2.x, pickled by
+// torch.cuda.memory._dump_snapshot()): the segments reserved from the driver with the blocks they
+// are split into, the recent allocator actions per device (device_traces, a ring buffer when
+// _record_memory_history was on), and the allocator settings in force. Read by
+// ingest/allocator_snapshot_reader; every key but "segments" is optional.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ferret {
+
+struct SnapshotFrame {
+  std::string filename;
+  std::int64_t line = -1;
+  std::string name;
+};
+// Frames kept per block or action: the innermost ones say who allocated.
+inline constexpr std::size_t kSnapshotFramesKept = 6;
+
+enum class BlockState : std::uint8_t { kActiveAllocated, kActivePendingFree, kInactive, kUnknown };
+
+struct SnapshotBlock {
+  std::int64_t address = 0;
+  std::int64_t size = 0;
+  std::int64_t requested_size = -1;  // -1: not recorded (torch < 2.1)
+  BlockState state = BlockState::kUnknown;
+  std::vector<SnapshotFrame> frames;  // where it was allocated, innermost first, when recorded
+};
+
+struct SnapshotSegment {
+  int device = 0;
+  std::int64_t address = 0;
+  std::int64_t total_size = 0;
+  std::int64_t stream = 0;
+  std::string segment_type;  // "large" or "small" (blocks under 1 MiB live in 2 MiB small segments)
+  std::string pool;          // segment_pool_id, e.g. "0,0" (the default pool) or a CUDA graph's pool
+  bool expandable = false;   // an expandable segment (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+  std::vector<SnapshotBlock> blocks;
+};
+
+enum class AllocatorAction : std::uint8_t {
+  kAlloc,
+  kFreeRequested,
+  kFreeCompleted,
+  kSegmentAlloc,
+  kSegmentFree,
+  kSegmentMap,
+  kSegmentUnmap,
+  kSnapshot,
+  kOom,
+  kOther,
+};
+const char* allocator_action_name(AllocatorAction a);
+
+struct AllocatorEvent {
+  AllocatorAction action = AllocatorAction::kOther;
+  std::int64_t addr = 0;
+  std::int64_t size = 0;
+  std::int64_t time_us = -1;      // torch 2.2+
+  std::int64_t device_free = -1;  // oom: what the driver said was free
+  std::vector<SnapshotFrame> frames;
+};
+
+struct AllocatorSnapshot {
+  std::string source;
+  std::vector<SnapshotSegment> segments;
+  std::vector<std::vector<AllocatorEvent>> device_traces;  // index: device
+  std::vector<std::pair<std::string, std::string>> settings;
+  // What could not be read as expected, one line per kind with its count.
+  std::vector<std::string> notes;
+};
+
+}  // namespace ferret
