@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis/allocator_state.h"
+#include "base/input_error.h"
 #include "diagnosis/rules_allocator.h"
 #include "ingest/allocator_snapshot_reader.h"
 #include "report/memory_report.h"

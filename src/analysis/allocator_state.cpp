@@ -11,40 +11,40 @@ namespace {
 
 void add_segment(PoolState& p, const SnapshotSegment& s) {
   ++p.segments;
-  p.reserved += s.total_size;
+  p.reserved = saturating_add(p.reserved, s.total_size);
   bool requested_known = true;
   std::int64_t requested = 0;
   for (const SnapshotBlock& b : s.blocks) {
     ++p.blocks;
     switch (b.state) {
       case BlockState::kActiveAllocated:
-        p.allocated += b.size;
-        p.active += b.size;
+        p.allocated = saturating_add(p.allocated, b.size);
+        p.active = saturating_add(p.active, b.size);
         if (b.requested_size >= 0)
-          requested += b.requested_size;
+          requested = saturating_add(requested, b.requested_size);
         else
           requested_known = false;
         break;
-      case BlockState::kActivePendingFree: p.active += b.size; break;
+      case BlockState::kActivePendingFree: p.active = saturating_add(p.active, b.size); break;
       case BlockState::kInactive:
-        p.inactive += b.size;
+        p.inactive = saturating_add(p.inactive, b.size);
         ++p.free_blocks;
         p.largest_free = std::max(p.largest_free, b.size);
         break;
       case BlockState::kUnknown: break;
     }
   }
-  if (requested_known) p.requested = (p.requested < 0 ? 0 : p.requested) + requested;
+  if (requested_known) p.requested = saturating_add(p.requested < 0 ? 0 : p.requested, requested);
 }
 
 void merge_into(PoolState& into, const PoolState& p) {
   into.segments += p.segments;
   into.blocks += p.blocks;
-  into.reserved += p.reserved;
-  into.allocated += p.allocated;
-  into.active += p.active;
-  if (p.requested >= 0) into.requested = (into.requested < 0 ? 0 : into.requested) + p.requested;
-  into.inactive += p.inactive;
+  into.reserved = saturating_add(into.reserved, p.reserved);
+  into.allocated = saturating_add(into.allocated, p.allocated);
+  into.active = saturating_add(into.active, p.active);
+  if (p.requested >= 0) into.requested = saturating_add(into.requested < 0 ? 0 : into.requested, p.requested);
+  into.inactive = saturating_add(into.inactive, p.inactive);
   into.free_blocks += p.free_blocks;
   into.largest_free = std::max(into.largest_free, p.largest_free);
 }
@@ -66,10 +66,10 @@ PinningSegment pinning_of(const SnapshotSegment& s) {
   std::vector<const SnapshotBlock*> active;
   for (const SnapshotBlock& b : s.blocks) {
     if (b.state == BlockState::kInactive) {
-      p.free_bytes += b.size;
+      p.free_bytes = saturating_add(p.free_bytes, b.size);
       ++p.free_blocks;
     } else if (b.state != BlockState::kUnknown) {
-      p.active_bytes += b.size;
+      p.active_bytes = saturating_add(p.active_bytes, b.size);
       active.push_back(&b);
     }
   }
@@ -95,21 +95,21 @@ void walk_trace(const std::vector<AllocatorEvent>& trace, DeviceAllocatorState& 
     switch (e.action) {
       case AllocatorAction::kAlloc:
         ++d.allocs;
-        active -= e.size;
+        active = saturating_sub(active, e.size);
         break;
       case AllocatorAction::kFreeCompleted:
         ++d.frees;
-        active += e.size;
+        active = saturating_add(active, e.size);
         break;
       case AllocatorAction::kSegmentAlloc:
       case AllocatorAction::kSegmentMap:
         ++d.segment_allocs;
-        reserved -= e.size;
+        reserved = saturating_sub(reserved, e.size);
         break;
       case AllocatorAction::kSegmentFree:
       case AllocatorAction::kSegmentUnmap:
         ++d.segment_frees;
-        reserved += e.size;
+        reserved = saturating_add(reserved, e.size);
         break;
       case AllocatorAction::kOom: {
         OomState o;

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/units.h"
 #include "model/allocator_snapshot.h"
 
 namespace ferret {
@@ -40,7 +41,7 @@ struct PoolState {
   double external_fragmentation() const {
     return inactive > 0 ? 1.0 - static_cast<double>(largest_free) / static_cast<double>(inactive) : 0.0;
   }
-  std::int64_t rounding_waste() const { return requested >= 0 ? allocated - requested : -1; }
+  std::int64_t rounding_waste() const { return requested >= 0 ? saturating_sub(allocated, requested) : -1; }
 };
 
 struct Splitter {
@@ -65,7 +66,7 @@ struct OomState {
   std::int64_t device_free = -1;
   std::int64_t time_us = -1;
   std::string frame;
-  std::int64_t cached_free() const { return reserved - allocated; }
+  std::int64_t cached_free() const { return saturating_sub(reserved, allocated); }
 };
 
 struct DeviceAllocatorState {

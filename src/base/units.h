@@ -8,8 +8,20 @@
 
 namespace ferret {
 
-std::string human_bytes(std::uint64_t bytes);  // "1.5 GiB"
-std::string human_duration(std::int64_t ns);   // "12.345 ms"
+std::string human_bytes(std::uint64_t bytes);
+
+// Sums of sizes read from untrusted files: at the int64 limits instead of overflowing.
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+inline std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}  // "1.5 GiB"
+std::string human_duration(std::int64_t ns);  // "12.345 ms"
 
 // Parses a size such as "1GiB", "500M", "64k", "4096" (K/M/G/T are binary multiples, as are
 // KiB/MiB/GiB/TiB; KB/MB/GB/TB are decimal). Throws std::invalid_argument on bad text.

@@ -1,5 +1,6 @@
 #include "ingest/allocator_snapshot_reader.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -15,9 +16,11 @@ namespace {
 
 class Converter {
  public:
-  Converter(const PickleDocument& doc, AllocatorSnapshot& out) : doc_(doc), out_(out) {}
+  Converter(const PickleDocument& doc, AllocatorSnapshot& out, std::string name)
+      : doc_(doc), out_(out), name_(std::move(name)), budget_(4 * doc.size() + 1'000'000) {}
 
-  void run(const std::string& name) {
+  void run() {
+    const std::string& name = name_;
     const PickleValue& root = doc_.root;
     if (root.kind != PickleKind::kDict)
       throw InputError(fmt::format("{}: not a torch memory snapshot: the pickle holds a {}, not a dict", name,
@@ -28,6 +31,7 @@ class Converter {
     for (const PickleValue& s : doc_.items(*segments)) segment(s);
     if (const PickleValue* traces = doc_.get(root, "device_traces"))
       for (const PickleValue& device : doc_.items(*traces)) {
+        spend();
         out_.device_traces.emplace_back();
         for (const PickleValue& e : doc_.items(device)) event(e, out_.device_traces.back());
       }
@@ -55,18 +59,27 @@ class Converter {
     if (v < 0) issue(fmt::format("{} without a readable \"{}\" (taken as 0)", what, key));
     return v < 0 ? 0 : v;
   }
-  std::vector<SnapshotFrame> frames(const PickleValue* list) const {
+  std::vector<SnapshotFrame> frames(const PickleValue* list) {
     std::vector<SnapshotFrame> out;
     if (list == nullptr) return out;
     for (const PickleValue& f : doc_.items(*list)) {
       if (out.size() >= kSnapshotFramesKept) break;
+      spend();
       if (f.kind != PickleKind::kDict) continue;
       out.push_back({doc_.string_or(doc_.get(f, "filename"), "?"), doc_.int_or(doc_.get(f, "line"), -1),
                      doc_.string_or(doc_.get(f, "name"), "?")});
     }
     return out;
   }
+  // A memo can make one list appear in many places; a snapshot never does, so the work to convert
+  // is bounded by what the stream built, and a stream that repeats itself past that is refused.
+  void spend() {
+    if (++work_ > budget_)
+      throw InputError(
+          fmt::format("{}: not a plausible snapshot: its memo repeats the same data over {} times", name_, budget_));
+  }
   void segment(const PickleValue& s) {
+    spend();
     if (s.kind != PickleKind::kDict) {
       issue("segment that is not a dict, skipped");
       return;
@@ -85,6 +98,7 @@ class Converter {
     if (seg.pool.empty()) seg.pool = "0,0";
     if (const PickleValue* blocks = doc_.get(s, "blocks"))
       for (const PickleValue& b : doc_.items(*blocks)) {
+        spend();
         if (b.kind != PickleKind::kDict) {
           issue("block that is not a dict, skipped");
           continue;
@@ -92,7 +106,7 @@ class Converter {
         SnapshotBlock block;
         block.address = doc_.int_or(doc_.get(b, "address"), 0);
         block.size = size_field(b, "size", "block");
-        block.requested_size = doc_.int_or(doc_.get(b, "requested_size"), -1);
+        block.requested_size = std::max<std::int64_t>(-1, doc_.int_or(doc_.get(b, "requested_size"), -1));
         const std::string state = doc_.string_or(doc_.get(b, "state"), "");
         block.state = state == "active_allocated"      ? BlockState::kActiveAllocated
                       : state == "active_pending_free" ? BlockState::kActivePendingFree
@@ -109,6 +123,7 @@ class Converter {
     out_.segments.push_back(std::move(seg));
   }
   void event(const PickleValue& e, std::vector<AllocatorEvent>& into) {
+    spend();
     if (e.kind != PickleKind::kDict) {
       issue("device trace entry that is not a dict, skipped");
       return;
@@ -139,6 +154,9 @@ class Converter {
 
   const PickleDocument& doc_;
   AllocatorSnapshot& out_;
+  std::string name_;
+  std::uint64_t budget_;
+  std::uint64_t work_ = 0;
   std::map<std::string, std::uint64_t> issues_;
 };
 
@@ -151,7 +169,7 @@ AllocatorSnapshot read_allocator_snapshot_bytes(const std::string& bytes, const 
   const PickleDocument doc = read_pickle(bytes, name, limits);
   AllocatorSnapshot out;
   out.source = name;
-  Converter(doc, out).run(name);
+  Converter(doc, out, name).run();
   return out;
 }
 

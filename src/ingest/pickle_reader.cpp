@@ -48,9 +48,24 @@ const std::vector<std::pair<PickleValue, PickleValue>>& PickleDocument::entries(
 
 const PickleValue* PickleDocument::get(const PickleValue& dict, std::string_view key) const {
   const auto& e = entries(dict);
-  for (auto it = e.rbegin(); it != e.rend(); ++it)
-    if (it->first.kind == PickleKind::kString && strings[it->first.ref] == key) return &it->second;
-  return nullptr;
+  if (e.size() <= 16) {
+    for (auto it = e.rbegin(); it != e.rend(); ++it)
+      if (it->first.kind == PickleKind::kString && strings[it->first.ref] == key) return &it->second;
+    return nullptr;
+  }
+  auto [slot, fresh] = index_.try_emplace(dict.ref);
+  if (fresh)
+    for (std::uint32_t k = 0; k < e.size(); ++k)
+      if (e[k].first.kind == PickleKind::kString) slot->second[strings[e[k].first.ref]] = k;  // the last set wins
+  const auto it = slot->second.find(key);
+  return it == slot->second.end() ? nullptr : &e[it->second].second;
+}
+
+std::uint64_t PickleDocument::size() const {
+  std::uint64_t n = strings.size() + 1;
+  for (const auto& l : lists) n += l.size();
+  for (const auto& d : dicts) n += d.size();
+  return n;
 }
 
 std::int64_t PickleDocument::int_or(const PickleValue* v, std::int64_t fallback) const {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,13 @@ class PickleDocument {
   std::int64_t int_or(const PickleValue* v, std::int64_t fallback) const;
   double number_or(const PickleValue* v, double fallback) const;
   std::string string_or(const PickleValue* v, std::string_view fallback) const;
+  // Values and entries the stream built: what a reader may walk, memo references aside.
+  std::uint64_t size() const;
+
+ private:
+  // Key index of large dicts, built on first lookup: a dict the memo shares among many places is
+  // looked up many times, and a linear search each time would be quadratic.
+  mutable std::unordered_map<std::uint32_t, std::unordered_map<std::string_view, std::uint32_t>> index_;
 };
 
 struct PickleLimits {
