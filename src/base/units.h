@@ -8,7 +8,7 @@
 
 namespace ferret {
 
-std::string human_bytes(std::uint64_t bytes);
+std::string human_bytes(std::uint64_t bytes);  // "1.5 GiB"
 
 // Sums of sizes read from untrusted files: at the int64 limits instead of overflowing.
 inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
@@ -20,7 +20,7 @@ inline std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
   std::int64_t r = 0;
   if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
   return r;
-}  // "1.5 GiB"
+}
 std::string human_duration(std::int64_t ns);  // "12.345 ms"
 
 // Parses a size such as "1GiB", "500M", "64k", "4096" (K/M/G/T are binary multiples, as are

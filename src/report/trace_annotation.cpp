@@ -242,6 +242,8 @@ struct CutState {
 // and a value this large is not an event (the pending bytes are written out, not lost).
 constexpr std::size_t kMaxHeldBytes = std::size_t{64} << 20;
 
+enum class SpliceComment { kNone, kSlash, kLine, kBlock, kBlockStar };
+
 class Splicer {
  public:
   Splicer(const std::string& name, const std::vector<std::string>& events, OutputFile& out)
@@ -268,6 +270,28 @@ class Splicer {
           else
             key_matchable_ = false;
         }
+        continue;
+      }
+      // Comments (which the loader tolerates between tokens) pass through and never count as
+      // structure: a ']' inside one must not close traceEvents.
+      if (comment_ != SpliceComment::kNone) {
+        if (comment_ == SpliceComment::kSlash) {
+          comment_ = c == '/' ? SpliceComment::kLine : c == '*' ? SpliceComment::kBlock : SpliceComment::kNone;
+          if (comment_ != SpliceComment::kNone) continue;
+          // A lone '/': not a comment; this byte is read as usual (the loader rejects the slash).
+        } else {
+          if (comment_ == SpliceComment::kLine) {
+            if (c == '\n') comment_ = SpliceComment::kNone;
+          } else if (c == '/' && comment_ == SpliceComment::kBlockStar) {
+            comment_ = SpliceComment::kNone;
+          } else {
+            comment_ = c == '*' ? SpliceComment::kBlockStar : SpliceComment::kBlock;
+          }
+          continue;
+        }
+      }
+      if (c == '/') {
+        comment_ = SpliceComment::kSlash;
         continue;
       }
       if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
@@ -435,6 +459,7 @@ class Splicer {
   bool cut_lost_ = false;
   bool in_string_ = false, escape_ = false, after_root_ = false;
   int bom_left_ = 0;
+  SpliceComment comment_ = SpliceComment::kNone;
   std::string key_, last_string_, colon_key_;  // strings at depth 1: a key before ':' names a member
   bool key_matchable_ = false;
 };

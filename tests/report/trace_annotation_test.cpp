@@ -89,6 +89,20 @@ TEST(SpliceTrace, TruncatedDocumentsLoseOnlyTheUnfinishedEventAndAreClosed) {
   EXPECT_EQ(splice(R"({"x":1,"traceEv)", kTwo).out, R"({"x":1,"traceEvents":[{"e":1},{"e":2}]})");
 }
 
+// The loader reads // and /* */ comments between tokens as whitespace; the splice must too, or a
+// bracket inside one would be taken for the end of traceEvents.
+TEST(SpliceTrace, CommentsAreCopiedAndTheirBracketsIgnored) {
+  EXPECT_EQ(splice("{\"traceEvents\":[1 /* ] } */, 2 // ]}\n]}", kTwo).out,
+            "{\"traceEvents\":[1 /* ] } */, 2 // ]}\n,{\"e\":1},{\"e\":2}]}");
+  EXPECT_EQ(splice("// a header ]\n/* { */[1]", kTwo).out, "// a header ]\n/* { */[1,{\"e\":1},{\"e\":2}]");
+  // A comment's star-slash split across chunks, and a star run before it.
+  EXPECT_EQ(splice("{\"traceEvents\":[/** ] **/]}", kTwo, 1).out, "{\"traceEvents\":[/** ] **/{\"e\":1},{\"e\":2}]}");
+  // A comment alone in the array is not an element: no comma before ferret's events.
+  EXPECT_EQ(splice("[/* x */]", kTwo).out, "[/* x */{\"e\":1},{\"e\":2}]");
+  // Truncated inside a comment: cut at the last element a comma completed (the '2' is unfinished).
+  EXPECT_EQ(splice("{\"traceEvents\":[1,2 /* ]", kTwo).out, "{\"traceEvents\":[1,{\"e\":1},{\"e\":2}]}");
+}
+
 TEST(SpliceTrace, NotJsonIsAnErrorNamingTheByte) {
   try {
     splice("  hello", kTwo);
