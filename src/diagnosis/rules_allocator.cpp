@@ -78,7 +78,7 @@ void rule_fragmented_cache(const DeviceAllocatorState& d, std::vector<Finding>& 
 struct OomCase {
   int device = 0;
   std::int64_t requested = 0;
-  std::int64_t allocated = 0;    // in use by tensors
+  std::int64_t allocated = 0;  // in use by tensors
   std::int64_t reserved = 0;
   std::int64_t cached_free = 0;  // reserved but unallocated
   std::int64_t device_free = -1;
@@ -243,7 +243,8 @@ void rule_oom_other_processes(const MemoryText& text, std::vector<Finding>& out)
   const OomMessage* worst = nullptr;
   for (const OomMessage& m : text.ooms)
     if (m.total_capacity > 0 && m.other_processes() > 0 &&
-        static_cast<double>(m.other_processes_bytes()) >= kOtherProcessesShare * static_cast<double>(m.total_capacity) &&
+        static_cast<double>(m.other_processes_bytes()) >=
+            kOtherProcessesShare * static_cast<double>(m.total_capacity) &&
         (worst == nullptr || m.other_processes_bytes() > worst->other_processes_bytes()))
       worst = &m;
   if (worst == nullptr) return;
@@ -332,9 +333,10 @@ void rule_summary_fragmentation(const MemorySummary& s, std::vector<Finding>& ou
                 {"peak_allocated_bytes", static_cast<double>(allocated.peak), "bytes"},
                 {"peak_gap_pct", 100 * share, "%"}};
   if (split.peak >= 0) f.evidence.push_back({"peak_non_releasable_bytes", static_cast<double>(split.peak), "bytes"});
-  f.fixes = {std::string(kExpandable) + " (torch >= 2.1): segments grow in place instead of being split",
-             "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512 keeps large blocks whole for large requests",
-             "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8 reclaims cached blocks before a retry is needed"};
+  f.fixes = {
+      std::string(kExpandable) + " (torch >= 2.1): segments grow in place instead of being split",
+      "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512 keeps large blocks whole for large requests",
+      "PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8 reclaims cached blocks before a retry is needed"};
   f.threshold =
       ">= 1 cudaMalloc retry, peak reserved - peak allocated >= 20% of peak reserved and >= 1 GiB (ferret; the "
       "floor of allocator-fragmentation)";
@@ -353,7 +355,8 @@ void rule_summary_cached(const MemorySummary& s, std::vector<Finding>& out) {
   const SummaryStat& allocated = s.row(SummaryMetric::kAllocated).all;
   if (reserved.current <= 0 || allocated.peak < 0) return;
   const std::int64_t idle = saturating_sub(reserved.current, allocated.peak);
-  if (idle < kCacheMinIdleBytes || static_cast<double>(reserved.current) < kCacheOverPeak * static_cast<double>(allocated.peak))
+  if (idle < kCacheMinIdleBytes ||
+      static_cast<double>(reserved.current) < kCacheOverPeak * static_cast<double>(allocated.peak))
     return;
   Finding f;
   f.id = "summary-cached-memory";
@@ -404,9 +407,9 @@ void rule_summary_churn(const MemorySummary& s, std::vector<Finding>& out) {
       "and refilled, and each cudaMalloc / cudaFree synchronizes the device. torch.cuda.empty_cache() in the loop "
       "does this{}.",
       refills,
-      s.alloc_retries > 0 ? fmt::format("; so do the {} cudaMalloc retries (each frees the cached segments)",
-                                        s.alloc_retries)
-                          : "");
+      s.alloc_retries > 0
+          ? fmt::format("; so do the {} cudaMalloc retries (each frees the cached segments)", s.alloc_retries)
+          : "");
   f.evidence = {{"segments_allocated", static_cast<double>(seg.allocated), "count"},
                 {"segments_freed", static_cast<double>(seg.freed), "count"},
                 {"segments_peak", static_cast<double>(held), "count"},

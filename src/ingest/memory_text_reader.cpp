@@ -20,10 +20,10 @@ namespace {
 
 constexpr std::string_view kOomMarker = "out of memory. Tried to allocate";
 constexpr std::string_view kSummaryTitle = " memory summary, device ID";
-constexpr std::size_t kOomTextBytes = 8 * 1024;   // a message with 64 processes listed fits
+constexpr std::size_t kOomTextBytes = 8 * 1024;  // a message with 64 processes listed fits
 constexpr std::size_t kOomProcessesKept = 64;
-constexpr std::uint64_t kSummaryBoxLines = 80;    // a full box is 47 lines
-constexpr std::uint64_t kOomRepeatLines = 200;    // a re-raise prints the message again within a traceback
+constexpr std::uint64_t kSummaryBoxLines = 80;  // a full box is 47 lines
+constexpr std::uint64_t kOomRepeatLines = 200;  // a re-raise prints the message again within a traceback
 
 bool mt_is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 bool mt_is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -51,9 +51,9 @@ std::int64_t mt_scale(double value, std::int64_t multiplier) {
 // A binary multiple by its printed unit; 0 when `unit` is none. torch prints KiB..PiB (older
 // releases KB..PB for the same powers of 1024) and "B" or, in messages, "bytes".
 std::int64_t mt_unit_bytes(std::string_view unit, bool* old_style = nullptr) {
-  static constexpr std::pair<std::string_view, int> kUnits[] = {
-      {"B", 0},   {"bytes", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}, {"PiB", 50},
-      {"KB", 10}, {"MB", 20},   {"GB", 30},  {"TB", 40},  {"PB", 50}};
+  static constexpr std::pair<std::string_view, int> kUnits[] = {{"B", 0},    {"bytes", 0}, {"KiB", 10}, {"MiB", 20},
+                                                                {"GiB", 30}, {"TiB", 40},  {"PiB", 50}, {"KB", 10},
+                                                                {"MB", 20},  {"GB", 30},   {"TB", 40},  {"PB", 50}};
   for (const auto& [name, shift] : kUnits)
     if (unit == name) {
       if (old_style != nullptr && name.size() == 2) *old_style = true;
@@ -71,8 +71,10 @@ bool mt_take_number(std::string_view& s, double& value, std::int64_t& integer, b
   is_integer = dots == 0;
   if (is_integer) {
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), integer);
-    if (ec == std::errc::result_out_of_range) integer = INT64_MAX;
-    else if (ec != std::errc{} || ptr != text.data() + text.size()) return false;
+    if (ec == std::errc::result_out_of_range)
+      integer = INT64_MAX;
+    else if (ec != std::errc{} || ptr != text.data() + text.size())
+      return false;
     value = static_cast<double>(integer);
   } else {
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -273,7 +275,8 @@ void MemoryTextParser::summary_line(std::string_view line) {
     *targets[c] = mt_cell(cells[c + 1], size, box_.binary_kb);
     if (*targets[c] < 0) {
       ++box_.bad_cells;
-      issue(size ? "memory summary cell not a size, taken as missing" : "memory summary cell not a count, taken as missing",
+      issue(size ? "memory summary cell not a size, taken as missing"
+                 : "memory summary cell not a count, taken as missing",
             cells[c + 1]);
     }
   }
@@ -299,8 +302,8 @@ void MemoryTextParser::oom_line(std::string_view line) {
     if (!before.empty() && before.back() == ':') {
       before.remove_suffix(1);
       std::size_t e = before.size();
-      while (e > 0 && (mt_is_alpha(before[e - 1]) || mt_is_digit(before[e - 1]) || before[e - 1] == '.' ||
-                       before[e - 1] == '_'))
+      while (e > 0 &&
+             (mt_is_alpha(before[e - 1]) || mt_is_digit(before[e - 1]) || before[e - 1] == '.' || before[e - 1] == '_'))
         --e;
       // An exception's name ("torch.OutOfMemoryError", "RuntimeError"), not a logger's words ("failed:").
       const std::string_view name = before.substr(e);
@@ -310,7 +313,8 @@ void MemoryTextParser::oom_line(std::string_view line) {
     oom_text_.assign(line.substr(at, kOomTextBytes));
   } else if (in_oom_) {
     ++oom_.lines;
-    if (oom_text_.size() < kOomTextBytes) oom_text_.append(" ").append(line.substr(0, kOomTextBytes - oom_text_.size()));
+    if (oom_text_.size() < kOomTextBytes)
+      oom_text_.append(" ").append(line.substr(0, kOomTextBytes - oom_text_.size()));
   } else {
     return;
   }
@@ -331,8 +335,8 @@ void MemoryTextParser::close_oom() {
   rest = mt_skip_blanks(rest);
   if (!rest.empty() && rest.front() == '(') {
     // torch 1.x: "(GPU 0; 15.78 GiB total capacity; 14.56 GiB already allocated; 3.44 MiB free; ...)".
-    std::string_view inner = rest.substr(1, rest.find(')') == std::string_view::npos ? std::string_view::npos
-                                                                                       : rest.find(')') - 1);
+    std::string_view inner =
+        rest.substr(1, rest.find(')') == std::string_view::npos ? std::string_view::npos : rest.find(')') - 1);
     while (!inner.empty()) {
       const std::size_t semi = inner.find(';');
       const std::string_view part = trim(inner.substr(0, semi));
@@ -344,13 +348,19 @@ void MemoryTextParser::close_oom() {
       std::string_view label = part;
       const std::int64_t v = mt_take_size(label);
       label = trim(label);
-      if (label == "total capacity") o.total_capacity = v;
-      else if (label == "already allocated") o.allocated = v;
-      else if (label == "free") o.device_free = v;
-      else if (label == "allowed") o.allowed = v;
-      else if (label == "reserved in total by PyTorch" || label == "cached") o.reserved = v;
+      if (label == "total capacity")
+        o.total_capacity = v;
+      else if (label == "already allocated")
+        o.allocated = v;
+      else if (label == "free")
+        o.device_free = v;
+      else if (label == "allowed")
+        o.allowed = v;
+      else if (label == "reserved in total by PyTorch" || label == "cached")
+        o.reserved = v;
     }
-    if (o.reserved >= 0 && o.allocated >= 0) o.reserved_unallocated = std::max<std::int64_t>(0, saturating_sub(o.reserved, o.allocated));
+    if (o.reserved >= 0 && o.allocated >= 0)
+      o.reserved_unallocated = std::max<std::int64_t>(0, saturating_sub(o.reserved, o.allocated));
   } else {
     // torch 2.x: sentences.
     o.torch2_wording = true;
@@ -363,7 +373,8 @@ void MemoryTextParser::close_oom() {
     o.allocated = mt_size_after(t, "Of the allocated memory ");
     o.private_pools = mt_size_before_marker(t, " allocated in private pools");
     o.reserved_unallocated = mt_size_before_marker(t, " is reserved by PyTorch but unallocated");
-    if (o.allocated >= 0 && o.reserved_unallocated >= 0) o.reserved = saturating_add(o.allocated, o.reserved_unallocated);
+    if (o.allocated >= 0 && o.reserved_unallocated >= 0)
+      o.reserved = saturating_add(o.allocated, o.reserved_unallocated);
     o.process_in_use = mt_size_after(t, "this process has ");
     for (std::size_t p = t.find("Process "); p != std::string_view::npos; p = t.find("Process ", p + 8)) {
       std::string_view s = t.substr(p + 8);
@@ -393,8 +404,8 @@ void MemoryTextParser::close_oom() {
   if (!out_.ooms.empty()) {
     OomMessage& prev = out_.ooms.back();
     if (o.line - last_oom_line_ <= kOomRepeatLines && prev.backend == o.backend && prev.device == o.device &&
-        prev.requested == o.requested && prev.total_capacity == o.total_capacity &&
-        prev.device_free == o.device_free && prev.allocated == o.allocated && prev.reserved == o.reserved) {
+        prev.requested == o.requested && prev.total_capacity == o.total_capacity && prev.device_free == o.device_free &&
+        prev.allocated == o.allocated && prev.reserved == o.reserved) {
       ++prev.repeats;
       last_oom_line_ = o.line;  // repeats are measured from the latest copy
       return;
@@ -425,8 +436,8 @@ void MemoryTextParser::finish() {
   close_oom();
   out_.lines = line_;
   if (out_.long_lines > 0)
-    out_.notes.push_back(fmt::format("{} lines over {} KiB cut to that length", out_.long_lines,
-                                     kMaxMemoryTextLineBytes >> 10));
+    out_.notes.push_back(
+        fmt::format("{} lines over {} KiB cut to that length", out_.long_lines, kMaxMemoryTextLineBytes >> 10));
   if (out_.dropped_records > 0)
     out_.notes.push_back(fmt::format("{} summaries or messages past the first {} not kept", out_.dropped_records,
                                      kMaxMemoryTextRecords));

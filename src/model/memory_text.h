@@ -34,17 +34,17 @@ namespace ferret {
 // The rows of memory_summary(), in the order torch prints them. The first five are byte sizes,
 // the others counts.
 enum class SummaryMetric : std::uint8_t {
-  kAllocated,             // "Allocated memory": blocks held by tensors
-  kActive,                // "Active memory": allocated + freed blocks still used by a stream
-  kRequested,             // "Requested memory" (torch 2.x): what the tensors asked for
-  kReserved,              // "GPU reserved memory": segments cudaMalloc'd by the allocator
-  kNonReleasable,         // "Non-releasable memory": free bytes in split blocks (inactive_split)
-  kAllocations,           // "Allocations"
-  kActiveAllocs,          // "Active allocs"
-  kSegments,              // "GPU reserved segments": cudaMalloc'd segments
-  kNonReleasableAllocs,   // "Non-releasable allocs"
-  kOversizeAllocations,   // "Oversize allocations" (torch >= 1.10, above max_split_size_mb)
-  kOversizeSegments,      // "Oversize GPU segments"
+  kAllocated,            // "Allocated memory": blocks held by tensors
+  kActive,               // "Active memory": allocated + freed blocks still used by a stream
+  kRequested,            // "Requested memory" (torch 2.x): what the tensors asked for
+  kReserved,             // "GPU reserved memory": segments cudaMalloc'd by the allocator
+  kNonReleasable,        // "Non-releasable memory": free bytes in split blocks (inactive_split)
+  kAllocations,          // "Allocations"
+  kActiveAllocs,         // "Active allocs"
+  kSegments,             // "GPU reserved segments": cudaMalloc'd segments
+  kNonReleasableAllocs,  // "Non-releasable allocs"
+  kOversizeAllocations,  // "Oversize allocations" (torch >= 1.10, above max_split_size_mb)
+  kOversizeSegments,     // "Oversize GPU segments"
 };
 inline constexpr std::size_t kSummaryMetrics = 11;
 inline constexpr bool summary_metric_is_size(SummaryMetric m) { return m <= SummaryMetric::kNonReleasable; }
@@ -70,8 +70,8 @@ struct MemorySummary {
   std::int64_t ooms = -1;           // "CUDA OOMs"
   std::int64_t alloc_retries = -1;  // "cudaMalloc retries": the allocator freed its cache and retried
   std::array<SummaryRows, kSummaryMetrics> rows;
-  bool complete = false;      // the closing border was seen after the rows
-  bool binary_kb = false;     // units written KB/MB/GB (torch 1.x) rather than KiB/MiB/GiB
+  bool complete = false;   // the closing border was seen after the rows
+  bool binary_kb = false;  // units written KB/MB/GB (torch 1.x) rather than KiB/MiB/GiB
   std::uint64_t bad_cells = 0;
   const SummaryRows& row(SummaryMetric m) const { return rows[static_cast<std::size_t>(m)]; }
   SummaryRows& row(SummaryMetric m) { return rows[static_cast<std::size_t>(m)]; }
@@ -84,23 +84,23 @@ struct OomProcess {
 
 // One out-of-memory message; -1 where it does not say.
 struct OomMessage {
-  std::uint64_t line = 0;   // 1-based line of "out of memory. Tried to allocate"
-  std::uint64_t lines = 1;  // lines the message spans (wrapped messages)
+  std::uint64_t line = 0;     // 1-based line of "out of memory. Tried to allocate"
+  std::uint64_t lines = 1;    // lines the message spans (wrapped messages)
   std::uint64_t repeats = 1;  // the same message again right after it (a re-raise, a logger) counts here
-  std::string backend;      // "CUDA", "HIP", "XPU"
-  std::string exception;    // "torch.OutOfMemoryError", "RuntimeError", ... ("" when not printed)
+  std::string backend;        // "CUDA", "HIP", "XPU"
+  std::string exception;      // "torch.OutOfMemoryError", "RuntimeError", ... ("" when not printed)
   bool torch2_wording = false;
   int device = -1;
   std::int64_t requested = -1;
   std::int64_t total_capacity = -1;
-  std::int64_t device_free = -1;        // what the driver said was free
-  std::int64_t allowed = -1;            // torch.cuda.set_per_process_memory_fraction's limit
-  std::int64_t process_in_use = -1;     // this process, PyTorch and not (torch 2.x, from NVML)
-  std::int64_t allocated = -1;          // by PyTorch
-  std::int64_t reserved = -1;           // by PyTorch (1.x: printed; 2.x: allocated + unallocated + private)
+  std::int64_t device_free = -1;           // what the driver said was free
+  std::int64_t allowed = -1;               // torch.cuda.set_per_process_memory_fraction's limit
+  std::int64_t process_in_use = -1;        // this process, PyTorch and not (torch 2.x, from NVML)
+  std::int64_t allocated = -1;             // by PyTorch
+  std::int64_t reserved = -1;              // by PyTorch (1.x: printed; 2.x: allocated + unallocated + private)
   std::int64_t reserved_unallocated = -1;  // 2.x: printed; 1.x: reserved - allocated
-  std::int64_t private_pools = -1;      // 2.x: allocated in private pools (CUDA graphs)
-  std::vector<OomProcess> processes;    // "Process P has S memory in use" lines (other processes)
+  std::int64_t private_pools = -1;         // 2.x: allocated in private pools (CUDA graphs)
+  std::vector<OomProcess> processes;       // "Process P has S memory in use" lines (other processes)
   // torch names this process by comparing NVML's pid with getpid(); inside a container's pid
   // namespace they differ and this process is listed as "Process P" too. Then (no "this process"
   // line) the listed process holding the least among those holding at least what PyTorch

@@ -71,7 +71,6 @@ json device_json(const DeviceAllocatorState& d) {
             {"ooms", ooms}}}};
 }
 
-
 json nullable(std::int64_t v) { return v >= 0 ? json(v) : json(); }
 
 json summary_stat_json(const SummaryStat& s) {
@@ -155,8 +154,8 @@ std::vector<std::vector<std::string>> summary_cells(const MemorySummary& s) {
     const SummaryMetric metric = static_cast<SummaryMetric>(m);
     const bool size = summary_metric_is_size(metric);
     auto cell = [&](std::int64_t v) { return size ? bytes(v) : count_text(v); };
-    rows.push_back({summary_metric_name(metric), cell(r.all.current), cell(r.all.peak), cell(r.all.allocated),
-                    cell(r.all.freed)});
+    rows.push_back(
+        {summary_metric_name(metric), cell(r.all.current), cell(r.all.peak), cell(r.all.allocated), cell(r.all.freed)});
   }
   return rows;
 }
@@ -217,10 +216,10 @@ namespace {
 
 std::string memory_text_input(const MemoryReportInput& in, const Style& st) {
   const MemoryText& t = in.text;
-  std::string out = fmt::format("{}{}{} (text: {} memory summar{}, {} out-of-memory message{}, {} lines)\n", st.bold(),
-                                terminal_safe(in.source), st.reset(), t.summaries.size(),
-                                t.summaries.size() == 1 ? "y" : "ies", t.ooms.size(), t.ooms.size() == 1 ? "" : "s",
-                                t.lines);
+  std::string out =
+      fmt::format("{}{}{} (text: {} memory summar{}, {} out-of-memory message{}, {} lines)\n", st.bold(),
+                  terminal_safe(in.source), st.reset(), t.summaries.size(), t.summaries.size() == 1 ? "y" : "ies",
+                  t.ooms.size(), t.ooms.size() == 1 ? "" : "s", t.lines);
   const std::size_t width = st.width > 0 ? st.width : kDefaultTextWidth;
   for (const MemorySummary& s : t.summaries) {
     out += "\n" + summary_heading(s) + "\n";

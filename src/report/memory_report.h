@@ -18,7 +18,7 @@ namespace ferret {
 
 struct MemoryReportInput {
   std::string source;
-  bool is_text = false;      // text (summaries, out-of-memory messages) rather than a snapshot
+  bool is_text = false;        // text (summaries, out-of-memory messages) rather than a snapshot
   AllocatorStateResult state;  // a snapshot's
   MemoryText text;             // text's
   std::vector<Finding> findings;

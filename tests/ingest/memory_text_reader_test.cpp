@@ -102,11 +102,11 @@ TEST(MemoryTextReader, Torch1OomMessageInATraceback) {
   EXPECT_EQ(o.requested, 20 * kMiB);
   // Two decimals of a binary unit: 15.78 x 2^30 = 16943645982.72 -> 16943645983 bytes.
   EXPECT_EQ(o.total_capacity, 16943645983);
-  EXPECT_EQ(o.allocated, 15633680957);   // 14.56 x 2^30 = 15633680957.44
-  EXPECT_EQ(o.device_free, 3607101);     // 3.44 x 2^20 = 3607101.44
-  EXPECT_EQ(o.reserved, 15698105467);    // 14.62 x 2^30 = 15698105466.88
+  EXPECT_EQ(o.allocated, 15633680957);          // 14.56 x 2^30 = 15633680957.44
+  EXPECT_EQ(o.device_free, 3607101);            // 3.44 x 2^20 = 3607101.44
+  EXPECT_EQ(o.reserved, 15698105467);           // 14.62 x 2^30 = 15698105466.88
   EXPECT_EQ(o.reserved_unallocated, 64424510);  // reserved - allocated
-  EXPECT_EQ(o.process_in_use, -1);       // torch 1.x does not say
+  EXPECT_EQ(o.process_in_use, -1);              // torch 1.x does not say
 }
 
 TEST(MemoryTextReader, Torch2OomMessageWithAnotherProcess) {
@@ -137,8 +137,8 @@ TEST(MemoryTextReader, HipMessageWithTorch21TypoAndThisProcessListedByPid) {
   EXPECT_EQ(o.exception, "torch.cuda.OutOfMemoryError");
   EXPECT_EQ(o.device, 3);
   EXPECT_EQ(o.requested, 1024 * kMiB);
-  EXPECT_EQ(o.total_capacity, 68698001900);  // "capacty": 63.98 x 2^30 = 68698001899.52
-  EXPECT_EQ(o.device_free, 0);               // "0 bytes"
+  EXPECT_EQ(o.total_capacity, 68698001900);          // "capacty": 63.98 x 2^30 = 68698001899.52
+  EXPECT_EQ(o.device_free, 0);                       // "0 bytes"
   EXPECT_EQ(o.reserved, 52 * kGiB + 23 * kGiB / 2);  // 52.00 + 11.50 GiB
   // No "this process" line (a container's pid namespace): Process 5678 holds 63.97 GiB >= the
   // 63.50 GiB PyTorch reserved, so it is this process and no other process remains.
@@ -205,8 +205,9 @@ TEST(MemoryTextReader, MalformedCellsAreMissingAndCountedWithTheirLine) {
 TEST(MemoryTextReader, HugeLinesAreCutAndCountedAndHugeNumbersSaturate) {
   const std::string huge(1 << 20, 'x');
   const MemoryText t = parse_memory_text(
-      huge + "\nCUDA out of memory. Tried to allocate 99999999999999999999 GiB (GPU 0; 1e9 GiB total capacity; "
-             "99999999999.00 PiB already allocated; 0 bytes free; 1.00 GiB reserved in total by PyTorch)\n",
+      huge +
+          "\nCUDA out of memory. Tried to allocate 99999999999999999999 GiB (GPU 0; 1e9 GiB total capacity; "
+          "99999999999.00 PiB already allocated; 0 bytes free; 1.00 GiB reserved in total by PyTorch)\n",
       "huge.log");
   EXPECT_EQ(t.long_lines, 1u);
   ASSERT_EQ(t.ooms.size(), 1u);
