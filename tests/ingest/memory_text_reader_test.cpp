@@ -240,7 +240,7 @@ TEST(MemoryTextReader, EveryTruncationOfAFixtureReadsWithoutThrowingOnContent) {
     for (std::size_t n = 0; n <= whole.size(); n += 7) {
       const MemoryText t = parse_memory_text(whole.substr(0, n), name);
       EXPECT_LE(t.summaries.size(), 2u);
-      EXPECT_LE(t.ooms.size(), 1u);
+      EXPECT_LE(t.ooms.size(), 2u);  // a repeat cut short says other numbers: a message of its own
     }
   }
 }
