@@ -22,7 +22,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 FUZZ_SECONDS ?= 60
 # Seed folders per harness: traces for ingest/analyze; NCCL logs (the test logs and hostile ones) for
 # nccl; small allocator snapshot and plain-data pickles for snapshot.
-fuzz_seeds = $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle;; *) echo fuzz/seeds;; esac)
+fuzz_seeds = $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle tests/data/memory;; *) echo fuzz/seeds;; esac)
 
 setup:
 	@if ! dpkg -s $(DEB_PACKAGES) >/dev/null 2>&1; then \

@@ -1,5 +1,6 @@
-// `ferret memory SNAPSHOT... [--json|--md]`: the caching allocator's state from snapshots written by
-// torch.cuda.memory._dump_snapshot() (docs/MEMORY.md).
+// `ferret memory FILE... [--json|--md]`: the caching allocator's state from snapshots written by
+// torch.cuda.memory._dump_snapshot(), or from text holding torch.cuda.memory_summary() tables and
+// out-of-memory messages; each file is told by its content (docs/MEMORY.md).
 
 #include <iostream>
 #include <new>
@@ -9,7 +10,7 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "diagnosis/rules_allocator.h"
-#include "ingest/allocator_snapshot_reader.h"
+#include "ingest/memory_text_reader.h"
 #include "report/memory_report.h"
 
 namespace ferret::cli {
@@ -31,10 +32,17 @@ void run_memory(const MemoryOptions& opt) {
   bool failed = false;
   for (const std::string& file : opt.files) {
     try {
+      MemoryInput read = read_memory_input(file, bound);
       MemoryReportInput in;
       in.source = file;
-      in.state = analyze_allocator_state(read_allocator_snapshot(file, bound));
-      rules_allocator(in.state, in.findings);
+      if (read.is_snapshot) {
+        in.state = analyze_allocator_state(read.snapshot);
+        rules_allocator(in.state, in.findings);
+      } else {
+        in.is_text = true;
+        in.text = std::move(read.text);
+        rules_memory_text(in.text, in.findings);
+      }
       inputs.push_back(std::move(in));
     } catch (const InputError& e) {
       print_error(e.what());
@@ -60,9 +68,10 @@ void register_memory(CLI::App& app) {
   auto opt = std::make_shared<MemoryOptions>();
   CLI::App* cmd =
       app.add_subcommand("memory",
-                         "The caching allocator's state from memory snapshots (torch.cuda.memory._dump_snapshot()): "
+                         "The caching allocator's state from memory snapshots (torch.cuda.memory._dump_snapshot()) or "
+                         "text (torch.cuda.memory_summary() tables, out-of-memory messages, logs holding them): "
                          "reserved, allocated, free, fragmentation, what pins free memory, out-of-memory causes");
-  cmd->add_option("files", opt->files, "Snapshot pickles (gzip/zstd/plain)")->required();
+  cmd->add_option("files", opt->files, "Snapshot pickles or text files (gzip/zstd/plain), told by content")->required();
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.memory/1, docs/MEMORY.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->add_option("--max-memory", opt->max_memory, "Memory bound while reading, e.g. 8GiB");

@@ -116,6 +116,13 @@ constexpr std::array kRules = {
     RuleInfo{"oom-fragmentation", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
     RuleInfo{"oom-capacity", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
     RuleInfo{"segment-churn", S::kSnapshot, D::kMemory, "rule_segment_churn", R::kCause, {}},
+    // rules_memory_text (src/diagnosis/rules_allocator.cpp): memory text; oom-fragmentation and
+    // oom-capacity above are emitted from out-of-memory messages too.
+    RuleInfo{"oom-other-processes", S::kMemoryText, D::kMemory, "rule_oom_other_processes", R::kCause, {}},
+    RuleInfo{"summary-fragmentation", S::kMemoryText, D::kMemory, "rule_summary_fragmentation", R::kCause, {}},
+    RuleInfo{"summary-activation-peak", S::kMemoryText, D::kMemory, "rule_summary_activations", R::kCause, {}},
+    RuleInfo{"summary-segment-churn", S::kMemoryText, D::kMemory, "rule_summary_churn", R::kCause, {}},
+    RuleInfo{"summary-cached-memory", S::kMemoryText, D::kMemory, "rule_summary_cached", R::kCause, {}},
 };
 
 }  // namespace

@@ -10,9 +10,10 @@
 
 namespace ferret {
 
-// Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, NCCL logs, or an
-// allocator snapshot (`ferret memory`).
-enum class RuleSource { kTrace, kJob, kNccl, kSnapshot };
+// Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, NCCL logs, an
+// allocator snapshot (`ferret memory`; oom-* read out-of-memory messages in text too), or only
+// memory text (memory_summary() tables, out-of-memory messages: `ferret memory LOG`).
+enum class RuleSource { kTrace, kJob, kNccl, kSnapshot, kMemoryText };
 
 // What a rule's finding means for the verdict (docs/RULES.md#the-verdict).
 enum class RuleRole {

@@ -7,9 +7,13 @@
 
 #include "analysis/allocator_state.h"
 #include "diagnosis/finding.h"
+#include "model/memory_text.h"
 
 namespace ferret {
 
 void rules_allocator(const AllocatorStateResult& state, std::vector<Finding>& out);
+// The same questions asked of text (model/memory_text.h): out-of-memory messages (oom-fragmentation,
+// oom-capacity, oom-other-processes) and the last memory_summary() of each device (summary-*).
+void rules_memory_text(const MemoryText& text, std::vector<Finding>& out);
 
 }  // namespace ferret

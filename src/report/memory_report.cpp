@@ -7,6 +7,7 @@
 #include "base/terminal_text.h"
 #include "base/units.h"
 #include "report/analyze_report.h"
+#include "report/text_table.h"
 
 namespace ferret {
 
@@ -70,11 +71,131 @@ json device_json(const DeviceAllocatorState& d) {
             {"ooms", ooms}}}};
 }
 
+json nullable(std::int64_t v) { return v >= 0 ? json(v) : json(); }
+
+json summary_stat_json(const SummaryStat& s) {
+  return {{"current", nullable(s.current)},
+          {"peak", nullable(s.peak)},
+          {"allocated", nullable(s.allocated)},
+          {"freed", nullable(s.freed)}};
+}
+
+json summary_json(const MemorySummary& s) {
+  json rows = json::object();
+  for (std::size_t m = 0; m < kSummaryMetrics; ++m) {
+    const SummaryRows& r = s.rows[m];
+    if (!r.present) continue;
+    json row = summary_stat_json(r.all);
+    const SummaryMetric metric = static_cast<SummaryMetric>(m);
+    if (metric != SummaryMetric::kOversizeAllocations && metric != SummaryMetric::kOversizeSegments) {
+      row["large_pool"] = summary_stat_json(r.large_pool);
+      row["small_pool"] = summary_stat_json(r.small_pool);
+    }
+    rows[summary_metric_key(metric)] = row;
+  }
+  return {{"kind", "summary"},
+          {"line", s.line},
+          {"device", s.device >= 0 ? json(s.device) : json()},
+          {"ooms", nullable(s.ooms)},
+          {"alloc_retries", nullable(s.alloc_retries)},
+          {"complete", s.complete},
+          {"units", s.binary_kb ? "KB/MB/GB (binary)" : "KiB/MiB/GiB"},
+          {"bad_cells", s.bad_cells},
+          {"rows", rows}};
+}
+
+json oom_message_json(const OomMessage& o) {
+  json processes = json::array();
+  for (std::size_t i = 0; i < o.processes.size(); ++i)
+    processes.push_back({{"pid", o.processes[i].pid},
+                         {"bytes", o.processes[i].bytes},
+                         {"this_process", static_cast<int>(i) == o.self_index}});
+  return {{"kind", "oom"},
+          {"line", o.line},
+          {"lines", o.lines},
+          {"repeats", o.repeats},
+          {"backend", o.backend},
+          {"exception", o.exception},
+          {"wording", o.torch2_wording ? "torch 2.x" : "torch 1.x"},
+          {"device", o.device >= 0 ? json(o.device) : json()},
+          {"requested_bytes", nullable(o.requested)},
+          {"total_capacity_bytes", nullable(o.total_capacity)},
+          {"device_free_bytes", nullable(o.device_free)},
+          {"allowed_bytes", nullable(o.allowed)},
+          {"process_in_use_bytes", nullable(o.process_in_use)},
+          {"allocated_bytes", nullable(o.allocated)},
+          {"reserved_bytes", nullable(o.reserved)},
+          {"reserved_unallocated_bytes", nullable(o.reserved_unallocated)},
+          {"private_pools_bytes", nullable(o.private_pools)},
+          {"other_processes", o.other_processes()},
+          {"other_processes_bytes", o.other_processes_bytes()},
+          {"processes", processes}};
+}
+
+std::string count_text(std::int64_t v) { return v < 0 ? "-" : fmt::format("{}", v); }
+
+std::string summary_heading(const MemorySummary& s) {
+  return fmt::format("Summary at line {}, device {}: CUDA OOMs {}, cudaMalloc retries {}{}", s.line,
+                     s.device >= 0 ? std::to_string(s.device) : "?", count_text(s.ooms), count_text(s.alloc_retries),
+                     s.complete ? "" : " (cut short)");
+}
+
+std::string oom_heading(const OomMessage& o) {
+  return fmt::format("Out of memory at line {}: {} device {}, {} requested{}", o.line, o.backend,
+                     o.device >= 0 ? std::to_string(o.device) : "?", bytes(o.requested),
+                     o.repeats > 1 ? fmt::format(" (printed {} times)", o.repeats) : "");
+}
+
+std::vector<std::vector<std::string>> summary_cells(const MemorySummary& s) {
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t m = 0; m < kSummaryMetrics; ++m) {
+    const SummaryRows& r = s.rows[m];
+    if (!r.present) continue;
+    const SummaryMetric metric = static_cast<SummaryMetric>(m);
+    const bool size = summary_metric_is_size(metric);
+    auto cell = [&](std::int64_t v) { return size ? bytes(v) : count_text(v); };
+    rows.push_back(
+        {summary_metric_name(metric), cell(r.all.current), cell(r.all.peak), cell(r.all.allocated), cell(r.all.freed)});
+  }
+  return rows;
+}
+
+std::string oom_text_lines(const OomMessage& o) {
+  std::string out;
+  out += fmt::format("  device total {}, free {}{}\n", bytes(o.total_capacity), bytes(o.device_free),
+                     o.allowed >= 0 ? ", allowed " + bytes(o.allowed) : "");
+  out += fmt::format("  PyTorch: allocated {}, reserved {}, reserved but unallocated {}\n", bytes(o.allocated),
+                     bytes(o.reserved), bytes(o.reserved_unallocated));
+  if (o.process_in_use >= 0) out += fmt::format("  this process in use {}\n", bytes(o.process_in_use));
+  if (o.other_processes() > 0)
+    out += fmt::format("  other processes: {} holding {}\n", o.other_processes(), bytes(o.other_processes_bytes()));
+  return out;
+}
 }  // namespace
 
 json memory_json(const std::vector<MemoryReportInput>& inputs) {
   json snapshots = json::array();
+  json texts = json::array();
   for (const MemoryReportInput& in : inputs) {
+    if (in.is_text) {
+      json summaries = json::array();
+      for (const MemorySummary& s : in.text.summaries) summaries.push_back(summary_json(s));
+      json ooms = json::array();
+      for (const OomMessage& o : in.text.ooms) ooms.push_back(oom_message_json(o));
+      json findings = json::array();
+      for (const Finding& f : in.findings) findings.push_back(finding_json(f));
+      texts.push_back({{"source", in.source},
+                       {"kind", "text"},
+                       {"lines", in.text.lines},
+                       {"bytes", in.text.bytes},
+                       {"long_lines", in.text.long_lines},
+                       {"dropped", in.text.dropped_records},
+                       {"summaries", summaries},
+                       {"ooms", ooms},
+                       {"findings", findings},
+                       {"notes", in.text.notes}});
+      continue;
+    }
     json devices = json::array();
     for (const DeviceAllocatorState& d : in.state.devices) devices.push_back(device_json(d));
     json settings = json::object();
@@ -82,17 +203,76 @@ json memory_json(const std::vector<MemoryReportInput>& inputs) {
     json findings = json::array();
     for (const Finding& f : in.findings) findings.push_back(finding_json(f));
     snapshots.push_back({{"source", in.source},
+                         {"kind", "snapshot"},
                          {"devices", devices},
                          {"allocator_settings", settings},
                          {"findings", findings},
                          {"notes", in.state.notes}});
   }
-  return {{"schema", "ferret.memory/1"}, {"snapshots", snapshots}};
+  return {{"schema", "ferret.memory/1"}, {"snapshots", snapshots}, {"texts", texts}};
 }
+
+namespace {
+
+std::string memory_text_input(const MemoryReportInput& in, const Style& st) {
+  const MemoryText& t = in.text;
+  std::string out =
+      fmt::format("{}{}{} (text: {} memory summar{}, {} out-of-memory message{}, {} lines)\n", st.bold(),
+                  terminal_safe(in.source), st.reset(), t.summaries.size(), t.summaries.size() == 1 ? "y" : "ies",
+                  t.ooms.size(), t.ooms.size() == 1 ? "" : "s", t.lines);
+  const std::size_t width = st.width > 0 ? st.width : kDefaultTextWidth;
+  for (const MemorySummary& s : t.summaries) {
+    out += "\n" + summary_heading(s) + "\n";
+    const std::vector<std::vector<std::string>> rows = summary_cells(s);
+    const TextTable table({{"metric", 22, 12},
+                           {"current", 0, 0, true, 0, 2},
+                           {"peak", 0, 0, true, 0, 2},
+                           {"tot alloc", 0, 0, true, 2, 2},
+                           {"tot freed", 0, 0, true, 1, 2}},
+                          rows, 2, width);
+    out += table.render(rows);
+  }
+  for (const OomMessage& o : t.ooms) out += "\n" + oom_heading(o) + "\n" + oom_text_lines(o);
+  out += findings_text(in.findings, st, st.width, /*with_rules=*/false);
+  for (const std::string& n : t.notes) out += "  note: " + terminal_safe(n) + "\n";
+  out += "\n";
+  return out;
+}
+
+std::string memory_markdown_input(const MemoryReportInput& in) {
+  const MemoryText& t = in.text;
+  std::string out = "## Memory text " + escape_markdown(in.source, false) + "\n\n";
+  for (const MemorySummary& s : t.summaries) {
+    out += summary_heading(s) + "\n\n| metric | current | peak | tot alloc | tot freed |\n|---|---|---|---|---|\n";
+    for (const std::vector<std::string>& r : summary_cells(s))
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", r[0], r[1], r[2], r[3], r[4]);
+    out += "\n";
+  }
+  if (!t.ooms.empty()) {
+    out +=
+        "| line | device | requested | total | free | allocated | reserved | reserved unallocated | other processes |\n"
+        "|---|---|---|---|---|---|---|---|---|\n";
+    for (const OomMessage& o : t.ooms)
+      out += fmt::format("| {} | {} {} | {} | {} | {} | {} | {} | {} | {} |\n", o.line, escape_markdown(o.backend),
+                         o.device >= 0 ? std::to_string(o.device) : "?", bytes(o.requested), bytes(o.total_capacity),
+                         bytes(o.device_free), bytes(o.allocated), bytes(o.reserved), bytes(o.reserved_unallocated),
+                         o.other_processes() > 0 ? bytes(o.other_processes_bytes()) : "-");
+    out += "\n";
+  }
+  out += findings_markdown(in.findings);
+  for (const std::string& n : t.notes) out += "- note: " + escape_markdown(n, false) + "\n";
+  return out;
+}
+
+}  // namespace
 
 std::string memory_text(const std::vector<MemoryReportInput>& inputs, const Style& st) {
   std::string out;
   for (const MemoryReportInput& in : inputs) {
+    if (in.is_text) {
+      out += memory_text_input(in, st);
+      continue;
+    }
     out += fmt::format("{}{}{} (allocator snapshot)\n", st.bold(), terminal_safe(in.source), st.reset());
     if (in.state.devices.empty()) out += "  no segments: nothing was allocated\n";
     for (const DeviceAllocatorState& d : in.state.devices) {
@@ -147,6 +327,10 @@ std::string memory_text(const std::vector<MemoryReportInput>& inputs, const Styl
 std::string memory_markdown(const std::vector<MemoryReportInput>& inputs) {
   std::string out;
   for (const MemoryReportInput& in : inputs) {
+    if (in.is_text) {
+      out += memory_markdown_input(in) + "\n";
+      continue;
+    }
     out += "## Allocator snapshot " + escape_markdown(in.source, false) + "\n\n";
     out +=
         "| device | reserved | allocated | requested | free | free blocks | largest free | fragmentation |\n"

@@ -1,6 +1,7 @@
-// Renders `ferret memory`: the allocator state of each snapshot (analysis/allocator_state.h) with
-// its findings, as text, Markdown (trace text escaped) and JSON (schema ferret.memory/1,
-// docs/MEMORY.md).
+// Renders `ferret memory`: the allocator state of each snapshot (analysis/allocator_state.h), or
+// the memory_summary() tables and out-of-memory messages of each text (model/memory_text.h), with
+// their findings, as text, Markdown (input text escaped) and JSON (schema ferret.memory/1,
+// docs/MEMORY.md: snapshots under "snapshots", texts under "texts").
 #pragma once
 
 #include <string>
@@ -10,13 +11,16 @@
 
 #include "analysis/allocator_state.h"
 #include "diagnosis/finding.h"
+#include "model/memory_text.h"
 #include "report/format.h"
 
 namespace ferret {
 
 struct MemoryReportInput {
   std::string source;
-  AllocatorStateResult state;
+  bool is_text = false;        // text (summaries, out-of-memory messages) rather than a snapshot
+  AllocatorStateResult state;  // a snapshot's
+  MemoryText text;             // text's
   std::vector<Finding> findings;
 };
 

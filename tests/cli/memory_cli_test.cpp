@@ -1,12 +1,22 @@
 // `ferret memory` on allocator snapshots written by Python's pickle module in the shape of each
 // torch generation's _snapshot() (tests/tools/make_pickles.py): the numbers against the ones
-// computed by hand from the blocks the script writes, the findings, text against JSON.
+// computed by hand from the blocks the script writes, the findings, text against JSON. Then on
+// text (tests/data/memory/: memory_summary() tables and out-of-memory messages, the numbers by
+// hand in tests/ingest/memory_text_reader_test.cpp): the findings each fixture was written to
+// raise, text against JSON, snapshots and text in one run, text that holds neither.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -124,6 +134,117 @@ TEST(MemoryCli, NotASnapshotIsNamedAndTheOthersStillReport) {
   const json doc = json::parse(r.out);
   ASSERT_EQ(doc["snapshots"].size(), 1u);
   EXPECT_EQ(ids(doc["snapshots"][0]), std::vector<std::string>{"oom-capacity"});
+}
+
+std::string text_fixture(const std::string& name) {
+  return std::string(FERRET_SOURCE_DIR) + "/tests/data/memory/" + name;
+}
+
+TEST(MemoryCli, TextFixturesRaiseTheFindingsTheyWereWrittenFor) {
+  // summary-torch1: 3 retries, peak reserved 15872 MiB - peak allocated 12288 MiB = 3584 MiB
+  // (22.6% >= 20%, >= 1 GiB); transient 12288 - 4096 = 8192 MiB (66.7% >= 50%).
+  // summary-torch2: segments 400 allocated / 8 at the peak = 50x, 395 freed; reserved 10240 MiB
+  // >= 2 x 3072 MiB peak allocated, 7 GiB idle.
+  // oom-torch1: 14.62 - 14.56 GiB = 61.4 MiB unallocated >= 20 MiB requested: fragmentation.
+  // oom-torch2: 1.50 GiB unallocated < 2 GiB: capacity; process 1234's 12 GiB is 15.2% of 79.15 GiB.
+  // oom-hip: 11.50 GiB unallocated >= 1 GiB: fragmentation; its one process is this one.
+  // oom-in-traceback: 512 MiB unallocated < 8 GiB: capacity.
+  // two-summaries: the last (3584 of 4096 MiB held) raises nothing; the first would have.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"summary-torch1.txt", {"summary-fragmentation", "summary-activation-peak"}},
+      {"summary-torch2.txt", {"summary-segment-churn", "summary-cached-memory"}},
+      {"oom-torch1.log", {"oom-fragmentation"}},
+      {"oom-torch2.log", {"oom-capacity", "oom-other-processes"}},
+      {"oom-hip.log", {"oom-fragmentation"}},
+      {"oom-in-traceback.log", {"oom-capacity"}},
+      {"two-summaries.log", {}},
+  };
+  for (const auto& [name, expected] : cases) {
+    const json doc = memory_json(text_fixture(name));
+    ASSERT_EQ(doc["texts"].size(), 1u) << name;
+    EXPECT_TRUE(doc["snapshots"].empty()) << name;
+    const json& t = doc["texts"][0];
+    EXPECT_EQ(t["kind"], "text");
+    EXPECT_EQ(ids(t), expected) << name;
+    EXPECT_TRUE(t["notes"].empty()) << name << ": " << t["notes"].dump();
+  }
+  const json o = memory_json(text_fixture("oom-torch2.log"))["texts"][0]["ooms"][0];
+  EXPECT_EQ(o["kind"], "oom");
+  EXPECT_EQ(o["wording"], "torch 2.x");
+  EXPECT_EQ(o["requested_bytes"], 2 * kGiB);
+  EXPECT_EQ(o["reserved_unallocated_bytes"], 3 * kGiB / 2);
+  EXPECT_EQ(o["other_processes_bytes"], 12 * kGiB);
+  EXPECT_EQ(o["processes"][0]["pid"], 1234);
+  const json s = memory_json(text_fixture("summary-torch1.txt"))["texts"][0]["summaries"][0];
+  EXPECT_EQ(s["kind"], "summary");
+  EXPECT_EQ(s["alloc_retries"], 3);
+  EXPECT_EQ(s["rows"]["allocated_bytes"]["peak"], 12288 * kMiB);
+  EXPECT_EQ(s["rows"]["allocated_bytes"]["large_pool"]["current"], 4000 * kMiB);
+  EXPECT_FALSE(s["rows"].contains("requested_bytes"));  // no such row before torch 2.x
+  EXPECT_EQ(s["units"], "KB/MB/GB (binary)");
+}
+
+// Every number and finding the JSON holds, the text shows (at a width that cuts no title).
+TEST(MemoryCli, TextAgreesWithJsonOnEveryFixture) {
+  for (const char* name : {"summary-torch1.txt", "summary-torch2.txt", "oom-torch1.log", "oom-torch2.log",
+                           "oom-hip.log", "oom-in-traceback.log", "two-summaries.log"}) {
+    const std::string path = text_fixture(name);
+    const json t = memory_json(path)["texts"][0];
+    const test::CommandResult r = test::run_ferret("memory --width 400 '" + path + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string& out = r.out;
+    auto shows = [&](const std::string& what) { EXPECT_NE(out.find(what), std::string::npos) << name << ": " << what; };
+    shows(fmt::format("{} memory summar", t["summaries"].size()));
+    shows(fmt::format("{} out-of-memory message", t["ooms"].size()));
+    for (const json& s : t["summaries"]) {
+      shows(fmt::format("Summary at line {}, device {}: CUDA OOMs {}, cudaMalloc retries {}", s["line"].get<int>(),
+                        s["device"].get<int>(), s["ooms"].get<int>(), s["alloc_retries"].get<int>()));
+      for (const char* key : {"allocated_bytes", "reserved_bytes"})
+        for (const char* col : {"current", "peak", "allocated", "freed"})
+          shows(human_bytes(s["rows"][key][col].get<std::uint64_t>()));
+      shows(std::to_string(s["rows"]["segments"]["allocated"].get<int>()));
+    }
+    for (const json& o : t["ooms"]) {
+      shows(fmt::format("Out of memory at line {}: {} device {}, {} requested", o["line"].get<int>(),
+                        o["backend"].get<std::string>(), o["device"].get<int>(),
+                        human_bytes(o["requested_bytes"].get<std::uint64_t>())));
+      shows(fmt::format("PyTorch: allocated {}, reserved {}, reserved but unallocated {}",
+                        human_bytes(o["allocated_bytes"].get<std::uint64_t>()),
+                        human_bytes(o["reserved_bytes"].get<std::uint64_t>()),
+                        human_bytes(o["reserved_unallocated_bytes"].get<std::uint64_t>())));
+    }
+    shows(fmt::format("Findings ({})", t["findings"].size()));
+    for (const json& f : t["findings"]) shows(f["title"].get<std::string>());
+    // Markdown carries the same titles.
+    const test::CommandResult md = test::run_ferret("memory --md '" + path + "'");
+    for (const json& f : t["findings"])
+      EXPECT_NE(md.out.find(f["title"].get<std::string>().substr(0, 20)), std::string::npos) << name;
+  }
+}
+
+TEST(MemoryCli, SnapshotsAndTextInOneRunAndTextWithNeitherNamed) {
+  const std::string plain = test::temp_path("memory-plain.log");
+  test::write_file(plain, "epoch 1 loss 0.3\nepoch 2 loss 0.2\n");
+  const std::string gz = test::temp_path("memory-oom.log.gz");
+  ASSERT_EQ(std::system(("gzip -c '" + text_fixture("oom-torch2.log") + "' > '" + gz + "'").c_str()), 0);
+  std::string args = "'" + plain + "' '" + gz + "' '" + text_fixture("summary-torch1.txt") + "'";
+  const std::string snap = snapshot("snapshot-oom-capacity.pickle");
+  if (!snap.empty()) args += " '" + snap + "'";
+  const test::CommandResult r = test::run_ferret("memory --json " + args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(plain + ": neither an allocator snapshot"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 lines read"), std::string::npos) << r.err;
+  const json doc = json::parse(r.out);
+  ASSERT_EQ(doc["texts"].size(), 2u);
+  EXPECT_EQ(ids(doc["texts"][0]), (std::vector<std::string>{"oom-capacity", "oom-other-processes"}));  // gzip read
+  EXPECT_EQ(doc["texts"][1]["summaries"].size(), 1u);
+  if (!snap.empty()) {
+    ASSERT_EQ(doc["snapshots"].size(), 1u);
+    EXPECT_EQ(doc["snapshots"][0]["kind"], "snapshot");
+    EXPECT_EQ(ids(doc["snapshots"][0]), std::vector<std::string>{"oom-capacity"});
+  }
+  std::remove(plain.c_str());
+  std::remove(gz.c_str());
 }
 
 }  // namespace memory_cli_test

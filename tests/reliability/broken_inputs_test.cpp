@@ -1209,6 +1209,137 @@ TEST(BrokenInputs, NcclLogs) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Memory text: `ferret memory` on memory_summary() tables and out-of-memory messages (docs/MEMORY.md,
+// "Bounds and damage"): no crash, no hang, exit 0 or 2 naming the file, byte-identical --json,
+// damage counted in the notes.
+
+struct MemoryTextCase {
+  std::string label;
+  std::string bytes;        // written to a temporary file
+  std::string stdin_shell;  // or: this pipeline feeds stdin
+  bool must_count = false;  // damage: notes (cut boxes, bad cells, long lines, dropped records) must show
+  double bound_s = 30;
+};
+
+class MemoryTextTally {
+ public:
+  MemoryTextTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
+  ~MemoryTextTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
+
+  void check(const MemoryTextCase& c) {
+    if (skipped_by_stride(seen_)) return;
+    ++cases_;
+    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    const int parts_before = result->total_part_count();
+    check_case(c);
+    if (result->total_part_count() != parts_before) ++violations_;
+  }
+
+ private:
+  void check_case(const MemoryTextCase& c) {
+    const std::string tag = name_ + " / " + c.label;
+    std::string target = "-";
+    if (c.stdin_shell.empty()) {
+      target = temp_path("memory-text-case.log");
+      write_file(target, c.bytes);
+    }
+    const std::string arg = target == "-" ? std::string("-") : shell_quote(target);
+    std::vector<Run> runs = {run("memory --json " + arg, c.stdin_shell, c.bound_s)};
+    if (c.stdin_shell.empty())
+      for (const char* form : {"memory --json ", "memory --md ", "memory "})
+        runs.push_back(run(form + arg, "", c.bound_s));
+    if (c.stdin_shell.empty()) std::remove(target.c_str());
+    for (const Run& r : runs) {
+      max_seconds_ = std::max(max_seconds_, r.seconds);
+      if (r.timed_out) ADD_FAILURE() << tag << ": hung past " << c.bound_s << " s";
+      if (r.signal) ADD_FAILURE() << tag << ": crashed with signal " << r.signal << ": " << r.err.substr(0, 300);
+      if (r.exit_code != 0 && r.exit_code != 2 && !r.timed_out && !r.signal)
+        ADD_FAILURE() << tag << ": exit code " << r.exit_code << ": " << r.err.substr(0, 300);
+      const std::size_t input = c.stdin_shell.empty() ? c.bytes.size() : 0;
+      if (r.out.size() > (std::size_t{1} << 20) + 4 * input)
+        ADD_FAILURE() << tag << ": " << r.out.size() << " bytes of output for " << input << " bytes of input";
+    }
+    const Run& first = runs.front();
+    if (first.exit_code == 2) {
+      if (first.err.find(target) == std::string::npos)
+        ADD_FAILURE() << tag << ": exit 2 without naming the input: " << first.err.substr(0, 300);
+      ++outcomes_[kRejected];
+      return;
+    }
+    if (first.exit_code != 0) return;
+    const json doc = json::parse(first.out, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("texts") || doc["texts"].size() != 1) {
+      ADD_FAILURE() << tag << ": memory --json is not a valid document with one text";
+      return;
+    }
+    if (runs.size() > 1 && runs[1].out != first.out) ADD_FAILURE() << tag << ": two --json runs differ";
+    const json& t = doc["texts"][0];
+    const bool stopped = false;
+    const std::size_t counted = t["notes"].size();
+    if (c.must_count && counted == 0) ADD_FAILURE() << tag << ": the damage is not counted";
+    ++outcomes_[stopped ? kStoppedEarly : counted > 0 ? kRepaired : kLoaded];
+  }
+
+  std::string name_, what_;
+  std::size_t seen_ = 0, cases_ = 0, violations_ = 0;
+  std::size_t outcomes_[kOutcomeCount] = {};
+  double max_seconds_ = 0;
+};
+
+MemoryTextCase memory_text_case(std::string label, std::string bytes, bool must_count = false) {
+  MemoryTextCase c;
+  c.label = std::move(label);
+  c.bytes = std::move(bytes);
+  c.must_count = must_count;
+  return c;
+}
+
+TEST(BrokenInputs, MemoryText) {
+  MemoryTextTally tally("Memory text",
+                        "memory_summary() tables cut, with bad cells and huge numbers; out-of-memory messages with "
+                        "100,000 processes; thousands of summaries; megabyte lines, binary and NUL bytes, damaged "
+                        "compression, an endless stream");
+  const std::string dir = std::string(FERRET_SOURCE_DIR) + "/tests/data/memory/";
+  const std::string summary = read_file(dir + "summary-torch2.txt");
+  const std::string oom = read_file(dir + "oom-in-traceback.log");
+  const std::string sound = summary + oom;
+  tally.check(memory_text_case("a summary and a message", sound));
+  tally.check(memory_text_case("summary cut in half", summary.substr(0, summary.size() / 2), true));
+  std::string bad = summary;
+  for (std::size_t at = bad.find("MiB"); at != std::string::npos; at = bad.find("MiB", at + 3)) bad[at] = 'Q';
+  tally.check(memory_text_case("every MiB cell misspelt", bad, true));
+  std::string big = summary;
+  for (std::size_t at = big.find("  2048 MiB"); at != std::string::npos; at = big.find("  2048 MiB", at + 1))
+    big.replace(at, 10, "99999999999999999999999 PiB");
+  tally.check(memory_text_case("cells past int64", big));
+  std::string many;
+  for (int i = 0; i < 5000; ++i) many += summary;
+  tally.check(memory_text_case("5,000 summaries", many, true));
+  std::string procs =
+      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 0 bytes is "
+      "free. ";
+  for (int i = 0; i < 100000; ++i) procs += "Process " + std::to_string(i) + " has 1.00 GiB memory in use. ";
+  procs +=
+      "Of the allocated memory 1.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.\n";
+  tally.check(memory_text_case("a message naming 100,000 processes", procs, true));
+  tally.check(memory_text_case("one 1 MiB line", std::string(1 << 20, 'x') + "\n" + sound, true));
+  tally.check(memory_text_case("16 MiB without a newline", sound + std::string(16 << 20, 'y'), true));
+  Random rnd(11);
+  std::string binary(1 << 20, '\0');
+  for (char& ch : binary) ch = static_cast<char>(rnd.below(256));
+  binary[0] = 'x';  // text, not a pickle
+  tally.check(memory_text_case("1 MiB of random bytes", binary));
+  std::string nul = sound;
+  for (std::size_t at = 40; at < nul.size(); at += 97) nul[at] = '\0';
+  tally.check(memory_text_case("NUL bytes inside lines", nul));
+  const std::string gz = gzip_bytes(sound);
+  tally.check(memory_text_case("gzip cut in half", gz.substr(0, gz.size() / 2)));
+  tally.check(memory_text_case("empty file", ""));
+  MemoryTextCase endless{"endless junk on stdin", "", "yes 'not a memory line'", false, 180};
+  tally.check(endless);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Many devices, streams, threads and processes: per-device (per-stream, per-thread) work must be
 // sized by what each holds, so a small trace naming thousands of them stays small and quick.
 
