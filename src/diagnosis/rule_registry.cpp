@@ -116,6 +116,11 @@ constexpr std::array kRules = {
     RuleInfo{"oom-fragmentation", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
     RuleInfo{"oom-capacity", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
     RuleInfo{"segment-churn", S::kSnapshot, D::kMemory, "rule_segment_churn", R::kCause, {}},
+    // GPU utilisation logs (rules_smi()).
+    RuleInfo{"gpu-starved", S::kSmi, D::kDataPipeline, "rule_gpu_starved", R::kCause, {}},
+    RuleInfo{"gpu-idle-periodic", S::kSmi, D::kCompute, "rule_periodic_idle", R::kCause, {}},
+    RuleInfo{"gpu-imbalance", S::kSmi, D::kDistributed, "rule_imbalance", R::kCause, {}},
+    RuleInfo{"gpu-throttling", S::kSmi, D::kCompute, "rule_throttling", R::kCause, {}},
 };
 
 }  // namespace
