@@ -65,7 +65,8 @@ void smi_idle_periods(const SmiGpu& g, SmiGpuStats& st) {
     return;
   }
   double active_sum = 0;
-  for (std::size_t k = first_busy; k <= last_busy; ++k) active_sum += smi_busy_value(g.samples[valued[k]], st.busy_metric);
+  for (std::size_t k = first_busy; k <= last_busy; ++k)
+    active_sum += smi_busy_value(g.samples[valued[k]], st.busy_metric);
   st.active_busy_mean = active_sum / static_cast<double>(last_busy - first_busy + 1);
   st.leading_idle_ns = std::max<std::int64_t>(0, time(first_busy) - time(0));
   st.trailing_idle_ns = std::max<std::int64_t>(0, time(valued.size() - 1) - time(last_busy));
@@ -82,7 +83,8 @@ void smi_idle_periods(const SmiGpu& g, SmiGpuStats& st) {
   }
   if (idle_starts.size() >= kSmiRegularMinPeriods) {
     std::vector<double> spacing;
-    for (std::size_t i = 1; i < idle_starts.size(); ++i) spacing.push_back(static_cast<double>(idle_starts[i] - idle_starts[i - 1]));
+    for (std::size_t i = 1; i < idle_starts.size(); ++i)
+      spacing.push_back(static_cast<double>(idle_starts[i] - idle_starts[i - 1]));
     double mean = 0;
     for (double s : spacing) mean += s;
     mean /= static_cast<double>(spacing.size());
@@ -134,7 +136,8 @@ SmiStats analyze_smi(const SmiLog& log) {
     if (!g.samples.empty()) {
       st.first_ns = g.samples.front().time_ns;
       st.last_ns = g.samples.back().time_ns;
-      for (const SmiSample& s : g.samples) st.first_ns = std::min(st.first_ns, s.time_ns), st.last_ns = std::max(st.last_ns, s.time_ns);
+      for (const SmiSample& s : g.samples)
+        st.first_ns = std::min(st.first_ns, s.time_ns), st.last_ns = std::max(st.last_ns, s.time_ns);
     }
     st.sample_period_ns = smi_median_period(g.samples);
     std::vector<double> busy;
@@ -215,7 +218,8 @@ SmiTraceWindow align_smi_window(const SmiLog& log, const SmiStats& stats, const 
   }
   if (!any_absolute) {
     w.gpus.clear();
-    w.reason = "the log has no wall-clock times (its samples are only spaced by --interval): the trace cannot be placed on it";
+    w.reason =
+        "the log has no wall-clock times (its samples are only spaced by --interval): the trace cannot be placed on it";
     return w;
   }
   if (inside == 0) {

@@ -42,20 +42,20 @@ struct SmiIdlePeriod {
 };
 
 struct SmiThrottle {
-  std::size_t busy_samples = 0;        // samples at or above kSmiIdleBelowPct
-  std::size_t throttled_samples = 0;   // of those: a throttle reason active, or power at the cap
+  std::size_t busy_samples = 0;       // samples at or above kSmiIdleBelowPct
+  std::size_t throttled_samples = 0;  // of those: a throttle reason active, or power at the cap
   std::size_t power_cap = 0, thermal = 0, hw_slowdown = 0, power_brake = 0, power_at_limit = 0;
-  bool reasons_logged = false;         // throttle reasons (or dmon violations) were in the log
-  double busy_clock_mhz = kSmiNone;    // mean SM clock over busy samples
-  double max_clock_mhz = kSmiNone;     // the highest max SM clock logged (or the highest clock seen)
+  bool reasons_logged = false;       // throttle reasons (or dmon violations) were in the log
+  double busy_clock_mhz = kSmiNone;  // mean SM clock over busy samples
+  double max_clock_mhz = kSmiNone;   // the highest max SM clock logged (or the highest clock seen)
   double share() const {
     return busy_samples == 0 ? 0 : static_cast<double>(throttled_samples) / static_cast<double>(busy_samples);
   }
 };
 
 struct SmiGpuStats {
-  std::uint32_t gpu = 0;      // index into SmiLog::gpus
-  std::string busy_metric;    // "sm_active" or "utilization"; empty when neither was logged
+  std::uint32_t gpu = 0;    // index into SmiLog::gpus
+  std::string busy_metric;  // "sm_active" or "utilization"; empty when neither was logged
   std::size_t samples = 0;
   std::size_t busy_values = 0;  // samples with a busy value
   std::int64_t first_ns = 0, last_ns = 0;
@@ -91,7 +91,7 @@ struct SmiGpuStats {
 struct SmiTraceWindow {
   std::string source;
   bool aligned = false;
-  std::string reason;              // why not aligned, or a caveat
+  std::string reason;                     // why not aligned, or a caveat
   std::int64_t start_ns = 0, end_ns = 0;  // absolute (ns since the epoch)
   struct Gpu {
     std::uint32_t gpu = 0;

@@ -110,16 +110,16 @@ void rule_periodic_idle(const SmiLog& log, const SmiStats& stats, std::vector<Fi
       if (first == nullptr || st.idle_ns > first->idle_ns) first = &st;
     }
   if (first == nullptr) return;
-  const double span = static_cast<double>(std::max<std::int64_t>(1, first->span_ns() - first->leading_idle_ns -
-                                                                         first->trailing_idle_ns));
+  const double span = static_cast<double>(
+      std::max<std::int64_t>(1, first->span_ns() - first->leading_idle_ns - first->trailing_idle_ns));
   const double share = std::min(1.0, static_cast<double>(first->idle_ns) / span);
   const double mean_idle = static_cast<double>(first->idle_ns) / static_cast<double>(first->idle_periods);
   Finding f;
   f.id = "gpu-idle-periodic";
-  f.title = fmt::format("Idle at regular intervals: every {} for {} on average ({} periods on {})",
-                        human_duration(static_cast<std::int64_t>(first->idle_spacing_ns)),
-                        human_duration(static_cast<std::int64_t>(mean_idle)), first->idle_periods,
-                        smi_gpu_list(log, gpus));
+  f.title =
+      fmt::format("Idle at regular intervals: every {} for {} on average ({} periods on {})",
+                  human_duration(static_cast<std::int64_t>(first->idle_spacing_ns)),
+                  human_duration(static_cast<std::int64_t>(mean_idle)), first->idle_periods, smi_gpu_list(log, gpus));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = share >= kSmiPeriodicMediumShare ? Severity::kMedium : Severity::kLow;
@@ -189,8 +189,8 @@ void rule_imbalance(const SmiLog& log, const SmiStats& stats, std::vector<Findin
   f.layer = Layer::kMacro;
   f.severity = Severity::kMedium;
   f.detail = fmt::format(
-      "{} was busy {:.0f}% of the run, the median of the other {} GPUs {:.0f}%. {}",
-      smi_gpu_label(log, o.gpu->gpu), o.gpu->active_busy_mean, judged.size() - 1, o.others_median,
+      "{} was busy {:.0f}% of the run, the median of the other {} GPUs {:.0f}%. {}", smi_gpu_label(log, o.gpu->gpu),
+      o.gpu->active_busy_mean, judged.size() - 1, o.others_median,
       lower ? "In data-parallel training every collective waits for the slowest rank, so the others idle in "
               "their collectives while this one - not the GPU itself - falls behind: a rank whose host or input is "
               "slower (a straggler), or a share of the data that is smaller."
@@ -245,7 +245,8 @@ void rule_throttling(const SmiLog& log, const SmiStats& stats, std::vector<Findi
     if (smi_has(st.temp_max_c)) f.detail += fmt::format(" Hottest sample {:.0f} C.", st.temp_max_c);
     f.evidence = {{"throttled_share_pct", 100 * t.share(), "%"},
                   {"busy_samples", static_cast<double>(t.busy_samples), "count"},
-                  {"power_cap_samples", static_cast<double>(t.power_cap + t.power_at_limit), "count"},
+                  {"power_cap_samples", static_cast<double>(t.power_cap), "count"},
+                  {"power_at_limit_samples", static_cast<double>(t.power_at_limit), "count"},
                   {"thermal_samples", static_cast<double>(t.thermal), "count"},
                   {"hw_slowdown_samples", static_cast<double>(t.hw_slowdown + t.power_brake), "count"}};
     if (smi_has(t.busy_clock_mhz)) f.evidence.push_back({"busy_sm_clock_mhz", t.busy_clock_mhz, "MHz"});

@@ -116,11 +116,11 @@ namespace {
 
 enum class SmiField : std::uint8_t {
   kIgnore,
-  kTime,      // a whole date-and-time cell
-  kDate,      // dmon/pmon -o D
-  kClock,     // dmon/pmon -o T
-  kEpochS,    // seconds since the epoch
-  kKey,       // the GPU's index or device name
+  kTime,    // a whole date-and-time cell
+  kDate,    // dmon/pmon -o D
+  kClock,   // dmon/pmon -o T
+  kEpochS,  // seconds since the epoch
+  kKey,     // the GPU's index or device name
   kUuid,
   kBusId,
   kName,
@@ -139,8 +139,8 @@ enum class SmiField : std::uint8_t {
   kSmClock,
   kMaxSmClock,
   kTemp,
-  kThrottle,     // a bitmask (hex or decimal)
-  kThrottleBit,  // one reason: "Active" / "Not Active"; the bit is the column's scale
+  kThrottle,          // a bitmask (hex or decimal)
+  kThrottleBit,       // one reason: "Active" / "Not Active"; the bit is the column's scale
   kPowerViolation,    // dmon pviol: % of time held at the power cap
   kThermalViolation,  // dmon tviol
   kPid,
@@ -150,7 +150,7 @@ enum class SmiField : std::uint8_t {
 struct SmiColumn {
   std::string name;  // as printed, units removed
   SmiField field = SmiField::kIgnore;
-  double scale = 1;  // multiplies the number (fractions -> %, bytes -> MiB); the bit for kThrottleBit
+  double scale = 1;     // multiplies the number (fractions -> %, bytes -> MiB); the bit for kThrottleBit
   bool memory = false;  // a memory amount: a unit in the cell (KiB, MiB, GiB, B) overrides the scale
 };
 
@@ -171,23 +171,38 @@ SmiColumn query_csv_column(std::string_view name, std::string_view unit) {
   const std::string n = smi_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
-  if (n == "timestamp") set(SmiField::kTime);
-  else if (n == "index") set(SmiField::kKey);
-  else if (n == "uuid" || n == "gpu_uuid") set(SmiField::kUuid);
-  else if (n == "pci.bus_id" || n == "gpu_bus_id") set(SmiField::kBusId);
-  else if (n == "name" || n == "gpu_name") set(SmiField::kName);
-  else if (n == "utilization.gpu") set(SmiField::kUtil);
-  else if (n == "utilization.memory") set(SmiField::kMemUtil);
+  if (n == "timestamp")
+    set(SmiField::kTime);
+  else if (n == "index")
+    set(SmiField::kKey);
+  else if (n == "uuid" || n == "gpu_uuid")
+    set(SmiField::kUuid);
+  else if (n == "pci.bus_id" || n == "gpu_bus_id")
+    set(SmiField::kBusId);
+  else if (n == "name" || n == "gpu_name")
+    set(SmiField::kName);
+  else if (n == "utilization.gpu")
+    set(SmiField::kUtil);
+  else if (n == "utilization.memory")
+    set(SmiField::kMemUtil);
   else if (n == "memory.used" || n == "memory.total" || n == "memory.free") {
-    set(n == "memory.used" ? SmiField::kMemUsed : n == "memory.total" ? SmiField::kMemTotal : SmiField::kMemFree,
+    set(n == "memory.used"    ? SmiField::kMemUsed
+        : n == "memory.total" ? SmiField::kMemTotal
+                              : SmiField::kMemFree,
         smi_memory_scale(unit, 1));
     c.memory = true;
-  } else if (n == "power.draw" || n == "power.draw.average" || n == "power.draw.instant") set(SmiField::kPower);
-  else if (n == "power.limit" || n == "enforced.power.limit") set(SmiField::kPowerLimit);
-  else if (n == "clocks.sm" || n == "clocks.current.sm") set(SmiField::kSmClock);
-  else if (n == "clocks.max.sm" || n == "clocks.max.sm_clock") set(SmiField::kMaxSmClock);
-  else if (n == "temperature.gpu") set(SmiField::kTemp);
-  else if (n == "clocks_throttle_reasons.active" || n == "clocks_event_reasons.active") set(SmiField::kThrottle);
+  } else if (n == "power.draw" || n == "power.draw.average" || n == "power.draw.instant")
+    set(SmiField::kPower);
+  else if (n == "power.limit" || n == "enforced.power.limit")
+    set(SmiField::kPowerLimit);
+  else if (n == "clocks.sm" || n == "clocks.current.sm")
+    set(SmiField::kSmClock);
+  else if (n == "clocks.max.sm" || n == "clocks.max.sm_clock")
+    set(SmiField::kMaxSmClock);
+  else if (n == "temperature.gpu")
+    set(SmiField::kTemp);
+  else if (n == "clocks_throttle_reasons.active" || n == "clocks_event_reasons.active")
+    set(SmiField::kThrottle);
   else {
     // One reason per column: clocks_event_reasons.sw_power_cap = Active / Not Active.
     static constexpr std::pair<std::string_view, std::int64_t> kReasons[] = {
@@ -201,7 +216,8 @@ SmiColumn query_csv_column(std::string_view name, std::string_view unit) {
     for (const std::string_view prefix : {"clocks_throttle_reasons.", "clocks_event_reasons."})
       if (n.starts_with(prefix))
         for (const auto& [reason, bit] : kReasons)
-          if (std::string_view(n).substr(prefix.size()) == reason) set(SmiField::kThrottleBit, static_cast<double>(bit));
+          if (std::string_view(n).substr(prefix.size()) == reason)
+            set(SmiField::kThrottleBit, static_cast<double>(bit));
   }
   return c;
 }
@@ -211,19 +227,30 @@ SmiColumn rocm_csv_column(std::string_view name, std::string_view) {
   const std::string n = smi_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
-  if (n == "device") set(SmiField::kKey);
-  else if (n == "gpu use (%)") set(SmiField::kUtil);
-  else if (n == "gpu memory use (%)" || n == "gpu memory read/write activity (%)") set(SmiField::kMemUtil);
-  else if (n == "vram total memory (b)") set(SmiField::kMemTotal, 1.0 / kSmiBytesPerMiB);
-  else if (n == "vram total used memory (b)") set(SmiField::kMemUsed, 1.0 / kSmiBytesPerMiB);
+  if (n == "device")
+    set(SmiField::kKey);
+  else if (n == "gpu use (%)")
+    set(SmiField::kUtil);
+  else if (n == "gpu memory use (%)" || n == "gpu memory read/write activity (%)")
+    set(SmiField::kMemUtil);
+  else if (n == "vram total memory (b)")
+    set(SmiField::kMemTotal, 1.0 / kSmiBytesPerMiB);
+  else if (n == "vram total used memory (b)")
+    set(SmiField::kMemUsed, 1.0 / kSmiBytesPerMiB);
   else if (n.starts_with("average graphics package power") || n.starts_with("current socket graphics package power"))
     set(SmiField::kPower);
-  else if (n.starts_with("max graphics package power")) set(SmiField::kPowerLimit);
-  else if (n == "temperature (sensor edge) (c)") set(SmiField::kTemp);
-  else if (n.starts_with("sclk clock speed")) set(SmiField::kSmClock);
-  else if (n == "card series" || n == "card model") set(SmiField::kName);
-  else if (n == "unique id" || n == "uuid") set(SmiField::kUuid);
-  else if (n == "pci bus") set(SmiField::kBusId);
+  else if (n.starts_with("max graphics package power"))
+    set(SmiField::kPowerLimit);
+  else if (n == "temperature (sensor edge) (c)")
+    set(SmiField::kTemp);
+  else if (n.starts_with("sclk clock speed"))
+    set(SmiField::kSmClock);
+  else if (n == "card series" || n == "card model")
+    set(SmiField::kName);
+  else if (n == "unique id" || n == "uuid")
+    set(SmiField::kUuid);
+  else if (n == "pci bus")
+    set(SmiField::kBusId);
   return c;
 }
 
@@ -234,17 +261,28 @@ SmiColumn amd_csv_column(std::string_view name, std::string_view) {
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
   auto has = [&](std::string_view part) { return n.find(part) != std::string::npos; };
-  if (n == "gpu") set(SmiField::kKey);
-  else if (n == "timestamp") set(SmiField::kEpochS);
-  else if (has("gfx_activity") || has("gfx_usage") || n == "gfx_util") set(SmiField::kUtil);
-  else if (has("umc_activity") || has("umc_usage") || n == "mem_util") set(SmiField::kMemUtil);
-  else if (has("power_cap") || has("power_limit")) set(SmiField::kPowerLimit);
-  else if (has("socket_power") || n == "power_usage" || n == "power") set(SmiField::kPower);
-  else if (has("used_vram") || has("vram_used")) set(SmiField::kMemUsed);
-  else if (has("total_vram") || has("vram_total")) set(SmiField::kMemTotal);
-  else if (n == "gfx_0_clk" || n == "gfx_clk" || n == "clock_gfx_0_clk" || n == "gfx_0_clk_clk") set(SmiField::kSmClock);
-  else if (n == "gfx_0_max_clk" || n == "gfx_max_clk" || n == "clock_gfx_0_max_clk") set(SmiField::kMaxSmClock);
-  else if (n == "temperature_hotspot" || n == "hotspot" || n == "temperature_edge" || n == "edge") set(SmiField::kTemp);
+  if (n == "gpu")
+    set(SmiField::kKey);
+  else if (n == "timestamp")
+    set(SmiField::kEpochS);
+  else if (has("gfx_activity") || has("gfx_usage") || n == "gfx_util")
+    set(SmiField::kUtil);
+  else if (has("umc_activity") || has("umc_usage") || n == "mem_util")
+    set(SmiField::kMemUtil);
+  else if (has("power_cap") || has("power_limit"))
+    set(SmiField::kPowerLimit);
+  else if (has("socket_power") || n == "power_usage" || n == "power")
+    set(SmiField::kPower);
+  else if (has("used_vram") || has("vram_used"))
+    set(SmiField::kMemUsed);
+  else if (has("total_vram") || has("vram_total"))
+    set(SmiField::kMemTotal);
+  else if (n == "gfx_0_clk" || n == "gfx_clk" || n == "clock_gfx_0_clk" || n == "gfx_0_clk_clk")
+    set(SmiField::kSmClock);
+  else if (n == "gfx_0_max_clk" || n == "gfx_max_clk" || n == "clock_gfx_0_max_clk")
+    set(SmiField::kMaxSmClock);
+  else if (n == "temperature_hotspot" || n == "hotspot" || n == "temperature_edge" || n == "edge")
+    set(SmiField::kTemp);
   return c;
 }
 
@@ -253,19 +291,32 @@ SmiColumn dmon_column(std::string_view name) {
   const std::string n = smi_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
-  if (n == "gpu") set(SmiField::kKey);
-  else if (n == "date") set(SmiField::kDate);
-  else if (n == "time") set(SmiField::kClock);
-  else if (n == "pwr") set(SmiField::kPower);
-  else if (n == "gtemp") set(SmiField::kTemp);
-  else if (n == "sm") set(SmiField::kUtil);
-  else if (n == "mem") set(SmiField::kMemUtil);
-  else if (n == "pclk") set(SmiField::kSmClock);
-  else if (n == "fb") set(SmiField::kMemUsed);
-  else if (n == "pviol") set(SmiField::kPowerViolation);
-  else if (n == "tviol") set(SmiField::kThermalViolation);
-  else if (n == "pid") set(SmiField::kPid);
-  else if (n == "command") set(SmiField::kCommand);
+  if (n == "gpu")
+    set(SmiField::kKey);
+  else if (n == "date")
+    set(SmiField::kDate);
+  else if (n == "time")
+    set(SmiField::kClock);
+  else if (n == "pwr")
+    set(SmiField::kPower);
+  else if (n == "gtemp")
+    set(SmiField::kTemp);
+  else if (n == "sm")
+    set(SmiField::kUtil);
+  else if (n == "mem")
+    set(SmiField::kMemUtil);
+  else if (n == "pclk")
+    set(SmiField::kSmClock);
+  else if (n == "fb")
+    set(SmiField::kMemUsed);
+  else if (n == "pviol")
+    set(SmiField::kPowerViolation);
+  else if (n == "tviol")
+    set(SmiField::kThermalViolation);
+  else if (n == "pid")
+    set(SmiField::kPid);
+  else if (n == "command")
+    set(SmiField::kCommand);
   return c;
 }
 
@@ -274,19 +325,32 @@ SmiColumn dcgmi_column(std::string_view name) {
   const std::string n = smi_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
-  if (n == "smact") set(SmiField::kSmActive, 100);
-  else if (n == "smocc") set(SmiField::kSmOccupancy, 100);
-  else if (n == "tenso") set(SmiField::kTensor, 100);
-  else if (n == "drama") set(SmiField::kDram, 100);
-  else if (n == "gract") set(SmiField::kGrActive, 100);
-  else if (n == "gputl") set(SmiField::kUtil);
-  else if (n == "mcutl") set(SmiField::kMemUtil);
-  else if (n == "power" || n == "pwr") set(SmiField::kPower);
-  else if (n == "smclk") set(SmiField::kSmClock);
-  else if (n == "fbusd") set(SmiField::kMemUsed);
-  else if (n == "fbfre") set(SmiField::kMemFree);
-  else if (n == "fbttl") set(SmiField::kMemTotal);
-  else if (n == "tmptr") set(SmiField::kTemp);
+  if (n == "smact")
+    set(SmiField::kSmActive, 100);
+  else if (n == "smocc")
+    set(SmiField::kSmOccupancy, 100);
+  else if (n == "tenso")
+    set(SmiField::kTensor, 100);
+  else if (n == "drama")
+    set(SmiField::kDram, 100);
+  else if (n == "gract")
+    set(SmiField::kGrActive, 100);
+  else if (n == "gputl")
+    set(SmiField::kUtil);
+  else if (n == "mcutl")
+    set(SmiField::kMemUtil);
+  else if (n == "power" || n == "pwr")
+    set(SmiField::kPower);
+  else if (n == "smclk")
+    set(SmiField::kSmClock);
+  else if (n == "fbusd")
+    set(SmiField::kMemUsed);
+  else if (n == "fbfre")
+    set(SmiField::kMemFree);
+  else if (n == "fbttl")
+    set(SmiField::kMemTotal);
+  else if (n == "tmptr")
+    set(SmiField::kTemp);
   return c;
 }
 
@@ -295,12 +359,17 @@ SmiColumn prometheus_column(std::string_view name) {
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
   static constexpr std::pair<std::string_view, SmiField> kPercent[] = {
-      {"DCGM_FI_DEV_GPU_UTIL", SmiField::kUtil},       {"DCGM_FI_DEV_MEM_COPY_UTIL", SmiField::kMemUtil},
-      {"DCGM_FI_DEV_POWER_USAGE", SmiField::kPower},   {"DCGM_FI_DEV_POWER_MGMT_LIMIT", SmiField::kPowerLimit},
+      {"DCGM_FI_DEV_GPU_UTIL", SmiField::kUtil},
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", SmiField::kMemUtil},
+      {"DCGM_FI_DEV_POWER_USAGE", SmiField::kPower},
+      {"DCGM_FI_DEV_POWER_MGMT_LIMIT", SmiField::kPowerLimit},
       {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", SmiField::kPowerLimit},
-      {"DCGM_FI_DEV_SM_CLOCK", SmiField::kSmClock},    {"DCGM_FI_DEV_MAX_SM_CLOCK", SmiField::kMaxSmClock},
-      {"DCGM_FI_DEV_GPU_TEMP", SmiField::kTemp},       {"DCGM_FI_DEV_FB_USED", SmiField::kMemUsed},
-      {"DCGM_FI_DEV_FB_FREE", SmiField::kMemFree},     {"DCGM_FI_DEV_FB_TOTAL", SmiField::kMemTotal},
+      {"DCGM_FI_DEV_SM_CLOCK", SmiField::kSmClock},
+      {"DCGM_FI_DEV_MAX_SM_CLOCK", SmiField::kMaxSmClock},
+      {"DCGM_FI_DEV_GPU_TEMP", SmiField::kTemp},
+      {"DCGM_FI_DEV_FB_USED", SmiField::kMemUsed},
+      {"DCGM_FI_DEV_FB_FREE", SmiField::kMemFree},
+      {"DCGM_FI_DEV_FB_TOTAL", SmiField::kMemTotal},
       {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", SmiField::kThrottle},
       {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", SmiField::kThrottle}};
   static constexpr std::pair<std::string_view, SmiField> kFraction[] = {
@@ -358,8 +427,7 @@ std::vector<std::string_view> smi_words(std::string_view line) {
 // The state every format parser shares: the log, its source, GPUs by key, limits.
 class SmiReader {
  public:
-  SmiReader(SmiLog& log, SmiSource& source_template, const SmiReadOptions& options)
-      : log_(log), options_(options) {
+  SmiReader(SmiLog& log, SmiSource& source_template, const SmiReadOptions& options) : log_(log), options_(options) {
     source_index_ = static_cast<std::uint32_t>(log_.sources.size());
     log_.sources.push_back(source_template);
   }
@@ -408,7 +476,8 @@ class SmiReader {
       // A log that mixes rows with and without times: keep the series monotone on the index.
       s.time_ns = static_cast<std::int64_t>(static_cast<double>(g.samples.size()) * options_.interval_s * 1e9);
     }
-    if (smi_has(s.mem_used_mib) && !smi_has(s.mem_total_mib) && smi_has(free_mib_)) s.mem_total_mib = s.mem_used_mib + free_mib_;
+    if (smi_has(s.mem_used_mib) && !smi_has(s.mem_total_mib) && smi_has(free_mib_))
+      s.mem_total_mib = s.mem_used_mib + free_mib_;
     free_mib_ = kSmiNone;
     g.samples.push_back(s);
     ++source().samples;
@@ -777,7 +846,7 @@ class SmiPmonReader : public SmiDmonReader {
     std::uint32_t gpu = 0;
     SmiSample sample;
   };
-  std::vector<Pending> pending_;  // this sample's GPUs, in row order
+  std::vector<Pending> pending_;                              // this sample's GPUs, in row order
   std::vector<std::pair<std::uint32_t, std::int64_t>> seen_;  // (gpu, pid) in this sample
   std::int64_t pending_time_ = kSmiNoTime;
   double last_index_ = -1;
@@ -810,7 +879,8 @@ class SmiPmonReader : public SmiDmonReader {
     if (!absolute) t = kSmiNoTime;
     double pid_value = -1;
     const bool has_process = smi_parse_number(pid_text, pid_value) == SmiValue::kNumber;
-    const std::int64_t pid = has_process && pid_value >= 0 && pid_value < 9.2e18 ? static_cast<std::int64_t>(pid_value) : -1;
+    const std::int64_t pid =
+        has_process && pid_value >= 0 && pid_value < 9.2e18 ? static_cast<std::int64_t>(pid_value) : -1;
     double sm = 0;
     const SmiValue sm_read = smi_parse_number(sm_text, sm);
     if (sm_read == SmiValue::kGarbage) {
@@ -846,8 +916,8 @@ class SmiPmonReader : public SmiDmonReader {
     it->sample.util_pct += sm;
     if (!has_process) return;
     SmiGpu& gref = log_.gpus[gi];
-    auto proc = std::find_if(gref.processes.begin(), gref.processes.end(),
-                             [&](const SmiProcess& p) { return p.pid == pid; });
+    auto proc =
+        std::find_if(gref.processes.begin(), gref.processes.end(), [&](const SmiProcess& p) { return p.pid == pid; });
     if (proc == gref.processes.end()) {
       if (gref.processes.size() >= kSmiMaxProcesses) return;
       SmiProcess p;
@@ -960,11 +1030,16 @@ class SmiPrometheusReader : public SmiReader {
           return;
         }
         ++i;  // the closing quote
-        if (label == "gpu") gpu_label = value;
-        else if (label == "Hostname") host = value;
-        else if (label == "UUID") uuid = value;
-        else if (label == "modelName") model = value;
-        else if (label == "pci_bus_id") bus = value;
+        if (label == "gpu")
+          gpu_label = value;
+        else if (label == "Hostname")
+          host = value;
+        else if (label == "UUID")
+          uuid = value;
+        else if (label == "modelName")
+          model = value;
+        else if (label == "pci_bus_id")
+          bus = value;
       }
       if (i >= t.size()) {
         skip("labels without a closing brace");
@@ -1188,8 +1263,10 @@ void parse_smi_source(ByteSource& source, const std::string& name, const std::st
       if (carry.empty() && !carry_cut) {
         feed(piece, false);
       } else {
-        if (carry.size() + piece.size() <= kSmiMaxLineBytes) carry.append(piece);
-        else carry_cut = true;
+        if (carry.size() + piece.size() <= kSmiMaxLineBytes)
+          carry.append(piece);
+        else
+          carry_cut = true;
         feed(carry, carry_cut);
         carry.clear();
         carry_cut = false;

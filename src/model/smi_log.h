@@ -52,10 +52,10 @@ struct SmiSample {
   // time), or, for a log without times, the sample's index times --interval (SmiGpu::absolute_time
   // false). kSmiNoTime never reaches the model.
   std::int64_t time_ns = 0;
-  std::uint64_t line = 0;              // 1-based line the sample came from (its first line)
-  double util_pct = kSmiNone;          // share of the period a kernel ran (utilization.gpu, dmon sm, GPU_UTIL, ...)
-  double sm_active_pct = kSmiNone;     // DCGM PROF_SM_ACTIVE x 100
-  double sm_occupancy_pct = kSmiNone;  // DCGM PROF_SM_OCCUPANCY x 100
+  std::uint64_t line = 0;               // 1-based line the sample came from (its first line)
+  double util_pct = kSmiNone;           // share of the period a kernel ran (utilization.gpu, dmon sm, GPU_UTIL, ...)
+  double sm_active_pct = kSmiNone;      // DCGM PROF_SM_ACTIVE x 100
+  double sm_occupancy_pct = kSmiNone;   // DCGM PROF_SM_OCCUPANCY x 100
   double tensor_active_pct = kSmiNone;  // DCGM PROF_PIPE_TENSOR_ACTIVE x 100
   double dram_active_pct = kSmiNone;    // DCGM PROF_DRAM_ACTIVE x 100
   double mem_util_pct = kSmiNone;       // utilization.memory, dmon mem, AMD umc activity
@@ -72,7 +72,7 @@ struct SmiSample {
 // A process seen by `nvidia-smi pmon` on a GPU.
 struct SmiProcess {
   std::int64_t pid = -1;
-  std::string command;   // as printed (untrusted text)
+  std::string command;  // as printed (untrusted text)
   std::uint64_t samples = 0;
   double sm_pct_sum = 0;  // summed over its samples; mean = sum / samples
 };
@@ -97,13 +97,13 @@ struct SmiSource {
   std::uint64_t bytes = 0;
   std::uint64_t lines = 0;
   std::uint64_t samples = 0;
-  std::uint64_t skipped_lines = 0;     // lines that are neither header, comment nor a readable row
-  std::uint64_t long_lines = 0;        // lines cut at the line limit (and skipped)
-  std::uint64_t ragged_rows = 0;       // rows with fewer or more fields than their header (kept when readable)
-  std::uint64_t not_available = 0;     // values printed as [N/A], [Not Supported], N/A or -
-  std::uint64_t ignored_gpus = 0;      // rows of GPUs past the GPU limit
-  std::vector<std::string> columns;    // the columns read (their names as printed, units removed)
-  std::vector<std::string> ignored_columns;  // printed but not used
+  std::uint64_t skipped_lines = 0;            // lines that are neither header, comment nor a readable row
+  std::uint64_t long_lines = 0;               // lines cut at the line limit (and skipped)
+  std::uint64_t ragged_rows = 0;              // rows with fewer or more fields than their header (kept when readable)
+  std::uint64_t not_available = 0;            // values printed as [N/A], [Not Supported], N/A or -
+  std::uint64_t ignored_gpus = 0;             // rows of GPUs past the GPU limit
+  std::vector<std::string> columns;           // the columns read (their names as printed, units removed)
+  std::vector<std::string> ignored_columns;   // printed but not used
   std::vector<std::string> skipped_examples;  // "line 12: <why>", first few, terminal-safe
   std::vector<std::string> notes;
   std::string stopped;  // why reading stopped before the end (limits), empty when it did not

@@ -8,6 +8,7 @@
 #include "base/text.h"
 #include "base/units.h"
 #include "diagnosis/rules_smi.h"
+#include "ingest/smi_log_parser.h"
 #include "report/analyze_report.h"
 #include "report/text_table.h"
 
@@ -29,7 +30,7 @@ std::string smi_headroom_cell(double used, double total, const char* unit) {
 }
 
 std::string smi_busy_words(const std::string& metric) {
-  if (metric == "sm_active") return "SM active";
+  if (metric == "sm_active") return "smact";
   if (metric == "utilization") return "util";
   return "-";
 }
@@ -45,10 +46,11 @@ json smi_gpu_json(const SmiLog& log, const SmiGpuStats& st) {
   const SmiThrottle& t = st.throttle;
   json processes = json::array();
   for (const SmiProcess& p : g.processes)
-    processes.push_back({{"pid", p.pid},
-                         {"command", p.command},
-                         {"samples", p.samples},
-                         {"mean_sm_pct", smi_num(p.samples ? p.sm_pct_sum / static_cast<double>(p.samples) : kSmiNone)}});
+    processes.push_back(
+        {{"pid", p.pid},
+         {"command", p.command},
+         {"samples", p.samples},
+         {"mean_sm_pct", smi_num(p.samples ? p.sm_pct_sum / static_cast<double>(p.samples) : kSmiNone)}});
   return {
       {"gpu", g.key},
       {"label", smi_gpu_label(log, st.gpu)},
@@ -80,13 +82,13 @@ json smi_gpu_json(const SmiLog& log, const SmiGpuStats& st) {
         {"total_mib", smi_num(st.mem_total_mib)},
         {"headroom_mib",
          smi_num(smi_has(st.mem_total_mib) && smi_has(st.mem_peak_used_mib) ? st.mem_total_mib - st.mem_peak_used_mib
-                                                                             : kSmiNone)}}},
+                                                                            : kSmiNone)}}},
       {"power",
        {{"mean_w", smi_num(st.power_mean_w)},
         {"p95_w", smi_num(st.power_p95_w)},
         {"limit_w", smi_num(st.power_limit_w)},
-        {"headroom_w",
-         smi_num(smi_has(st.power_limit_w) && smi_has(st.power_p95_w) ? st.power_limit_w - st.power_p95_w : kSmiNone)}}},
+        {"headroom_w", smi_num(smi_has(st.power_limit_w) && smi_has(st.power_p95_w) ? st.power_limit_w - st.power_p95_w
+                                                                                    : kSmiNone)}}},
       {"temperature_max_c", smi_num(st.temp_max_c)},
       {"throttle",
        {{"reasons_logged", t.reasons_logged},
@@ -148,10 +150,10 @@ std::vector<std::string> smi_trace_sentences(const SmiLog& log, const SmiTraceWi
       continue;
     }
     const double diff = g.window_busy_mean - g.run_busy_mean;
-    out.push_back(fmt::format("  {} was {:.0f}% busy in that window {} {:.0f}% over the run ({} samples in the window){}",
-                              smi_gpu_label(log, g.gpu), g.window_busy_mean, std::fabs(diff) < 10 ? "and" : "but",
-                              g.run_busy_mean, g.samples_in_window,
-                              std::fabs(diff) >= 10 ? ": the trace is not typical of the run." : "."));
+    out.push_back(fmt::format(
+        "  {} was {:.0f}% busy in that window {} {:.0f}% over the run ({} samples in the window){}",
+        smi_gpu_label(log, g.gpu), g.window_busy_mean, std::fabs(diff) < 10 ? "and" : "but", g.run_busy_mean,
+        g.samples_in_window, std::fabs(diff) >= 10 ? ": the trace is not typical of the run." : "."));
   }
   return out;
 }
@@ -161,10 +163,13 @@ std::vector<std::string> smi_notes(const SmiLog& log) {
   for (const SmiSource& s : log.sources) {
     const std::string name = terminal_safe(s.name);
     if (s.skipped_lines > 0)
-      out.push_back(fmt::format("{}: skipped {} lines ({} too long, {} ragged rows in all)", name, s.skipped_lines,
-                                s.long_lines, s.ragged_rows));
+      out.push_back(fmt::format("{}: {} lines skipped, neither header nor readable row ({} over {} KiB)", name,
+                                s.skipped_lines, s.long_lines, kSmiMaxLineBytes / 1024));
+    if (s.ragged_rows > 0)
+      out.push_back(fmt::format("{}: {} rows of another width than their header", name, s.ragged_rows));
     for (const std::string& e : s.skipped_examples) out.push_back(name + ": " + e);
-    if (s.not_available > 0) out.push_back(fmt::format("{}: {} values not available ([N/A], -)", name, s.not_available));
+    if (s.not_available > 0)
+      out.push_back(fmt::format("{}: {} values not available ([N/A], -)", name, s.not_available));
     if (s.ignored_gpus > 0)
       out.push_back(fmt::format("{}: {} rows of GPUs past the first {} ignored", name, s.ignored_gpus, 1024));
     for (const std::string& n : s.notes) out.push_back(name + ": " + terminal_safe(n));
@@ -208,12 +213,9 @@ json smi_json(const SmiReportInput& in) {
   for (const Finding& f : in.findings) findings.push_back(finding_json(f));
   json errors = json::array();
   for (const SmiInputError& e : in.errors) errors.push_back({{"source", e.source}, {"message", e.message}});
-  return {{"schema", "ferret.smi/1"},
-          {"idle_below_pct", kSmiIdleBelowPct},
-          {"sources", sources},
-          {"gpus", gpus},
-          {"traces", traces},
-          {"findings", findings},
+  return {{"schema", "ferret.smi/1"}, {"idle_below_pct", kSmiIdleBelowPct},
+          {"sources", sources},       {"gpus", gpus},
+          {"traces", traces},         {"findings", findings},
           {"errors", errors}};
 }
 
@@ -223,16 +225,24 @@ std::string smi_text(const SmiReportInput& in, const Style& st) {
     out += fmt::format("{}{}{} ({}, {} lines, {} samples)\n", st.bold(), terminal_safe(s.name), st.reset(),
                        smi_format_name(s.format), s.lines, s.samples);
   out += wrap(
-      "Busy: SM active (DCGM) when logged, else the tool's utilisation - the share of each sample period during "
-      "which at least one kernel ran, however little of the GPU it used. Idle: busy < 10%; start-up and shutdown "
-      "idle left out.",
+      "Busy (by): smact = DCGM's SM active when logged, else util = the tool's utilisation - the share of each "
+      "sample period during which at least one kernel ran, however little of the GPU it used. Idle: busy < 10%; "
+      "start-up and shutdown idle left out.",
       st.width, "  ");
   out += "\n";
-  std::vector<TableColumn> columns = {
-      {"GPU", 24, 6},         {"metric", 9, 4, false, 6},     {"samples", 0, 0, true, 7}, {"mean%", 0, 0, true},
-      {"p5", 0, 0, true, 3},  {"p50", 0, 0, true},            {"p95", 0, 0, true, 3},     {"idle", 0, 0, true, 2},
-      {"SM%", 0, 0, true, 4}, {"tensor%", 0, 0, true, 5},     {"mem MiB", 13, 5, true, 1},
-      {"power W", 9, 5, true, 1}, {"throttled%", 0, 0, true, 2}};
+  std::vector<TableColumn> columns = {{"GPU", 24, 6},
+                                      {"by", 5, 5, false, 6},
+                                      {"samples", 0, 0, true, 7},
+                                      {"mean%", 0, 0, true},
+                                      {"p5", 0, 0, true, 3},
+                                      {"p50", 0, 0, true},
+                                      {"p95", 0, 0, true, 3},
+                                      {"idle", 0, 0, true, 2},
+                                      {"SM%", 0, 0, true, 4},
+                                      {"tensor%", 0, 0, true, 5},
+                                      {"mem MiB", 13, 5, true, 1},
+                                      {"power W", 9, 5, true, 1},
+                                      {"throttled%", 0, 0, true, 2}};
   std::vector<std::vector<std::string>> rows;
   for (const SmiGpuStats& g : in.stats.gpus) {
     rows.push_back({smi_gpu_label(in.log, g.gpu), smi_busy_words(g.busy_metric), std::to_string(g.samples),
@@ -255,12 +265,14 @@ std::string smi_text(const SmiReportInput& in, const Style& st) {
     std::string line = fmt::format("{}: {} periods, {} in all", smi_gpu_label(in.log, g.gpu), g.idle_periods,
                                    human_duration(g.idle_ns));
     if (smi_has(g.idle_spacing_ns))
-      line += fmt::format(", starts {} apart (CV {:.2f}{})", human_duration(static_cast<std::int64_t>(g.idle_spacing_ns)),
-                          g.idle_spacing_cv, g.idle_regular ? ", regular" : "");
+      line +=
+          fmt::format(", starts {} apart (CV {:.2f}{})", human_duration(static_cast<std::int64_t>(g.idle_spacing_ns)),
+                      g.idle_spacing_cv, g.idle_regular ? ", regular" : "");
     line += ":";
     for (std::size_t i = 0; i < g.idle.size() && i < 5; ++i)
       line += fmt::format(" at {} for {}{}", human_duration(g.idle[i].start_ns - g.first_ns),
-                          human_duration(g.idle[i].duration_ns()), i + 1 < std::min<std::size_t>(5, g.idle.size()) ? "," : "");
+                          human_duration(g.idle[i].duration_ns()),
+                          i + 1 < std::min<std::size_t>(5, g.idle.size()) ? "," : "");
     if (g.idle_periods > 5) line += ", ...";
     out += wrap(line, st.width, "  ");
   }
@@ -293,7 +305,7 @@ std::string smi_markdown(const SmiReportInput& in) {
   out +=
       "\nBusy: SM active (DCGM) when logged, else the tool's utilisation (the share of each sample period during "
       "which at least one kernel ran). Idle: busy < 10%.\n\n"
-      "| GPU | metric | samples | mean % | p5 | p50 | p95 | idle periods | SM % | tensor % | memory MiB | power W | "
+      "| GPU | by | samples | mean % | p5 | p50 | p95 | idle periods | SM % | tensor % | memory MiB | power W | "
       "throttled % |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SmiGpuStats& g : in.stats.gpus)
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -53,8 +53,8 @@ TEST(SmiCli, QueryCsvJsonNumbers) {
 // The text table and the Markdown table show the JSON's numbers (rounded to whole percents), and
 // both name the same findings.
 TEST(SmiCli, TextAndMarkdownAgreeWithJson) {
-  for (const char* name : {"query-two-gpus.csv", "dmon-dt.txt", "dcgmi-dmon.txt", "dcgm-exporter.prom",
-                           "rocm-smi.csv", "amd-smi.csv", "pmon.txt"}) {
+  for (const char* name : {"query-two-gpus.csv", "dmon-dt.txt", "dcgmi-dmon.txt", "dcgm-exporter.prom", "rocm-smi.csv",
+                           "amd-smi.csv", "pmon.txt"}) {
     const std::string path = "'" + data(name) + "'";
     const json doc = smi_json(path);
     const test::CommandResult text = test::run_ferret("smi --width 200 " + path);
@@ -68,12 +68,13 @@ TEST(SmiCli, TextAndMarkdownAgreeWithJson) {
       const std::string row =
           at == std::string::npos ? std::string() : text.out.substr(at + 1, text.out.find('\n', at + 1) - at - 1);
       ASSERT_FALSE(row.empty()) << name << ": no row for " << label;
-      // After the label and the metric ("util" or "SM active"): samples, mean, p5, p50, p95.
+      // After the label and the metric ("util" or "smact"): samples, mean, p5, p50, p95.
       std::istringstream cells(row.substr(label.size() + 2));
       std::vector<std::string> tokens;
       for (std::string t; cells >> t;) tokens.push_back(t);
-      const std::size_t first = !tokens.empty() && tokens[0] == "SM" ? 2 : 1;
+      const std::size_t first = 1;
       ASSERT_GE(tokens.size(), first + 5) << row;
+      EXPECT_EQ(tokens[0], g["busy_metric"] == "sm_active" ? "smact" : "util") << row;
       EXPECT_EQ(tokens[first], std::to_string(g["samples"].get<int>())) << row;
       const char* keys[] = {"mean_pct", "p5_pct", "p50_pct", "p95_pct"};
       for (std::size_t k = 0; k < 4; ++k) {
@@ -103,12 +104,10 @@ TEST(SmiCli, TraceWindowAgainstTheRun) {
   EXPECT_EQ(t["gpus"][0]["window_busy_mean_pct"], 95.0);
   EXPECT_EQ(t["gpus"][1]["window_busy_mean_pct"], 45.0);
   EXPECT_EQ(t["gpus"][1]["run_busy_mean_pct"], 40.0);
-  const test::CommandResult text =
-      test::run_ferret("smi " + log + " --trace '" + data("trace-aligned.json") + "'");
+  const test::CommandResult text = test::run_ferret("smi " + log + " --trace '" + data("trace-aligned.json") + "'");
   EXPECT_NE(test::unwrapped(text.out).find("the trace covered 1.000 s of a 10.000 s run"), std::string::npos)
       << text.out;
-  EXPECT_NE(test::unwrapped(text.out).find("GPU 0 was 95% busy in that window and 90% over the run"),
-            std::string::npos)
+  EXPECT_NE(test::unwrapped(text.out).find("GPU 0 was 95% busy in that window and 90% over the run"), std::string::npos)
       << text.out;
   // Without baseTimeNanoseconds and with relative timestamps, nothing can be placed.
   const json rel = smi_json(log + " --trace '" + data("trace-relative.json") + "'");
@@ -129,7 +128,8 @@ TEST(SmiCli, UnusableInputExitsTwoNamingTheFile) {
   r = test::run_ferret("smi '" + data("query-noheader.csv") + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--columns"), std::string::npos) << r.err;
-  r = test::run_ferret("smi --columns timestamp,index,utilization.gpu,memory.used '" + data("query-noheader.csv") + "'");
+  r = test::run_ferret("smi --columns timestamp,index,utilization.gpu,memory.used '" + data("query-noheader.csv") +
+                       "'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // One readable log among unreadable ones: the report, exit 0, the other named.
   const json doc = smi_json("'" + empty + "' '" + data("rocm-smi.csv") + "'");

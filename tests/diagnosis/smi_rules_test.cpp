@@ -171,7 +171,7 @@ TEST(SmiRules, StarvedThresholdsAndTooFewSamples) {
   EXPECT_EQ(find(findings_of(series({std::vector<double>(10, 60)})), "gpu-starved"), nullptr);  // 60 is not < 60
   const std::vector<Finding> low = findings_of(series({std::vector<double>(10, 25)}));
   ASSERT_NE(find(low, "gpu-starved"), nullptr);
-  EXPECT_EQ(find(low, "gpu-starved")->severity, Severity::kHigh);  // < 30%
+  EXPECT_EQ(find(low, "gpu-starved")->severity, Severity::kHigh);                              // < 30%
   EXPECT_EQ(find(findings_of(series({std::vector<double>(4, 20)})), "gpu-starved"), nullptr);  // 4 < 5 samples
   // Never busy (an unused GPU): not starved, no busy stretch to judge.
   EXPECT_EQ(find(findings_of(series({std::vector<double>(10, 0)})), "gpu-starved"), nullptr);

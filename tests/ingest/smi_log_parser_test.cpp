@@ -117,7 +117,7 @@ TEST(SmiLogParser, DmonWithDateTimeAndRepeatedHeader) {
   EXPECT_DOUBLE_EQ(g.samples[4].util_pct, 2);
   EXPECT_DOUBLE_EQ(g.samples[1].power_w, 400);
   EXPECT_DOUBLE_EQ(g.samples[1].sm_clock_mhz, 1980);  // pclk
-  EXPECT_EQ(g.samples[1].throttle_reasons, 0);         // pviol 0, tviol 0
+  EXPECT_EQ(g.samples[1].throttle_reasons, 0);        // pviol 0, tviol 0
 }
 
 TEST(SmiLogParser, PmonSumsProcessesPerGpuAndSample) {
@@ -186,7 +186,7 @@ TEST(SmiLogParser, RocmSmiConcatenatedRuns) {
   EXPECT_EQ(log.gpus[0].key, "card0");
   ASSERT_EQ(log.gpus[0].samples.size(), 3u);
   EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].util_pct, 98);
-  EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].mem_used_mib, 20 * 1024);          // 20 GiB in bytes
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].mem_used_mib, 20 * 1024);  // 20 GiB in bytes
   EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].mem_total_mib, 206141652992.0 / (1 << 20));
   EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].power_limit_w, 750);
   EXPECT_FALSE(log.gpus[0].absolute_time);
@@ -211,15 +211,14 @@ TEST(SmiLogParser, BrokenInputsAreCountedNeverFatal) {
   const std::string header = "timestamp, index, utilization.gpu [%]\n";
   const std::string good = "2024/01/31 12:00:00.000, 0, 50 %\n";
   // Ragged (one field short, one too many), garbage, a huge line, [N/A], binary bytes.
-  const std::string text = header + good + "2024/01/31 12:00:01.000, 0\n" +
-                           "2024/01/31 12:00:02.000, 0, 60 %, 7\n" + "garbage line\n" +
-                           std::string(kSmiMaxLineBytes + 10, 'x') + "\n" + "2024/01/31 12:00:03.000, 0, [N/A]\n" +
-                           std::string("\x01\x02\xff,\x00,zz\n", 9) + good;
+  const std::string text = header + good + "2024/01/31 12:00:01.000, 0\n" + "2024/01/31 12:00:02.000, 0, 60 %, 7\n" +
+                           "garbage line\n" + std::string(kSmiMaxLineBytes + 10, 'x') + "\n" +
+                           "2024/01/31 12:00:03.000, 0, [N/A]\n" + std::string("\x01\x02\xff,\x00,zz\n", 9) + good;
   const SmiLog log = parse_smi_text(text, "broken.csv");
   const SmiSource& s = log.sources[0];
   EXPECT_EQ(s.long_lines, 1u);
-  EXPECT_EQ(s.ragged_rows, 2u);          // kept: 2 of 3 and 4 of 3 fields are readable
-  EXPECT_EQ(s.skipped_lines, 3u);        // garbage, the long line, the binary row
+  EXPECT_EQ(s.ragged_rows, 2u);    // kept: 2 of 3 and 4 of 3 fields are readable
+  EXPECT_EQ(s.skipped_lines, 3u);  // garbage, the long line, the binary row
   EXPECT_EQ(s.not_available, 1u);
   ASSERT_EQ(log.gpus.size(), 1u);
   EXPECT_EQ(log.gpus[0].samples.size(), 5u);
