@@ -189,8 +189,10 @@ void rule_imbalance(const SmiLog& log, const SmiStats& stats, std::vector<Findin
   f.layer = Layer::kMacro;
   f.severity = Severity::kMedium;
   f.detail = fmt::format(
-      "{} was busy {:.0f}% of the run, the median of the other {} GPUs {:.0f}%. {}", smi_gpu_label(log, o.gpu->gpu),
-      o.gpu->active_busy_mean, judged.size() - 1, o.others_median,
+      "{} was busy {:.0f}% of the run, {} {:.0f}%. {}", smi_gpu_label(log, o.gpu->gpu), o.gpu->active_busy_mean,
+      judged.size() == 2 ? std::string("the other GPU")
+                         : fmt::format("the median of the other {} GPUs", judged.size() - 1),
+      o.others_median,
       lower ? "In data-parallel training every collective waits for the slowest rank, so the others idle in "
               "their collectives while this one - not the GPU itself - falls behind: a rank whose host or input is "
               "slower (a straggler), or a share of the data that is smaller."

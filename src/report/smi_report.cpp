@@ -222,8 +222,11 @@ json smi_json(const SmiReportInput& in) {
 std::string smi_text(const SmiReportInput& in, const Style& st) {
   std::string out;
   for (const SmiSource& s : in.log.sources)
-    out += fmt::format("{}{}{} ({}, {} lines, {} samples)\n", st.bold(), terminal_safe(s.name), st.reset(),
-                       smi_format_name(s.format), s.lines, s.samples);
+    out += st.bold() +
+           wrap(fmt::format("{} ({}, {} lines, {} samples)", terminal_safe(s.name), smi_format_name(s.format), s.lines,
+                            s.samples),
+                st.width, "") +
+           st.reset();
   out += wrap(
       "Busy (by): smact = DCGM's SM active when logged, else util = the tool's utilisation - the share of each "
       "sample period during which at least one kernel ran, however little of the GPU it used. Idle: busy < 10%; "

@@ -86,9 +86,9 @@ TEST(SmiStats, QueryCsvMeansAndPercentilesByHand) {
   // Memory: GPU 0's peak memory.used is 41000 of 81559 MiB.
   EXPECT_DOUBLE_EQ(g0.mem_peak_used_mib, 41000);
   EXPECT_DOUBLE_EQ(g0.mem_total_mib, 81559);
-  // Power: 500 690 695 690 600 690 695 690 600 695 -> mean 6645 / 10 = 664.5; sorted
+  // Power: 500 690 695 690 600 690 695 690 600 695 -> mean 6545 / 10 = 654.5; sorted
   // 500 600 600 690 690 690 690 695 695 695 -> p95 = 695; limit 700.
-  EXPECT_DOUBLE_EQ(g0.power_mean_w, 664.5);
+  EXPECT_DOUBLE_EQ(g0.power_mean_w, 654.5);
   EXPECT_DOUBLE_EQ(g0.power_p95_w, 695);
   EXPECT_DOUBLE_EQ(g0.power_limit_w, 700);
   // Throttle: every sample busy; >= 98% of 700 W (686 W) in 7 samples, SW power cap in 2 of them.
