@@ -1052,6 +1052,15 @@ class SmiPrometheusReader : public SmiReader {
       skip("not a `metric{labels} value [timestamp]` line");
       return;
     }
+    // A metric name is [a-zA-Z_:][a-zA-Z0-9_:]* (the Prometheus text format); anything else is not a sample.
+    bool valid_name = !metric.empty() && !(metric.front() >= '0' && metric.front() <= '9');
+    for (const char ch : metric)
+      valid_name = valid_name && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                                  ch == '_' || ch == ':');
+    if (!valid_name) {
+      skip("not a metric name");
+      return;
+    }
     const SmiColumn c = prometheus_column(metric);
     if (c.field == SmiField::kIgnore) {
       note_ignored(metric);
@@ -1232,6 +1241,7 @@ void parse_smi_source(ByteSource& source, const std::string& name, const std::st
   std::string carry;
   bool carry_cut = false;
   std::uint64_t lines = 0;
+  std::uint64_t samples_seen = 0, progress_at_byte = 0;
 
   auto feed = [&](std::string_view line, bool cut) {
     ++lines;
@@ -1317,6 +1327,16 @@ void parse_smi_source(ByteSource& source, const std::string& name, const std::st
       continue;
     }
     split(std::string_view(buffer.get(), n));
+    // Endless input without samples (/dev/zero after a header, a stream of junk) stops.
+    if (reader->source().samples != samples_seen) {
+      samples_seen = reader->source().samples;
+      progress_at_byte = bytes;
+    } else if (bytes - progress_at_byte > kSmiMaxBytesWithoutSample) {
+      reader->source().stopped =
+          fmt::format("reading stopped at byte {}: {} bytes without a sample; what came before is kept", bytes,
+                      bytes - progress_at_byte);
+      break;
+    }
   }
   if (reader == nullptr) start();
   if (!reader->stop && (!carry.empty() || carry_cut)) feed(carry, carry_cut);

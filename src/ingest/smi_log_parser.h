@@ -20,8 +20,9 @@
 // mapped by name, never by position.
 //
 // Hostile input is bounded: lines longer than kSmiMaxLineBytes are skipped (counted), at most
-// kSmiMaxGpus GPUs are kept per log, and reading stops (keeping what was read) when the process
-// holds more than SmiReadOptions::max_memory_bytes. Nothing here throws on content except the
+// kSmiMaxGpus GPUs are kept per log, and reading stops, keeping what was read, after
+// kSmiMaxBytesWithoutSample bytes without a sample or when the process holds more than
+// SmiReadOptions::max_memory_bytes. Nothing here throws on content except the
 // two refusals named above (not a utilisation log; a headerless CSV without --columns).
 #pragma once
 
@@ -37,6 +38,8 @@ namespace ferret {
 
 inline constexpr std::size_t kSmiMaxLineBytes = 64 * 1024;
 inline constexpr std::size_t kSmiMaxGpus = 1024;
+// Reading stops, keeping what was read, after this many bytes without a new sample.
+inline constexpr std::uint64_t kSmiMaxBytesWithoutSample = std::uint64_t{1} << 30;
 // How many skipped-line examples a source keeps (all are counted).
 inline constexpr std::size_t kSmiSkippedExamples = 5;
 

@@ -233,7 +233,7 @@ std::string smi_text(const SmiReportInput& in, const Style& st) {
       "start-up and shutdown idle left out.",
       st.width, "  ");
   out += "\n";
-  std::vector<TableColumn> columns = {{"GPU", 24, 6},
+  std::vector<TableColumn> columns = {{"GPU", 24, 12},
                                       {"by", 5, 5, false, 6},
                                       {"samples", 0, 0, true, 7},
                                       {"mean%", 0, 0, true},
