@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   ferret::cli::register_whatif(app);
   ferret::cli::register_annotate(app);
   ferret::cli::register_memory(app);
+  ferret::cli::register_smi(app);
   ferret::cli::register_run(app);
   try {
     app.parse(argc, argv);

@@ -1340,6 +1340,119 @@ TEST(BrokenInputs, MemoryText) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// GPU utilisation logs: `ferret smi` reads lines of text in seven layouts, with the NCCL reader's
+// promises: no crash, no hang, output bounded by the log, byte-identical --json, damage counted,
+// a message naming the file on exit 2.
+
+class SmiTally {
+ public:
+  SmiTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
+  ~SmiTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
+
+  void check(const std::string& label, const std::string& bytes, bool must_count, const std::string& args = "") {
+    if (skipped_by_stride(seen_)) return;
+    ++cases_;
+    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    const int parts_before = result->total_part_count();
+    check_case(name_ + " / " + label, bytes, must_count, args);
+    if (result->total_part_count() != parts_before) ++violations_;
+  }
+
+ private:
+  void check_case(const std::string& tag, const std::string& bytes, bool must_count, const std::string& args) {
+    const std::string target = temp_path("smi-case.log");
+    write_file(target, bytes);
+    const std::string quoted = args + " " + shell_quote(target);
+    std::vector<Run> runs;
+    for (const char* form : {"smi --json ", "smi --json ", "smi --md ", "smi "})
+      runs.push_back(run(form + quoted, "", 30));
+    std::remove(target.c_str());
+    for (const Run& r : runs) {
+      max_seconds_ = std::max(max_seconds_, r.seconds);
+      if (r.timed_out) ADD_FAILURE() << tag << ": hung past 30 s";
+      if (r.signal) ADD_FAILURE() << tag << ": crashed with signal " << r.signal << ": " << r.err.substr(0, 300);
+      if (r.exit_code != 0 && r.exit_code != 2 && !r.timed_out && !r.signal)
+        ADD_FAILURE() << tag << ": exit code " << r.exit_code << ": " << r.err.substr(0, 300);
+      if (r.out.size() > (std::size_t{1} << 20) + 4 * bytes.size())
+        ADD_FAILURE() << tag << ": " << r.out.size() << " bytes of output for " << bytes.size() << " bytes of log";
+    }
+    // The text and Markdown reports (runs 2 and 3) and every stderr hold no raw control byte.
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (i >= 2 && runs[i].exit_code == 0)
+        if (const std::string hazard = terminal_hazard(runs[i].out); !hazard.empty())
+          ADD_FAILURE() << tag << ": report: " << hazard;
+      if (const std::string hazard = terminal_hazard(runs[i].err); !hazard.empty())
+        ADD_FAILURE() << tag << ": stderr: " << hazard;
+    }
+    const Run& first = runs.front();
+    if (first.exit_code == 2) {
+      if (first.err.find(target) == std::string::npos)
+        ADD_FAILURE() << tag << ": exit 2 without naming the input: " << first.err.substr(0, 300);
+      ++outcomes_[kRejected];
+      return;
+    }
+    if (first.exit_code != 0) return;
+    const json doc = json::parse(first.out, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("sources") || doc["sources"].empty()) {
+      ADD_FAILURE() << tag << ": smi --json is not a valid document";
+      return;
+    }
+    if (runs[1].out != first.out) ADD_FAILURE() << tag << ": two --json runs differ";
+    const json& src = doc["sources"][0];
+    const std::uint64_t counted =
+        src.value("skipped_lines", std::uint64_t{0}) + src.value("ragged_rows", std::uint64_t{0}) +
+        src.value("not_available_values", std::uint64_t{0}) + src.value("ignored_gpus", std::uint64_t{0});
+    const bool stopped = !src.value("stopped", std::string()).empty() || !src.value("damage", std::string()).empty();
+    if (must_count && counted == 0 && !stopped) ADD_FAILURE() << tag << ": the damage is not counted";
+    ++outcomes_[stopped ? kStoppedEarly : counted > 0 ? kRepaired : kLoaded];
+  }
+
+  std::string name_, what_;
+  std::size_t seen_ = 0, cases_ = 0, violations_ = 0;
+  std::size_t outcomes_[kOutcomeCount] = {};
+  double max_seconds_ = 0;
+};
+
+TEST(BrokenInputs, SmiLogs) {
+  SmiTally tally("GPU utilisation logs",
+                 "every layout cut, ragged rows, [N/A], garbage and binary lines, megabyte lines, thousands of GPUs "
+                 "and processes, control characters in names, an empty file, cut compression");
+  const std::string dir = std::string(FERRET_SOURCE_DIR) + "/tests/data/smi/";
+  for (const char* name : {"query-two-gpus.csv", "dmon-dt.txt", "pmon.txt", "dcgmi-dmon.txt", "dcgm-exporter.prom",
+                           "rocm-smi.csv", "amd-smi.csv"}) {
+    const std::string sound = read_file(dir + name);
+    tally.check(std::string(name) + " as written", sound, false);
+    tally.check(std::string(name) + " cut inside its last line", sound.substr(0, sound.size() - 7), false);
+    tally.check(std::string(name) + " cut in half", sound.substr(0, sound.size() / 2), false);
+    std::string ragged = sound;
+    for (std::size_t at = ragged.find('\n', 300); at != std::string::npos && at + 1 < ragged.size();
+         at = ragged.find('\n', at + 400))
+      ragged.insert(at + 1, "1, 2\n");
+    tally.check(std::string(name) + " with ragged rows", ragged, true);
+    tally.check(std::string(name) + " with a 1 MiB line", sound + std::string(1 << 20, 'x') + "\n" + sound, true);
+    std::string nul = sound;
+    for (std::size_t at = 200; at < nul.size(); at += 97) nul[at] = '\0';
+    tally.check(std::string(name) + " with NUL bytes inside lines", nul, false);
+    const std::string gz = gzip_bytes(sound);
+    tally.check(std::string(name) + " gzip cut in half", gz.substr(0, gz.size() / 2), false);
+  }
+  std::string gpus = "index, name, utilization.gpu [%]\n";
+  for (int i = 0; i < 20000; ++i) gpus += std::to_string(i) + ", \x1b[31mGPU\x07, 50 %\n";
+  tally.check("20,000 GPU indexes with escape sequences in names", gpus, true);
+  std::string pmon = "# gpu pid type sm mem enc dec command\n";
+  for (int i = 0; i < 50000; ++i) pmon += "0 " + std::to_string(i) + " C 5 0 - - \x1b]0;title\x07\n";
+  tally.check("50,000 processes with control characters", pmon, false);
+  Random rnd(11);
+  std::string binary = "timestamp, utilization.gpu [%]\n";
+  for (int i = 0; i < (1 << 20); ++i) binary += static_cast<char>(rnd.below(256));
+  tally.check("a header then 1 MiB of random bytes", binary, true);
+  tally.check("an empty file", "", false);
+  tally.check("a headerless CSV", "2024/01/31 12:00:00.000, 0, 50\n", false);
+  tally.check("a headerless CSV with --columns and garbage", "2024/01/31 12:00:00.000, 0, 50\nzz, yy, xx\n", true,
+              "--columns timestamp,index,utilization.gpu");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Many devices, streams, threads and processes: per-device (per-stream, per-thread) work must be
 // sized by what each holds, so a small trace naming thousands of them stays small and quick.
 

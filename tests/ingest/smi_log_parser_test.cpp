@@ -1,0 +1,249 @@
+// GPU utilisation logs, one fixture per format under tests/data/smi/ (written from each tool's
+// documented layout; the numbers below are the ones written into them), and the damage each
+// reader must survive: [N/A] and `-` values, ragged rows, garbage lines, long lines, an empty
+// file, a headerless CSV.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "base/input_error.h"
+#include "ingest/smi_log_parser.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+namespace smi_log_parser_test {
+
+std::string fixture(const std::string& name) {
+  return test::read_file(std::string(FERRET_SOURCE_DIR) + "/tests/data/smi/" + name);
+}
+
+SmiLog parse_fixture(const std::string& name, const SmiReadOptions& options = {}) {
+  return parse_smi_text(fixture(name), name, options);
+}
+
+// 2024-01-31 12:00:00 UTC in seconds since the epoch (Python: calendar.timegm).
+constexpr std::int64_t kNoonS = 1706702400;
+constexpr std::int64_t kNs = 1000000000;
+
+TEST(SmiLogParser, SniffsEachFormatFromItsFirstLines) {
+  EXPECT_EQ(sniff_smi_format(fixture("query-two-gpus.csv")), SmiFormat::kQueryCsv);
+  EXPECT_EQ(sniff_smi_format(fixture("dmon-dt.txt")), SmiFormat::kDmon);
+  EXPECT_EQ(sniff_smi_format(fixture("pmon.txt")), SmiFormat::kPmon);
+  EXPECT_EQ(sniff_smi_format(fixture("dcgmi-dmon.txt")), SmiFormat::kDcgmiDmon);
+  EXPECT_EQ(sniff_smi_format(fixture("dcgm-exporter.prom")), SmiFormat::kPrometheus);
+  EXPECT_EQ(sniff_smi_format(fixture("rocm-smi.csv")), SmiFormat::kRocmSmiCsv);
+  EXPECT_EQ(sniff_smi_format(fixture("amd-smi.csv")), SmiFormat::kAmdSmiCsv);
+  EXPECT_EQ(sniff_smi_format("hello world\n"), SmiFormat::kUnknown);
+  EXPECT_EQ(sniff_smi_format("a,b,c\n1,2,3\n"), SmiFormat::kUnknown);
+}
+
+TEST(SmiLogParser, TimesAreReadAsUtcToTheMillisecond) {
+  EXPECT_EQ(parse_smi_time("2024/01/31 12:00:00.000"), kNoonS * kNs);
+  EXPECT_EQ(parse_smi_time("2024/01/31 12:34:56.789"), (kNoonS + 34 * 60 + 56) * kNs + 789000000);
+  EXPECT_EQ(parse_smi_time("2024-01-31 12:00:01"), (kNoonS + 1) * kNs);
+  EXPECT_EQ(parse_smi_time("20240131 12:00:02"), (kNoonS + 2) * kNs);
+  EXPECT_EQ(parse_smi_time("1970/01/01 00:00:00"), 0);
+  for (const char* bad : {"", "2024/13/01 00:00:00", "2024/01/31", "2024/01/31 25:00:00", "9999/01/01 00:00:00",
+                          "2024/01/31 12:00:00x", "abcd/01/31 12:00:00"})
+    EXPECT_EQ(parse_smi_time(bad), kSmiNoTime) << bad;
+}
+
+TEST(SmiLogParser, QueryCsvWithUnitsTwoGpus) {
+  const SmiLog log = parse_fixture("query-two-gpus.csv");
+  ASSERT_EQ(log.sources.size(), 1u);
+  const SmiSource& src = log.sources[0];
+  EXPECT_EQ(src.format, SmiFormat::kQueryCsv);
+  EXPECT_EQ(src.samples, 20u);
+  EXPECT_EQ(src.skipped_lines, 1u);  // "Unable to determine the device handle ..."
+  EXPECT_EQ(src.not_available, 1u);  // GPU 1's throttle reasons at 12:00:04 ([N/A]; fan.speed is not read)
+  EXPECT_EQ(src.ignored_columns, std::vector<std::string>{"fan.speed"});
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiGpu& g0 = log.gpus[0];
+  EXPECT_EQ(g0.key, "0");
+  EXPECT_EQ(g0.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(g0.uuid, "GPU-0aaa");
+  ASSERT_EQ(g0.samples.size(), 10u);
+  const SmiSample& s1 = g0.samples[1];
+  EXPECT_EQ(s1.time_ns, (kNoonS + 1) * kNs);
+  EXPECT_DOUBLE_EQ(s1.util_pct, 90);
+  EXPECT_DOUBLE_EQ(s1.mem_used_mib, 40500);
+  EXPECT_DOUBLE_EQ(s1.mem_total_mib, 81559);
+  EXPECT_DOUBLE_EQ(s1.power_w, 690);
+  EXPECT_DOUBLE_EQ(s1.power_limit_w, 700);
+  EXPECT_DOUBLE_EQ(s1.sm_clock_mhz, 1800);
+  EXPECT_DOUBLE_EQ(s1.max_sm_clock_mhz, 1980);
+  EXPECT_EQ(s1.throttle_reasons, kSmiReasonSwPowerCap);
+  EXPECT_DOUBLE_EQ(s1.temp_c, 70);
+  EXPECT_EQ(log.gpus[1].samples[4].throttle_reasons, -1);  // [N/A]
+  EXPECT_TRUE(g0.absolute_time);
+}
+
+TEST(SmiLogParser, HeaderlessCsvNeedsColumns) {
+  try {
+    parse_fixture("query-noheader.csv");
+    FAIL() << "a headerless CSV was read without --columns";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--columns"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("query-noheader.csv"), std::string::npos) << e.what();
+  }
+  SmiReadOptions o;
+  o.columns = "timestamp,index,utilization.gpu,memory.used";
+  const SmiLog log = parse_fixture("query-noheader.csv", o);
+  ASSERT_EQ(log.gpus.size(), 1u);
+  ASSERT_EQ(log.gpus[0].samples.size(), 4u);
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[3].util_pct, 40);        // nounits: plain numbers
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[3].mem_used_mib, 1003);  // MiB by default
+  EXPECT_EQ(log.gpus[0].samples[2].time_ns, (kNoonS + 2) * kNs + 500000000);
+}
+
+TEST(SmiLogParser, UtcOffsetMovesLocalTimesToUtc) {
+  SmiReadOptions o;
+  o.utc_offset_s = 2 * 3600;  // the log was written at UTC+2: 12:00 local is 10:00 UTC
+  const SmiLog log = parse_fixture("query-two-gpus.csv", o);
+  EXPECT_EQ(log.gpus[0].samples[0].time_ns, (kNoonS - 2 * 3600) * kNs);
+}
+
+TEST(SmiLogParser, DmonWithDateTimeAndRepeatedHeader) {
+  const SmiLog log = parse_fixture("dmon-dt.txt");
+  EXPECT_EQ(log.sources[0].format, SmiFormat::kDmon);
+  EXPECT_EQ(log.sources[0].skipped_lines, 0u);  // the repeated header and units lines are not rows
+  ASSERT_EQ(log.gpus.size(), 1u);
+  const SmiGpu& g = log.gpus[0];
+  ASSERT_EQ(g.samples.size(), 20u);
+  EXPECT_TRUE(g.absolute_time);
+  EXPECT_EQ(g.samples[19].time_ns, (kNoonS + 19) * kNs);
+  EXPECT_DOUBLE_EQ(g.samples[4].util_pct, 2);
+  EXPECT_DOUBLE_EQ(g.samples[1].power_w, 400);
+  EXPECT_DOUBLE_EQ(g.samples[1].sm_clock_mhz, 1980);  // pclk
+  EXPECT_EQ(g.samples[1].throttle_reasons, 0);        // pviol 0, tviol 0
+}
+
+TEST(SmiLogParser, PmonSumsProcessesPerGpuAndSample) {
+  const SmiLog log = parse_fixture("pmon.txt");
+  EXPECT_EQ(log.sources[0].format, SmiFormat::kPmon);
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiGpu& g0 = log.gpus[0];
+  ASSERT_EQ(g0.samples.size(), 3u);
+  // 40 + 30, 50 + 45, 60 + (- counts 0)
+  EXPECT_DOUBLE_EQ(g0.samples[0].util_pct, 70);
+  EXPECT_DOUBLE_EQ(g0.samples[1].util_pct, 95);
+  EXPECT_DOUBLE_EQ(g0.samples[2].util_pct, 60);
+  ASSERT_EQ(g0.processes.size(), 2u);
+  EXPECT_EQ(g0.processes[0].pid, 4242);
+  EXPECT_EQ(g0.processes[0].command, "python");
+  EXPECT_DOUBLE_EQ(g0.processes[0].sm_pct_sum, 150);  // 40 + 50 + 60
+  EXPECT_EQ(log.sources[0].not_available, 1u);        // pid 4343's sm in the last sample
+  ASSERT_EQ(log.gpus[1].samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(log.gpus[1].samples[0].util_pct, 0);  // no process
+  EXPECT_FALSE(g0.absolute_time);                        // pmon without -o DT prints no time
+  EXPECT_EQ(g0.samples[2].time_ns, 2 * kNs);             // index x the 1 s interval
+}
+
+TEST(SmiLogParser, DcgmiDmonScalesFractionsAndReadsNa) {
+  SmiReadOptions o;
+  o.interval_s = 0.5;
+  const SmiLog log = parse_fixture("dcgmi-dmon.txt", o);
+  EXPECT_EQ(log.sources[0].format, SmiFormat::kDcgmiDmon);
+  ASSERT_EQ(log.gpus.size(), 2u);
+  EXPECT_EQ(log.gpus[0].key, "GPU 0");
+  const SmiGpu& g0 = log.gpus[0];
+  ASSERT_EQ(g0.samples.size(), 6u);
+  EXPECT_DOUBLE_EQ(g0.samples[0].sm_active_pct, 50);
+  EXPECT_DOUBLE_EQ(g0.samples[2].tensor_active_pct, 30);
+  EXPECT_DOUBLE_EQ(g0.samples[0].sm_occupancy_pct, 25);
+  EXPECT_DOUBLE_EQ(g0.samples[0].dram_active_pct, 30);
+  EXPECT_DOUBLE_EQ(g0.samples[0].util_pct, 90);  // GPUTL is a percentage already
+  EXPECT_TRUE(std::isnan(g0.samples[4].sm_active_pct));
+  EXPECT_EQ(log.sources[0].not_available, 1u);
+  EXPECT_EQ(g0.samples[5].time_ns, 5 * kNs / 2);  // 5 x 0.5 s
+}
+
+TEST(SmiLogParser, DcgmExporterScrapesBecomeASeries) {
+  const SmiLog log = parse_fixture("dcgm-exporter.prom");
+  EXPECT_EQ(log.sources[0].format, SmiFormat::kPrometheus);
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiGpu& g0 = log.gpus[0];
+  EXPECT_EQ(g0.key, "node-a:0");
+  EXPECT_EQ(g0.name, "NVIDIA H100 80GB HBM3");
+  ASSERT_EQ(g0.samples.size(), 3u);
+  EXPECT_EQ(g0.samples[1].time_ns, 1706704801000LL * 1000000);
+  EXPECT_DOUBLE_EQ(g0.samples[0].sm_active_pct, 90);
+  EXPECT_DOUBLE_EQ(g0.samples[2].sm_active_pct, 70);
+  EXPECT_DOUBLE_EQ(g0.samples[0].util_pct, 95);
+  EXPECT_DOUBLE_EQ(g0.samples[0].tensor_active_pct, 25);
+  EXPECT_DOUBLE_EQ(g0.samples[0].mem_used_mib, 1000);
+  EXPECT_DOUBLE_EQ(g0.samples[0].mem_total_mib, 81000);  // used + free
+  EXPECT_DOUBLE_EQ(g0.samples[0].power_w, 512.5);
+  EXPECT_EQ(log.sources[0].ignored_columns, std::vector<std::string>{"DCGM_FI_DEV_XID_ERRORS"});
+}
+
+TEST(SmiLogParser, RocmSmiConcatenatedRuns) {
+  const SmiLog log = parse_fixture("rocm-smi.csv");
+  EXPECT_EQ(log.sources[0].format, SmiFormat::kRocmSmiCsv);
+  ASSERT_EQ(log.gpus.size(), 2u);
+  EXPECT_EQ(log.gpus[0].key, "card0");
+  ASSERT_EQ(log.gpus[0].samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].util_pct, 98);
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].mem_used_mib, 20 * 1024);  // 20 GiB in bytes
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].mem_total_mib, 206141652992.0 / (1 << 20));
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].power_limit_w, 750);
+  EXPECT_FALSE(log.gpus[0].absolute_time);
+}
+
+TEST(SmiLogParser, AmdSmiMetricCsvWithEpochTimes) {
+  const SmiLog log = parse_fixture("amd-smi.csv");
+  EXPECT_EQ(log.sources[0].format, SmiFormat::kAmdSmiCsv);
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiGpu& g0 = log.gpus[0];
+  ASSERT_EQ(g0.samples.size(), 3u);
+  EXPECT_TRUE(g0.absolute_time);
+  EXPECT_EQ(g0.samples[2].time_ns, (kNoonS + 2) * kNs);
+  EXPECT_DOUBLE_EQ(g0.samples[2].util_pct, 90);
+  EXPECT_DOUBLE_EQ(g0.samples[0].power_w, 700);
+  EXPECT_DOUBLE_EQ(g0.samples[0].power_limit_w, 750);
+  EXPECT_DOUBLE_EQ(g0.samples[0].mem_total_mib, 196592);
+  EXPECT_TRUE(std::isnan(log.gpus[1].samples[0].util_pct));  // N/A
+}
+
+TEST(SmiLogParser, BrokenInputsAreCountedNeverFatal) {
+  const std::string header = "timestamp, index, utilization.gpu [%]\n";
+  const std::string good = "2024/01/31 12:00:00.000, 0, 50 %\n";
+  // Ragged (one field short, one too many), garbage, a huge line, [N/A], binary bytes.
+  const std::string text = header + good + "2024/01/31 12:00:01.000, 0\n" + "2024/01/31 12:00:02.000, 0, 60 %, 7\n" +
+                           "garbage line\n" + std::string(kSmiMaxLineBytes + 10, 'x') + "\n" +
+                           "2024/01/31 12:00:03.000, 0, [N/A]\n" + std::string("\x01\x02\xff,\x00,zz\n", 9) + good;
+  const SmiLog log = parse_smi_text(text, "broken.csv");
+  const SmiSource& s = log.sources[0];
+  EXPECT_EQ(s.long_lines, 1u);
+  EXPECT_EQ(s.ragged_rows, 2u);    // kept: 2 of 3 and 4 of 3 fields are readable
+  EXPECT_EQ(s.skipped_lines, 3u);  // garbage, the long line, the binary row
+  EXPECT_EQ(s.not_available, 1u);
+  ASSERT_EQ(log.gpus.size(), 1u);
+  EXPECT_EQ(log.gpus[0].samples.size(), 5u);
+  EXPECT_FALSE(s.skipped_examples.empty());
+  for (const std::string& e : s.skipped_examples) EXPECT_EQ(e.find('\x01'), std::string::npos);
+  EXPECT_THROW(parse_smi_text("", "empty.csv"), InputError);
+  EXPECT_THROW(parse_smi_text("\n\n  \n", "blank.csv"), InputError);
+  EXPECT_THROW(parse_smi_text("just some text\n", "text.log"), InputError);
+}
+
+TEST(SmiLogParser, HostileCountsStayBounded) {
+  // 5,000 GPU indexes: the first kSmiMaxGpus are kept, the rest counted.
+  std::string text = "index, utilization.gpu [%]\n";
+  for (int i = 0; i < 5000; ++i) text += std::to_string(i) + ", 50 %\n";
+  const SmiLog log = parse_smi_text(text, "many.csv");
+  EXPECT_EQ(log.gpus.size(), kSmiMaxGpus);
+  EXPECT_EQ(log.sources[0].ignored_gpus, 5000 - kSmiMaxGpus);
+  // pmon rows with ever new pids on one GPU: samples close at kSmiMaxProcesses rows.
+  std::string pmon = "# gpu pid type sm mem enc dec command\n";
+  for (int i = 0; i < 3000; ++i) pmon += "0 " + std::to_string(i) + " C 1 0 - - p\n";
+  const SmiLog p = parse_smi_text(pmon, "pmon.txt");
+  EXPECT_EQ(p.gpus[0].processes.size(), kSmiMaxProcesses);
+  EXPECT_GE(p.gpus[0].samples.size(), 3000 / kSmiMaxProcesses);
+}
+
+}  // namespace smi_log_parser_test
+}  // namespace
+}  // namespace ferret
