@@ -23,5 +23,6 @@ void register_whatif(CLI::App& app);
 void register_run(CLI::App& app);
 void register_annotate(CLI::App& app);
 void register_memory(CLI::App& app);
+void register_watch(CLI::App& app);
 
 }  // namespace ferret::cli

@@ -116,6 +116,12 @@ constexpr std::array kRules = {
     RuleInfo{"oom-fragmentation", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
     RuleInfo{"oom-capacity", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
     RuleInfo{"segment-churn", S::kSnapshot, D::kMemory, "rule_segment_churn", R::kCause, {}},
+    // A watched command's CPU and GPU samples (rules_watch()).
+    RuleInfo{"watch-cpu-bound-input", S::kWatch, D::kDataPipeline, "rule_watch_cpu_bound_input", R::kCause, {}},
+    RuleInfo{"watch-gpu-starved", S::kWatch, D::kCompute, "rule_watch_gpu_starved", R::kCause, {}},
+    RuleInfo{"watch-main-one-core", S::kWatch, D::kCompute, "rule_watch_main_one_core", R::kCause, {}},
+    RuleInfo{"watch-workers-pegged", S::kWatch, D::kDataPipeline, "rule_watch_workers_pegged", R::kCause, {}},
+    RuleInfo{"watch-waiting", S::kWatch, D::kCompute, "rule_watch_waiting", R::kCause, {}},
 };
 
 }  // namespace

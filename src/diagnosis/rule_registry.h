@@ -10,9 +10,9 @@
 
 namespace ferret {
 
-// Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, NCCL logs, or an
-// allocator snapshot (`ferret memory`).
-enum class RuleSource { kTrace, kJob, kNccl, kSnapshot };
+// Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, NCCL logs, an
+// allocator snapshot (`ferret memory`), or a watched command's samples (`ferret watch`).
+enum class RuleSource { kTrace, kJob, kNccl, kSnapshot, kWatch };
 
 // What a rule's finding means for the verdict (docs/RULES.md#the-verdict).
 enum class RuleRole {
