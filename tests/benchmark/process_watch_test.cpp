@@ -93,9 +93,11 @@ TEST(ProcessWatch, SpinningWorkersAreWorkersAndTheirCpuIsCounted) {
   EXPECT_EQ(r.summary.role_processes[static_cast<int>(ProcessRole::kWorkers)], 2);
   EXPECT_EQ(r.summary.role_processes[static_cast<int>(ProcessRole::kMain)], 1);
   EXPECT_TRUE(r.summary.main_is_python);
-  // Each spinning worker gets at least a quarter of a core even with 4 engineers' builds on 2
-  // cores (load average ~5: 2/5 = 0.4 each); the main process only waits in join().
-  EXPECT_GE(role(r, ProcessRole::kWorkers).mean, 0.5) << role(r, ProcessRole::kWorkers).mean;
+  // Two processes spinning for 1.5 s: on an idle machine 2 cores between them. The test machine
+  // is 2 cores shared by several builds (load averages of 8 seen): each runnable task then gets
+  // about 2/10 of a core, so the bound is 0.25 cores for the two; the exact check is the
+  // getrusage comparison below, which load does not change.
+  EXPECT_GE(role(r, ProcessRole::kWorkers).mean, 0.25) << role(r, ProcessRole::kWorkers).mean;
   EXPECT_LT(r.summary.busiest_main.mean, role(r, ProcessRole::kWorkers).mean);
   // Every tick the kernel charged to the children is in the samples: the last sample is taken
   // with the command a zombie, whose counters hold its reaped workers. Ticks are rounded per
