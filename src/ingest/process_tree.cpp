@@ -92,7 +92,7 @@ CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s)
   // subtracted from the reaped growth of its nearest living ancestor, which holds its whole time
   // once it has reaped it.
   std::unordered_map<int, std::uint64_t> already_counted;
-  std::unordered_map<int, int> exited_child;  // living ancestor -> one exited process below it
+  std::unordered_map<int, std::vector<int>> exited_below;  // living ancestor -> exited processes below it
   for (auto& [pid, t] : tracked_) {
     if (!t.alive) continue;
     const bool still = members.contains(pid) && by_pid.at(pid)->starttime == t.starttime;
@@ -104,7 +104,7 @@ CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s)
       if (a == tracked_.end()) break;
       if (a->second.alive && members.contains(up) && by_pid.at(up)->starttime == a->second.starttime) {
         already_counted[up] += t.own + t.reaped;
-        exited_child.emplace(up, pid);
+        exited_below[up].push_back(pid);
         break;
       }
       up = a->second.parent;
@@ -160,12 +160,15 @@ CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s)
     // The time of processes this one reaped since the last sample, beyond what was counted of
     // them: credited to the exited process it came from when one is known, else to the
     // short-lived children no sample saw (role other).
-    const auto exited = exited_child.find(pid);
+    // When several exited in one interval only their sum is known: each gets an equal share.
+    const auto exited = exited_below.find(pid);
     ProcessRole role = ProcessRole::kOther;
-    if (exited != exited_child.end()) {
-      Tracked& gone = tracked_.at(exited->second);
-      gone.counted += ticks;
-      role = gone.role;
+    if (exited != exited_below.end()) {
+      const std::vector<int>& gone = exited->second;
+      role = tracked_.at(gone.front()).role;
+      const std::uint64_t share = ticks / gone.size();
+      for (std::size_t i = 0; i < gone.size(); ++i)
+        tracked_.at(gone[i]).counted += share + (i == 0 ? ticks - share * gone.size() : 0);
     } else {
       short_lived_ticks_ += ticks;
     }

@@ -46,15 +46,15 @@ double children_cpu_s() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-struct Run {
+struct WatchRun {
   WatchSeries series;
   WatchSummary summary;
   std::vector<Finding> findings;
   double kernel_cpu_s = 0;  // what getrusage says the command's tree used
 };
 
-Run watch(const std::vector<std::string>& command, GpuSource* gpu, int interval_ms = 100) {
-  Run run;
+WatchRun watch(const std::vector<std::string>& command, GpuSource* gpu, int interval_ms = 100) {
+  WatchRun run;
   const double before = children_cpu_s();
   WatchRequest request;
   request.command = command;
@@ -66,13 +66,13 @@ Run watch(const std::vector<std::string>& command, GpuSource* gpu, int interval_
   return run;
 }
 
-std::vector<std::string> ids(const Run& r) {
+std::vector<std::string> ids(const WatchRun& r) {
   std::vector<std::string> out;
   for (const Finding& f : r.findings) out.push_back(f.id);
   return out;
 }
 
-const WatchCpuStat& role(const Run& r, ProcessRole p) { return r.summary.roles[static_cast<int>(p)]; }
+const WatchCpuStat& role(const WatchRun& r, ProcessRole p) { return r.summary.roles[static_cast<int>(p)]; }
 
 // Two multiprocessing workers spin for 1.5 s while the main process waits for them.
 const std::vector<std::string> kSpinningWorkers = {"/usr/bin/python3", "-c",
@@ -86,7 +86,7 @@ const std::vector<std::string> kSpinningWorkers = {"/usr/bin/python3", "-c",
 
 TEST(ProcessWatch, SpinningWorkersAreWorkersAndTheirCpuIsCounted) {
   FakeGpu gpu({10});
-  const Run r = watch(kSpinningWorkers, &gpu);
+  const WatchRun r = watch(kSpinningWorkers, &gpu);
   ASSERT_EQ(r.series.exit_status, 0);
   EXPECT_GE(r.series.wall_s, 1.5);
   // Two processes named python3 below the python3 main one: the workers.
@@ -117,7 +117,7 @@ TEST(ProcessWatch, SpinningWorkersAreWorkersAndTheirCpuIsCounted) {
 }
 
 TEST(ProcessWatch, SleepingChildWaits) {
-  const Run r = watch({"sleep", "1"}, nullptr);
+  const WatchRun r = watch({"sleep", "1"}, nullptr);
   EXPECT_EQ(r.series.exit_status, 0);
   EXPECT_LT(r.summary.total.mean, kWatchIdleCores);
   EXPECT_GE(r.series.cpu.size(), 5u);  // 1 s at 100 ms; fewer only if the machine stalls us
@@ -129,7 +129,7 @@ TEST(ProcessWatch, SleepingChildWaits) {
 TEST(ProcessWatch, FakeGpuSeriesDecideTheGpuVerdicts) {
   // Starved (mean of 10, 20, 30, 30, ... ~ 28%) while the tree sleeps: something else blocks.
   FakeGpu starved({10, 20, 30});
-  Run r = watch({"sleep", "0.6"}, &starved);
+  WatchRun r = watch({"sleep", "0.6"}, &starved);
   EXPECT_EQ(ids(r), std::vector<std::string>{"watch-gpu-starved"});
   EXPECT_NE(r.findings[0].detail.find("waited on I/O"), std::string::npos) << r.findings[0].detail;
   EXPECT_LT(r.summary.gpu_util_mean, 30.0);
@@ -148,7 +148,7 @@ TEST(ProcessWatch, FakeGpuSeriesDecideTheGpuVerdicts) {
 }
 
 TEST(ProcessWatch, ExitStatusAndSignalPassThrough) {
-  Run r = watch({"sh", "-c", "exit 7"}, nullptr);
+  WatchRun r = watch({"sh", "-c", "exit 7"}, nullptr);
   EXPECT_EQ(r.series.exit_status, 7);
   EXPECT_EQ(r.series.signal, 0);
   r = watch({"sh", "-c", "kill -KILL $$"}, nullptr);
@@ -159,7 +159,7 @@ TEST(ProcessWatch, ExitStatusAndSignalPassThrough) {
 
 TEST(ProcessWatch, TextAndJsonOfOneRunAgree) {
   FakeGpu gpu({40, 50});
-  const Run r = watch({"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"}, &gpu);
+  const WatchRun r = watch({"sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"}, &gpu);
   WatchReportInput in;
   in.command = r.series.command;
   in.interval_s = r.series.interval_s;
