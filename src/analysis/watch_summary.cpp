@@ -9,16 +9,22 @@ namespace ferret {
 
 namespace {
 
-WatchCpuStat watch_cpu_stat(const std::vector<double>& cores, const std::vector<double>& seconds) {
+// Mean: CPU seconds over sampled seconds, every sample. p95 and peak: of the samples at least
+// half an interval long - the last one, cut short when the command ends, holds a tick or two
+// over a few milliseconds, which reads as cores it never used (ticks are 10 ms). All samples
+// when none is that long.
+WatchCpuStat watch_cpu_stat(const std::vector<double>& cores, const std::vector<double>& seconds, double interval_s) {
   WatchCpuStat s;
   double total_s = 0;
+  std::vector<double> sorted;
   for (std::size_t i = 0; i < cores.size(); ++i) {
     s.cpu_s += cores[i] * seconds[i];
     total_s += seconds[i];
+    if (seconds[i] >= interval_s / 2) sorted.push_back(cores[i]);
   }
   if (cores.empty()) return s;
   s.mean = total_s > 0 ? s.cpu_s / total_s : 0;
-  std::vector<double> sorted = cores;
+  if (sorted.empty()) sorted = cores;
   std::sort(sorted.begin(), sorted.end());
   s.p95 = stats::percentile(sorted, 95);
   s.peak = sorted.back();
@@ -43,9 +49,9 @@ WatchSummary summarize_watch(const WatchSeries& series) {
     busiest.push_back(s.busiest_main_cores);
     workers_weighted += s.workers * s.interval_s;
   }
-  for (int r = 0; r < kProcessRoles; ++r) w.roles[r] = watch_cpu_stat(role[r], seconds);
-  w.total = watch_cpu_stat(total, seconds);
-  w.busiest_main = watch_cpu_stat(busiest, seconds);
+  for (int r = 0; r < kProcessRoles; ++r) w.roles[r] = watch_cpu_stat(role[r], seconds, series.interval_s);
+  w.total = watch_cpu_stat(total, seconds, series.interval_s);
+  w.busiest_main = watch_cpu_stat(busiest, seconds, series.interval_s);
   w.workers_alive_mean = w.sampled_s > 0 ? workers_weighted / w.sampled_s : 0;
 
   w.processes_seen = static_cast<int>(series.processes.size());

@@ -162,7 +162,8 @@ WatchSeries watch_command(const WatchRequest& request, GpuSource* gpu, const std
     const double t_s = seconds_between(start, now);
     // The last sample is taken with the command a zombie: its counters are final and its
     // children's reaped time is in them.
-    series.cpu.push_back(tree.sample(t_s, seconds_between(last, now), ticks_per_s));
+    const double interval_s = seconds_between(last, now);
+    series.cpu.push_back(tree.sample(t_s, interval_s, ticks_per_s, interval_s >= series.interval_s / 2));
     if (gpu != nullptr) record_gpu(series, *gpu, t_s, tree.alive_pids());
     last = now;
     if (ended) break;

@@ -51,7 +51,7 @@ std::vector<ProcStat> scan_proc(const std::string& proc_root) {
 
 ProcessTree::ProcessTree(int root_pid, Scan scan) : root_pid_(root_pid), scan_(std::move(scan)) {}
 
-CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s) {
+CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s, bool full_interval) {
   ticks_per_s_ = ticks_per_s > 0 ? ticks_per_s : 100;
   const std::vector<ProcStat> scan = scan_();
   std::unordered_map<int, const ProcStat*> by_pid;
@@ -114,7 +114,9 @@ CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s)
   // New members enter the table; a reused pid replaces the exited process it named.
   std::vector<std::pair<int, std::uint64_t>> deltas;  // pid -> ticks this interval (own)
   std::vector<std::pair<int, std::uint64_t>> tails;   // pid of a living parent -> reaped ticks not yet counted
-  for (int pid : members) {
+  std::vector<int> member_pids(members.begin(), members.end());
+  std::sort(member_pids.begin(), member_pids.end());  // first seen in one scan: listed by pid
+  for (int pid : member_pids) {
     const ProcStat& s = *by_pid.at(pid);
     auto it = tracked_.find(pid);
     if (it == tracked_.end() || it->second.starttime != s.starttime) {
@@ -150,7 +152,7 @@ CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s)
     Tracked& t = tracked_.at(pid);
     t.counted += ticks;
     const double cores = static_cast<double>(ticks) * per_tick;
-    t.peak_cores = std::max(t.peak_cores, cores);
+    if (full_interval) t.peak_cores = std::max(t.peak_cores, cores);
     out.cores[static_cast<int>(t.role)] += cores;
     if (t.role == ProcessRole::kMain) out.busiest_main_cores = std::max(out.busiest_main_cores, cores);
     ++out.processes;

@@ -42,8 +42,9 @@ class ProcessTree {
 
   // Reads the tree and returns the CPU it used since the previous sample (the first: since each
   // process started), over `interval_s` seconds of wall time ending at `t_s`; `ticks_per_s` is
-  // sysconf(_SC_CLK_TCK).
-  CpuSample sample(double t_s, double interval_s, double ticks_per_s);
+  // sysconf(_SC_CLK_TCK). `full_interval`: false for a sample cut short (the last one), whose
+  // few ticks over a few milliseconds would read as a peak no process reached.
+  CpuSample sample(double t_s, double interval_s, double ticks_per_s, bool full_interval = true);
 
   // Every process seen, in the order first seen; CPU seconds counted so far.
   std::vector<WatchedProcess> processes() const;

@@ -127,8 +127,8 @@ std::string watch_text(const WatchReportInput& in, const Style& st) {
   const WatchSummary& s = in.summary;
   std::string out = fmt::format("{}ferret watch{} ", st.bold(), st.reset());
   out += fit_width(watch_command_line(in.command), st.width > 14 ? st.width - 14 : 1) + "\n";
-  out += wrap(fmt::format("{:.2f} s, {}; {} samples every {:.0f} ms", s.wall_s, watch_exit_text(s), s.samples,
-                          in.interval_s * 1000),
+  out += wrap(fmt::format("{:.2f} s, {}; {} sample{} every {:.0f} ms", s.wall_s, watch_exit_text(s), s.samples,
+                          s.samples == 1 ? "" : "s", in.interval_s * 1000),
               st.width, "  ");
   out +=
       "\n" + wrap(fmt::format("CPU, in cores ({:.2f} available: {})", s.cores_available, s.cores_origin), st.width, "");
@@ -141,8 +141,9 @@ std::string watch_text(const WatchReportInput& in, const Style& st) {
                          {"CPU s", 0, 0, true, 1, 2}},
                         rows, 2, st.width);
   out += table.render(rows);
-  out += fmt::format("  busiest main process: {} cores on average, p95 {}; workers alive: {:.1f} on average\n",
-                     watch_cores(s.busiest_main.mean), watch_cores(s.busiest_main.p95), s.workers_alive_mean);
+  out += wrap(fmt::format("busiest main process: {} cores on average, p95 {}; workers alive: {:.1f} on average",
+                          watch_cores(s.busiest_main.mean), watch_cores(s.busiest_main.p95), s.workers_alive_mean),
+              st.width, "  ");
   if (!s.top_processes.empty()) {
     out += "\nProcesses by CPU time\n";
     std::vector<std::vector<std::string>> prow;
@@ -187,8 +188,8 @@ std::string watch_text(const WatchReportInput& in, const Style& st) {
 std::string watch_markdown(const WatchReportInput& in) {
   const WatchSummary& s = in.summary;
   std::string out = "## ferret watch " + markdown_code(watch_command_line(in.command), false) + "\n\n";
-  out += escape_markdown(fmt::format("{:.2f} s, {}; {} samples every {:.0f} ms.", s.wall_s, watch_exit_text(s),
-                                     s.samples, in.interval_s * 1000),
+  out += escape_markdown(fmt::format("{:.2f} s, {}; {} sample{} every {:.0f} ms.", s.wall_s, watch_exit_text(s),
+                                     s.samples, s.samples == 1 ? "" : "s", in.interval_s * 1000),
                          false) +
          "\n\n";
   out +=

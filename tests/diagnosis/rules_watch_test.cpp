@@ -107,6 +107,30 @@ TEST(RulesWatch, CpuOnlyReportsTheCpuSide) {
   EXPECT_EQ(ids(s), Ids{});
 }
 
+TEST(WatchSummary, ACutShortLastSampleCountsInTheMeanNotThePeak) {
+  WatchSeries series;
+  series.interval_s = 0.5;
+  series.cores_available = 2;
+  for (int i = 1; i <= 3; ++i) {
+    CpuSample c;
+    c.t_s = 0.5 * i;
+    c.interval_s = 0.5;
+    c.cores[0] = 1.0;
+    series.cpu.push_back(c);
+  }
+  CpuSample last;  // 2 ticks in the 10 ms before the command ended: "2 cores"
+  last.t_s = 1.51;
+  last.interval_s = 0.01;
+  last.cores[0] = 2.0;
+  series.cpu.push_back(last);
+  const WatchSummary s = summarize_watch(series);
+  EXPECT_NEAR(s.roles[0].cpu_s, 1.5 + 0.02, 1e-12);
+  EXPECT_NEAR(s.roles[0].mean, 1.52 / 1.51, 1e-12);
+  EXPECT_DOUBLE_EQ(s.roles[0].peak, 1.0);
+  EXPECT_DOUBLE_EQ(s.roles[0].p95, 1.0);
+  EXPECT_DOUBLE_EQ(s.sampled_s, 1.51);
+}
+
 }  // namespace rules_watch_test
 }  // namespace
 }  // namespace ferret
