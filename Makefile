@@ -21,8 +21,9 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 # land in build-fuzz/crashes/ and become regression tests.
 FUZZ_SECONDS ?= 60
 # Seed folders per harness: traces for ingest/analyze; NCCL logs (the test logs and hostile ones) for
-# nccl; small allocator snapshot and plain-data pickles for snapshot.
-fuzz_seeds = $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle tests/data/memory;; smi) echo fuzz/seeds-smi tests/data/smi;; *) echo fuzz/seeds;; esac)
+# nccl; small allocator snapshot and plain-data pickles (and memory text) for snapshot; utilisation
+# logs for smi; /proc stat lines for procstat.
+fuzz_seeds = $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle tests/data/memory;; smi) echo fuzz/seeds-smi tests/data/smi;; procstat) echo fuzz/seeds-procstat;; *) echo fuzz/seeds;; esac)
 
 setup:
 	@if ! dpkg -s $(DEB_PACKAGES) >/dev/null 2>&1; then \
@@ -88,9 +89,9 @@ test-asan:
 # in build-asan/crashes/ and become regression tests in tests/data/fuzz/.
 fuzz:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer smi_fuzzer -j $(JOBS)
-	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze build-asan/corpus-nccl build-asan/corpus-snapshot build-asan/corpus-smi
-	for h in ingest analyze nccl snapshot smi; do \
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer smi_fuzzer procstat_fuzzer -j $(JOBS)
+	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze build-asan/corpus-nccl build-asan/corpus-snapshot build-asan/corpus-smi build-asan/corpus-procstat
+	for h in ingest analyze nccl snapshot smi procstat; do \
 	  build-asan/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-$$h $(call fuzz_seeds,$$h) || exit 1; \
 	done
@@ -100,9 +101,9 @@ fuzz:
 FUZZ_CI_RUNS ?= 4000
 fuzz-ci:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer smi_fuzzer -j $(JOBS)
+	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer smi_fuzzer procstat_fuzzer -j $(JOBS)
 	mkdir -p build-asan/crashes
-	for h in ingest analyze nccl snapshot smi; do \
+	for h in ingest analyze nccl snapshot smi procstat; do \
 	  rm -rf build-asan/corpus-ci && mkdir -p build-asan/corpus-ci && \
 	  build-asan/$${h}_fuzzer -seed=1 -runs=$(FUZZ_CI_RUNS) -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-ci $(call fuzz_seeds,$$h) || exit 1; \

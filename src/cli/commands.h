@@ -24,5 +24,6 @@ void register_run(CLI::App& app);
 void register_annotate(CLI::App& app);
 void register_memory(CLI::App& app);
 void register_smi(CLI::App& app);
+void register_watch(CLI::App& app);
 
 }  // namespace ferret::cli

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   ferret::cli::register_memory(app);
   ferret::cli::register_smi(app);
   ferret::cli::register_run(app);
+  ferret::cli::register_watch(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

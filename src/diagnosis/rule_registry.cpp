@@ -128,6 +128,12 @@ constexpr std::array kRules = {
     RuleInfo{"gpu-idle-periodic", S::kSmi, D::kCompute, "rule_periodic_idle", R::kCause, {}},
     RuleInfo{"gpu-imbalance", S::kSmi, D::kDistributed, "rule_imbalance", R::kCause, {}},
     RuleInfo{"gpu-throttling", S::kSmi, D::kCompute, "rule_throttling", R::kCause, {}},
+    // A watched command's CPU and GPU samples (rules_watch()).
+    RuleInfo{"watch-cpu-bound-input", S::kWatch, D::kDataPipeline, "rule_watch_cpu_bound_input", R::kCause, {}},
+    RuleInfo{"watch-gpu-starved", S::kWatch, D::kCompute, "rule_watch_gpu_starved", R::kCause, {}},
+    RuleInfo{"watch-main-one-core", S::kWatch, D::kCompute, "rule_watch_main_one_core", R::kCause, {}},
+    RuleInfo{"watch-workers-pegged", S::kWatch, D::kDataPipeline, "rule_watch_workers_pegged", R::kCause, {}},
+    RuleInfo{"watch-waiting", S::kWatch, D::kCompute, "rule_watch_waiting", R::kCause, {}},
 };
 
 }  // namespace

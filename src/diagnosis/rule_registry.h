@@ -12,9 +12,9 @@ namespace ferret {
 
 // Which inputs the rule reads: one trace (`ferret analyze`), all ranks of a job, NCCL logs, an
 // allocator snapshot (`ferret memory`; oom-* read out-of-memory messages in text too), only
-// memory text (memory_summary() tables, out-of-memory messages: `ferret memory LOG`), or GPU
-// utilisation logs (`ferret smi`).
-enum class RuleSource { kTrace, kJob, kNccl, kSnapshot, kMemoryText, kSmi };
+// memory text (memory_summary() tables, out-of-memory messages: `ferret memory LOG`), GPU
+// utilisation logs (`ferret smi`), or a watched command's samples (`ferret watch`).
+enum class RuleSource { kTrace, kJob, kNccl, kSnapshot, kMemoryText, kSmi, kWatch };
 
 // What a rule's finding means for the verdict (docs/RULES.md#the-verdict).
 enum class RuleRole {

@@ -52,12 +52,16 @@ std::optional<MemoryLimit> smallest_along(const std::string& root, std::string p
   return best;
 }
 
-}  // namespace
+// The cgroup lines of /proc/self/cgroup: the v2 path ("0::/path"), and v1 paths by controller.
+struct CgroupPaths {
+  std::optional<std::string> v2;
+  std::optional<std::string> v1_memory, v1_cpu;
+};
 
-std::optional<MemoryLimit> cgroup_memory_limit(std::string_view proc_self_cgroup, const std::string& sysfs_root) {
+CgroupPaths cgroup_paths(std::string_view proc_self_cgroup) {
+  CgroupPaths paths;
   std::istringstream lines{std::string(proc_self_cgroup)};
   std::string line;
-  std::optional<MemoryLimit> v2, v1;
   while (std::getline(lines, line)) {
     // hierarchy-id:controller-list:path; the path may itself hold ':'.
     const std::size_t first = line.find(':');
@@ -68,14 +72,77 @@ std::optional<MemoryLimit> cgroup_memory_limit(std::string_view proc_self_cgroup
     const std::string path = line.substr(second + 1);
     if (path.empty() || path.front() != '/') continue;
     if (hierarchy == "0" && controllers.empty()) {
-      v2 = smallest_along(sysfs_root, path, "memory.max");
+      paths.v2 = path;
     } else {
       std::istringstream names(controllers);
       std::string name;
-      while (std::getline(names, name, ','))
-        if (name == "memory") v1 = smallest_along(sysfs_root + "/memory", path, "memory.limit_in_bytes");
+      while (std::getline(names, name, ',')) {
+        if (name == "memory") paths.v1_memory = path;
+        if (name == "cpu") paths.v1_cpu = path;
+      }
     }
   }
+  return paths;
+}
+
+// "QUOTA PERIOD" (v2 cpu.max) -> cores; nullopt for "max ...", garbage or a zero period.
+std::optional<double> parse_cpu_max(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) text.remove_suffix(1);
+  const std::size_t space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::uint64_t quota = 0, period = 0;
+  const std::string_view q = text.substr(0, space), p = text.substr(space + 1);
+  const auto [qe, qec] = std::from_chars(q.data(), q.data() + q.size(), quota);
+  const auto [pe, pec] = std::from_chars(p.data(), p.data() + p.size(), period);
+  if (qec != std::errc() || qe != q.data() + q.size() || pec != std::errc() || pe != p.data() + p.size() ||
+      quota == 0 || period == 0)
+    return std::nullopt;
+  return static_cast<double>(quota) / static_cast<double>(period);
+}
+
+// The smallest CPU quota along `path` and its ancestors; `v1` reads the two cfs files.
+std::optional<CgroupCpuQuota> smallest_cpu_quota(const std::string& root, std::string path, bool v1) {
+  std::optional<CgroupCpuQuota> best;
+  for (;;) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    const std::string dir = root + (path == "/" ? "" : path);
+    std::optional<double> cores;
+    std::string origin;
+    if (v1) {
+      const auto quota = read_small_file(dir + "/cpu.cfs_quota_us");
+      const auto period = read_small_file(dir + "/cpu.cfs_period_us");
+      if (quota && period) {
+        cores = parse_cpu_max(*quota + " " + *period);
+        origin = dir + "/cpu.cfs_quota_us";
+      }
+    } else if (const auto text = read_small_file(dir + "/cpu.max")) {
+      cores = parse_cpu_max(*text);
+      origin = dir + "/cpu.max";
+    }
+    if (cores && (!best || *cores < best->cores)) best = CgroupCpuQuota{*cores, origin};
+    if (path.empty() || path == "/") break;
+    const std::size_t slash = path.rfind('/');
+    path = slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<CgroupCpuQuota> cgroup_cpu_quota(std::string_view proc_self_cgroup, const std::string& sysfs_root) {
+  const CgroupPaths paths = cgroup_paths(proc_self_cgroup);
+  std::optional<CgroupCpuQuota> v2, v1;
+  if (paths.v2) v2 = smallest_cpu_quota(sysfs_root, *paths.v2, false);
+  if (paths.v1_cpu) v1 = smallest_cpu_quota(sysfs_root + "/cpu", *paths.v1_cpu, true);
+  if (v1 && (!v2 || v1->cores < v2->cores)) return v1;
+  return v2;
+}
+
+std::optional<MemoryLimit> cgroup_memory_limit(std::string_view proc_self_cgroup, const std::string& sysfs_root) {
+  const CgroupPaths paths = cgroup_paths(proc_self_cgroup);
+  std::optional<MemoryLimit> v2, v1;
+  if (paths.v2) v2 = smallest_along(sysfs_root, *paths.v2, "memory.max");
+  if (paths.v1_memory) v1 = smallest_along(sysfs_root + "/memory", *paths.v1_memory, "memory.limit_in_bytes");
   if (v1 && (!v2 || v1->bytes < v2->bytes)) return v1;
   return v2;
 }

@@ -28,4 +28,14 @@ MemoryLimit default_memory_limit_from(std::uint64_t physical_bytes, std::string_
 // The same for this process and machine.
 MemoryLimit default_memory_limit();
 
+// The CPU quota of the cgroup this process runs in, in cores (quota / period), or nullopt when
+// there is none. Read along the same path as cgroup_memory_limit, the smallest along it: v2
+// <root>/path/cpu.max ("QUOTA PERIOD", or "max PERIOD" for none); v1 <root>/cpu/path/
+// cpu.cfs_quota_us (-1 for none) over cpu.cfs_period_us.
+struct CgroupCpuQuota {
+  double cores = 0;
+  std::string origin;
+};
+std::optional<CgroupCpuQuota> cgroup_cpu_quota(std::string_view proc_self_cgroup, const std::string& sysfs_root);
+
 }  // namespace ferret

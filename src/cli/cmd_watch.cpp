@@ -1,0 +1,124 @@
+// `ferret watch [--interval MS] [--json|--md] [--out FILE] -- COMMAND...`: runs a command and
+// samples, until it ends, the CPU use of its process tree and its GPUs' utilisation and memory
+// (NVML when the driver is there), then says what held it back (docs/WATCH.md). The command's
+// stdin, stdout and stderr are its own, untouched; the report goes to stderr once the command has
+// ended (as time(1) does), or to --out FILE. The exit status is the command's (128 + N when
+// signal N ended it); 127 when it could not be started, 2 for a usage error.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "analysis/watch_summary.h"
+#include "benchmark/process_watch.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "diagnosis/rules_watch.h"
+#include "ingest/gpu_source.h"
+#include "report/watch_report.h"
+
+namespace ferret::cli {
+
+namespace {
+
+struct WatchCliOptions {
+  int interval_ms = 500;
+  bool json = false;
+  bool markdown = false;
+  std::string out;
+  std::string samples_out;
+  std::size_t width = 0;
+  std::vector<std::string> command;
+};
+
+void run_watch(const WatchCliOptions& cli) {
+  if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
+  if (cli.command.empty()) usage_error("give the command to watch after --, e.g. ferret watch -- python train.py");
+  // Output files are opened before the command runs: a typo is said now, not after an hour.
+  std::ofstream report_file, samples_file;
+  if (!cli.out.empty()) {
+    report_file.open(cli.out, std::ios::binary);
+    if (!report_file) usage_error(fmt::format("--out {}: cannot write there", cli.out));
+  }
+  if (!cli.samples_out.empty()) {
+    samples_file.open(cli.samples_out, std::ios::binary);
+    if (!samples_file) usage_error(fmt::format("--samples-out {}: cannot write there", cli.samples_out));
+  }
+
+  std::string gpu_note;
+  std::unique_ptr<GpuSource> gpu = open_nvml_gpu_source(gpu_note);
+  WatchRequest request;
+  request.command = cli.command;
+  request.interval_ms = cli.interval_ms;
+  WatchSeries series;
+  try {
+    series = watch_command(request, gpu.get(), gpu_note);
+  } catch (const WatchSpawnError& e) {
+    print_error(e.what());
+    throw ExitCode{127};
+  }
+  gpu.reset();
+
+  WatchReportInput input;
+  input.command = series.command;
+  input.interval_s = series.interval_s;
+  input.summary = summarize_watch(series);
+  rules_watch(input.summary, input.findings);
+
+  std::string report;
+  if (cli.json)
+    report = watch_json(input).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  else if (cli.markdown)
+    report = watch_markdown(input);
+  if (report_file.is_open()) {
+    if (!cli.json && !cli.markdown) {
+      Style plain;
+      plain.width = text_width(cli.width);
+      report = watch_text(input, plain);
+    }
+    report_file << report;
+    report_file.close();
+    if (!report_file) print_error(fmt::format("--out {}: the report could not be written", cli.out));
+  } else {
+    std::cout.flush();
+    if (!cli.json && !cli.markdown) {
+      Style st = style_for_fd(STDERR_FILENO);
+      st.width = text_width(cli.width);
+      report = watch_text(input, st);
+    }
+    std::cerr << "\n" << report;
+    std::cerr.flush();
+  }
+  if (samples_file.is_open()) {
+    samples_file << watch_samples_csv(series);
+    samples_file.close();
+    if (!samples_file) print_error(fmt::format("--samples-out {}: the samples could not be written", cli.samples_out));
+  }
+  if (series.exit_status != 0) throw ExitCode{series.exit_status};
+}
+
+}  // namespace
+
+void register_watch(CLI::App& app) {
+  auto opt = std::make_shared<WatchCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "watch",
+      "Run a command and sample its process tree's CPU use and its GPUs' utilisation until it ends, then say what "
+      "held it back: ferret watch [OPTIONS] -- python train.py ...");
+  cmd->add_option("--interval", opt->interval_ms,
+                  fmt::format("Sampling interval in milliseconds ({}-{}, default 500)", kWatchMinIntervalMs,
+                              kWatchMaxIntervalMs))
+      ->check(CLI::Range(kWatchMinIntervalMs, kWatchMaxIntervalMs));
+  cmd->add_flag("--json", opt->json, "Report as a JSON document (schema ferret.watch/1, docs/WATCH.md)");
+  cmd->add_flag("--md", opt->markdown, "Report as Markdown to paste into a pull request");
+  cmd->add_option("--out", opt->out, "Write the report to FILE instead of stderr");
+  cmd->add_option("--samples-out", opt->samples_out, "Write every sample to FILE as CSV");
+  add_width_option(*cmd, opt->width);
+  cmd->add_option("command", opt->command, "The command to watch, after --")->expected(-1)->required();
+  cmd->callback([opt] { run_watch(*opt); });
+}
+
+}  // namespace ferret::cli
