@@ -32,5 +32,8 @@ std::uint64_t parse_size(std::string_view text);
 constexpr double ns_to_ms(double ns) { return ns / 1e6; }
 constexpr double ns_to_us(double ns) { return ns / 1e3; }
 constexpr double share_to_pct(double share) { return share * 100.0; }
+// Bytes in binary units, as PyTorch and nvidia-smi print them.
+constexpr double bytes_to_mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+constexpr double bytes_to_gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 
 }  // namespace ferret

@@ -110,7 +110,7 @@ WatchSeries watch_command(const WatchRequest& request, GpuSource* gpu, const std
   } else {
     series.gpu_note = gpu_note;
   }
-  if (request.command.empty()) throw WatchSpawnError("no command to run");
+  if (request.command.empty()) throw WatchSpawnError("no command to run", ENOENT);
 
   std::vector<char*> argv;
   for (const std::string& a : request.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -141,7 +141,7 @@ WatchSeries watch_command(const WatchRequest& request, GpuSource* gpu, const std
   const int spawned = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
   if (spawned != 0) {
     restore();
-    throw WatchSpawnError(fmt::format("cannot run {}: {}", request.command.front(), std::strerror(spawned)));
+    throw WatchSpawnError(fmt::format("cannot run {}: {}", request.command.front(), std::strerror(spawned)), spawned);
   }
   g_watch_child = pid;
 #ifdef SYS_pidfd_open

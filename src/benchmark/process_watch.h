@@ -28,7 +28,8 @@ struct WatchRequest {
 
 // The command could not be started (not found, not executable): what posix_spawnp said.
 struct WatchSpawnError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  WatchSpawnError(const std::string& what, int error) : std::runtime_error(what), error(error) {}
+  int error;  // the errno posix_spawnp returned
 };
 
 // Runs the command with ferret's stdin, stdout, stderr and environment, and samples it every

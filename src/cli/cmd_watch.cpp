@@ -6,6 +6,7 @@
 // signal N ended it); 127 when it could not be started, 2 for a usage error.
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <iostream>
 
@@ -58,7 +59,9 @@ void run_watch(const WatchCliOptions& cli) {
     series = watch_command(request, gpu.get(), gpu_note);
   } catch (const WatchSpawnError& e) {
     print_error(e.what());
-    throw ExitCode{127};
+    // The shell's convention (POSIX "Command Search and Execution"): 127 when the command is not
+    // found, 126 when it is found but cannot be executed.
+    throw ExitCode{e.error == ENOENT ? 127 : 126};
   }
   gpu.reset();
 

@@ -10,9 +10,6 @@ namespace ferret {
 
 namespace {
 
-double gib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
-double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
-
 const char* kExpandable = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
 
 // Fragmented cache: free memory the allocator holds is >= 20% of what it reserved and >= 1 GiB
@@ -34,7 +31,7 @@ void rule_fragmented_cache(const DeviceAllocatorState& d, std::vector<Finding>& 
   f.title = fmt::format(
       "Fragmented allocator cache on device {}: {:.1f} GiB of {:.1f} GiB reserved is free in {} blocks, the largest "
       "{:.0f} MiB",
-      d.device, gib(p.inactive), gib(p.reserved), p.free_blocks, mib(p.largest_free));
+      d.device, bytes_to_gib(p.inactive), bytes_to_gib(p.reserved), p.free_blocks, bytes_to_mib(p.largest_free));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = free_share >= 0.4 ? Severity::kHigh : Severity::kMedium;
@@ -43,10 +40,10 @@ void rule_fragmented_cache(const DeviceAllocatorState& d, std::vector<Finding>& 
       "({:.0f}% external fragmentation: 1 - largest free block / total free), so a request larger than {:.0f} MiB "
       "cannot use it and makes the allocator cudaMalloc a new segment (or fail with out of memory) while {:.1f} GiB "
       "sit idle.",
-      100 * free_share, 100 * p.external_fragmentation(), mib(p.largest_free), gib(p.inactive));
+      100 * free_share, 100 * p.external_fragmentation(), bytes_to_mib(p.largest_free), bytes_to_gib(p.inactive));
   if (!d.pinning.empty())
     f.detail += fmt::format(" The segment pinning the most free memory holds {:.0f} MiB free around {:.0f} MiB in use",
-                            mib(d.pinning.front().free_bytes), mib(d.pinning.front().active_bytes)) +
+                            bytes_to_mib(d.pinning.front().free_bytes), bytes_to_mib(d.pinning.front().active_bytes)) +
                 (d.pinning.front().splitters.empty() || d.pinning.front().splitters.front().frame.empty()
                      ? "."
                      : ", split by an allocation at " + d.pinning.front().splitters.front().frame + ".");
@@ -84,10 +81,15 @@ struct OomCase {
   std::int64_t device_free = -1;
   std::int64_t total_capacity = -1;  // text only
   std::int64_t allowed = -1;         // text only: the per-process memory fraction's limit
+  std::int64_t other_processes = 0;  // text only: bytes other processes held on the device
   std::string where;                 // " at train.py:77 in forward", " (line 40)"
   std::uint64_t count = 1;
   const char* threshold = "";
 };
+
+// Other processes holding >= 10% of the device at an out-of-memory (the reasoning is at
+// rule_oom_other_processes).
+constexpr double kOtherProcessesShare = 0.10;
 
 Finding oom_finding(const OomCase& o) {
   const bool fragmentation = o.cached_free >= o.requested;
@@ -102,7 +104,7 @@ Finding oom_finding(const OomCase& o) {
   if (fragmentation) {
     f.title = fmt::format(
         "Out of memory from fragmentation on device {}: {:.0f} MiB requested{} while the cache held {:.0f} MiB free",
-        o.device, mib(o.requested), o.where, mib(o.cached_free));
+        o.device, bytes_to_mib(o.requested), o.where, bytes_to_mib(o.cached_free));
     f.detail =
         "The allocator had more free memory cached than the request needed, but in pieces: no free block "
         "was large enough and the scattered free blocks could not be merged. Less fragmentation, not less "
@@ -113,20 +115,36 @@ Finding oom_finding(const OomCase& o) {
   } else {
     f.title = fmt::format(
         "Out of memory on device {}: {:.0f} MiB requested{} with {:.1f} GiB in use and {:.0f} MiB cached free",
-        o.device, mib(o.requested), o.where, gib(o.allocated), mib(o.cached_free));
-    f.detail =
-        "The memory in use plus the request exceeds what the device offers: the job needs less memory "
-        "(fragmentation is not the cause: the cache held less than the request free).";
+        o.device, bytes_to_mib(o.requested), o.where, bytes_to_gib(o.allocated), bytes_to_mib(o.cached_free));
+    // When other processes hold enough that the request would have fit without them, they are the
+    // cause (oom-other-processes says so, high); making this job smaller is the second remedy.
+    const bool others_explain =
+        o.other_processes > 0 && o.device_free >= 0 && o.total_capacity > 0 &&
+        static_cast<double>(o.other_processes) >= kOtherProcessesShare * static_cast<double>(o.total_capacity) &&
+        saturating_add(o.device_free, o.other_processes) >= o.requested;
+    if (others_explain) {
+      f.severity = Severity::kMedium;
+      f.detail = fmt::format(
+          "Other processes held {:.1f} GiB of the device: without them the request would have fit "
+          "(oom-other-processes). Otherwise the memory in use plus the request exceeds what the device offers, "
+          "and the job needs less memory (fragmentation is not the cause: the cache held less than the request "
+          "free).",
+          bytes_to_gib(o.other_processes));
+    } else {
+      f.detail =
+          "The memory in use plus the request exceeds what the device offers: the job needs less memory "
+          "(fragmentation is not the cause: the cache held less than the request free).";
+    }
     if (o.total_capacity > 0 && o.requested > o.total_capacity)
       f.detail += fmt::format(
           " The request alone is larger than the device's {:.1f} GiB: no setting makes it fit; look for a shape "
           "that grew by mistake (an unintended broadcast, a sequence length or batch size far above the usual).",
-          gib(o.total_capacity));
+          bytes_to_gib(o.total_capacity));
     if (o.allowed >= 0)
       f.detail += fmt::format(
           " torch.cuda.set_per_process_memory_fraction limits this process to {:.1f} GiB: raising the fraction is a "
           "fix too.",
-          gib(o.allowed));
+          bytes_to_gib(o.allowed));
     f.fixes = {
         "Activation checkpointing: torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) around "
         "the largest layers",
@@ -221,6 +239,7 @@ void rule_text_oom(const MemoryText& text, std::vector<Finding>& out) {
     c.device_free = last->device_free;
     c.total_capacity = last->total_capacity;
     c.allowed = last->allowed;
+    c.other_processes = last->other_processes_bytes();
     c.where = fmt::format(" (line {})", last->line);
     c.count = count;
     c.threshold =
@@ -236,8 +255,8 @@ void rule_text_oom(const MemoryText& text, std::vector<Finding>& out) {
 // ferret's threshold. High when, without them, the request would have fit in what the driver had
 // free (free + theirs >= requested). A finding of its own, not evidence of oom-capacity: its fix
 // (stop or move the other process, partition the device) differs from making this job smaller,
-// and it applies whichever way the OOM is classified.
-constexpr double kOtherProcessesShare = 0.10;
+// and it applies whichever way the OOM is classified. When it explains the OOM, oom-capacity drops
+// to medium and names it: the other processes are the cause, a smaller job the second remedy.
 
 void rule_oom_other_processes(const MemoryText& text, std::vector<Finding>& out) {
   const OomMessage* worst = nullptr;
@@ -255,14 +274,15 @@ void rule_oom_other_processes(const MemoryText& text, std::vector<Finding>& out)
   Finding f;
   f.id = "oom-other-processes";
   f.title = fmt::format("Other processes hold {:.1f} GiB ({:.0f}%) of device {} at the out-of-memory (line {})",
-                        gib(other), 100 * share, m.device, m.line);
+                        bytes_to_gib(other), 100 * share, m.device, m.line);
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
   f.severity = would_fit ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
       "{} other process{} on the device held {:.1f} GiB of its {:.1f} GiB when this process failed to allocate "
       "{:.0f} MiB.{}",
-      m.other_processes(), m.other_processes() == 1 ? "" : "es", gib(other), gib(m.total_capacity), mib(m.requested),
+      m.other_processes(), m.other_processes() == 1 ? "" : "es", bytes_to_gib(other), bytes_to_gib(m.total_capacity),
+      bytes_to_mib(m.requested),
       would_fit ? " Without them the request would have fit in what the driver had free." : "");
   if (m.self_index >= 0)
     f.detail +=
@@ -313,7 +333,7 @@ void rule_summary_fragmentation(const MemorySummary& s, std::vector<Finding>& ou
   f.id = "summary-fragmentation";
   f.title = fmt::format(
       "Fragmentation on device {}: {} cudaMalloc retries, {:.1f} GiB reserved at the peak for {:.1f} GiB of tensors {}",
-      s.device, s.alloc_retries, gib(reserved.peak), gib(allocated.peak), summary_where(s));
+      s.device, s.alloc_retries, bytes_to_gib(reserved.peak), bytes_to_gib(allocated.peak), summary_where(s));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = s.ooms > 0 ? Severity::kHigh : Severity::kMedium;
@@ -321,11 +341,11 @@ void rule_summary_fragmentation(const MemorySummary& s, std::vector<Finding>& ou
       "A cudaMalloc retry is the allocator failing to get memory from the driver, freeing every cached block it "
       "can and trying again: each one synchronizes the device. It happened {} time{} while {:.1f} GiB ({:.0f}%) of "
       "the peak reserved memory held no tensor: free blocks too small or too scattered for the requests.",
-      s.alloc_retries, s.alloc_retries == 1 ? "" : "s", gib(gap), 100 * share);
+      s.alloc_retries, s.alloc_retries == 1 ? "" : "s", bytes_to_gib(gap), 100 * share);
   const SummaryStat& split = s.row(SummaryMetric::kNonReleasable).all;
   if (split.peak > 0)
     f.detail += fmt::format(" Up to {:.1f} GiB sat in split blocks that cannot be released (Non-releasable memory).",
-                            gib(split.peak));
+                            bytes_to_gib(split.peak));
   if (s.ooms > 0) f.detail += fmt::format(" {} allocation{} still failed (CUDA OOMs).", s.ooms, s.ooms == 1 ? "" : "s");
   f.evidence = {{"alloc_retries", static_cast<double>(s.alloc_retries), "count"},
                 {"ooms", static_cast<double>(std::max<std::int64_t>(0, s.ooms)), "count"},
@@ -361,7 +381,7 @@ void rule_summary_cached(const MemorySummary& s, std::vector<Finding>& out) {
   Finding f;
   f.id = "summary-cached-memory";
   f.title = fmt::format("Cache held on device {}: {:.1f} GiB reserved, tensors peaked at {:.1f} GiB {}", s.device,
-                        gib(reserved.current), gib(allocated.peak), summary_where(s));
+                        bytes_to_gib(reserved.current), bytes_to_gib(allocated.peak), summary_where(s));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = idle >= 4 * kCacheMinIdleBytes ? Severity::kMedium : Severity::kLow;
@@ -372,7 +392,7 @@ void rule_summary_cached(const MemorySummary& s, std::vector<Finding>& out) {
       "users of the device. empty_cache() helps when something else needs the memory: another process, NCCL or "
       "cuDNN workspaces, a phase with other shapes; call it once, between phases. It hurts in the training loop: "
       "every step then pays cudaMalloc/cudaFree again, which synchronize the device.",
-      gib(idle));
+      bytes_to_gib(idle));
   f.evidence = {{"reserved_bytes", static_cast<double>(reserved.current), "bytes"},
                 {"allocated_bytes", static_cast<double>(std::max<std::int64_t>(0, allocated.current)), "bytes"},
                 {"peak_allocated_bytes", static_cast<double>(allocated.peak), "bytes"},
@@ -440,7 +460,7 @@ void rule_summary_activations(const MemorySummary& s, std::vector<Finding>& out)
   f.id = "summary-activation-peak";
   f.title = fmt::format(
       "Activations dominate the peak on device {}: {:.1f} GiB of the {:.1f} GiB peak is transient (now {:.1f} GiB) {}",
-      s.device, gib(transient), gib(a.peak), gib(a.current), summary_where(s));
+      s.device, bytes_to_gib(transient), bytes_to_gib(a.peak), bytes_to_gib(a.current), summary_where(s));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = s.ooms > 0 ? Severity::kHigh : Severity::kMedium;
@@ -448,7 +468,7 @@ void rule_summary_activations(const MemorySummary& s, std::vector<Finding>& out)
       "Tensors peaked at {:.1f} GiB but {:.1f} GiB are held now. If the summary was taken between steps, what is "
       "held now persists (weights, gradients, optimizer state) and the {:.0f}% in between lives only inside a step: "
       "activations saved for backward and temporaries. Shrinking them lowers the peak most.",
-      gib(a.peak), gib(a.current), 100 * share);
+      bytes_to_gib(a.peak), bytes_to_gib(a.current), 100 * share);
   f.evidence = {{"peak_allocated_bytes", static_cast<double>(a.peak), "bytes"},
                 {"allocated_bytes", static_cast<double>(a.current), "bytes"},
                 {"transient_bytes", static_cast<double>(transient), "bytes"},
@@ -475,8 +495,8 @@ void rules_allocator(const AllocatorStateResult& state, std::vector<Finding>& ou
 }
 
 void rules_memory_text(const MemoryText& text, std::vector<Finding>& out) {
+  rule_oom_other_processes(text, out);  // first: when it explains an OOM, it is the cause
   rule_text_oom(text, out);
-  rule_oom_other_processes(text, out);
   for (const MemorySummary* s : last_summary_per_device(text)) {
     rule_summary_fragmentation(*s, out);
     rule_summary_activations(*s, out);

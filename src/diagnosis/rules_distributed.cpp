@@ -174,7 +174,7 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
       "convention); the time-weighted mean over {} call{} was {:.1f} GB/s. The {} peak is {:.0f} GB/s per direction. "
       "Traffic that should ride NVLink is taking a slower path (PCIe, shared memory through the host, or the network "
       "socket transport), or a peer arrives late every time.",
-      u.device, collective_name(u.kind), static_cast<double>(u.best_large_bytes) / (1024.0 * 1024.0), u.group_size,
+      u.device, collective_name(u.kind), bytes_to_mib(static_cast<double>(u.best_large_bytes)), u.group_size,
       u.best_large_busbw_gbps, u.calls, u.calls == 1 ? "" : "s", u.busbw_gbps, u.link, u.link_gbps);
   if (u.best_large_protocol == "LL") {
     // LL carries 4 data bytes per 8-byte store (the rest is a flag), so it tops out near half the
@@ -183,7 +183,7 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
     f.detail += fmt::format(
         " The kernel ran NCCL's LL protocol on a {:.0f} MiB message: LL moves at most about half of the link's "
         "bandwidth and NCCL picks it for large messages only when NCCL_PROTO forces it or the path looks slow.",
-        static_cast<double>(u.best_large_bytes) / (1024.0 * 1024.0));
+        bytes_to_mib(static_cast<double>(u.best_large_bytes)));
   }
   f.evidence = {{"best_large_busbw_gbps", u.best_large_busbw_gbps, "GB/s"},
                 {"mean_busbw_gbps", u.busbw_gbps, "GB/s"},

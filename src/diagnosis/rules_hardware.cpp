@@ -11,8 +11,6 @@ namespace ferret {
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 // slow-host-copies. Threshold: copies of >= 1 MiB (kLargeCopyBytes) achieve < 50% of the host
 // link's peak per direction. Why 50%: pinned copies reach ~80-90% of PCIe peak in CUDA's
 // bandwidthTest / nvbandwidth (~13 of 16 GB/s on gen3 x16, ~25 of 32 on gen4, ~50 of 64 on gen5);
@@ -53,8 +51,8 @@ void rule_slow_host_copies(const HardwareResult& h, std::vector<Finding>& out) {
       "per direction. At peak, the slow large host copies in the window would take {:.2f} ms less. Pinned copies "
       "normally reach "
       "80-90% of the link.",
-      w.large_count, w.device, static_cast<double>(w.large_bytes) / kMiB, ns_to_ms(w.large_time_ns), w.large_gbps,
-      w.link, w.peak_gbps, lost_ns / 1e6);
+      w.large_count, w.device, bytes_to_mib(static_cast<double>(w.large_bytes)), ns_to_ms(w.large_time_ns),
+      w.large_gbps, w.link, w.peak_gbps, lost_ns / 1e6);
   f.evidence = {{"achieved_gbps", w.large_gbps, "GB/s"},
                 {"link_peak_gbps", w.peak_gbps, "GB/s"},
                 {"link_efficiency_pct", share_to_pct(w.large_efficiency), "%"},
@@ -117,7 +115,7 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
       "{:.1f} MiB host-to-device and {:.1f} MiB device-to-host went through pageable memory ({:.0f}% of host copy "
       "bytes), {:.2f} ms of copy time. The driver stages pageable memory through a pinned bounce buffer, which roughly "
       "halves bandwidth and makes the copy synchronous for the host, so it cannot overlap the next step's work.",
-      static_cast<double>(htod) / kMiB, static_cast<double>(dtoh) / kMiB, share_to_pct(pageable_of_host),
+      bytes_to_mib(static_cast<double>(htod)), bytes_to_mib(static_cast<double>(dtoh)), share_to_pct(pageable_of_host),
       ns_to_ms(h.pageable_time_ns));
   f.evidence = {{"pageable_copies", static_cast<double>(h.pageable_count), "count"},
                 {"pageable_bytes", static_cast<double>(h.pageable_bytes), "bytes"},

@@ -11,9 +11,6 @@ namespace ferret {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-double gib(std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
-
 std::string device_label(const MemoryDevice& d) {
   return d.device_name.empty() ? fmt::format("GPU {}", d.device_id)
                                : fmt::format("GPU {} ({})", d.device_id, d.device_name);
@@ -31,9 +28,9 @@ void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
     if (d.device_type <= 0 || d.capacity_bytes <= 0 || d.peak_reserved_share <= kNearCapacityShare) continue;
     Finding f;
     f.id = "memory-near-capacity";
-    f.title =
-        fmt::format("Memory near capacity: {} peaks at {:.0f}% of its {:.1f} GiB (reserved {:.1f} GiB)",
-                    device_label(d), share_to_pct(d.peak_reserved_share), gib(d.capacity_bytes), gib(d.peak_reserved));
+    f.title = fmt::format("Memory near capacity: {} peaks at {:.0f}% of its {:.1f} GiB (reserved {:.1f} GiB)",
+                          device_label(d), share_to_pct(d.peak_reserved_share), bytes_to_gib(d.capacity_bytes),
+                          bytes_to_gib(d.peak_reserved));
     f.dimension = Dimension::kMemory;
     f.layer = Layer::kHardware;
     f.severity = d.peak_reserved_share >= kNearCapacityHighShare ? Severity::kHigh : Severity::kMedium;
@@ -44,7 +41,7 @@ void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
         "allocator starts freeing and retrying (cudaFree synchronizes the device). Memory, not time: this bounds how "
         "far batch size can grow, not the step time. Inference servers that preallocate a KV cache (vLLM's "
         "gpu_memory_utilization, 0.9 by default) sit here by design.",
-        gib(d.peak_reserved), gib(d.capacity_bytes), d.device_id, gib(d.peak_allocated));
+        bytes_to_gib(d.peak_reserved), bytes_to_gib(d.capacity_bytes), d.device_id, bytes_to_gib(d.peak_allocated));
     f.evidence = {{"peak_reserved_bytes", static_cast<double>(d.peak_reserved), "bytes"},
                   {"peak_allocated_bytes", static_cast<double>(d.peak_allocated), "bytes"},
                   {"device_memory_bytes", static_cast<double>(d.capacity_bytes), "bytes"},
@@ -90,7 +87,7 @@ void rule_fragmentation(const MemoryResult& m, const AttentionPatternsResult& at
     f.id = "memory-fragmentation";
     f.title =
         fmt::format("Fragmented allocator cache: {:.0f}% of the {:.1f} GiB reserved on {} was idle when it peaked",
-                    share_to_pct(d.fragmentation_at_peak), gib(d.peak_reserved), device_label(d));
+                    share_to_pct(d.fragmentation_at_peak), bytes_to_gib(d.peak_reserved), device_label(d));
     f.dimension = Dimension::kMemory;
     f.layer = Layer::kFramework;
     if (d.peak_reserved_share >= kFragmentationHighCapacityShare)
@@ -104,7 +101,7 @@ void rule_fragmentation(const MemoryResult& m, const AttentionPatternsResult& at
         "blocks could not serve the request, so it asked the driver for more. Over the trace the idle share averaged "
         "{:.0f}% (time-weighted) and reached {:.0f}%. Varying tensor sizes (dynamic shapes, variable sequence lengths) "
         "split cached segments into pieces no later request fits.",
-        gib(d.peak_reserved), gib(d.allocated_at_peak_reserved), gib(idle),
+        bytes_to_gib(d.peak_reserved), bytes_to_gib(d.allocated_at_peak_reserved), bytes_to_gib(idle),
         share_to_pct(std::max(0.0, d.fragmentation_mean)), share_to_pct(std::max(0.0, d.fragmentation_max)));
     f.evidence = {{"fragmentation_at_peak_pct", share_to_pct(d.fragmentation_at_peak), "%"},
                   {"idle_reserved_at_peak_bytes", static_cast<double>(idle), "bytes"},
@@ -174,7 +171,7 @@ void rule_allocation_churn(const MemoryResult& m, std::vector<Finding>& out) {
       "{:.2f} GiB in all. In steady state every request should be served from the cache. {} allocator call{} "
       "took {:.2f} ms of host time in the window.",
       m.steady_steps, m.steady_steps == 1 ? "" : "s", grows, grows == 1 ? "" : "s", shrinks, m.allocations_per_step,
-      m.allocated_bytes_per_step / kGiB, m.allocator_calls, m.allocator_calls == 1 ? "" : "s",
+      bytes_to_gib(m.allocated_bytes_per_step), m.allocator_calls, m.allocator_calls == 1 ? "" : "s",
       static_cast<double>(m.allocator_call_ns) / 1e6);
   f.evidence = {{"reserved_changes_per_step", m.reserved_changes_per_step, "count"},
                 {"segment_allocations", static_cast<double>(grows), "count"},

@@ -29,16 +29,31 @@ class Converter {
     if (segments == nullptr || segments->kind != PickleKind::kList)
       throw InputError(name + ": not a torch memory snapshot: no \"segments\" list (torch.cuda.memory._snapshot())");
     for (const PickleValue& s : doc_.items(*segments)) segment(s);
-    if (const PickleValue* traces = doc_.get(root, "device_traces"))
-      for (const PickleValue& device : doc_.items(*traces)) {
-        spend();
-        out_.device_traces.emplace_back();
-        for (const PickleValue& e : doc_.items(device)) event(e, out_.device_traces.back());
+    for (const PickleValue& device : list_of(doc_.get(root, "device_traces"), "\"device_traces\"")) {
+      spend();
+      out_.device_traces.emplace_back();
+      for (const PickleValue& e : list_of(&device, "device trace")) event(e, out_.device_traces.back());
+    }
+    if (const PickleValue* settings = doc_.get(root, "allocator_settings")) {
+      if (settings->kind != PickleKind::kDict) issue("\"allocator_settings\" that is not a dict, ignored");
+      for (const auto& [k, v] : doc_.entries(*settings)) {
+        if (k.kind == PickleKind::kString)
+          out_.settings.push_back({std::string(doc_.text(k)), scalar_text(v)});
+        else
+          issue("allocator setting whose name is not a string, ignored");
       }
-    if (const PickleValue* settings = doc_.get(root, "allocator_settings"))
-      for (const auto& [k, v] : doc_.entries(*settings))
-        if (k.kind == PickleKind::kString) out_.settings.push_back({std::string(doc_.text(k)), scalar_text(v)});
-    for (const auto& [what, count] : issues_) out_.notes.push_back(fmt::format("{} x {}", count, what));
+    }
+    // Notes name each kind of damage once; a stream inventing endless kinds gets a bounded list.
+    std::size_t kinds = 0;
+    std::uint64_t rest = 0;
+    for (const auto& [what, count] : issues_) {
+      if (++kinds <= kMaxNoteKinds)
+        out_.notes.push_back(fmt::format("{} x {}", count, what));
+      else
+        rest += count;
+    }
+    if (kinds > kMaxNoteKinds)
+      out_.notes.push_back(fmt::format("{} x damage of {} other kinds", rest, kinds - kMaxNoteKinds));
   }
 
  private:
@@ -54,18 +69,41 @@ class Converter {
     }
   }
   void issue(const std::string& what) { ++issues_[what]; }
+  // The items of a list or tuple; anything else there is counted and read as empty.
+  const std::vector<PickleValue>& list_of(const PickleValue* v, std::string_view what) {
+    static const std::vector<PickleValue> kNone;
+    if (v == nullptr) return kNone;
+    if (v->kind != PickleKind::kList && v->kind != PickleKind::kTuple) {
+      issue(fmt::format("{} of type {}, not a list, ignored", what, pickle_kind_name(v->kind)));
+      return kNone;
+    }
+    return doc_.items(*v);
+  }
+  // A byte count: an int (or a float) from 0 to kMaxSnapshotBytes. Larger is no device's memory,
+  // and sums of such values would overflow int64, so it is counted and taken as unreadable.
+  std::int64_t bytes_or(const PickleValue* v, std::int64_t fallback, std::string_view key, const char* what) {
+    std::int64_t n = doc_.int_or(v, -1);
+    if (v != nullptr && (v->big || n > kMaxSnapshotBytes)) {
+      issue(fmt::format("{} \"{}\" over 2^50 bytes, not a device's memory (taken as unreadable)", what, key));
+      n = -1;
+    }
+    return n < 0 ? fallback : n;
+  }
   std::int64_t size_field(const PickleValue& d, std::string_view key, const char* what) {
-    const std::int64_t v = doc_.int_or(doc_.get(d, key), -1);
+    const std::int64_t v = bytes_or(doc_.get(d, key), -1, key, what);
     if (v < 0) issue(fmt::format("{} without a readable \"{}\" (taken as 0)", what, key));
     return v < 0 ? 0 : v;
   }
   std::vector<SnapshotFrame> frames(const PickleValue* list) {
     std::vector<SnapshotFrame> out;
     if (list == nullptr) return out;
-    for (const PickleValue& f : doc_.items(*list)) {
+    for (const PickleValue& f : list_of(list, "frames")) {
       if (out.size() >= kSnapshotFramesKept) break;
       spend();
-      if (f.kind != PickleKind::kDict) continue;
+      if (f.kind != PickleKind::kDict) {
+        issue("frame that is not a dict, skipped");
+        continue;
+      }
       out.push_back({doc_.string_or(doc_.get(f, "filename"), "?"), doc_.int_or(doc_.get(f, "line"), -1),
                      doc_.string_or(doc_.get(f, "name"), "?")});
     }
@@ -85,41 +123,46 @@ class Converter {
       return;
     }
     SnapshotSegment seg;
-    seg.device = static_cast<int>(doc_.int_or(doc_.get(s, "device"), 0));
+    const PickleValue* device = doc_.get(s, "device");
+    const std::int64_t device_index = doc_.int_or(device, device == nullptr ? 0 : -1);
+    if (device_index < 0 || device_index > kMaxSnapshotDevice || (device != nullptr && device->big)) {
+      issue(fmt::format("segment whose \"device\" is not an index from 0 to {}, skipped", kMaxSnapshotDevice));
+      return;
+    }
+    seg.device = static_cast<int>(device_index);
     seg.address = doc_.int_or(doc_.get(s, "address"), 0);
     seg.total_size = size_field(s, "total_size", "segment");
     seg.stream = doc_.int_or(doc_.get(s, "stream"), 0);
     seg.segment_type = doc_.string_or(doc_.get(s, "segment_type"), "");
     seg.expandable = doc_.int_or(doc_.get(s, "is_expandable"), 0) != 0;
     if (const PickleValue* pool = doc_.get(s, "segment_pool_id")) {
-      for (const PickleValue& part : doc_.items(*pool))
+      for (const PickleValue& part : list_of(pool, "\"segment_pool_id\""))
         seg.pool += (seg.pool.empty() ? "" : ",") + std::to_string(doc_.int_or(&part, 0));
     }
     if (seg.pool.empty()) seg.pool = "0,0";
-    if (const PickleValue* blocks = doc_.get(s, "blocks"))
-      for (const PickleValue& b : doc_.items(*blocks)) {
-        spend();
-        if (b.kind != PickleKind::kDict) {
-          issue("block that is not a dict, skipped");
-          continue;
-        }
-        SnapshotBlock block;
-        block.address = doc_.int_or(doc_.get(b, "address"), 0);
-        block.size = size_field(b, "size", "block");
-        block.requested_size = std::max<std::int64_t>(-1, doc_.int_or(doc_.get(b, "requested_size"), -1));
-        const std::string state = doc_.string_or(doc_.get(b, "state"), "");
-        block.state = state == "active_allocated"      ? BlockState::kActiveAllocated
-                      : state == "active_pending_free" ? BlockState::kActivePendingFree
-                      : state == "inactive"            ? BlockState::kInactive
-                                                       : BlockState::kUnknown;
-        if (block.state == BlockState::kUnknown) issue("block of unknown state \"" + state + "\"");
-        block.frames = frames(doc_.get(b, "frames"));
-        // torch 1.13 kept the frames in a per-block history.
-        if (block.frames.empty())
-          if (const PickleValue* history = doc_.get(b, "history"))
-            if (!doc_.items(*history).empty()) block.frames = frames(doc_.get(doc_.items(*history).back(), "frames"));
-        seg.blocks.push_back(std::move(block));
+    for (const PickleValue& b : list_of(doc_.get(s, "blocks"), "\"blocks\"")) {
+      spend();
+      if (b.kind != PickleKind::kDict) {
+        issue("block that is not a dict, skipped");
+        continue;
       }
+      SnapshotBlock block;
+      block.address = doc_.int_or(doc_.get(b, "address"), 0);
+      block.size = size_field(b, "size", "block");
+      block.requested_size = bytes_or(doc_.get(b, "requested_size"), -1, "requested_size", "block");
+      const std::string state = doc_.string_or(doc_.get(b, "state"), "");
+      block.state = state == "active_allocated"      ? BlockState::kActiveAllocated
+                    : state == "active_pending_free" ? BlockState::kActivePendingFree
+                    : state == "inactive"            ? BlockState::kInactive
+                                                     : BlockState::kUnknown;
+      if (block.state == BlockState::kUnknown) issue("block of unknown state \"" + state.substr(0, 40) + "\"");
+      block.frames = frames(doc_.get(b, "frames"));
+      // torch 1.13 kept the frames in a per-block history.
+      if (block.frames.empty())
+        if (const PickleValue* history = doc_.get(b, "history"))
+          if (!doc_.items(*history).empty()) block.frames = frames(doc_.get(doc_.items(*history).back(), "frames"));
+      seg.blocks.push_back(std::move(block));
+    }
     out_.segments.push_back(std::move(seg));
   }
   void event(const PickleValue& e, std::vector<AllocatorEvent>& into) {
@@ -143,11 +186,12 @@ class Converter {
     const std::string action = doc_.string_or(doc_.get(e, "action"), "");
     const auto it = kActions.find(action);
     ev.action = it == kActions.end() ? AllocatorAction::kOther : it->second;
-    if (ev.action == AllocatorAction::kOther) issue("device trace action \"" + action + "\" not known, ignored");
+    if (ev.action == AllocatorAction::kOther)
+      issue("device trace action \"" + action.substr(0, 40) + "\" not known, ignored");
     ev.addr = doc_.int_or(doc_.get(e, "addr"), 0);
-    ev.size = std::max<std::int64_t>(0, doc_.int_or(doc_.get(e, "size"), 0));
+    ev.size = bytes_or(doc_.get(e, "size"), 0, "size", "device trace entry");
     ev.time_us = doc_.int_or(doc_.get(e, "time_us"), -1);
-    ev.device_free = doc_.int_or(doc_.get(e, "device_free"), -1);
+    ev.device_free = bytes_or(doc_.get(e, "device_free"), -1, "device_free", "device trace entry");
     ev.frames = frames(doc_.get(e, "frames"));
     into.push_back(std::move(ev));
   }
@@ -158,6 +202,7 @@ class Converter {
   std::uint64_t budget_;
   std::uint64_t work_ = 0;
   std::map<std::string, std::uint64_t> issues_;
+  static constexpr std::size_t kMaxNoteKinds = 32;
 };
 
 }  // namespace

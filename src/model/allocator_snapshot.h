@@ -19,6 +19,10 @@ struct SnapshotFrame {
 };
 // Frames kept per block or action: the innermost ones say who allocated.
 inline constexpr std::size_t kSnapshotFramesKept = 6;
+// Plausibility bounds a reader applies: a byte count above 2^50 (1 PiB) is no device's memory
+// (and sums of such would overflow int64); a device index above 65535 is no machine's.
+inline constexpr std::int64_t kMaxSnapshotBytes = std::int64_t{1} << 50;
+inline constexpr std::int64_t kMaxSnapshotDevice = 65535;
 
 enum class BlockState : std::uint8_t { kActiveAllocated, kActivePendingFree, kInactive, kUnknown };
 

@@ -222,7 +222,9 @@ std::string memory_text_input(const MemoryReportInput& in, const Style& st) {
                   t.ooms.size(), t.ooms.size() == 1 ? "" : "s", t.lines);
   const std::size_t width = st.width > 0 ? st.width : kDefaultTextWidth;
   for (const MemorySummary& s : t.summaries) {
-    out += "\n" + summary_heading(s) + "\n";
+    out += '\n';  // appended apart: GCC 12 warns falsely (-Wrestrict) on "\n" + a temporary string
+    out += summary_heading(s);
+    out += '\n';
     const std::vector<std::vector<std::string>> rows = summary_cells(s);
     const TextTable table({{"metric", 22, 12},
                            {"current", 0, 0, true, 0, 2},
@@ -232,7 +234,12 @@ std::string memory_text_input(const MemoryReportInput& in, const Style& st) {
                           rows, 2, width);
     out += table.render(rows);
   }
-  for (const OomMessage& o : t.ooms) out += "\n" + oom_heading(o) + "\n" + oom_text_lines(o);
+  for (const OomMessage& o : t.ooms) {
+    out += '\n';
+    out += oom_heading(o);
+    out += '\n';
+    out += oom_text_lines(o);
+  }
   out += findings_text(in.findings, st, st.width, /*with_rules=*/false);
   for (const std::string& n : t.notes) out += "  note: " + terminal_safe(n) + "\n";
   out += "\n";
@@ -341,7 +348,8 @@ std::string memory_markdown(const std::vector<MemoryReportInput>& inputs) {
                          bytes(p.allocated), bytes(p.requested), bytes(p.inactive), p.free_blocks,
                          bytes(p.largest_free), 100 * p.external_fragmentation());
     }
-    out += "\n" + findings_markdown(in.findings);
+    out += '\n';
+    out += findings_markdown(in.findings);
   }
   return out;
 }

@@ -163,10 +163,12 @@ std::vector<std::string> smi_notes(const SmiLog& log) {
   for (const SmiSource& s : log.sources) {
     const std::string name = terminal_safe(s.name);
     if (s.skipped_lines > 0)
-      out.push_back(fmt::format("{}: {} lines skipped, neither header nor readable row ({} over {} KiB)", name,
-                                s.skipped_lines, s.long_lines, kSmiMaxLineBytes / 1024));
+      out.push_back(fmt::format("{}: {} line{} skipped, neither header nor readable row ({} over {} KiB)", name,
+                                s.skipped_lines, s.skipped_lines == 1 ? "" : "s", s.long_lines,
+                                kSmiMaxLineBytes / 1024));
     if (s.ragged_rows > 0)
-      out.push_back(fmt::format("{}: {} rows of another width than their header", name, s.ragged_rows));
+      out.push_back(fmt::format("{}: {} row{} of another width than their header", name, s.ragged_rows,
+                                s.ragged_rows == 1 ? "" : "s"));
     for (const std::string& e : s.skipped_examples) out.push_back(name + ": " + e);
     if (s.not_available > 0)
       out.push_back(fmt::format("{}: {} values not available ([N/A], -)", name, s.not_available));
@@ -319,7 +321,11 @@ std::string smi_markdown(const SmiReportInput& in) {
                        smi_headroom_cell(g.power_p95_w, g.power_limit_w, ""),
                        g.throttle.busy_samples ? fmt::format("{:.0f}", 100 * g.throttle.share()) : "-");
   for (const SmiTraceWindow& w : in.stats.traces)
-    for (const std::string& s : smi_trace_sentences(in.log, w)) out += "\n" + escape_markdown(trim(s), false) + "\n";
+    for (const std::string& s : smi_trace_sentences(in.log, w)) {
+      out += '\n';  // appended apart: GCC 12 warns falsely (-Wrestrict) on "\n" + a temporary string
+      out += escape_markdown(trim(s), false);
+      out += '\n';
+    }
   out += "\n" + findings_markdown(in.findings);
   const std::vector<std::string> notes = smi_notes(in.log);
   if (!notes.empty()) out += "\n";

@@ -39,6 +39,9 @@ TEST(WatchCli, ExitStatusAndSignalsPassThrough) {
   r = test::run_ferret("watch -- /nonexistent/command");
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_NE(r.err.find("cannot run /nonexistent/command"), std::string::npos) << r.err;
+  r = test::run_ferret("watch -- /");  // found, but a directory: the shell's 126
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_NE(r.err.find("cannot run /: Permission denied"), std::string::npos) << r.err;
 }
 
 TEST(WatchCli, SigtermToFerretReachesTheCommand) {

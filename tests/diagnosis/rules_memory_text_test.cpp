@@ -195,19 +195,32 @@ TEST(RulesMemoryText, OtherProcessesFromTenPercentOfTheDevice) {
   t.ooms[0].processes = {{1234, 8 * kGiB}};  // exactly 10% of 80 GiB; free + 8 GiB >= 2 GiB
   std::vector<Finding> found;
   rules_memory_text(t, found);
+  // They explain the OOM: their finding comes first and high; capacity drops to medium and names them.
   ASSERT_EQ(found.size(), 2u);
-  EXPECT_EQ(found[1].id, "oom-other-processes");
-  EXPECT_EQ(found[1].severity, Severity::kHigh);
-  EXPECT_DOUBLE_EQ(found[1].evidence[2].value, 10.0);
+  EXPECT_EQ(found[0].id, "oom-other-processes");
+  EXPECT_EQ(found[0].severity, Severity::kHigh);
+  EXPECT_DOUBLE_EQ(found[0].evidence[2].value, 10.0);
+  EXPECT_EQ(found[1].id, "oom-capacity");
+  EXPECT_EQ(found[1].severity, Severity::kMedium);
+  EXPECT_NE(found[1].detail.find("Other processes held 8.0 GiB of the device: without them the request would have fit"),
+            std::string::npos)
+      << found[1].detail;
   t.ooms[0].processes = {{1234, 8 * kGiB - kMiB}};
   EXPECT_EQ(ids_of(t), std::vector<std::string>{"oom-capacity"});
-  // Medium when even without them the request would not fit: 9 GiB requested, 0.1 + 8.5 free.
+  found.clear();
+  rules_memory_text(t, found);
+  EXPECT_EQ(found[0].severity, Severity::kHigh);  // under 10%: this job's own capacity problem
+  // Medium when even without them the request would not fit: 9 GiB requested, 0.1 + 8.5 free; then
+  // capacity stays high and says nothing of them.
   t.ooms[0] = oom(9 * kGiB, 60 * kGiB, 0);
   t.ooms[0].processes = {{1, 8 * kGiB + kGiB / 2}};
   found.clear();
   rules_memory_text(t, found);
   ASSERT_EQ(found.size(), 2u);
-  EXPECT_EQ(found[1].severity, Severity::kMedium);
+  EXPECT_EQ(found[0].id, "oom-other-processes");
+  EXPECT_EQ(found[0].severity, Severity::kMedium);
+  EXPECT_EQ(found[1].severity, Severity::kHigh);
+  EXPECT_EQ(found[1].detail.find("Other processes"), std::string::npos) << found[1].detail;
   // The listed process taken as this one does not count.
   t.ooms[0].self_index = 0;
   EXPECT_EQ(ids_of(t), std::vector<std::string>{"oom-capacity"});

@@ -22,8 +22,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -31,12 +33,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pickle_writer.h"
 #include "terminal_hazard.h"
 #include "test_util.h"
 
 namespace ferret::test {
 namespace {
 namespace broken_inputs_test {
+
+using namespace pickle_writer;  // p_str, p_int, p_list, p_dict, p_snapshot, ...
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -276,6 +281,32 @@ bool skipped_by_stride(std::size_t& seen) {
   }();
   return seen++ % stride != 0;
 }
+
+// One class of the suite run through the CLI: counts cases, violations (any failure a case
+// adds) and outcomes, and writes the tally for docs/RELIABILITY.md when the test ends.
+template <typename CaseT>
+class CaseTally {
+ public:
+  CaseTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
+  virtual ~CaseTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
+
+  void check(const CaseT& c) {
+    if (skipped_by_stride(seen_)) return;
+    ++cases_;
+    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+    const int parts_before = result->total_part_count();
+    check_case(c);
+    if (result->total_part_count() != parts_before) ++violations_;
+  }
+
+ protected:
+  virtual void check_case(const CaseT& c) = 0;
+
+  std::string name_, what_;
+  std::size_t seen_ = 0, cases_ = 0, violations_ = 0;
+  std::size_t outcomes_[kOutcomeCount] = {};
+  double max_seconds_ = 0;
+};
 
 class ClassTally {
  public:
@@ -1086,22 +1117,12 @@ struct NcclCase {
   double bound_s = 30;
 };
 
-class NcclTally {
+class NcclTally : public CaseTally<NcclCase> {
  public:
-  NcclTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
-  ~NcclTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
-
-  void check(const NcclCase& c) {
-    if (skipped_by_stride(seen_)) return;
-    ++cases_;
-    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
-    const int parts_before = result->total_part_count();
-    check_case(c);
-    if (result->total_part_count() != parts_before) ++violations_;
-  }
+  using CaseTally::CaseTally;
 
  private:
-  void check_case(const NcclCase& c) {
+  void check_case(const NcclCase& c) override {
     const std::string tag = name_ + " / " + c.label;
     std::string target = "-";
     if (c.stdin_shell.empty()) {
@@ -1147,11 +1168,6 @@ class NcclTally {
     if (c.must_count && counted == 0 && !stopped) ADD_FAILURE() << tag << ": the damage is not counted";
     ++outcomes_[stopped ? kStoppedEarly : counted > 0 ? kRepaired : kLoaded];
   }
-
-  std::string name_, what_;
-  std::size_t seen_ = 0, cases_ = 0, violations_ = 0;
-  std::size_t outcomes_[kOutcomeCount] = {};
-  double max_seconds_ = 0;
 };
 
 NcclCase nccl_case(std::string label, std::string bytes, bool must_count = false) {
@@ -1209,38 +1225,38 @@ TEST(BrokenInputs, NcclLogs) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Memory text: `ferret memory` on memory_summary() tables and out-of-memory messages (docs/MEMORY.md,
-// "Bounds and damage"): no crash, no hang, exit 0 or 2 naming the file, byte-identical --json,
-// damage counted in the notes.
+// `ferret memory` on allocator snapshots and on memory text (memory_summary() tables, out-of-memory
+// messages; docs/MEMORY.md, "Reading it safely" and "Bounds and damage"): no crash, no hang, exit 0
+// or 2 naming the file, output bounded by the input, byte-identical --json, damage counted in the
+// notes, text and Markdown safe for a terminal.
 
-struct MemoryTextCase {
+struct MemoryCase {
   std::string label;
-  std::string bytes;        // written to a temporary file
-  std::string stdin_shell;  // or: this pipeline feeds stdin
-  bool must_count = false;  // damage: notes (cut boxes, bad cells, long lines, dropped records) must show
+  std::string bytes;         // written to a temporary file
+  std::string stdin_shell;   // or: this pipeline feeds stdin
+  bool must_count = false;   // damage: notes (cut boxes, bad cells, bad fields, dropped records) must show
+  bool must_reject = false;  // nothing is usable (or the stream must not be run): exit 2 expected
   double bound_s = 30;
+  std::function<void(const std::string& tag)> after;  // a further promise, checked after the runs
 };
 
-class MemoryTextTally {
+class MemoryTally : public CaseTally<MemoryCase> {
  public:
-  MemoryTextTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
-  ~MemoryTextTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
-
-  void check(const MemoryTextCase& c) {
-    if (skipped_by_stride(seen_)) return;
-    ++cases_;
-    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
-    const int parts_before = result->total_part_count();
-    check_case(c);
-    if (result->total_part_count() != parts_before) ++violations_;
-  }
+  // section: "texts" or "snapshots", where --json lists what each case's file was read as.
+  MemoryTally(std::string name, std::string what, std::string section)
+      : CaseTally(std::move(name), std::move(what)), section_(std::move(section)) {}
 
  private:
-  void check_case(const MemoryTextCase& c) {
+  void check_case(const MemoryCase& c) override {
+    check_runs(c);
+    if (c.after) c.after(name_ + " / " + c.label);
+  }
+
+  void check_runs(const MemoryCase& c) {
     const std::string tag = name_ + " / " + c.label;
     std::string target = "-";
     if (c.stdin_shell.empty()) {
-      target = temp_path("memory-text-case.log");
+      target = temp_path("memory-case.bin");
       write_file(target, c.bytes);
     }
     const std::string arg = target == "-" ? std::string("-") : shell_quote(target);
@@ -1249,7 +1265,8 @@ class MemoryTextTally {
       for (const char* form : {"memory --json ", "memory --md ", "memory "})
         runs.push_back(run(form + arg, "", c.bound_s));
     if (c.stdin_shell.empty()) std::remove(target.c_str());
-    for (const Run& r : runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
       max_seconds_ = std::max(max_seconds_, r.seconds);
       if (r.timed_out) ADD_FAILURE() << tag << ": hung past " << c.bound_s << " s";
       if (r.signal) ADD_FAILURE() << tag << ": crashed with signal " << r.signal << ": " << r.err.substr(0, 300);
@@ -1258,8 +1275,15 @@ class MemoryTextTally {
       const std::size_t input = c.stdin_shell.empty() ? c.bytes.size() : 0;
       if (r.out.size() > (std::size_t{1} << 20) + 4 * input)
         ADD_FAILURE() << tag << ": " << r.out.size() << " bytes of output for " << input << " bytes of input";
+      // The Markdown and text reports (runs 2 and 3) and every stderr hold no raw control byte.
+      if (i >= 2 && r.exit_code == 0)
+        if (const std::string hazard = terminal_hazard(r.out); !hazard.empty())
+          ADD_FAILURE() << tag << ": report: " << hazard;
+      if (const std::string hazard = terminal_hazard(r.err); !hazard.empty())
+        ADD_FAILURE() << tag << ": stderr: " << hazard;
     }
     const Run& first = runs.front();
+    if (c.must_reject && first.exit_code != 2) ADD_FAILURE() << tag << ": read, where it must be refused";
     if (first.exit_code == 2) {
       if (first.err.find(target) == std::string::npos)
         ADD_FAILURE() << tag << ": exit 2 without naming the input: " << first.err.substr(0, 300);
@@ -1268,75 +1292,242 @@ class MemoryTextTally {
     }
     if (first.exit_code != 0) return;
     const json doc = json::parse(first.out, nullptr, false);
-    if (doc.is_discarded() || !doc.contains("texts") || doc["texts"].size() != 1) {
-      ADD_FAILURE() << tag << ": memory --json is not a valid document with one text";
+    if (doc.is_discarded() || !doc.contains(section_) || doc[section_].size() != 1) {
+      ADD_FAILURE() << tag << ": memory --json is not a valid document with one entry in " << section_;
       return;
     }
     if (runs.size() > 1 && runs[1].out != first.out) ADD_FAILURE() << tag << ": two --json runs differ";
-    const json& t = doc["texts"][0];
-    const bool stopped = false;
-    const std::size_t counted = t["notes"].size();
+    const std::size_t counted = doc[section_][0]["notes"].size();
     if (c.must_count && counted == 0) ADD_FAILURE() << tag << ": the damage is not counted";
-    ++outcomes_[stopped ? kStoppedEarly : counted > 0 ? kRepaired : kLoaded];
+    ++outcomes_[counted > 0 ? kRepaired : kLoaded];
   }
 
-  std::string name_, what_;
-  std::size_t seen_ = 0, cases_ = 0, violations_ = 0;
-  std::size_t outcomes_[kOutcomeCount] = {};
-  double max_seconds_ = 0;
+  std::string section_;
 };
 
-MemoryTextCase memory_text_case(std::string label, std::string bytes, bool must_count = false) {
-  MemoryTextCase c;
+MemoryCase memory_case(std::string label, std::string bytes, bool must_count = false, bool must_reject = false) {
+  MemoryCase c;
   c.label = std::move(label);
   c.bytes = std::move(bytes);
   c.must_count = must_count;
+  c.must_reject = must_reject;
   return c;
 }
 
 TEST(BrokenInputs, MemoryText) {
-  MemoryTextTally tally("Memory text",
-                        "memory_summary() tables cut, with bad cells and huge numbers; out-of-memory messages with "
-                        "100,000 processes; thousands of summaries; megabyte lines, binary and NUL bytes, damaged "
-                        "compression, an endless stream");
+  MemoryTally tally("Memory text",
+                    "memory_summary() tables cut, with bad cells and huge numbers; out-of-memory messages with "
+                    "100,000 processes; thousands of summaries; megabyte lines, binary and NUL bytes, damaged "
+                    "compression, an endless stream",
+                    "texts");
   const std::string dir = std::string(FERRET_SOURCE_DIR) + "/tests/data/memory/";
   const std::string summary = read_file(dir + "summary-torch2.txt");
   const std::string oom = read_file(dir + "oom-in-traceback.log");
   const std::string sound = summary + oom;
-  tally.check(memory_text_case("a summary and a message", sound));
-  tally.check(memory_text_case("summary cut in half", summary.substr(0, summary.size() / 2), true));
+  tally.check(memory_case("a summary and a message", sound));
+  tally.check(memory_case("summary cut in half", summary.substr(0, summary.size() / 2), true));
   std::string bad = summary;
   for (std::size_t at = bad.find("MiB"); at != std::string::npos; at = bad.find("MiB", at + 3)) bad[at] = 'Q';
-  tally.check(memory_text_case("every MiB cell misspelt", bad, true));
+  tally.check(memory_case("every MiB cell misspelt", bad, true));
   std::string big = summary;
   for (std::size_t at = big.find("  2048 MiB"); at != std::string::npos; at = big.find("  2048 MiB", at + 1))
     big.replace(at, 10, "99999999999999999999999 PiB");
-  tally.check(memory_text_case("cells past int64", big));
+  tally.check(memory_case("cells past int64", big));
   std::string many;
   for (int i = 0; i < 5000; ++i) many += summary;
-  tally.check(memory_text_case("5,000 summaries", many, true));
+  tally.check(memory_case("5,000 summaries", many, true));
   std::string procs =
       "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 0 bytes is "
       "free. ";
   for (int i = 0; i < 100000; ++i) procs += "Process " + std::to_string(i) + " has 1.00 GiB memory in use. ";
   procs +=
       "Of the allocated memory 1.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated.\n";
-  tally.check(memory_text_case("a message naming 100,000 processes", procs, true));
-  tally.check(memory_text_case("one 1 MiB line", std::string(1 << 20, 'x') + "\n" + sound, true));
-  tally.check(memory_text_case("16 MiB without a newline", sound + std::string(16 << 20, 'y'), true));
+  tally.check(memory_case("a message naming 100,000 processes", procs, true));
+  tally.check(memory_case("one 1 MiB line", std::string(1 << 20, 'x') + "\n" + sound, true));
+  tally.check(memory_case("16 MiB without a newline", sound + std::string(16 << 20, 'y'), true));
   Random rnd(11);
   std::string binary(1 << 20, '\0');
   for (char& ch : binary) ch = static_cast<char>(rnd.below(256));
   binary[0] = 'x';  // text, not a pickle
-  tally.check(memory_text_case("1 MiB of random bytes", binary));
+  tally.check(memory_case("1 MiB of random bytes", binary));
   std::string nul = sound;
   for (std::size_t at = 40; at < nul.size(); at += 97) nul[at] = '\0';
-  tally.check(memory_text_case("NUL bytes inside lines", nul));
+  tally.check(memory_case("NUL bytes inside lines", nul));
   const std::string gz = gzip_bytes(sound);
-  tally.check(memory_text_case("gzip cut in half", gz.substr(0, gz.size() / 2)));
-  tally.check(memory_text_case("empty file", ""));
-  MemoryTextCase endless{"endless junk on stdin", "", "yes 'not a memory line'", false, 180};
+  tally.check(memory_case("gzip cut in half", gz.substr(0, gz.size() / 2)));
+  tally.check(memory_case("empty file", ""));
+  MemoryCase endless{"endless junk on stdin", "", "yes 'not a memory line'", false, false, 180, {}};
   tally.check(endless);
+}
+
+std::string p_sound_segment(int device = 0) {
+  return p_segment(p_int(device), p_int(40 << 20),
+                   p_list({p_block(30 << 20, "active_allocated", p_list({p_frame("train.py", "forward")})),
+                           p_block(10 << 20, "inactive")}));
+}
+
+TEST(BrokenInputs, AllocatorSnapshots) {
+  MemoryTally tally("Allocator snapshots",
+                    "pickles cut and byte-flipped; opcodes that import or call (refused, never run); lengths, "
+                    "frames and memo indexes claiming exabytes; lists nested 1,000,000 deep; a memoized list "
+                    "shared 10,000 times; 20,000 segments, 10,000 devices, absurd device indexes and sizes; "
+                    "every field of the wrong type; control characters in frames and settings; damaged "
+                    "compression",
+                    "snapshots");
+  const std::string seeds = std::string(FERRET_SOURCE_DIR) + "/fuzz/seeds-pickle/";
+  for (const char* name : {"snapshot-1.13.pickle", "snapshot-oom-fragmentation.pickle", "cycle.pickle",
+                           "values-p2.pickle", "values-p4.pickle"})
+    tally.check(memory_case(std::string(name) + " as written", read_file(seeds + name)));
+  const std::string sound = read_file(seeds + "snapshot-oom-fragmentation.pickle");
+  for (int i = 1; i <= 12; ++i) {
+    const std::size_t at = sound.size() * i / 13;
+    tally.check(memory_case("cut at byte " + std::to_string(at), sound.substr(0, at), false, true));
+  }
+  Random rng(20261205);
+  for (int i = 0; i < 24; ++i) {
+    std::string flipped = sound;
+    const std::size_t flips = 1 + rng.below(4);
+    for (std::size_t f = 0; f < flips; ++f)
+      flipped[2 + rng.below(flipped.size() - 2)] = static_cast<char>(rng.below(256));
+    tally.check(memory_case("byte flips, seed case " + std::to_string(i), flipped));
+  }
+
+  // Streams that would run code in Python: refused at their opcode, and nothing runs.
+  const std::string marker = temp_path("pickle-ran-code");
+  std::remove(marker.c_str());
+  const auto nothing_ran = [marker](const std::string& tag) {
+    if (fs::exists(marker)) ADD_FAILURE() << tag << ": the pickle's command ran";
+  };
+  const std::string command = p_str("touch " + marker) + "\x85";  // TUPLE1
+  for (const auto& [label, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"GLOBAL posix.system then REDUCE", p_pickle("cposix\nsystem\n" + command + "R")},
+           {"STACK_GLOBAL os.system then REDUCE",
+            std::string("\x80\x04", 2) + p_str("os") + p_str("system") + "\x93" + command + "R."},
+           {"GLOBAL builtins.eval inside a snapshot's segment list",
+            p_pickle(p_dict({{"segments", "cbuiltins\neval\n" + p_str("1") + "\x85R"}}))},
+           {"BUILD on a dict", p_pickle("}" + p_dict({{"a", p_int(1)}}) + "b")},
+           {"a persistent id", p_pickle(p_str("x") + "Q")}}) {
+    MemoryCase c = memory_case(label, bytes, false, true);
+    c.after = nothing_ran;
+    tally.check(c);
+  }
+
+  // Lengths and indexes far past the stream.
+  for (const auto& [label, bytes] : std::vector<std::pair<std::string, std::string>>{
+           {"a string claiming 4 GiB", std::string("\x80\x02X", 3) + le_bytes(0xffffffffu, 4) + "abc."},
+           {"a string claiming 2^63 bytes", std::string("\x80\x04\x8d", 3) + le_bytes(1ull << 63, 8) + "abc."},
+           {"bytes claiming 2^62 bytes", std::string("\x80\x04\x8e", 3) + le_bytes(1ull << 62, 8) + "abc."},
+           {"a frame claiming 2^62 bytes", std::string("\x80\x04\x95", 3) + le_bytes(1ull << 62, 8) + "}."},
+           {"an integer of 2^31 bytes", std::string("\x80\x02\x8b", 3) + le_bytes(0x7fffffffu, 4) + "\x01."},
+           {"a memo index of 2^32 - 1", p_pickle(p_memo_get(0xffffffffu))},
+           {"a lone PROTO byte", std::string("\x80", 1)},
+           {"protocol 6", std::string("\x80\x06}.", 4)},
+           {"STOP on an empty stack", std::string("\x80\x02.", 3)},
+           {"1,000,000 lists left on the stack", std::string("\x80\x02", 2) + std::string(1000000, ']') + "."}})
+    tally.check(memory_case(label, bytes, false, true));
+
+  // Structure: deep, shared, wide.
+  const int depth = 1000000;
+  const std::string deep = std::string(depth, ']') + std::string(depth - 1, 'a');  // each APPEND nests
+  tally.check(memory_case("lists nested 1,000,000 deep beside the segments",
+                          p_snapshot({p_sound_segment()}, p_str("junk") + deep)));
+  tally.check(
+      memory_case("a block's frames nested 1,000,000 deep",
+                  p_snapshot({p_segment(p_int(0), p_int(1 << 20), p_list({p_block(1 << 20, "inactive", deep)}))})));
+  {
+    std::vector<std::string> blocks(1000, p_block(4096, "active_allocated"));
+    std::string shared = p_list(blocks) + p_memo_put(0);
+    std::vector<std::string> segments;
+    segments.push_back(p_segment(p_int(0), p_int(1 << 30), shared));
+    for (int i = 1; i < 10000; ++i) segments.push_back(p_segment(p_int(0), p_int(1 << 30), p_memo_get(0)));
+    MemoryCase c = memory_case("one memoized 1,000-block list shared by 10,000 segments", p_snapshot(segments));
+    c.bound_s = 60;
+    tally.check(c);
+  }
+  {
+    std::vector<std::string> segments;
+    for (int i = 0; i < 20000; ++i) segments.push_back(p_sound_segment());
+    tally.check(memory_case("20,000 segments", p_snapshot(segments)));
+  }
+  {
+    std::vector<std::string> segments;
+    for (int i = 0; i < 10000; ++i) segments.push_back(p_sound_segment(i));
+    tally.check(memory_case("one segment on each of 10,000 devices", p_snapshot(segments)));
+  }
+  for (const auto& [label, device] :
+       std::vector<std::pair<std::string, std::string>>{{"device index 2^40", p_int(1ll << 40)},
+                                                        {"device index -1", p_int(-1)},
+                                                        {"device index 2^31 - 1", p_int(2147483647)},
+                                                        {"device index a string", p_str("cuda:0")}})
+    tally.check(memory_case(label, p_snapshot({p_sound_segment(), p_segment(device, p_int(1 << 20), "]")})));
+
+  // Numbers and types the reader must not trust.
+  const std::string big = p_two_to_64();  // LONG1: 2^64
+  for (const auto& [label, total] :
+       std::vector<std::pair<std::string, std::string>>{{"a negative segment size", p_int(-(1ll << 30))},
+                                                        {"a segment size of 2^64", big},
+                                                        {"a segment size of NaN", p_float(std::nan(""))},
+                                                        {"a segment size of 1e308", p_float(1e308)},
+                                                        {"a segment size given as text", p_str("1 GiB")},
+                                                        {"a segment size of None", "N"}})
+    tally.check(
+        memory_case(label, p_snapshot({p_segment(p_int(0), total, p_list({p_block(1 << 20, "inactive")}))}), true));
+  tally.check(memory_case(
+      "blocks larger than their segment, summing past int64",
+      p_snapshot({p_segment(p_int(0), p_int(1 << 20),
+                            p_list({p_block(std::numeric_limits<std::int64_t>::max() - 1, "inactive"),
+                                    p_block(std::numeric_limits<std::int64_t>::max() - 1, "active_allocated")}))})));
+  for (const auto& [label, body] : std::vector<std::pair<std::string, std::string>>{
+           {"segments an integer", p_dict({{"segments", p_int(7)}})},
+           {"segments a dict", p_dict({{"segments", p_dict({{"a", p_int(1)}})}})},
+           {"the root a list", p_list({p_sound_segment()})},
+           {"the root None", "N"}})
+    tally.check(memory_case(label, p_pickle(body)));
+  for (const auto& [label, extra] : std::vector<std::pair<std::string, std::string>>{
+           {"blocks a string", ""},
+           {"frames an integer", ""},
+           {"device_traces a list of integers", p_str("device_traces") + p_list({p_int(1), p_int(2)})},
+           {"device_traces holding a string per device", p_str("device_traces") + p_list({p_str("x")})},
+           {"allocator_settings a list", p_str("allocator_settings") + p_list({p_int(1)})}}) {
+    std::vector<std::string> segments = {p_sound_segment()};
+    if (label == "blocks a string") segments.push_back(p_segment(p_int(0), p_int(1 << 20), p_str("x")));
+    if (label == "frames an integer")
+      segments.push_back(p_segment(p_int(0), p_int(1 << 20), p_list({p_block(1 << 20, "inactive", p_int(5))})));
+    tally.check(memory_case(label, p_snapshot(segments, extra),
+                            label != "allocator_settings a list" && label != "device_traces a list of integers"));
+  }
+
+  // Text that reaches a terminal: frames, states, segment types, settings.
+  const std::string evil =
+      "\x1b[2J\x1b]52;c;cHduZWQ=\x07\r\n| forged | row |\xc2\x9b"
+      "31m\xe2\x80\xae";
+  tally.check(
+      memory_case("control characters in frames, states, segment types and settings",
+                  p_snapshot({p_segment(p_int(0), p_int(3 << 30),
+                                        p_list({p_block(1 << 30, "active_allocated", p_list({p_frame(evil, evil)})),
+                                                p_block(2 << 30, "inactive"), p_block(1 << 20, evil)}),
+                                        evil)},
+                             p_str("allocator_settings") + p_dict({{evil, p_str(evil)}}))));
+
+  // Device traces: long, reversed in time, absurd out-of-memory sizes.
+  {
+    std::vector<std::string> events;
+    for (int i = 0; i < 200000; ++i)
+      events.push_back(p_dict({{"action", p_str(i % 2 ? "free_completed" : "alloc")},
+                               {"addr", p_int(1 << 20)},
+                               {"size", p_int(4096)},
+                               {"time_us", p_int(1000000 - i)},
+                               {"frames", "]"}}));
+    events.push_back(p_dict({{"action", p_str("oom")},
+                             {"size", p_int(std::numeric_limits<std::int64_t>::max())},
+                             {"device_free", p_int(-5)}}));
+    tally.check(memory_case("200,000 trace events backwards in time and an oom of 2^63 bytes",
+                            p_snapshot({p_sound_segment()}, p_str("device_traces") + p_list({p_list(events)}))));
+  }
+
+  const std::string gz = gzip_bytes(sound);
+  tally.check(memory_case("gzip whole", gz));
+  tally.check(memory_case("gzip cut in half", gz.substr(0, gz.size() / 2), false, true));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1344,22 +1535,25 @@ TEST(BrokenInputs, MemoryText) {
 // promises: no crash, no hang, output bounded by the log, byte-identical --json, damage counted,
 // a message naming the file on exit 2.
 
-class SmiTally {
- public:
-  SmiTally(std::string name, std::string what) : name_(std::move(name)), what_(std::move(what)) {}
-  ~SmiTally() { write_tally(name_, what_, cases_, violations_, outcomes_, max_seconds_); }
+struct SmiCase {
+  std::string label, bytes;
+  bool must_count = false;
+  std::string args;
+};
 
+class SmiTally : public CaseTally<SmiCase> {
+ public:
+  using CaseTally::CaseTally;
   void check(const std::string& label, const std::string& bytes, bool must_count, const std::string& args = "") {
-    if (skipped_by_stride(seen_)) return;
-    ++cases_;
-    const ::testing::TestResult* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
-    const int parts_before = result->total_part_count();
-    check_case(name_ + " / " + label, bytes, must_count, args);
-    if (result->total_part_count() != parts_before) ++violations_;
+    CaseTally::check(SmiCase{label, bytes, must_count, args});
   }
 
  private:
-  void check_case(const std::string& tag, const std::string& bytes, bool must_count, const std::string& args) {
+  void check_case(const SmiCase& c) override {
+    const std::string tag = name_ + " / " + c.label;
+    const std::string& bytes = c.bytes;
+    const std::string& args = c.args;
+    const bool must_count = c.must_count;
     const std::string target = temp_path("smi-case.log");
     write_file(target, bytes);
     const std::string quoted = args + " " + shell_quote(target);
@@ -1406,11 +1600,6 @@ class SmiTally {
     if (must_count && counted == 0 && !stopped) ADD_FAILURE() << tag << ": the damage is not counted";
     ++outcomes_[stopped ? kStoppedEarly : counted > 0 ? kRepaired : kLoaded];
   }
-
-  std::string name_, what_;
-  std::size_t seen_ = 0, cases_ = 0, violations_ = 0;
-  std::size_t outcomes_[kOutcomeCount] = {};
-  double max_seconds_ = 0;
 };
 
 TEST(BrokenInputs, SmiLogs) {
@@ -1450,6 +1639,99 @@ TEST(BrokenInputs, SmiLogs) {
   tally.check("a headerless CSV", "2024/01/31 12:00:00.000, 0, 50\n", false);
   tally.check("a headerless CSV with --columns and garbage", "2024/01/31 12:00:00.000, 0, 50\nzz, yy, xx\n", true,
               "--columns timestamp,index,utilization.gpu");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Watched commands: `ferret watch` reads /proc while a command it does not control runs. Whatever
+// the command does - fork thousands of processes, nest deep, leave a daemon behind, name itself
+// with escape sequences, fail to start, die by a signal - ferret ends when the command ends, exits
+// with the command's status, and writes a report that is valid JSON and safe for a terminal.
+
+struct WatchCase {
+  std::string label;
+  std::string command;  // shell text after `--`
+  int exit_code = 0;    // the command's status, which ferret must return
+  bool runs = true;     // false: the command cannot start (ferret says so, exit 126/127)
+  double bound_s = 30;
+};
+
+class WatchTally : public CaseTally<WatchCase> {
+ public:
+  using CaseTally::CaseTally;
+
+ private:
+  void check_case(const WatchCase& c) override {
+    const std::string tag = name_ + " / " + c.label;
+    const std::string report = temp_path("watch-case.report");
+    std::string json_text;
+    for (const char* form : {"--json", "--md", ""}) {
+      std::remove(report.c_str());
+      const Run r =
+          run(std::string("watch --interval 50 ") + form + " --out " + shell_quote(report) + " -- " + c.command, "",
+              c.bound_s);
+      max_seconds_ = std::max(max_seconds_, r.seconds);
+      if (r.timed_out) ADD_FAILURE() << tag << ": hung past " << c.bound_s << " s";
+      if (r.signal && r.exit_code != c.exit_code)
+        ADD_FAILURE() << tag << ": crashed with signal " << r.signal << ": " << r.err.substr(0, 300);
+      if (!r.timed_out && r.exit_code != c.exit_code)
+        ADD_FAILURE() << tag << ": exit code " << r.exit_code << ", the command's was " << c.exit_code << ": "
+                      << r.err.substr(0, 300);
+      if (const std::string hazard = terminal_hazard(r.err); !hazard.empty())
+        ADD_FAILURE() << tag << ": stderr: " << hazard;
+      if (!c.runs) continue;
+      const std::string out = read_file(report);
+      if (out.size() > (std::size_t{4} << 20)) ADD_FAILURE() << tag << ": a report of " << out.size() << " bytes";
+      if (std::string(form) == "--json")
+        json_text = out;
+      else if (const std::string hazard = terminal_hazard(out); !hazard.empty())
+        ADD_FAILURE() << tag << " (" << (*form ? form : "text") << "): report: " << hazard;
+    }
+    std::remove(report.c_str());
+    if (!c.runs) {
+      ++outcomes_[kRejected];
+      return;
+    }
+    const json doc = json::parse(json_text, nullptr, false);
+    if (doc.is_discarded() || doc.value("schema", "") != "ferret.watch/1") {
+      ADD_FAILURE() << tag << ": watch --json is not a ferret.watch/1 document: " << json_text.substr(0, 200);
+      return;
+    }
+    ++outcomes_[kLoaded];
+  }
+};
+
+TEST(BrokenInputs, WatchedCommands) {
+  WatchTally tally("Watched commands",
+                   "3,000 short-lived processes, 300 alive at once, a chain 100 deep, a daemon left behind, "
+                   "escape sequences in process names and in the command line, closed output, a command that "
+                   "cannot start, death by signal");
+  const std::string sh = "sh -c ";
+  tally.check({"3,000 short-lived processes", sh + shell_quote("for i in $(seq 3000); do true & done; wait"), 0});
+  tally.check({"300 sleeping children at once", sh + shell_quote("for i in $(seq 300); do sleep 1 & done; wait"), 0});
+  tally.check(
+      {"a process chain 100 deep",
+       "bash -c " + shell_quote("f() { if [ $1 -gt 0 ]; then f $(( $1 - 1 )) & wait; else sleep 0.5; fi; }; f 100"),
+       0});
+  // The report follows the command's main process: a daemon it leaves behind must not hold ferret.
+  tally.check(
+      {"a daemon outliving the command", sh + shell_quote("setsid sleep 60 >/dev/null 2>&1 & exit 3"), 3, true, 20});
+  const std::string dir = temp_path("watch-names");
+  fs::create_directories(dir);
+  const std::string evil_name = dir + "/\x1b]0;t\x07\x1b[2J\r\n| forged";
+  fs::copy_file("/bin/sleep", evil_name, fs::copy_options::overwrite_existing);
+  tally.check({"escape sequences in the process name", shell_quote(evil_name) + " 0.3", 0});
+  tally.check({"escape sequences in the command line",
+               sh + shell_quote("sleep 0.2; exit 0") + " " + shell_quote("\x1b[2J\x1b]52;c;eA==\x07\r\n| forged |"),
+               0});
+  tally.check({"stdout and stderr closed", sh + shell_quote("exec >&- 2>&-; sleep 0.2"), 0});
+  tally.check({"a command that does not exist", "/nonexistent/command", 127, false});
+  tally.check({"a directory as the command", shell_quote(dir), 126, false});
+  tally.check({"death by SIGSEGV", sh + shell_quote("kill -SEGV $$"), 128 + 11});
+  // (SIGTERM, not SIGKILL: the harness reads 137 as its own timeout's kill.)
+  tally.check({"death by SIGTERM with children left", sh + shell_quote("sleep 30 & sleep 30 & kill -TERM $$"), 128 + 15,
+               true, 20});
+  tally.check({"a command that ends at once", "true", 0});
+  fs::remove_all(dir);
 }
 
 // ---------------------------------------------------------------------------------------------
