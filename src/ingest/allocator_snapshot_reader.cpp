@@ -29,7 +29,26 @@ class Converter {
     if (segments == nullptr || segments->kind != PickleKind::kList)
       throw InputError(name + ": not a torch memory snapshot: no \"segments\" list (torch.cuda.memory._snapshot())");
     for (const PickleValue& s : doc_.items(*segments)) segment(s);
-    for (const PickleValue& device : list_of(doc_.get(root, "device_traces"), "\"device_traces\"")) {
+    if (doc_.truncated_at) {
+      out_.notes.push_back(fmt::format(
+          "the file ends at byte {} before the pickle's end (cut short: the job may have died while writing it); "
+          "read as far as it goes, {} half-written value{} left out",
+          *doc_.truncated_at, doc_.dropped_partial, doc_.dropped_partial == 1 ? "" : "s"));
+      if (doc_.incomplete(*segments))
+        out_.notes.push_back(fmt::format("the segment list was cut after {} segment{}: the totals cover only those",
+                                         out_.segments.size(), out_.segments.size() == 1 ? "" : "s"));
+    }
+    const PickleValue* traces = doc_.get(root, "device_traces");
+    bool traces_cut = traces != nullptr && doc_.incomplete(*traces);
+    if (traces != nullptr && traces->kind == PickleKind::kList)
+      for (const PickleValue& device : doc_.items(*traces)) traces_cut = traces_cut || doc_.incomplete(device);
+    // The device trace is walked back from the snapshot's end state: with its last events missing
+    // every point of it would be wrong, so a cut trace is left out whole.
+    if (traces_cut) {
+      out_.notes.push_back("the device trace was cut: left out (its peaks and out-of-memory states need every event)");
+      traces = nullptr;
+    }
+    for (const PickleValue& device : list_of(traces, "\"device_traces\"")) {
       spend();
       out_.device_traces.emplace_back();
       for (const PickleValue& e : list_of(&device, "device trace")) event(e, out_.device_traces.back());
@@ -211,6 +230,7 @@ AllocatorSnapshot read_allocator_snapshot_bytes(const std::string& bytes, const 
                                                 std::uint64_t max_bytes) {
   PickleLimits limits;
   limits.max_bytes = max_bytes > 0 ? max_bytes : default_max_memory_bytes();
+  limits.keep_truncated = true;  // a job killed while writing its snapshot leaves a sound prefix
   const PickleDocument doc = read_pickle(bytes, name, limits);
   AllocatorSnapshot out;
   out.source = name;

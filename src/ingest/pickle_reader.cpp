@@ -61,6 +61,13 @@ const PickleValue* PickleDocument::get(const PickleValue& dict, std::string_view
   return it == slot->second.end() ? nullptr : &e[it->second].second;
 }
 
+bool PickleDocument::incomplete(const PickleValue& v) const {
+  if (v.kind == PickleKind::kDict) return incomplete_dicts.count(v.ref) > 0;
+  if (v.kind == PickleKind::kList || v.kind == PickleKind::kTuple || v.kind == PickleKind::kSet)
+    return incomplete_lists.count(v.ref) > 0;
+  return false;
+}
+
 std::uint64_t PickleDocument::size() const {
   std::uint64_t n = strings.size() + 1;
   for (const auto& l : lists) n += l.size();
@@ -175,11 +182,19 @@ class Parser {
 
   PickleDocument run() {
     while (true) {
-      if (pos_ >= in_.size()) fail(pos_, "ends before its STOP opcode (truncated)");
+      if (pos_ >= in_.size()) {
+        if (limits_.keep_truncated && !stack_.empty()) return close_truncated();
+        fail(pos_, "ends before its STOP opcode (truncated)");
+      }
       const std::size_t at = pos_;
       const auto op = static_cast<unsigned char>(in_[pos_++]);
       if (op == kStop) break;
-      step(op, at);
+      try {
+        step(op, at);
+      } catch (const Truncated&) {
+        if (stack_.empty()) fail(at, "argument runs past the end");
+        return close_truncated();
+      }
       if (limits_.max_bytes > 0 && bytes_ > limits_.max_bytes)
         fail(at, fmt::format("needs more than the {} MiB memory bound to hold", limits_.max_bytes >> 20));
     }
@@ -193,8 +208,12 @@ class Parser {
   [[noreturn]] void fail(std::size_t at, const std::string& what) const {
     throw InputError(fmt::format("{}: not a readable pickle: byte {}: {}", name_, at, what));
   }
+  struct Truncated {};
   std::string_view take(std::size_t n, std::size_t at) {
-    if (n > in_.size() - pos_) fail(at, fmt::format("argument of {} bytes runs past the end", n));
+    if (n > in_.size() - pos_) {
+      if (limits_.keep_truncated) throw Truncated{};
+      fail(at, fmt::format("argument of {} bytes runs past the end", n));
+    }
     const std::string_view s = in_.substr(pos_, n);
     pos_ += n;
     return s;
@@ -298,6 +317,64 @@ class Parser {
     const auto it = memo_.find(index);
     if (it == memo_.end()) fail(at, fmt::format("memo entry {} was never stored", index));
     push(it->second);
+  }
+
+  // The input ended before STOP. Each open MARK is closed from the innermost out as
+  // the opcode that would have ended it: its items go to the dict (in pairs) or list right under
+  // it, and that container is marked incomplete. A half-written record - an incomplete dict
+  // bound for a list - is dropped, so what a reader sees is whole records and lists that stop
+  // early. Items of a MARK that no container owns (a tuple being built) are dropped.
+  PickleDocument close_truncated() {
+    doc_.truncated_at = in_.size();
+    const auto note_incomplete = [&](const PickleValue& v) {
+      if (v.kind == PickleKind::kDict) doc_.incomplete_dicts.insert(v.ref);
+      if (v.kind == PickleKind::kList || v.kind == PickleKind::kSet) doc_.incomplete_lists.insert(v.ref);
+    };
+    // The last value pushed, when a container, may be one just begun (no MARK yet) or one between
+    // two batches of 1,000 items: it cannot be told from a finished one, so it counts as begun.
+    // At worst one finished record is left out; a half-written one is never taken as whole.
+    note_incomplete(stack_.back());
+    const auto attach = [&](const PickleValue& container, std::vector<PickleValue> items) {
+      if (container.kind == PickleKind::kDict) {
+        if (items.size() % 2 != 0) {  // a key without its value, or an item bound elsewhere
+          items.pop_back();
+          ++doc_.dropped_partial;
+        }
+        auto& entries = doc_.dicts[container.ref];
+        for (std::size_t k = 0; k < items.size(); k += 2) entries.push_back({items[k], items[k + 1]});
+      } else if (container.kind == PickleKind::kList || container.kind == PickleKind::kSet) {
+        auto& list = doc_.lists[container.ref];
+        for (const PickleValue& v : items) {
+          if (v.kind == PickleKind::kDict && doc_.incomplete(v)) {
+            ++doc_.dropped_partial;
+            continue;
+          }
+          list.push_back(v);
+        }
+      } else {
+        doc_.dropped_partial += items.size();
+        return;
+      }
+      note_incomplete(container);
+    };
+    while (!marks_.empty()) {
+      const std::size_t m = marks_.back();
+      marks_.pop_back();
+      std::vector<PickleValue> items(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+      stack_.resize(m);
+      // A MARK at the same depth as the one outside it opens a tuple inside that batch, not a
+      // batch of the container under both.
+      const bool owned = m > 0 && (marks_.empty() || marks_.back() < m);
+      if (owned)
+        attach(stack_[m - 1], std::move(items));
+      else
+        doc_.dropped_partial += items.size();
+    }
+    // Values above the root that no MARK groups: single SETITEM / APPEND operands.
+    if (stack_.size() > 1) attach(stack_[0], std::vector<PickleValue>(stack_.begin() + 1, stack_.end()));
+    note_incomplete(stack_[0]);
+    doc_.root = stack_[0];
+    return std::move(doc_);
   }
 
   void step(unsigned char op, std::size_t at) {

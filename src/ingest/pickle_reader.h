@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -51,6 +53,14 @@ class PickleDocument {
   // Values and entries the stream built: what a reader may walk, memo references aside.
   std::uint64_t size() const;
 
+  // A stream cut short (PickleLimits::keep_truncated): the byte where it ended, and the lists and
+  // dicts it left open. Open dicts inside lists (a record half written) were dropped from them;
+  // open lists keep the items they had; the root and values under dict keys are kept open.
+  std::optional<std::uint64_t> truncated_at;
+  bool incomplete(const PickleValue& v) const;
+  std::unordered_set<std::uint32_t> incomplete_lists, incomplete_dicts;
+  std::uint64_t dropped_partial = 0;  // half-written values left out
+
  private:
   // Key index of large dicts, built on first lookup: a dict the memo shares among many places is
   // looked up many times, and a linear search each time would be quadratic.
@@ -60,6 +70,9 @@ class PickleDocument {
 struct PickleLimits {
   std::uint64_t max_bytes = 0;  // arena memory bound; 0: no bound beyond what the input can make
   int max_nesting = 10'000;     // MARKs open at once
+  // A stream that ends before STOP: close what it left open and return it (PickleDocument's
+  // truncated_at) instead of failing. Only the end of the input is forgiven, nothing else.
+  bool keep_truncated = false;
 };
 
 // Parses one pickle from `bytes`. `name` is used in messages. Throws InputError.

@@ -241,7 +241,7 @@ std::string memory_text_input(const MemoryReportInput& in, const Style& st) {
     out += oom_text_lines(o);
   }
   out += findings_text(in.findings, st, st.width, /*with_rules=*/false);
-  for (const std::string& n : t.notes) out += "  note: " + terminal_safe(n) + "\n";
+  for (const std::string& n : t.notes) out += wrap("note: " + n, width, "  ");
   out += "\n";
   return out;
 }
@@ -284,8 +284,8 @@ std::string memory_text(const std::vector<MemoryReportInput>& inputs, const Styl
     if (in.state.devices.empty()) out += "  no segments: nothing was allocated\n";
     for (const DeviceAllocatorState& d : in.state.devices) {
       const PoolState& p = d.total;
-      out += fmt::format("\nDevice {}: {} segments, {} blocks{}\n", d.device, p.segments, p.blocks,
-                         d.expandable_segments ? " (expandable segments)" : "");
+      out += fmt::format("\nDevice {}: {} segment{}, {} block{}{}\n", d.device, p.segments, p.segments == 1 ? "" : "s",
+                         p.blocks, p.blocks == 1 ? "" : "s", d.expandable_segments ? " (expandable segments)" : "");
       out += fmt::format("  reserved   {:>12}\n  allocated  {:>12}\n  active     {:>12}\n", bytes(p.reserved),
                          bytes(p.allocated), bytes(p.active));
       if (p.requested >= 0)
@@ -325,7 +325,8 @@ std::string memory_text(const std::vector<MemoryReportInput>& inputs, const Styl
         out += fmt::format("  {} = {}\n", terminal_safe(k), terminal_safe(v));
     }
     out += findings_text(in.findings, st, st.width, /*with_rules=*/false);
-    for (const std::string& n : in.state.notes) out += "  note: " + terminal_safe(n) + "\n";
+    for (const std::string& n : in.state.notes)
+      out += wrap("note: " + n, st.width > 0 ? st.width : kDefaultTextWidth, "  ");
     out += "\n";
   }
   return out;

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/input_error.h"
 #include "pickle_writer.h"
+#include "test_util.h"
 
 namespace ferret {
 namespace {
@@ -105,6 +107,72 @@ TEST(AllocatorSnapshotReader, EndlessKindsOfDamageMakeABoundedList) {
       read_allocator_snapshot_bytes(p_snapshot({p_segment(p_int(0), p_int(1 << 20), p_list(blocks))}), "t.pickle");
   ASSERT_EQ(s.notes.size(), 33u);  // 32 kinds by name, then the rest in one line
   EXPECT_EQ(s.notes.back(), "68 x damage of 68 other kinds");
+}
+
+TEST(AllocatorSnapshotReader, ACutSnapshotKeepsItsWholeSegments) {
+  std::vector<std::string> segments;
+  for (int i = 0; i < 3; ++i) segments.push_back(p_segment(p_int(0), p_int(40 << 20), two_blocks()));
+  const std::string whole = p_snapshot(segments);
+  // Cut inside the third segment's second block: two whole segments, the third left out.
+  const std::string third_block_state = p_str("inactive");
+  const std::size_t cut = whole.rfind(third_block_state) + 3;
+  const AllocatorSnapshot s = read_allocator_snapshot_bytes(whole.substr(0, cut), "t.pickle");
+  ASSERT_EQ(s.segments.size(), 2u);
+  for (const SnapshotSegment& seg : s.segments) EXPECT_EQ(seg.blocks.size(), 2u);
+  ASSERT_GE(s.notes.size(), 2u);
+  EXPECT_NE(s.notes[0].find("the file ends at byte " + std::to_string(cut)), std::string::npos) << s.notes[0];
+  // Left out: the "state" key without its value, the second block, the third segment.
+  EXPECT_NE(s.notes[0].find("3 half-written values left out"), std::string::npos) << s.notes[0];
+  EXPECT_EQ(s.notes[1], "the segment list was cut after 2 segments: the totals cover only those");
+  // Cut before the segment list holds anything whole: no segment, but a snapshot that says so.
+  const AllocatorSnapshot early = read_allocator_snapshot_bytes(whole.substr(0, 40), "t.pickle");
+  EXPECT_TRUE(early.segments.empty());
+  // Cut before the root dict exists: nothing to read.
+  EXPECT_THROW(read_allocator_snapshot_bytes(whole.substr(0, 2), "t.pickle"), InputError);
+}
+
+// Every cut of every snapshot Python wrote: refused, or a prefix of the whole file's segments with
+// each segment exactly as in the whole file, and the device trace whole or left out.
+TEST(AllocatorSnapshotReader, EveryCutReadsAPrefixOfWholeRecords) {
+  const std::string dir = test::python_generated_dir("tests/tools/make_pickles.py");
+  if (dir.empty()) GTEST_SKIP() << "SKIPPED: /usr/bin/python3 could not write the test pickles";
+  std::size_t files = 0, salvaged = 0;
+  for (const char* name : {"snapshot-fragmented-p2.pickle", "snapshot-fragmented-p4.pickle",
+                           "snapshot-fragmented-p5.pickle", "snapshot-oom-fragmentation.pickle",
+                           "snapshot-oom-capacity.pickle", "snapshot-1.13.pickle", "snapshot-churn.pickle"}) {
+    const std::string bytes = test::read_file(dir + "/" + name);
+    ASSERT_FALSE(bytes.empty()) << name;
+    ++files;
+    const AllocatorSnapshot whole = read_allocator_snapshot_bytes(bytes, name);
+    for (std::size_t cut = 1; cut < bytes.size(); ++cut) {
+      AllocatorSnapshot part;
+      try {
+        part = read_allocator_snapshot_bytes(bytes.substr(0, cut), name);
+      } catch (const InputError&) {
+        continue;
+      }
+      ++salvaged;
+      ASSERT_FALSE(part.notes.empty()) << name << " cut at " << cut;
+      ASSERT_LE(part.segments.size(), whole.segments.size()) << name << " cut at " << cut;
+      for (std::size_t i = 0; i < part.segments.size(); ++i) {
+        const SnapshotSegment &a = part.segments[i], &b = whole.segments[i];
+        ASSERT_EQ(a.total_size, b.total_size) << name << " cut at " << cut << ", segment " << i;
+        ASSERT_EQ(a.blocks.size(), b.blocks.size()) << name << " cut at " << cut << ", segment " << i;
+        for (std::size_t k = 0; k < a.blocks.size(); ++k) {
+          ASSERT_EQ(a.blocks[k].size, b.blocks[k].size);
+          ASSERT_EQ(a.blocks[k].state, b.blocks[k].state);
+          ASSERT_EQ(a.blocks[k].requested_size, b.blocks[k].requested_size);
+        }
+      }
+      if (!part.device_traces.empty()) {
+        ASSERT_EQ(part.device_traces.size(), whole.device_traces.size()) << name << " cut at " << cut;
+        for (std::size_t d = 0; d < part.device_traces.size(); ++d)
+          ASSERT_EQ(part.device_traces[d].size(), whole.device_traces[d].size()) << name << " cut at " << cut;
+      }
+    }
+  }
+  EXPECT_EQ(files, 7u);
+  EXPECT_GT(salvaged, 0u);
 }
 
 }  // namespace allocator_snapshot_reader_test

@@ -1381,7 +1381,9 @@ TEST(BrokenInputs, AllocatorSnapshots) {
   const std::string sound = read_file(seeds + "snapshot-oom-fragmentation.pickle");
   for (int i = 1; i <= 12; ++i) {
     const std::size_t at = sound.size() * i / 13;
-    tally.check(memory_case("cut at byte " + std::to_string(at), sound.substr(0, at), false, true));
+    // A job killed while writing its snapshot: read as far as it goes, and said (or refused
+    // when nothing whole is left).
+    tally.check(memory_case("cut at byte " + std::to_string(at), sound.substr(0, at), true));
   }
   Random rng(20261205);
   for (int i = 0; i < 24; ++i) {
@@ -1527,7 +1529,7 @@ TEST(BrokenInputs, AllocatorSnapshots) {
 
   const std::string gz = gzip_bytes(sound);
   tally.check(memory_case("gzip whole", gz));
-  tally.check(memory_case("gzip cut in half", gz.substr(0, gz.size() / 2), false, true));
+  tally.check(memory_case("gzip cut in half", gz.substr(0, gz.size() / 2), true));
 }
 
 // ---------------------------------------------------------------------------------------------
