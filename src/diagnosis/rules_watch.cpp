@@ -85,8 +85,10 @@ void rule_watch_gpu_starved(const WatchSummary& s, bool starved, std::vector<Fin
   const bool one_core = watch_main_one_core(s);
   Finding f;
   f.id = "watch-gpu-starved";
-  f.title = fmt::format("GPU starved: busy {:.0f}% of the time while the data workers {}", s.gpu_util_mean,
-                        s.role_processes[1] == 0 ? "were none" : fmt::format("used {:.1f} cores", s.roles[1].mean));
+  f.title = s.role_processes[1] == 0
+                ? fmt::format("GPU starved: busy {:.0f}% of the time, with no data workers", s.gpu_util_mean)
+                : fmt::format("GPU starved: busy {:.0f}% of the time while the data workers used {:.1f} cores",
+                              s.gpu_util_mean, s.roles[1].mean);
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kMacro;
   f.severity = s.gpu_util_mean < 30 ? Severity::kHigh : Severity::kMedium;

@@ -90,6 +90,30 @@ TEST(WatchCli, JsonCsvAndTheGpuLine) {
   }
 }
 
+// The GPU side end to end, through a stand-in NVML library (tests/tools/fake_nvml.cpp) on the
+// loader's path: GPU 0 runs the command at 20% busy, GPU 1 another job at 90%. The verdict reads
+// only the command's GPU (named by NVML's process list): starved, with idle workers (sleep).
+TEST(WatchCli, GpuSideThroughNvml) {
+  const std::string report = test::temp_path("watch-gpu.json");
+  const test::CommandResult r = test::run_shell(std::string("LD_LIBRARY_PATH='") + FERRET_FAKE_NVML_DIR +
+                                                "/fake_nvml' FAKE_NVML_GPUS=2 FAKE_NVML_UTIL=20,90 {ferret} watch "
+                                                "--interval 50 --json --out '" +
+                                                report + "' -- sleep 0.6");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(test::read_file(report));
+  ASSERT_TRUE(doc["gpu"]["watched"].get<bool>()) << doc["gpu"].dump();
+  ASSERT_EQ(doc["gpu"]["devices"].size(), 2u);
+  const json& gpu0 = doc["gpu"]["devices"][0];
+  const json& gpu1 = doc["gpu"]["devices"][1];
+  EXPECT_EQ(gpu0["name"], "Fake GPU 0");
+  EXPECT_DOUBLE_EQ(gpu0["util_mean_pct"].get<double>(), 20.0) << gpu0.dump();
+  EXPECT_DOUBLE_EQ(gpu1["util_mean_pct"].get<double>(), 90.0) << gpu1.dump();
+  EXPECT_EQ(gpu0["judged_by"], "tree");
+  EXPECT_TRUE(gpu1["judged_by"].is_null()) << gpu1.dump();  // another job's GPU: not judged
+  ASSERT_FALSE(doc["findings"].empty());
+  EXPECT_EQ(doc["findings"][0]["id"], "watch-gpu-starved") << doc["findings"].dump();
+}
+
 TEST(WatchCli, UsageErrors) {
   EXPECT_EQ(test::run_ferret("watch --interval 5 -- true").exit_code, 2);
   EXPECT_EQ(test::run_ferret("watch --json --md -- true").exit_code, 2);
