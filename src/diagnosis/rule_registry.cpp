@@ -125,6 +125,7 @@ constexpr std::array kRules = {
     RuleInfo{"summary-cached-memory", S::kMemoryText, D::kMemory, "rule_summary_cached", R::kCause, {}},
     // GPU utilisation logs (rules_smi()).
     RuleInfo{"gpu-starved", S::kSmi, D::kDataPipeline, "rule_gpu_starved", R::kCause, {}},
+    RuleInfo{"gpu-underfilled", S::kSmi, D::kCompute, "rule_underfilled", R::kCause, {}},
     RuleInfo{"gpu-idle-periodic", S::kSmi, D::kCompute, "rule_periodic_idle", R::kCause, {}},
     RuleInfo{"gpu-imbalance", S::kSmi, D::kDistributed, "rule_imbalance", R::kCause, {}},
     RuleInfo{"gpu-throttling", S::kSmi, D::kCompute, "rule_throttling", R::kCause, {}},

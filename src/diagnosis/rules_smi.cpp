@@ -44,6 +44,10 @@ bool smi_judged(const SmiGpuStats& st) { return st.busy_values >= kSmiMinSamples
 constexpr double kSmiStarvedBelowPct = 60.0;
 constexpr double kSmiStarvedHighBelowPct = 30.0;
 
+bool smi_kernels_mostly_running(const SmiGpuStats& st) {
+  return st.busy_metric == "sm_active" && smi_has(st.util_mean) && st.util_mean >= kSmiStarvedBelowPct;
+}
+
 void rule_gpu_starved(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
   std::vector<std::uint32_t> starved;
   double sum = 0, worst = 100;
@@ -52,6 +56,9 @@ void rule_gpu_starved(const SmiLog& log, const SmiStats& stats, std::vector<Find
   std::size_t util_n = 0;
   for (const SmiGpuStats& st : stats.gpus) {
     if (!smi_judged(st) || st.active_busy_mean >= kSmiStarvedBelowPct) continue;
+    // Low SM active while a kernel ran most of the time is kernels that fill little of the GPU
+    // (gpu-underfilled), not a GPU waiting for work.
+    if (smi_kernels_mostly_running(st)) continue;
     starved.push_back(st.gpu);
     sum += st.active_busy_mean;
     worst = std::min(worst, st.active_busy_mean);
@@ -75,9 +82,13 @@ void rule_gpu_starved(const SmiLog& log, const SmiStats& stats, std::vector<Find
       smi_gpu_list(log, starved), starved.size() == 1 ? "was" : "were", mean, smi_metric_words(metric));
   if (util_n > 0)
     f.detail += fmt::format(
-        " SM active also falls when kernels are too small to fill the GPU; the tool's own utilisation (share of "
-        "time a kernel ran) was {:.0f}%.",
+        " The tool's own utilisation (share of time a kernel ran) was {:.0f}%: the GPU did wait, and SM active is "
+        "lower still where the kernels that ran left SMs idle.",
         util_sum / static_cast<double>(util_n));
+  else if (metric == "sm_active")
+    f.detail +=
+        " SM active also falls when the kernels that run are too small to fill the GPU; the log has no "
+        "utilisation (share of time a kernel ran) to tell the two apart.";
   f.detail += " A profile of a few steps (ferret run, or ferret analyze on a torch.profiler trace) says which.";
   f.evidence = {{"busy_mean_pct", mean, "%"},
                 {"busy_lowest_pct", worst, "%"},
@@ -93,6 +104,42 @@ void rule_gpu_starved(const SmiLog& log, const SmiStats& stats, std::vector<Find
   f.max_speedup = amdahl_speedup(f.time_share);
   f.threshold = "busy < 60% between the first and last busy sample (the method's macro layer); < 30% high";
   out.push_back(std::move(f));
+}
+
+// Kernels that fill little of the GPU: SM active (DCGM) < 50% on average while the tool's
+// utilisation says a kernel ran >= 60% of the time. DCGM's documentation of the profiling metrics:
+// an SM activity below 0.5 "likely indicates ineffective GPU usage"; the 60% is gpu-starved's.
+// Medium: a log says that the SMs idle inside kernels, not which kernels, so no gain is bounded.
+constexpr double kSmiUnderfilledBelowPct = 50;
+
+void rule_underfilled(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
+  for (const SmiGpuStats& st : stats.gpus) {
+    if (!smi_judged(st) || !smi_kernels_mostly_running(st) || st.active_busy_mean >= kSmiUnderfilledBelowPct) continue;
+    Finding f;
+    f.id = "gpu-underfilled";
+    f.title = fmt::format("Kernels fill little of {}: SM active {:.0f}% while a kernel ran {:.0f}% of the time",
+                          smi_gpu_label(log, st.gpu), st.active_busy_mean, st.util_mean);
+    f.dimension = Dimension::kCompute;
+    f.layer = Layer::kOperator;
+    f.severity = Severity::kMedium;
+    f.detail = fmt::format(
+        "A kernel ran on {} {:.0f}% of the time (the tool's utilisation), but its SMs had a warp resident only "
+        "{:.0f}% of the time (DCGM's SM active): the GPU is not waiting for work, its kernels leave most SMs idle - "
+        "grids of fewer blocks than SMs, short kernels with long tails, or one small kernel after another.",
+        smi_gpu_label(log, st.gpu), st.util_mean, st.active_busy_mean);
+    if (smi_has(st.sm_occupancy_mean)) f.detail += fmt::format(" SM occupancy averaged {:.0f}%.", st.sm_occupancy_mean);
+    f.evidence = {{"sm_active_mean_pct", st.active_busy_mean, "%"}, {"utilization_mean_pct", st.util_mean, "%"}};
+    if (smi_has(st.tensor_active_mean)) f.evidence.push_back({"tensor_active_mean_pct", st.tensor_active_mean, "%"});
+    f.fixes = {
+        "Profile a few steps (ferret run, or ferret analyze on a torch.profiler trace): the kernel table shows each "
+        "kernel's estimated SM efficiency and occupancy",
+        "Larger batches (or sequence packing) give each kernel more blocks than the GPU has SMs",
+        "Fuse chains of small kernels: torch.compile(model)"};
+    f.threshold =
+        "SM active < 50% (DCGM's profiling-metrics guidance: below 0.5 likely ineffective use) while utilisation >= "
+        "60% (gpu-starved's)";
+    out.push_back(std::move(f));
+  }
 }
 
 // Idle at regular intervals: >= 3 idle periods (busy < 10%) between the run's first and last busy
@@ -271,6 +318,7 @@ void rule_throttling(const SmiLog& log, const SmiStats& stats, std::vector<Findi
 
 void rules_smi(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
   rule_gpu_starved(log, stats, out);
+  rule_underfilled(log, stats, out);
   rule_periodic_idle(log, stats, out);
   rule_imbalance(log, stats, out);
   rule_throttling(log, stats, out);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "analysis/smi_stats.h"
@@ -244,11 +245,44 @@ TEST(SmiStats, SmActiveIsPreferredWhenLogged) {
   // TENSO 0.1 0.2 0.3 0.2 0.2 0.2 -> mean 20%.
   EXPECT_DOUBLE_EQ(st.gpus[0].tensor_active_mean, 20);
   const std::vector<Finding> fs = findings_of(log);
+  // A kernel ran 90% of the time: not starved, and 55% SM active is not under DCGM's 50%.
+  EXPECT_EQ(find(fs, "gpu-starved"), nullptr);
+  EXPECT_EQ(find(fs, "gpu-underfilled"), nullptr);
+  EXPECT_NE(find(fs, "gpu-imbalance"), nullptr);  // 55 against 80
+}
+
+// One GPU, 10 samples 1 s apart, with the tool's utilisation (NaN: not logged) and SM active.
+SmiLog util_and_sm_active(double util, double sm_active) {
+  SmiLog log = series({std::vector<double>(10, util)});
+  for (SmiSample& s : log.gpus[0].samples) s.sm_active_pct = sm_active;
+  return log;
+}
+
+TEST(SmiRules, LowSmActiveIsUnderfilledWhenKernelsRanAndStarvedWhenTheyDidNot) {
+  // A kernel ran 90% of the time, SM active 40%: underfilled (medium), not starved.
+  std::vector<Finding> fs = findings_of(util_and_sm_active(90, 40));
+  EXPECT_EQ(find(fs, "gpu-starved"), nullptr);
+  const Finding* under = find(fs, "gpu-underfilled");
+  ASSERT_NE(under, nullptr);
+  EXPECT_EQ(under->severity, Severity::kMedium);
+  EXPECT_DOUBLE_EQ(under->evidence[0].value, 40);
+  EXPECT_DOUBLE_EQ(under->evidence[1].value, 90);
+  EXPECT_NE(under->title.find("SM active 40% while a kernel ran 90% of the time"), std::string::npos) << under->title;
+  // The edges: 50% SM active is not under 50; 59% utilisation is not kernels mostly running.
+  EXPECT_EQ(find(findings_of(util_and_sm_active(90, 50)), "gpu-underfilled"), nullptr);
+  fs = findings_of(util_and_sm_active(59, 40));
+  EXPECT_EQ(find(fs, "gpu-underfilled"), nullptr);
   const Finding* starved = find(fs, "gpu-starved");
-  ASSERT_NE(starved, nullptr);
-  EXPECT_NE(starved->detail.find("SM active"), std::string::npos);
-  EXPECT_NE(starved->detail.find("90%"), std::string::npos);  // the tool's utilisation, said beside it
-  EXPECT_NE(find(fs, "gpu-imbalance"), nullptr);              // 55 against 80
+  ASSERT_NE(starved, nullptr);  // a kernel ran only 59% of the time: starved, judged by SM active 40%
+  EXPECT_DOUBLE_EQ(starved->evidence[0].value, 40);
+  EXPECT_NE(starved->detail.find("59%"), std::string::npos) << starved->detail;          // the utilisation beside it
+  EXPECT_NE(find(findings_of(util_and_sm_active(60, 40)), "gpu-underfilled"), nullptr);  // 60 is mostly running
+  // SM active alone (no utilisation logged): starvation cannot be told from underfill; gpu-starved,
+  // whose detail says SM active also falls with small kernels.
+  fs = findings_of(util_and_sm_active(std::nan(""), 40));
+  EXPECT_EQ(find(fs, "gpu-underfilled"), nullptr);
+  ASSERT_NE(find(fs, "gpu-starved"), nullptr);
+  EXPECT_NE(find(fs, "gpu-starved")->detail.find("no utilisation"), std::string::npos);
 }
 
 }  // namespace smi_rules_test
