@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: generate a 1 GiB trace (plain and gzip) with `ferret gen`, then measure ingestion
 # against Python's json.load on the same file, then the peak memory of hostile inputs
-# (bench/resource_bench.sh). Generated files live in bench/out/ (ignored by git).
+# (bench/resource_bench.sh) and the speed of the readers of evidence beyond the trace
+# (bench/evidence_bench.sh). Generated files live in bench/out/ (ignored by git).
 set -euo pipefail
 build=${1:-build}
 size=${FERRET_BENCH_SIZE:-1GiB}
@@ -28,3 +29,5 @@ python=$(command -v python3 || true)
 if [ -x "$build/bench/micro_bench" ]; then "$build/bench/micro_bench" --benchmark_min_time=0.2; fi
 # Small input, large resource: peak memory of the hostile inputs of issue 19 against baselines.
 bench/resource_bench.sh "$build"
+# GPU utilisation logs, memory_summary() logs and allocator snapshots against wc -l.
+bench/evidence_bench.sh "$build"

@@ -123,7 +123,8 @@ void rule_underfilled(const SmiLog& log, const SmiStats& stats, std::vector<Find
     f.layer = Layer::kOperator;
     f.severity = Severity::kMedium;
     f.detail = fmt::format(
-        "A kernel ran on {} {:.0f}% of the time (the tool's utilisation), but its SMs had a warp resident only "
+        "A kernel ran on {} {:.0f}% of the time (the tool's utilisation), but its SMs had at least one warp active "
+        "only "
         "{:.0f}% of the time (DCGM's SM active): the GPU is not waiting for work, its kernels leave most SMs idle - "
         "grids of fewer blocks than SMs, short kernels with long tails, or one small kernel after another.",
         smi_gpu_label(log, st.gpu), st.util_mean, st.active_busy_mean);

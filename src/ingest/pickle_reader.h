@@ -24,13 +24,17 @@ namespace ferret {
 enum class PickleKind : std::uint8_t { kNone, kBool, kInt, kFloat, kString, kBytes, kList, kTuple, kDict, kSet };
 const char* pickle_kind_name(PickleKind kind);  // "None", "bool", "int", ...
 
+// 16 bytes: a snapshot's pickle holds millions of these (every dict entry is two).
 struct PickleValue {
   PickleKind kind = PickleKind::kNone;
   bool big = false;       // an int beyond int64 (its value saturates)
-  std::int64_t i = 0;     // bool and int
-  double f = 0;           // float
   std::uint32_t ref = 0;  // string/bytes: PickleDocument::strings; list/tuple/set: lists; dict: dicts
+  union {
+    std::int64_t i = 0;  // bool and int
+    double f;            // float (read only when kind is kFloat)
+  };
 };
+static_assert(sizeof(PickleValue) == 16);
 
 class PickleDocument {
  public:

@@ -202,7 +202,8 @@ TEST(SmiRules, ThrottleReasonsFireAndIdleThrottlingDoesNot) {
   EXPECT_EQ(find(findings_of(log), "gpu-throttling"), nullptr);
   // A second one (HW slowdown): 2 of 20 = 10%, medium (< 50%).
   log.gpus[0].samples[2].throttle_reasons = kSmiReasonHwSlowdown;
-  const Finding* f = find(findings_of(log), "gpu-throttling");
+  const std::vector<Finding> fs = findings_of(log);  // kept: find() points into it
+  const Finding* f = find(fs, "gpu-throttling");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kMedium);
   EXPECT_DOUBLE_EQ(f->evidence[0].value, 10);
