@@ -49,16 +49,19 @@ void merge_into(PoolState& into, const PoolState& p) {
   into.largest_free = std::max(into.largest_free, p.largest_free);
 }
 
-std::string frame_text(const std::vector<SnapshotFrame>& frames) {
+std::string frame_text(const std::vector<SnapshotFrame>& table, const std::vector<SnapshotFrameId>& frames) {
   // The innermost frame in user code: skip torch's own files.
-  for (const SnapshotFrame& f : frames)
+  for (const SnapshotFrameId id : frames) {
+    const SnapshotFrame& f = table[id];
     if (f.filename.find("torch/") == std::string::npos && f.filename != "??")
       return fmt::format("{}:{} in {}", f.filename, f.line, f.name);
-  return frames.empty() ? ""
-                        : fmt::format("{}:{} in {}", frames.front().filename, frames.front().line, frames.front().name);
+  }
+  if (frames.empty()) return "";
+  const SnapshotFrame& f = table[frames.front()];
+  return fmt::format("{}:{} in {}", f.filename, f.line, f.name);
 }
 
-PinningSegment pinning_of(const SnapshotSegment& s) {
+PinningSegment pinning_of(const SnapshotSegment& s, const std::vector<SnapshotFrame>& table) {
   PinningSegment p;
   p.device = s.device;
   p.address = s.address;
@@ -77,13 +80,14 @@ PinningSegment pinning_of(const SnapshotSegment& s) {
     return a->size != b->size ? a->size > b->size : a->address < b->address;
   });
   for (std::size_t i = 0; i < active.size() && i < 3; ++i)
-    p.splitters.push_back({active[i]->size, frame_text(active[i]->frames)});
+    p.splitters.push_back({active[i]->size, frame_text(table, active[i]->frames)});
   return p;
 }
 
 // Walks the device trace back from the snapshot's totals: before each action, the totals it
 // changed were what they were minus its effect.
-void walk_trace(const std::vector<AllocatorEvent>& trace, DeviceAllocatorState& d) {
+void walk_trace(const std::vector<AllocatorEvent>& trace, const std::vector<SnapshotFrame>& table,
+                DeviceAllocatorState& d) {
   d.trace_entries = trace.size();
   std::int64_t active = d.total.active, reserved = d.total.reserved;
   d.peak_active = active;
@@ -118,7 +122,7 @@ void walk_trace(const std::vector<AllocatorEvent>& trace, DeviceAllocatorState& 
         o.reserved = reserved;
         o.device_free = e.device_free;
         o.time_us = e.time_us;
-        o.frame = frame_text(e.frames);
+        o.frame = frame_text(table, e.frames);
         ooms.push_back(o);
         break;
       }
@@ -147,7 +151,7 @@ AllocatorStateResult analyze_allocator_state(const AllocatorSnapshot& snapshot) 
     p.device = s.device;
     p.pool = s.pool;
     add_segment(p, s);
-    PinningSegment pin = pinning_of(s);
+    PinningSegment pin = pinning_of(s, snapshot.frames);
     if (pin.free_bytes > 0 && pin.active_bytes > 0) pinning[s.device].push_back(std::move(pin));
   }
   for (std::size_t dev = 0; dev < snapshot.device_traces.size(); ++dev)
@@ -168,7 +172,7 @@ AllocatorStateResult analyze_allocator_state(const AllocatorSnapshot& snapshot) 
     d.pinning = std::move(pins);
     static const std::vector<AllocatorEvent> kNoTrace;
     const bool traced = dev >= 0 && static_cast<std::size_t>(dev) < snapshot.device_traces.size();
-    walk_trace(traced ? snapshot.device_traces[static_cast<std::size_t>(dev)] : kNoTrace, d);
+    walk_trace(traced ? snapshot.device_traces[static_cast<std::size_t>(dev)] : kNoTrace, snapshot.frames, d);
     r.devices.push_back(std::move(d));
   }
   return r;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -113,8 +115,8 @@ class Converter {
     if (v < 0) issue(fmt::format("{} without a readable \"{}\" (taken as 0)", what, key));
     return v < 0 ? 0 : v;
   }
-  std::vector<SnapshotFrame> frames(const PickleValue* list) {
-    std::vector<SnapshotFrame> out;
+  std::vector<SnapshotFrameId> frames(const PickleValue* list) {
+    std::vector<SnapshotFrameId> out;
     if (list == nullptr) return out;
     for (const PickleValue& f : list_of(list, "frames")) {
       if (out.size() >= kSnapshotFramesKept) break;
@@ -123,10 +125,21 @@ class Converter {
         issue("frame that is not a dict, skipped");
         continue;
       }
-      out.push_back({doc_.string_or(doc_.get(f, "filename"), "?"), doc_.int_or(doc_.get(f, "line"), -1),
-                     doc_.string_or(doc_.get(f, "name"), "?")});
+      out.push_back(frame_id(f));
     }
     return out;
+  }
+  // Each distinct frame once in out_.frames: by the pickle's dict (the memo shares one dict among
+  // many lists), then by content (torch writes a fresh dict per frame).
+  SnapshotFrameId frame_id(const PickleValue& f) {
+    if (const auto it = frame_by_dict_.find(f.ref); it != frame_by_dict_.end()) return it->second;
+    SnapshotFrame frame{doc_.string_or(doc_.get(f, "filename"), "?"), doc_.int_or(doc_.get(f, "line"), -1),
+                        doc_.string_or(doc_.get(f, "name"), "?")};
+    std::string key = fmt::format("{}\n{}\n{}", frame.filename, frame.line, frame.name);
+    const auto [it, added] = frame_by_content_.try_emplace(std::move(key), out_.frames.size());
+    if (added) out_.frames.push_back(std::move(frame));
+    frame_by_dict_.emplace(f.ref, it->second);
+    return it->second;
   }
   // A memo can make one list appear in many places; a snapshot never does, so the work to convert
   // is bounded by what the stream built, and a stream that repeats itself past that is refused.
@@ -221,6 +234,8 @@ class Converter {
   std::uint64_t budget_;
   std::uint64_t work_ = 0;
   std::map<std::string, std::uint64_t> issues_;
+  std::unordered_map<std::uint32_t, SnapshotFrameId> frame_by_dict_;
+  std::unordered_map<std::string, SnapshotFrameId> frame_by_content_;
   static constexpr std::size_t kMaxNoteKinds = 32;
 };
 

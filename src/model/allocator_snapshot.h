@@ -19,6 +19,9 @@ struct SnapshotFrame {
 };
 // Frames kept per block or action: the innermost ones say who allocated.
 inline constexpr std::size_t kSnapshotFramesKept = 6;
+// A frame is kept once per snapshot (AllocatorSnapshot::frames) and referred to by index: the same
+// few hundred frames recur on every block and trace entry.
+using SnapshotFrameId = std::uint32_t;
 // Plausibility bounds a reader applies: a byte count above 2^50 (1 PiB) is no device's memory
 // (and sums of such would overflow int64); a device index above 65535 is no machine's.
 inline constexpr std::int64_t kMaxSnapshotBytes = std::int64_t{1} << 50;
@@ -31,7 +34,7 @@ struct SnapshotBlock {
   std::int64_t size = 0;
   std::int64_t requested_size = -1;  // -1: not recorded (torch < 2.1)
   BlockState state = BlockState::kUnknown;
-  std::vector<SnapshotFrame> frames;  // where it was allocated, innermost first, when recorded
+  std::vector<SnapshotFrameId> frames;  // where it was allocated, innermost first, when recorded
 };
 
 struct SnapshotSegment {
@@ -65,7 +68,7 @@ struct AllocatorEvent {
   std::int64_t size = 0;
   std::int64_t time_us = -1;      // torch 2.2+
   std::int64_t device_free = -1;  // oom: what the driver said was free
-  std::vector<SnapshotFrame> frames;
+  std::vector<SnapshotFrameId> frames;
 };
 
 struct AllocatorSnapshot {
@@ -73,6 +76,7 @@ struct AllocatorSnapshot {
   std::vector<SnapshotSegment> segments;
   std::vector<std::vector<AllocatorEvent>> device_traces;  // index: device
   std::vector<std::pair<std::string, std::string>> settings;
+  std::vector<SnapshotFrame> frames;  // each distinct frame once; blocks and trace entries index it
   // What could not be read as expected, one line per kind with its count.
   std::vector<std::string> notes;
 };

@@ -43,8 +43,11 @@ TEST(AllocatorSnapshotReader, ASoundSegmentReadsFieldByField) {
   EXPECT_EQ(seg.blocks[0].requested_size, (30 << 20) - 100);
   EXPECT_EQ(seg.blocks[0].state, BlockState::kActiveAllocated);
   ASSERT_EQ(seg.blocks[0].frames.size(), 1u);
-  EXPECT_EQ(seg.blocks[0].frames[0].filename, "train.py");
-  EXPECT_EQ(seg.blocks[0].frames[0].line, 42);
+  ASSERT_EQ(s.frames.size(), 1u);
+  EXPECT_EQ(seg.blocks[0].frames[0], 0u);
+  EXPECT_EQ(s.frames[0].filename, "train.py");
+  EXPECT_EQ(s.frames[0].line, 42);
+  EXPECT_EQ(s.frames[0].name, "forward");
   EXPECT_EQ(seg.blocks[1].state, BlockState::kInactive);
   EXPECT_TRUE(s.notes.empty());
 }
