@@ -209,6 +209,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
     for (const NcclHostSummary& h : s.hosts)
       rows.push_back({h.host, h.ranks.empty() ? "-" : format_rank_list(h.ranks), std::to_string(h.processes),
                       h.versions.empty() ? "-" : join(h.versions, "/"), host_network(h), gdr_text(h)});
+    rows = plain_cells(std::move(rows));  // log text: no colour of its own reaches the terminal
     // Names shrink first; on a narrow terminal the GDR state goes, then the process count.
     const TextTable table({{"host", 24, 6},
                            {"ranks", 16, 5},
@@ -250,6 +251,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       rows.push_back({std::to_string(r.rank), r.host, std::to_string(r.pid), std::to_string(r.cuda_dev), r.bus_id,
                       r.version.empty() ? "-" : r.version, init, transports_text(r.transports)});
     }
+    rows = plain_cells(std::move(rows));  // log text: no colour of its own reaches the terminal
     // Transports take what the others leave; bus id, then pid, then device drop out when narrow.
     const TextTable table({{"rank", 0, 4, true},
                            {"host", 20, 6},
@@ -272,6 +274,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       rows.push_back({c.comm_id.empty() ? "(no commId)" : c.comm_id, std::to_string(c.nranks),
                       std::to_string(c.ranks_started), std::to_string(c.ranks_complete), std::to_string(c.hosts),
                       c.init_max_s >= 0 ? fmt::format("{:.2f} s", c.init_max_s) : "-", c.is_job ? "job" : ""});
+    rows = plain_cells(std::move(rows));  // log text: no colour of its own reaches the terminal
     const TextTable table({{"commId", 20, 8},
                            {"nranks", 0, 6, true},
                            {"started", 0, 7, true},

@@ -122,4 +122,10 @@ std::string TextTable::render(const std::vector<std::vector<std::string>>& rows)
   return out;
 }
 
+std::vector<std::vector<std::string>> plain_cells(std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows)
+    for (std::string& cell : row) cell = terminal_safe(cell);
+  return rows;
+}
+
 }  // namespace ferret

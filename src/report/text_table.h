@@ -19,6 +19,11 @@ struct TableColumn {
   std::size_t gap = 1;        // spaces before the column (none before the first one shown)
 };
 
+// Cells keep Style's colours (a renderer may colour a cell); text read from an input must not,
+// or a colour sequence written into a log would pass as ferret's own. This escapes every control
+// character of every cell, colours included: for tables built from input text only.
+std::vector<std::vector<std::string>> plain_cells(std::vector<std::vector<std::string>> rows);
+
 class TextTable {
  public:
   // `rows` size the columns (each row one cell per column); `indent` spaces start each line, each

@@ -50,7 +50,7 @@ std::vector<std::vector<std::string>> cpu_rows(const WatchSummary& s) {
 std::vector<std::vector<std::string>> gpu_rows(const WatchSummary& s) {
   std::vector<std::vector<std::string>> rows;
   for (const WatchGpuStat& g : s.gpus)
-    rows.push_back({std::to_string(g.index), g.name, g.judged_by.empty() ? "no" : g.judged_by,
+    rows.push_back({std::to_string(g.index), terminal_safe(g.name), g.judged_by.empty() ? "no" : g.judged_by,
                     fmt::format("{:.1f}", g.util_mean), fmt::format("{:.0f}", g.util_p5),
                     fmt::format("{:.0f}", g.util_p50), fmt::format("{:.0f}", g.util_p95),
                     human_bytes(g.memory_peak) + " / " + human_bytes(g.memory_total)});

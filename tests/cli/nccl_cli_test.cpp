@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "terminal_hazard.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -127,6 +128,24 @@ TEST(NcclCli, MarkdownEscapesLogText) {
   // `x` is a code span and stays one (Markdown is escaped only outside code spans).
   EXPECT_TRUE(contains(r.out, "&lt;script&gt;\\|alert\\*`x`")) << r.out;
   EXPECT_FALSE(contains(r.out, "<script>"));
+}
+
+// A colour sequence in a log (here in a commId, a host and a version) is log text, not ferret's
+// colour: escaped in every table cell (a fuzzer found the commId column passing it raw).
+TEST(NcclCli, ColourSequencesInLogTextAreEscapedInTables) {
+  const std::string path = test::temp_path("nccl_sgr.log");
+  test::write_file(path,
+                   "h\x1b[31m:1:1 [0] NCCL INFO NCCL version 2.18.\x1b[33m1+cuda12.1\n"
+                   "h\x1b[31m:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1a000 commId "
+                   "\x1b[33m0x1f - Init START\n");
+  for (const char* form : {"nccl ", "nccl --md "}) {
+    const auto r = run_ferret(form + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(test::terminal_hazard(r.out), "") << form << r.out;
+    // Shown, escaped (Markdown escapes the backslash and '[' once more).
+    EXPECT_TRUE(contains(r.out, std::string(form) == "nccl " ? "\\x1b[33m0x1f" : "\\\\x1b\\[33m0x1f")) << form << r.out;
+  }
+  std::remove(path.c_str());
 }
 
 TEST(NcclCli, ReadsStdinAndGzip) {
