@@ -678,19 +678,18 @@ class SmiCsvReader : public SmiReader {
 
   bool is_header(std::string_view text) const {
     const std::vector<std::string_view> cells = smi_split(text, ',');
-    std::size_t known = 0;
-    for (std::string_view c : cells) {
-      const std::size_t bracket = c.find(" [");
-      const std::string_view name = trim(c.substr(0, bracket));
-      if (mapper_(name, "").field != SmiField::kIgnore) ++known;
-    }
-    // A header names known columns and holds no number where a value would be.
-    if (known == 0) return false;
+    // A header holds no number where a value would be (checked first: it settles every data row
+    // at its first number, before the column names are looked up), and names known columns.
     for (std::string_view c : cells) {
       double v = 0;
       if (smi_parse_number(c, v) == SmiValue::kNumber) return false;
     }
-    return true;
+    for (std::string_view c : cells) {
+      const std::size_t bracket = c.find(" [");
+      const std::string_view name = trim(c.substr(0, bracket));
+      if (mapper_(name, "").field != SmiField::kIgnore) return true;
+    }
+    return false;
   }
 
   void set_header(std::string_view text) {
