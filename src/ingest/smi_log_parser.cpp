@@ -1069,7 +1069,7 @@ class SmiPrometheusReader : public SmiReader {
     if (rest.size() == 2) {
       std::int64_t ms = 0;
       const auto [end, ec] = std::from_chars(rest[1].data(), rest[1].data() + rest[1].size(), ms);
-      if (ec != std::errc() || end != rest[1].data() + rest[1].size() || ms < 0 || ms > 9000000000000000) {
+      if (ec != std::errc() || end != rest[1].data() + rest[1].size() || ms < 0 || ms > 9000000000000) {
         skip("a timestamp that is not milliseconds");
         return;
       }

@@ -288,7 +288,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
         fmt::format("\n{}Input{}: {} repaired, {} skipped\n", st.bold(), st.reset(), r.repair_count(), r.skip_count());
     for (const std::string& line : input_lines(r)) out += wrap(line, width, "  ");
   }
-  return out;
+  return finish_text(out, st);
 }
 
 json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
@@ -545,7 +545,7 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
     out += fmt::format("\n**Input**: {} repaired, {} skipped\n\n", r.repair_count(), r.skip_count());
     for (const std::string& line : input_lines(r)) out += "- " + escape_markdown(line) + "\n";
   }
-  return out;
+  return finish_text(out);
 }
 
 // ---- Findings, shared with the job report ---------------------------------------------------
@@ -607,7 +607,7 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
     for (const std::string& fix : f.fixes) out += wrap("fix: " + fix, width, "      ");
     if (with_rules && !f.threshold.empty()) out += wrap("rule: " + f.threshold, width, "      ");
   }
-  return out;
+  return finish_text(out, st);
 }
 
 std::string findings_markdown(const std::vector<Finding>& findings, bool with_rules) {
@@ -631,7 +631,7 @@ std::string findings_markdown(const std::vector<Finding>& findings, bool with_ru
     if (with_rules && !f.threshold.empty())
       out += "\n_Rule: " + escape_markdown(f.threshold, /*in_table=*/false) + "_\n";
   }
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

@@ -157,7 +157,7 @@ std::string history_text(const HistoryReport& r, const Style& st) {
   if (r.runs.empty()) {
     out += r.label.empty() ? "No runs recorded yet. Record one with\n" : "No runs with this label. Record one with\n";
     out += "  ferret bench MODEL --record --label NAME\n";
-    return out;
+    return finish_text(out, st);
   }
   out += "\n";
   //   id    label      date             subject       n   median      p90  items/s
@@ -199,7 +199,7 @@ std::string history_text(const HistoryReport& r, const Style& st) {
     }
     out += line + "\n";
   }
-  return out;
+  return finish_text(out, st);
 }
 
 std::string history_markdown(const HistoryReport& r) {
@@ -207,7 +207,7 @@ std::string history_markdown(const HistoryReport& r) {
   out += fmt::format("Database {}{}: {} run{}, newest first.\n\n", escape_markdown(r.database),
                      r.label.empty() ? "" : ", label " + escape_markdown(r.label), r.runs.size(),
                      r.runs.size() == 1 ? "" : "s");
-  if (r.runs.empty()) return out;
+  if (r.runs.empty()) return finish_text(out);
   out += "| id | label | date | subject | n | median | p90 | items/s | noisy |\n";
   out += "|---:|---|---|---|---:|---:|---:|---:|---|\n";
   for (std::size_t i = 0; i < r.runs.size(); ++i) {
@@ -229,7 +229,7 @@ std::string history_markdown(const HistoryReport& r) {
       out += (i == 0 ? "" : " → ") + trend_point_text(t.points[i], unit_of(r, t.points[i].id), true);
     out += "\n";
   }
-  return out;
+  return finish_text(out);
 }
 
 json history_json(const HistoryReport& r) {
@@ -414,7 +414,7 @@ std::string compare_text(const CompareReport& r, const Style& st) {
     out += '\n';  // appended apart: GCC 12 warns falsely (-Wrestrict) on "\n" + a temporary string
     out += wrap_after(gate_text(r), fmt::format("Gate --fail-if-slower {:g}: ", *r.fail_if_slower_pct), "  ", st.width);
   }
-  return out;
+  return finish_text(out, st);
 }
 
 std::string compare_markdown(const CompareReport& r) {
@@ -449,7 +449,7 @@ std::string compare_markdown(const CompareReport& r) {
   }
   if (r.fail_if_slower_pct)
     out += fmt::format("\nGate `--fail-if-slower {:g}`: {}\n", *r.fail_if_slower_pct, gate_text(r));
-  return out;
+  return finish_text(out);
 }
 
 json compare_json(const CompareReport& r) {

@@ -144,7 +144,7 @@ std::string bench_text(const BenchResult& r, const std::optional<BenchRecorded>&
     for (const auto& [key, value] : r.record.environment.fields)
       out += fit_width(fmt::format("  {:<22} {}", key, value), st.width) + "\n";
   }
-  return out;
+  return finish_text(out, st);
 }
 
 std::string bench_markdown(const BenchResult& r, const std::optional<BenchRecorded>& recorded) {
@@ -186,7 +186,7 @@ std::string bench_markdown(const BenchResult& r, const std::optional<BenchRecord
     for (const auto& [key, value] : r.record.environment.fields)
       out += fmt::format("| {} | {} |\n", escape_markdown(key), escape_markdown(value));
   }
-  return out;
+  return finish_text(out);
 }
 
 nlohmann::ordered_json bench_json(const BenchResult& r, const std::optional<BenchRecorded>& recorded) {

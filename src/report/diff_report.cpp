@@ -445,7 +445,7 @@ std::string diff_text(const TraceDiff& d, const Style& st) {
     for (const std::string& n : d.base.notes) out += wrap("BASE: " + n, st.width, "  ");
     for (const std::string& n : d.next.notes) out += wrap("NEW: " + n, st.width, "  ");
   }
-  return out;
+  return finish_text(out, st);
 }
 
 json diff_json(const TraceDiff& d) {
@@ -573,7 +573,7 @@ std::string diff_markdown(const TraceDiff& d) {
     for (const std::string& n : d.base.notes) out += "- BASE: " + escape_markdown(n) + "\n";
     for (const std::string& n : d.next.notes) out += "- NEW: " + escape_markdown(n) + "\n";
   }
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

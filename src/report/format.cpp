@@ -134,6 +134,12 @@ std::string upper(std::string_view text) {
   return out;
 }
 
+std::string finish_text(std::string_view report, const Style& st) {
+  return terminal_safe(report, {.keep_line_breaks = true, .keep_colour = st.enabled});
+}
+
+std::string finish_text(std::string_view report) { return terminal_safe(report, {.keep_line_breaks = true}); }
+
 std::string wrap(std::string_view untrusted, std::size_t width, const std::string& indent) {
   const std::string safe = terminal_safe(untrusted, {.keep_colour = true});
   const std::string_view text = safe;

@@ -76,4 +76,12 @@ struct Style {
 // Colour on when `fd` is a terminal and NO_COLOR is unset (https://no-color.org).
 Style style_for_fd(int fd);
 
+// The last step of every text and Markdown report the library returns. wrap, fit_width and the
+// tables keep Style's colour sequences wherever they appear, so a name holding "ESC [ 1 m" would
+// pass them too; with colour off no ESC belongs in the report, and this pass escapes every one
+// left. The CLI's stdout sink does the same; this makes the library's own output safe for a
+// caller that prints it.
+std::string finish_text(std::string_view report, const Style& st);
+std::string finish_text(std::string_view report);  // uncoloured text and Markdown
+
 }  // namespace ferret

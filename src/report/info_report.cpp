@@ -177,7 +177,7 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
     out += fmt::format("    {:>8} x {}\n", issue.count,
                        terminal_safe(reason + " (first at " + issue.first_location + ")"));
   for (const auto& note : r.notes) out += fmt::format("  note: {}\n", terminal_safe(note));
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

@@ -204,7 +204,7 @@ std::string job_text(const JobAnalysis& job, const JobDiagnosis& d, const Style&
           width, "  ");
     for (const std::string& w : job.warnings) out += wrap(w, width, "  ");
   }
-  return out;
+  return finish_text(out, st);
 }
 
 json job_json(const JobAnalysis& job, const JobDiagnosis& d) {
@@ -350,7 +350,7 @@ std::string job_markdown(const JobAnalysis& job, const JobDiagnosis& d) {
   out += '\n';
   out += findings_markdown(d.findings);
   for (const std::string& w : job.warnings) out += fmt::format("\n> {}\n", escape_markdown(w));
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

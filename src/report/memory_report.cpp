@@ -329,7 +329,7 @@ std::string memory_text(const std::vector<MemoryReportInput>& inputs, const Styl
       out += wrap("note: " + n, st.width > 0 ? st.width : kDefaultTextWidth, "  ");
     out += "\n";
   }
-  return out;
+  return finish_text(out, st);
 }
 
 std::string memory_markdown(const std::vector<MemoryReportInput>& inputs) {
@@ -352,7 +352,7 @@ std::string memory_markdown(const std::vector<MemoryReportInput>& inputs) {
     out += '\n';
     out += findings_markdown(in.findings);
   }
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

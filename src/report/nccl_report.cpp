@@ -353,7 +353,7 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
   }
 
   out += findings_text(findings, st, st.width, /*with_rules=*/true);
-  return out;
+  return finish_text(out, st);
 }
 
 json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const std::vector<NcclInputError>& errors) {
@@ -587,7 +587,7 @@ std::string nccl_markdown(const NcclSetup& s, const std::vector<Finding>& findin
           b.ceiling_gbps > 0 ? fmt::format("{:.1f}", b.ceiling_gbps) : "?",
           b.fraction >= 0 ? fmt::format("{:.0f}%{}", 100 * b.fraction, b.possible ? "" : " (impossible)") : "?");
   }
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

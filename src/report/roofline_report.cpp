@@ -102,7 +102,7 @@ std::string roofline_text(const RooflineResult& r, std::size_t top, const Style&
                     num("of peak", 0)},
                    rows, 2, st.width)
              .render(rows);
-  return out;
+  return finish_text(out, st);
 }
 
 std::string roofline_markdown(const RooflineResult& r, std::size_t top) {
@@ -119,7 +119,7 @@ std::string roofline_markdown(const RooflineResult& r, std::size_t top) {
                        number(g.tflops_per_s, "{:.1f}"), number(g.tb_per_s, "{:.2f}"), bound_name(g.bound),
                        number(g.peak_pct, "{:.0f}%"));
   }
-  return out + "\n";
+  return finish_text(out + "\n");
 }
 
 }  // namespace ferret

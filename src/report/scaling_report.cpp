@@ -46,7 +46,7 @@ std::string scaling_text(const ScalingAnalysis& r) {
                          ns_to_ms(p.step_ns), 100 * p.efficiency);
   }
   for (const std::string& w : r.warnings) out += wrap("warning: " + w, kWidth, "");
-  return out;
+  return finish_text(out);
 }
 
 json scaling_json(const ScalingAnalysis& r) {
@@ -97,7 +97,7 @@ std::string scaling_markdown(const ScalingAnalysis& r) {
                          ns_to_ms(p.step_ns), 100 * p.efficiency);
   }
   for (const std::string& w : r.warnings) out += fmt::format("\n> {}\n", escape_markdown(w));
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

@@ -299,7 +299,7 @@ std::string smi_text(const SmiReportInput& in, const Style& st) {
   const std::vector<std::string> notes = smi_notes(in.log);
   for (const std::string& n : notes) out += wrap("note: " + n, st.width, "  ");
   for (const SmiInputError& e : in.errors) out += wrap("not read: " + terminal_safe(e.message), st.width, "  ");
-  return out;
+  return finish_text(out, st);
 }
 
 std::string smi_markdown(const SmiReportInput& in) {
@@ -331,7 +331,7 @@ std::string smi_markdown(const SmiReportInput& in) {
   if (!notes.empty()) out += "\n";
   for (const std::string& n : notes) out += "- " + escape_markdown(n, false) + "\n";
   for (const SmiInputError& e : in.errors) out += "- not read: " + escape_markdown(e.message, false) + "\n";
-  return out;
+  return finish_text(out);
 }
 
 }  // namespace ferret

@@ -182,7 +182,7 @@ std::string watch_text(const WatchReportInput& in, const Style& st) {
   else
     out += findings_text(in.findings, st, st.width, /*with_rules=*/false);
   for (const std::string& n : s.notes) out += wrap("note: " + n, st.width, "  ");
-  return out;
+  return finish_text(out, st);
 }
 
 std::string watch_markdown(const WatchReportInput& in) {
@@ -218,7 +218,7 @@ std::string watch_markdown(const WatchReportInput& in) {
   }
   out += findings_markdown(in.findings);
   for (const std::string& n : s.notes) out += "- note: " + escape_markdown(n, false) + "\n";
-  return out;
+  return finish_text(out);
 }
 
 std::string watch_samples_csv(const WatchSeries& series) {

@@ -85,7 +85,7 @@ std::string whatif_text(const TraceModel& model, const AnalysisContext& ctx, con
   const std::vector<std::string> lines = change_lines(r);
   if (lines.empty()) out += "  no change asked for: the prediction is the step as recorded\n";
   for (const std::string& l : lines) out += "  " + l + "\n";
-  if (r.steps.empty()) return out + "\nNo step to re-time: the window holds no work.\n";
+  if (r.steps.empty()) return finish_text(out + "\nNo step to re-time: the window holds no work.\n", style);
   if (!lines.empty() && touched_total(r) == 0)
     out += "  (no event in the window matches: the prediction is the step as recorded)\n";
   const char* unit = r.has_steps ? "step" : "window";
@@ -98,7 +98,7 @@ std::string whatif_text(const TraceModel& model, const AnalysisContext& ctx, con
       out += fmt::format("  {:<8} {:>12} {:>12}  {:+6.1f}%\n", s.number, ms_text(s.baseline_ns),
                          ms_text(s.predicted_ns), change_pct(s.baseline_ns, s.predicted_ns));
   }
-  return out;
+  return finish_text(out, style);
 }
 
 }  // namespace ferret

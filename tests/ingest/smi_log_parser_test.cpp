@@ -179,6 +179,19 @@ TEST(SmiLogParser, DcgmExporterScrapesBecomeASeries) {
   EXPECT_EQ(log.sources[0].ignored_columns, std::vector<std::string>{"DCGM_FI_DEV_XID_ERRORS"});
 }
 
+TEST(SmiLogParser, ExporterTimestampsPastInt64NanosecondsAreSkipped) {
+  // Found by smi_fuzzer: a millisecond stamp whose nanoseconds overflow int64 (here 1.7e15 ms, a
+  // timestamp written in microseconds) is not a time; the line is counted, never multiplied.
+  const std::string line = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 95 ";
+  const std::string text =
+      line + "1706704800000\n" + line + "1706704801001000\n" + line + "9223372036854\n" + line + "9000000000000\n";
+  const SmiLog log = parse_smi_text(text, "stamps.prom");
+  EXPECT_EQ(log.sources[0].skipped_lines, 2u);
+  ASSERT_EQ(log.gpus.size(), 1u);
+  ASSERT_EQ(log.gpus[0].samples.size(), 2u);
+  EXPECT_EQ(log.gpus[0].samples[1].time_ns, 9000000000000LL * 1000000);
+}
+
 TEST(SmiLogParser, RocmSmiConcatenatedRuns) {
   const SmiLog log = parse_fixture("rocm-smi.csv");
   EXPECT_EQ(log.sources[0].format, SmiFormat::kRocmSmiCsv);

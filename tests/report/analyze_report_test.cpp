@@ -33,6 +33,25 @@ TEST(AnalyzeReport, MarkdownEscapesTraceText) {
   EXPECT_NE(md.find("op&lt;img src=x onerror=alert(1)&gt;"), std::string::npos) << md;
 }
 
+TEST(AnalyzeReport, NamesCannotColourUncolouredText) {
+  // Found by analyze_fuzzer: a device and an op named with the very sequences Style writes
+  // (ESC [ 1 m, ESC [ 33 m) passed the renderers, which keep those for ferret's own colour. With
+  // colour off the library's text holds no ESC at all; with colour on, ferret's own do.
+  std::string trace = kHostileTrace;
+  trace.replace(trace.find("op<img"), 3, "op\\u001b[33m");
+  trace.insert(trace.find("\"traceEvents\""), R"("deviceProperties":[{"id":0,"name":"H100\u001b[1m"}],)");
+  const TraceModel model = load_trace_text(trace);
+  const TraceAnalysis analysis = analyze_trace(model, {});
+  const Diagnosis diagnosis = diagnose(analysis);
+  ASSERT_EQ(model.info.devices.size(), 1u);
+  const std::string plain = analyze_text(analysis, diagnosis, Style{});
+  EXPECT_EQ(plain.find('\033'), std::string::npos) << plain;
+  EXPECT_NE(plain.find("H100\\x1b[1m"), std::string::npos) << plain;
+  EXPECT_EQ(analyze_markdown(analysis, diagnosis).find('\033'), std::string::npos);
+  const std::string coloured = analyze_text(analysis, diagnosis, Style{.enabled = true});
+  EXPECT_NE(coloured.find("\033[1m"), std::string::npos);
+}
+
 TEST(AnalyzeReport, JsonHasTheDocumentedKeys) {
   const TraceModel model = load_trace_text(kHostileTrace);
   const TraceAnalysis analysis = analyze_trace(model, {});
