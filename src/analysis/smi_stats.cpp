@@ -77,7 +77,8 @@ void smi_idle_periods(const SmiGpu& g, SmiGpuStats& st) {
     while (k <= last_busy && !busy(k)) ++k, ++p.samples;
     p.end_ns = std::max(p.start_ns, time(k));  // k <= last_busy: the busy sample that ends it
     ++st.idle_periods;
-    st.idle_ns += p.duration_ns();
+    // Saturating: a log's rows need not be in time order, so the periods may overlap.
+    if (__builtin_add_overflow(st.idle_ns, p.duration_ns(), &st.idle_ns)) st.idle_ns = kSmiMaxTimeNs;
     if (st.idle.size() < kSmiIdleListed) st.idle.push_back(p);
     idle_starts.push_back(p.start_ns);
   }

@@ -469,12 +469,15 @@ class SmiReader {
 
   // Appends a sample; a time of kSmiNoTime places it at its index x interval.
   void add_sample(SmiGpu& g, SmiSample s) {
-    if (s.time_ns == kSmiNoTime) {
-      g.absolute_time = false;
-      s.time_ns = static_cast<std::int64_t>(static_cast<double>(g.samples.size()) * options_.interval_s * 1e9);
-    } else if (!g.absolute_time) {
-      // A log that mixes rows with and without times: keep the series monotone on the index.
-      s.time_ns = static_cast<std::int64_t>(static_cast<double>(g.samples.size()) * options_.interval_s * 1e9);
+    // A log that mixes rows with and without times: keep the series monotone on the index.
+    if (s.time_ns == kSmiNoTime) g.absolute_time = false;
+    if (!g.absolute_time) {
+      const double at_index = static_cast<double>(g.samples.size()) * options_.interval_s * 1e9;
+      s.time_ns = at_index <= static_cast<double>(kSmiMaxTimeNs) ? static_cast<std::int64_t>(at_index) : -1;
+    }
+    if (s.time_ns < 0 || s.time_ns > kSmiMaxTimeNs) {
+      skip("a time before 1970 or after 2096");
+      return;
     }
     if (smi_has(s.mem_used_mib) && !smi_has(s.mem_total_mib) && smi_has(free_mib_))
       s.mem_total_mib = s.mem_used_mib + free_mib_;
@@ -1069,7 +1072,7 @@ class SmiPrometheusReader : public SmiReader {
     if (rest.size() == 2) {
       std::int64_t ms = 0;
       const auto [end, ec] = std::from_chars(rest[1].data(), rest[1].data() + rest[1].size(), ms);
-      if (ec != std::errc() || end != rest[1].data() + rest[1].size() || ms < 0 || ms > 9000000000000) {
+      if (ec != std::errc() || end != rest[1].data() + rest[1].size() || ms < 0 || ms > kSmiMaxTimeNs / 1000000) {
         skip("a timestamp that is not milliseconds");
         return;
       }

@@ -28,6 +28,10 @@ enum class SmiFormat : std::uint8_t {
 const char* smi_format_name(SmiFormat f);  // "nvidia-smi --query-gpu csv", "nvidia-smi dmon", ...
 
 inline constexpr std::int64_t kSmiNoTime = std::numeric_limits<std::int64_t>::min();
+// The latest sample time the model holds (2096-10-02 UTC): below 2^62, so two times, or a span
+// plus a period, add without overflowing int64. A reader skips a row whose time lies outside
+// [0, kSmiMaxTimeNs], as it skips any other unreadable row.
+inline constexpr std::int64_t kSmiMaxTimeNs = 4'000'000'000'000'000'000;
 inline constexpr double kSmiNone = std::numeric_limits<double>::quiet_NaN();
 
 // NVML's clock event (throttle) reason bits, as nvidia-smi prints them in

@@ -184,12 +184,28 @@ TEST(SmiLogParser, ExporterTimestampsPastInt64NanosecondsAreSkipped) {
   // timestamp written in microseconds) is not a time; the line is counted, never multiplied.
   const std::string line = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 95 ";
   const std::string text =
-      line + "1706704800000\n" + line + "1706704801001000\n" + line + "9223372036854\n" + line + "9000000000000\n";
+      line + "1706704800000\n" + line + "1706704801001000\n" + line + "9223372036854\n" + line + "4000000000000\n";
   const SmiLog log = parse_smi_text(text, "stamps.prom");
   EXPECT_EQ(log.sources[0].skipped_lines, 2u);
   ASSERT_EQ(log.gpus.size(), 1u);
   ASSERT_EQ(log.gpus[0].samples.size(), 2u);
-  EXPECT_EQ(log.gpus[0].samples[1].time_ns, 9000000000000LL * 1000000);
+  EXPECT_EQ(log.gpus[0].samples[1].time_ns, kSmiMaxTimeNs);  // the latest time kept
+}
+
+TEST(SmiLogParser, TimesPast2096AreSkipped) {
+  // Found by smi_fuzzer: an amd-smi epoch of 6107702400 s (2163) beside 1706702400 s made the
+  // span and period add past int64. Times beyond kSmiMaxTimeNs are skipped rows, so any two add.
+  const std::string text = "gpu,timestamp,gfx_activity\n0,1706702400,80\n0,6107702400,80\n0,1706702401,85\n";
+  const SmiLog log = parse_smi_text(text, "far.csv");
+  EXPECT_EQ(log.sources[0].skipped_lines, 1u);
+  ASSERT_EQ(log.gpus.size(), 1u);
+  ASSERT_EQ(log.gpus[0].samples.size(), 2u);
+  EXPECT_EQ(log.gpus[0].samples[1].time_ns, (kNoonS + 1) * kNs);
+  const SmiLog query = parse_smi_text(
+      "timestamp, index, utilization.gpu [%]\n2096/10/02 00:00:00.000, 0, 5 %\n2096/10/03 00:00:00.000, 0, 5 %\n",
+      "late.csv");
+  EXPECT_EQ(query.sources[0].skipped_lines, 1u);  // the first is before kSmiMaxTimeNs, the second after
+  EXPECT_LE(query.gpus[0].samples[0].time_ns, kSmiMaxTimeNs);
 }
 
 TEST(SmiLogParser, RocmSmiConcatenatedRuns) {
