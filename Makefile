@@ -23,6 +23,7 @@ FUZZ_SECONDS ?= 60
 # Seed folders per harness: traces for ingest/analyze; NCCL logs (the test logs and hostile ones) for
 # nccl; small allocator snapshot and plain-data pickles (and memory text) for snapshot; utilisation
 # logs for smi; /proc stat lines for procstat.
+FUZZ_HARNESSES := ingest analyze nccl snapshot smi procstat
 fuzz_seeds = $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle tests/data/memory;; smi) echo fuzz/seeds-smi tests/data/smi;; procstat) echo fuzz/seeds-procstat;; *) echo fuzz/seeds;; esac)
 
 setup:
@@ -89,25 +90,35 @@ test-asan:
 # in build-asan/crashes/ and become regression tests in tests/data/fuzz/.
 fuzz:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer smi_fuzzer procstat_fuzzer -j $(JOBS)
+	cmake --build build-asan --target $(FUZZ_HARNESSES:%=%_fuzzer) -j $(JOBS)
 	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze build-asan/corpus-nccl build-asan/corpus-snapshot build-asan/corpus-smi build-asan/corpus-procstat
-	for h in ingest analyze nccl snapshot smi procstat; do \
+	for h in $(FUZZ_HARNESSES); do \
 	  build-asan/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-$$h $(call fuzz_seeds,$$h) || exit 1; \
 	done
 
 # CI's short pass: a fixed seed and a fixed number of runs from the seeds only, so a failure
-# reproduces exactly with the same command.
+# reproduces with the same command on the same build; the harnesses run $(JOBS) at a time, each
+# logging to build-asan/fuzz-ci-NAME.log. A failure prints the log's end and the input in base64
+# (a build elsewhere mutates differently, so CI's input may not come back from a local run).
 FUZZ_CI_RUNS ?= 4000
 fuzz-ci:
 	$(SANITIZE_CONFIG)
-	cmake --build build-asan --target ingest_fuzzer analyze_fuzzer nccl_fuzzer snapshot_fuzzer smi_fuzzer procstat_fuzzer -j $(JOBS)
+	cmake --build build-asan --target $(FUZZ_HARNESSES:%=%_fuzzer) -j $(JOBS)
 	mkdir -p build-asan/crashes
-	for h in ingest analyze nccl snapshot smi procstat; do \
-	  rm -rf build-asan/corpus-ci && mkdir -p build-asan/corpus-ci && \
-	  build-asan/$${h}_fuzzer -seed=1 -runs=$(FUZZ_CI_RUNS) -timeout=10 -rss_limit_mb=2048 \
-	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-ci $(call fuzz_seeds,$$h) || exit 1; \
-	done
+	$(MAKE) --no-print-directory -j $(JOBS) $(FUZZ_HARNESSES:%=fuzz-ci-%)
+
+fuzz-ci-%:
+	@rm -rf build-asan/corpus-ci-$* build-asan/crashes-$* && mkdir -p build-asan/corpus-ci-$* build-asan/crashes-$*
+	@echo "$*_fuzzer: $(FUZZ_CI_RUNS) runs, seed 1, log in build-asan/fuzz-ci-$*.log"
+	@build-asan/$*_fuzzer -seed=1 -runs=$(FUZZ_CI_RUNS) -timeout=10 -rss_limit_mb=2048 \
+	  -artifact_prefix=build-asan/crashes-$*/ build-asan/corpus-ci-$* $(call fuzz_seeds,$*) \
+	  >build-asan/fuzz-ci-$*.log 2>&1 || { \
+	  grep -a -m5 -E 'ERROR|runtime error|raw control|deadly' build-asan/fuzz-ci-$*.log; \
+	  tail -n 40 build-asan/fuzz-ci-$*.log; \
+	  for f in build-asan/crashes-$*/*; do [ -f "$$f" ] || continue; echo "$*_fuzzer input $$f in base64:"; head -c 65536 "$$f" | base64 -w 0; echo; done; \
+	  cp build-asan/crashes-$*/* build-asan/crashes/ 2>/dev/null; exit 1; }
+	@grep -a -h '^Done' build-asan/fuzz-ci-$*.log | sed 's/^/$*_fuzzer: /'
 
 # Runs the broken-input suite and rewrites the table in docs/RELIABILITY.md.
 reliability: $(BUILD)/build.ninja
