@@ -982,6 +982,17 @@ void EventParser::parse(RawBatch& raw, ParsedBatch& out) {
   const std::size_t end = raw.event_end.back() + 1;
   data[begin] = '[';
   data[end - 1] = ']';
+  // What lies between two events becomes one comma. The scanner has counted anything else there
+  // (a stray '}' or ']', a bare word) as skipped; left in the array, it could make the on-demand
+  // parser, which does not validate what it skips, read a malformed event as sound in this batch
+  // and refuse it where the batch fails and each event is read alone: the outcome would depend
+  // on where the batch boundaries fell (found by ingest_fuzzer's 1-vs-2-threads oracle).
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    const std::size_t gap_begin = raw.event_end[i], gap_end = raw.event_begin[i + 1];
+    if (gap_end <= gap_begin) continue;  // "}{": no room; the batch fails and events are read alone
+    data[gap_begin] = ',';
+    if (gap_end - gap_begin > 1) std::memset(data + gap_begin + 1, ' ', gap_end - gap_begin - 1);
+  }
   std::size_t done = 0;
   try {
     od::document doc = impl_->batch_parser.iterate(data + begin, end - begin, raw.capacity - begin);

@@ -434,6 +434,29 @@ TEST(BrokenInputStructure, ScalarArrayElementsAreSkippedAndCounted) {
   EXPECT_EQ(m.report.skip_count(), 4u);
 }
 
+TEST(BrokenInputStructure, AnEventReadsTheSameWhateverElseItsBatchHolds) {
+  // Found by ingest_fuzzer (1 vs 2 threads, small vs default batches): a malformed event followed
+  // by a stray '}' was read as sound when its batch parsed whole, and skipped when a bad byte
+  // elsewhere in the batch made every event be read alone. It is skipped either way.
+  const std::string bad = R"({"ph": "X", "name": "bad", "pid": 0, "tid": 7, "ts": 1, "dur": 5, "args{ ":"device": 0})";
+  const std::string text = R"({"traceEvents": [)" + bad + "}, " + op(0) + "]}";
+  const std::string text_with_bad_byte = R"({"traceEvents": [)" + bad + "}, " + op(0) + ", " +
+                                         R"({"ph": "X", "name": "x)" + "\xff" +
+                                         R"(", "pid": 1, "tid": 1, "ts": 9, "dur": 1})" + "]}";
+  for (const std::string* t : {&text, &text_with_bad_byte})
+    for (const std::size_t batch : {std::size_t{64}, ScanLimits{}.batch_bytes}) {
+      LoadOptions options;
+      options.limits.batch_bytes = batch;
+      const TraceModel m = load_trace_text(*t, options);
+      ASSERT_GE(m.size(), 1u);
+      EXPECT_EQ(m.name_of(0), "op0") << batch;
+      const Issue* issue = find_issue(m.report.skips, "malformed");
+      ASSERT_NE(issue, nullptr) << batch;
+      EXPECT_EQ(issue->count, 1u);
+      EXPECT_NE(find_issue(m.report.skips, "stray '}'"), nullptr);
+    }
+}
+
 TEST(BrokenInputStructure, NoTraceEventsIsANote) {
   const TraceModel m = load_trace_text(R"({"schemaVersion": 1})");
   EXPECT_EQ(m.size(), 0u);
