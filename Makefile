@@ -106,7 +106,7 @@ fuzz-ci:
 	$(SANITIZE_CONFIG)
 	cmake --build build-asan --target $(FUZZ_HARNESSES:%=%_fuzzer) -j $(JOBS)
 	mkdir -p build-asan/crashes
-	$(MAKE) --no-print-directory -j $(JOBS) $(FUZZ_HARNESSES:%=fuzz-ci-%)
+	$(MAKE) --no-print-directory --output-sync=target -j $(JOBS) $(FUZZ_HARNESSES:%=fuzz-ci-%)
 
 fuzz-ci-%:
 	@rm -rf build-asan/corpus-ci-$* build-asan/crashes-$* && mkdir -p build-asan/corpus-ci-$* build-asan/crashes-$*
