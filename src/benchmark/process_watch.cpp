@@ -12,10 +12,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "base/signal_forwarding.h"
 #include "ingest/process_tree.h"
 
 extern char** environ;
@@ -25,22 +27,6 @@ namespace ferret {
 namespace {
 
 using WatchClock = std::chrono::steady_clock;
-
-// The command's pid, for the signal handler, and the signal it passed on.
-volatile sig_atomic_t g_watch_child = 0;
-volatile sig_atomic_t g_watch_forwarded = 0;
-
-// SIGINT/SIGTERM: sent by a process (si_code <= 0: kill, sigqueue, tgkill) they are passed to the
-// command; sent by the kernel for the terminal (SI_KERNEL) the command, in the same foreground
-// process group, has it already.
-void watch_forward_signal(int sig, siginfo_t* info, void*) {
-  if (info != nullptr && info->si_code > 0) return;
-  const pid_t child = g_watch_child;
-  if (child > 0) {
-    ::kill(child, sig);
-    g_watch_forwarded = sig;
-  }
-}
 
 double seconds_between(WatchClock::time_point a, WatchClock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -116,25 +102,11 @@ WatchSeries watch_command(const WatchRequest& request, GpuSource* gpu, const std
   for (const std::string& a : request.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  // The handlers go in before the command starts, so a signal in between is not lost; the
-  // command gets default dispositions (exec resets caught signals).
-  struct sigaction forward {
-  }, old_int{}, old_term{};
-  if (request.forward_signals) {
-    forward.sa_sigaction = watch_forward_signal;
-    forward.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&forward.sa_mask);
-    g_watch_child = 0;
-    g_watch_forwarded = 0;
-    sigaction(SIGINT, &forward, &old_int);
-    sigaction(SIGTERM, &forward, &old_term);
-  }
-  auto restore = [&] {
-    if (!request.forward_signals) return;
-    g_watch_child = 0;
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  };
+  // Before the command starts, so a signal in between is not lost; the command gets default
+  // dispositions (exec resets caught signals).
+  std::optional<SignalForwarding> forwarding;
+  if (request.forward_signals) forwarding.emplace();
+  auto restore = [&] { forwarding.reset(); };
 
   const auto start = WatchClock::now();
   pid_t pid = 0;
@@ -143,7 +115,7 @@ WatchSeries watch_command(const WatchRequest& request, GpuSource* gpu, const std
     restore();
     throw WatchSpawnError(fmt::format("cannot run {}: {}", request.command.front(), std::strerror(spawned)), spawned);
   }
-  g_watch_child = pid;
+  if (forwarding) forwarding->forward_to(pid);
 #ifdef SYS_pidfd_open
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 #else
@@ -175,7 +147,7 @@ WatchSeries watch_command(const WatchRequest& request, GpuSource* gpu, const std
   }
   series.wall_s = seconds_between(start, WatchClock::now());
   if (pidfd >= 0) ::close(pidfd);
-  series.forwarded_signal = g_watch_forwarded;
+  if (forwarding) series.forwarded_signal = forwarding->forwarded();
   restore();
 
   if (WIFEXITED(status)) series.exit_status = WEXITSTATUS(status);

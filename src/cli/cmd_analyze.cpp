@@ -57,6 +57,7 @@ struct WorldGuard {
 void run_analyze_command(const AnalyzeCliOptions& cli) {
   if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
   if (cli.job && cli.per_trace) usage_error("choose one of --job and --per-trace");
+  if (!cli.html.empty()) refuse_output_over_input("--html", cli.html, cli.traces);
   AnalyzeRequest request;
   request.inputs = cli.traces;
   request.analysis = to_analysis_options(cli);
@@ -90,7 +91,7 @@ void run_analyze_command(const AnalyzeCliOptions& cli) {
   const AnalyzeOutput output = run_analyze(request, &group);
   if (request.every_format) {
     // The page from the JSON document; stdout keeps the report asked for, unless the page goes there.
-    if (!output.json.empty()) write_html(cli.html, html_page(output.json, html_title(cli.traces)));
+    if (!output.json.empty()) write_html(cli.html, html_page(output.json, html_title(cli.traces)), cli.traces);
     if (cli.html != "-") {
       if (request.format == AnalyzeFormat::kJson)
         std::cout << output.json;

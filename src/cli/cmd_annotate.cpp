@@ -34,6 +34,7 @@ struct AnnotateOptions {
 
 void run_annotate(const AnnotateOptions& opt) {
   if (opt.trace == "-") usage_error("annotate reads the trace twice (to analyse it, then to copy it): give a file");
+  refuse_output_over_input("--output", opt.output, {opt.trace});
   AnalysisOptions analysis;
   parse_step_range(opt.steps, analysis);
   parse_time_range(opt.time, analysis);
@@ -58,7 +59,7 @@ void run_annotate(const AnnotateOptions& opt) {
     }  // the model goes before the copy: only the added events stay in memory
     OpenedSource in = open_byte_source(opt.trace, load.inflation);
     const OutputCompression compression = output_compression_for(opt.output, false, opt.plain);
-    OutputFile out(opt.output, compression);
+    OutputFile out(opt.output, compression, {opt.trace});
     const SpliceResult r = splice_trace(*in.source, opt.trace, added.events, out);
     out.close();
     for (const std::string& n : load_notes) print_error(opt.trace + ": " + n);

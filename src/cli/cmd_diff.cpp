@@ -59,6 +59,7 @@ void run_diff(const DiffCliOptions& cli) {
   if (cli.base == "-" && cli.next == "-") {
     usage_error("only one of BASE and NEW can be read from stdin");
   }
+  if (!cli.html.empty()) refuse_output_over_input("--html", cli.html, {cli.base, cli.next});
   DiffOptions options;
   options.top = cli.top;
   parse_step_range(cli.steps, options.analysis);
@@ -72,7 +73,8 @@ void run_diff(const DiffCliOptions& cli) {
   if (!cli.html.empty())
     write_html(cli.html,
                html_page(diff_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + '\n',
-                         html_title({cli.base, cli.next})));
+                         html_title({cli.base, cli.next})),
+               {cli.base, cli.next});
   if (cli.html == "-") {
     // the page took stdout
   } else if (cli.json) {

@@ -7,6 +7,7 @@
 // exit status pass through; exit 2 only when the command succeeded but nothing could be analysed.
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis_options.h"
+#include "base/safe_file.h"
+#include "base/signal_forwarding.h"
 #include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -107,7 +110,9 @@ std::vector<std::string> child_environment(const fs::path& package_root, const f
 }
 
 // Runs the command as system() would: the terminal's Ctrl-C goes to it, not to ferret, which
-// still analyses what was recorded. Returns its exit status (128 + N when signal N ended it).
+// still analyses what was recorded; SIGINT, SIGTERM and SIGHUP sent to ferret are passed on to it
+// (base/signal_forwarding.h), and the shim turns TERM and HUP into a clean exit that writes the
+// trace. Returns its exit status (128 + N when signal N ended it).
 int run_command(const std::vector<std::string>& command, const std::vector<std::string>& env) {
   std::vector<char*> argv, envp;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -119,25 +124,21 @@ int run_command(const std::vector<std::string>& command, const std::vector<std::
   posix_spawnattr_init(&attr);
   sigset_t defaults;
   sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
+  for (const int sig : kForwardedSignals) sigaddset(&defaults, sig);
   sigaddset(&defaults, SIGQUIT);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-  struct sigaction ignore {
-  }, old_int{}, old_quit{};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
+  SignalForwarding forwarding;
   pid_t pid = 0;
   const int spawned = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   int status = 0;
   if (spawned == 0) {
+    forwarding.forward_to(pid);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    forwarding.forward_to(0);
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
   if (spawned != 0) {
     print_error(fmt::format("cannot run {}: {}", command.front(), std::strerror(spawned)));
     throw ExitCode{127};
@@ -145,6 +146,53 @@ int run_command(const std::vector<std::string>& command, const std::vector<std::
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+// The folder for the traces. The default one is new (mkdir, so two runs in the same second each
+// get their own: ferret-run-<time>, -2, -3, ...); a folder given with --out may exist, but only as
+// the user's own that nobody else can write to: another user could plant links or traces there.
+struct OutFolder {
+  fs::path path;
+  bool created = false;
+};
+
+OutFolder make_out_folder(const std::string& requested) {
+  std::error_code ec;
+  if (requested.empty()) {
+    const std::string base = default_out_dir();
+    for (int n = 1; n <= 1000; ++n) {
+      const fs::path candidate = fs::absolute(n == 1 ? base : fmt::format("{}-{}", base, n), ec);
+      if (::mkdir(candidate.c_str(), 0755) == 0) return {candidate, true};
+      if (errno != EEXIST) {
+        print_error(fmt::format("cannot create the folder {}: {}", candidate.string(), std::strerror(errno)));
+        throw ExitCode{2};
+      }
+    }
+    print_error(fmt::format("cannot create a folder {}-N: 1000 of them exist; give --out", base));
+    throw ExitCode{2};
+  }
+  OutFolder out{fs::absolute(requested, ec), false};
+  if (!fs::exists(fs::symlink_status(out.path, ec))) {
+    fs::create_directories(out.path.parent_path(), ec);
+    if (::mkdir(out.path.c_str(), 0755) == 0) return {out.path, true};
+    if (errno != EEXIST) {
+      print_error(fmt::format("--out {}: cannot create the folder ({})", out.path.string(), std::strerror(errno)));
+      throw ExitCode{2};
+    }
+  }
+  struct stat st {};
+  if (::lstat(out.path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    print_error(fmt::format("--out {}: not a folder (a link to one is not taken either)", out.path.string()));
+    throw ExitCode{2};
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    print_error(fmt::format("--out {}: {}; others could plant files or links where ferret writes: choose a folder of "
+                            "your own that only you can write to",
+                            out.path.string(),
+                            st.st_uid != ::geteuid() ? "the folder is not yours" : "others can write to the folder"));
+    throw ExitCode{2};
+  }
+  return out;
 }
 
 struct RunMeta {
@@ -199,12 +247,8 @@ void run_run(const RunCliOptions& cli) {
     throw ExitCode{2};
   }
   std::error_code ec;
-  const fs::path out_dir = fs::absolute(cli.out.empty() ? default_out_dir() : cli.out, ec);
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir)) {
-    print_error(fmt::format("--out {}: cannot create the folder ({})", out_dir.string(), ec.message()));
-    throw ExitCode{2};
-  }
+  const OutFolder folder = make_out_folder(cli.out);
+  const fs::path& out_dir = folder.path;
   for (const fs::directory_entry& e : fs::directory_iterator(out_dir, ec)) {
     if (is_trace_name(e.path().filename().string())) {
       print_error(fmt::format("--out {}: already holds traces ({}); choose an empty folder", out_dir.string(),
@@ -225,6 +269,10 @@ void run_run(const RunCliOptions& cli) {
   std::sort(metas.begin(), metas.end());
   const int failed = command_status != 0 ? command_status : 2;
   if (traces.empty()) {
+    if (folder.created) {  // nothing recorded: leave no empty folder behind
+      for (const fs::path& m : metas) fs::remove(m, ec);
+      fs::remove(out_dir, ec);
+    }
     print_error(fmt::format(
         "the command recorded no profiler step (exit status {}): ferret run profiles a script's optimizer steps, "
         "from step {} on; for a loop without an optimizer use ferret.profile() and p.step() (docs/PYTHON.md)",
@@ -245,9 +293,11 @@ void run_run(const RunCliOptions& cli) {
   request.on_message = [](const std::string& m) { print_error(m); };
   const AnalyzeOutput output = run_analyze(request);
   if (!output.json.empty()) {
-    std::ofstream report(out_dir / "report.json");
-    report << output.json;
-    if (!report) print_error(fmt::format("cannot write {}", (out_dir / "report.json").string()));
+    try {
+      write_file_safely((out_dir / "report.json").string(), output.json, request.inputs);
+    } catch (const std::runtime_error& e) {
+      print_error(e.what());
+    }
   }
   std::cerr << fmt::format("ferret: {} trace{} in {}\n", traces.size(), traces.size() == 1 ? "" : "s",
                            terminal_safe(out_dir.string()));

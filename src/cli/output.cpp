@@ -3,10 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 
+#include "base/safe_file.h"
 #include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "report/format.h"
@@ -29,18 +29,26 @@ void usage_error(std::string_view message) {
   throw ExitCode{2};
 }
 
-void write_html(const std::string& path, const std::string& page) {
+void write_html(const std::string& path, const std::string& page, const std::vector<std::string>& inputs) {
   if (path == "-") {
     std::cout << page;
     std::cout.flush();
     return;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << page;
-  out.close();
-  if (!out) {
-    print_error("--html " + path + ": cannot write the file");
+  try {
+    write_file_safely(path, page, inputs);
+  } catch (const std::runtime_error& e) {
+    print_error(std::string("--html ") + e.what());
     throw ExitCode{2};
+  }
+}
+
+void refuse_output_over_input(std::string_view option, const std::string& output,
+                              const std::vector<std::string>& inputs) {
+  try {
+    refuse_if_an_input(output, inputs);
+  } catch (const std::runtime_error& e) {
+    usage_error(std::string(option) + " " + e.what());
   }
 }
 

@@ -23,9 +23,13 @@ void print_usage_error(std::string_view message);
 // print_usage_error(message), then exit status 2 (throws ExitCode{2}).
 [[noreturn]] void usage_error(std::string_view message);
 
-// --html FILE: writes the page to FILE, or to stdout for "-"; a file that cannot be written is an
-// error naming it (exit status 2).
-void write_html(const std::string& path, const std::string& page);
+// --html FILE: writes the page to FILE (base/safe_file.h: whole or not at all, never one of
+// `inputs`), or to stdout for "-"; a file that cannot be written is an error naming it (exit 2).
+void write_html(const std::string& path, const std::string& page, const std::vector<std::string>& inputs);
+// A usage error (exit 2) when `output` is the same file as one of `inputs` (after links): checked
+// before any work, so a mistyped command costs nothing; SafeFile checks again as it writes.
+void refuse_output_over_input(std::string_view option, const std::string& output,
+                              const std::vector<std::string>& inputs);
 // The page's title: the inputs, as given.
 std::string html_title(const std::vector<std::string>& inputs);
 

@@ -316,16 +316,10 @@ InflateResult inflate_trace(const InflateOptions& options) {
     throw std::invalid_argument("inflate needs a target size or a number of copies");
   if (options.gap_ns < 0) throw std::invalid_argument("the gap between copies cannot be negative");
 
-  struct stat in_stat {
-  }, out_stat{};
-  if (::stat(options.input.c_str(), &in_stat) == 0 && ::stat(options.output.c_str(), &out_stat) == 0 &&
-      in_stat.st_dev == out_stat.st_dev && in_stat.st_ino == out_stat.st_ino)
-    throw std::invalid_argument(options.output + ": the output would overwrite the input it reads once per copy");
-
   InflateResult result;
   // The input is opened before the output is created, so that a missing input leaves no file behind.
   OpenedSource first_pass = open_byte_source(options.input);
-  OutputFile out(options.output, options.compression);
+  OutputFile out(options.output, options.compression, {options.input});  // never over the input it reads
   Survey survey;
   std::vector<std::pair<std::string, std::string>> trailing_keys;
   std::unique_ptr<TraceWriter> writer;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -16,10 +17,25 @@ namespace ferret {
 
 namespace {
 
+// Longest text kept of one value: a real segment type is "large" or "small", a pool id two ints,
+// a setting's value a number or a word, a frame a source path and a function name. The memo lets a
+// 1 MB stream name one 1 MiB string thousands of times; each copy is cut to these and counted.
+constexpr std::size_t kMaxSegmentTypeBytes = 32;
+constexpr std::size_t kMaxPoolParts = 4;
+constexpr std::size_t kMaxSettingBytes = 256;
+constexpr std::size_t kMaxFrameTextBytes = 1024;
+
 class Converter {
  public:
-  Converter(const PickleDocument& doc, AllocatorSnapshot& out, std::string name)
-      : doc_(doc), out_(out), name_(std::move(name)), budget_(4 * doc.size() + 1'000'000) {}
+  // `max_bytes`: what the converter may create (the memory bound less the input and its values).
+  Converter(const PickleDocument& doc, AllocatorSnapshot& out, std::string name, std::uint64_t max_bytes,
+            std::uint64_t bound)
+      : doc_(doc),
+        out_(out),
+        name_(std::move(name)),
+        budget_(4 * doc.size() + 1'000'000),
+        max_bytes_(max_bytes),
+        bound_(bound) {}
 
   void run() {
     const std::string& name = name_;
@@ -58,8 +74,10 @@ class Converter {
     if (const PickleValue* settings = doc_.get(root, "allocator_settings")) {
       if (settings->kind != PickleKind::kDict) issue("\"allocator_settings\" that is not a dict, ignored");
       for (const auto& [k, v] : doc_.entries(*settings)) {
+        spend();
         if (k.kind == PickleKind::kString)
-          out_.settings.push_back({std::string(doc_.text(k)), scalar_text(v)});
+          out_.settings.push_back({capped(doc_.text(k), kMaxSettingBytes, "allocator setting name"),
+                                   capped(v, kMaxSettingBytes, "allocator setting value")});
         else
           issue("allocator setting whose name is not a string, ignored");
       }
@@ -85,9 +103,38 @@ class Converter {
       case PickleKind::kInt: return std::to_string(v.i);
       case PickleKind::kFloat: return fmt::format("{}", v.f);
       case PickleKind::kString:
-      case PickleKind::kBytes: return std::string(doc_.text(v));
+      case PickleKind::kBytes: return {};  // read by capped() from the arena, never copied whole
       default: return pickle_kind_name(v.kind);
     }
+  }
+  std::string capped(const PickleValue& v, std::size_t max, const char* what) {
+    if (v.kind == PickleKind::kString || v.kind == PickleKind::kBytes) return capped(doc_.text(v), max, what);
+    return capped(scalar_text(v), max, what);
+  }
+  // A copy of at most `max` bytes of `text` (cut at a UTF-8 boundary, "..." added), charged to the
+  // memory bound; longer text is counted in the notes.
+  std::string capped(std::string_view text, std::size_t max, const char* what) {
+    std::string out;
+    if (text.size() <= max) {
+      out.assign(text);
+    } else {
+      std::size_t cut = max;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+      out.assign(text.substr(0, cut));
+      out += "...";
+      issue(fmt::format("{} over {} bytes, cut", what, max));
+    }
+    charge(out.size() + sizeof(std::string));
+    return out;
+  }
+  // Every byte the converter creates counts against the memory bound, as the pickle's own do.
+  void charge(std::uint64_t bytes) {
+    created_ += bytes;
+    if (created_ > max_bytes_)
+      throw InputError(fmt::format(
+          "{}: not a plausible snapshot: converting it needs more than the {} MiB memory bound (its memo repeats "
+          "the same data; raise --max-memory if it is real)",
+          name_, bound_ >> 20));
   }
   void issue(const std::string& what) { ++issues_[what]; }
   // The items of a list or tuple; anything else there is counted and read as empty.
@@ -121,6 +168,7 @@ class Converter {
     for (const PickleValue& f : list_of(list, "frames")) {
       if (out.size() >= kSnapshotFramesKept) break;
       spend();
+      charge(sizeof(SnapshotFrameId));
       if (f.kind != PickleKind::kDict) {
         issue("frame that is not a dict, skipped");
         continue;
@@ -130,16 +178,27 @@ class Converter {
     return out;
   }
   // Each distinct frame once in out_.frames: by the pickle's dict (the memo shares one dict among
-  // many lists), then by content (torch writes a fresh dict per frame).
+  // many lists), then by content (torch writes a fresh dict per frame) compared by the strings' text
+  // ids, so a long file name shared by many frames is hashed once.
   SnapshotFrameId frame_id(const PickleValue& f) {
     if (const auto it = frame_by_dict_.find(f.ref); it != frame_by_dict_.end()) return it->second;
-    SnapshotFrame frame{doc_.string_or(doc_.get(f, "filename"), "?"), doc_.int_or(doc_.get(f, "line"), -1),
-                        doc_.string_or(doc_.get(f, "name"), "?")};
-    std::string key = fmt::format("{}\n{}\n{}", frame.filename, frame.line, frame.name);
-    const auto [it, added] = frame_by_content_.try_emplace(std::move(key), out_.frames.size());
-    if (added) out_.frames.push_back(std::move(frame));
+    const PickleValue* filename = doc_.get(f, "filename");
+    const PickleValue* name = doc_.get(f, "name");
+    const std::int64_t line = doc_.int_or(doc_.get(f, "line"), -1);
+    const auto key = std::make_tuple(filename ? doc_.text_id(*filename) : PickleDocument::kNotAString, line,
+                                     name ? doc_.text_id(*name) : PickleDocument::kNotAString);
+    const auto [it, added] = frame_by_content_.try_emplace(key, static_cast<SnapshotFrameId>(out_.frames.size()));
+    if (added) {
+      charge(sizeof(SnapshotFrame) + 64);
+      out_.frames.push_back({frame_text(filename, "frame file name"), line, frame_text(name, "frame function name")});
+    }
     frame_by_dict_.emplace(f.ref, it->second);
+    charge(32);  // the two map entries
     return it->second;
+  }
+  std::string frame_text(const PickleValue* v, const char* what) {
+    if (v == nullptr || doc_.text_id(*v) == PickleDocument::kNotAString) return "?";
+    return capped(doc_.text(*v), kMaxFrameTextBytes, what);
   }
   // A memo can make one list appear in many places; a snapshot never does, so the work to convert
   // is bounded by what the stream built, and a stream that repeats itself past that is refused.
@@ -154,6 +213,7 @@ class Converter {
       issue("segment that is not a dict, skipped");
       return;
     }
+    charge(sizeof(SnapshotSegment));
     SnapshotSegment seg;
     const PickleValue* device = doc_.get(s, "device");
     const std::int64_t device_index = doc_.int_or(device, device == nullptr ? 0 : -1);
@@ -165,11 +225,19 @@ class Converter {
     seg.address = doc_.int_or(doc_.get(s, "address"), 0);
     seg.total_size = size_field(s, "total_size", "segment");
     seg.stream = doc_.int_or(doc_.get(s, "stream"), 0);
-    seg.segment_type = doc_.string_or(doc_.get(s, "segment_type"), "");
+    if (const PickleValue* type = doc_.get(s, "segment_type"); type != nullptr && doc_.is_string(*type))
+      seg.segment_type = capped(doc_.text(*type), kMaxSegmentTypeBytes, "segment \"segment_type\"");
     seg.expandable = doc_.int_or(doc_.get(s, "is_expandable"), 0) != 0;
     if (const PickleValue* pool = doc_.get(s, "segment_pool_id")) {
-      for (const PickleValue& part : list_of(pool, "\"segment_pool_id\""))
-        seg.pool += (seg.pool.empty() ? "" : ",") + std::to_string(doc_.int_or(&part, 0));
+      // A pool id is a pair of ints (torch's MempoolId_t); a stream may share a list of millions.
+      const std::vector<PickleValue>& parts = list_of(pool, "\"segment_pool_id\"");
+      for (std::size_t k = 0; k < parts.size() && k < kMaxPoolParts; ++k)
+        seg.pool += (seg.pool.empty() ? "" : ",") + std::to_string(doc_.int_or(&parts[k], 0));
+      if (parts.size() > kMaxPoolParts) {
+        seg.pool += ",...";
+        issue(fmt::format("segment \"segment_pool_id\" of over {} parts, cut", kMaxPoolParts));
+      }
+      charge(seg.pool.size());
     }
     if (seg.pool.empty()) seg.pool = "0,0";
     for (const PickleValue& b : list_of(doc_.get(s, "blocks"), "\"blocks\"")) {
@@ -178,16 +246,18 @@ class Converter {
         issue("block that is not a dict, skipped");
         continue;
       }
+      charge(sizeof(SnapshotBlock));
       SnapshotBlock block;
       block.address = doc_.int_or(doc_.get(b, "address"), 0);
       block.size = size_field(b, "size", "block");
       block.requested_size = bytes_or(doc_.get(b, "requested_size"), -1, "requested_size", "block");
-      const std::string state = doc_.string_or(doc_.get(b, "state"), "");
+      const PickleValue* state_value = doc_.get(b, "state");
+      const std::string_view state = state_value ? doc_.text(*state_value) : std::string_view();
       block.state = state == "active_allocated"      ? BlockState::kActiveAllocated
                     : state == "active_pending_free" ? BlockState::kActivePendingFree
                     : state == "inactive"            ? BlockState::kInactive
                                                      : BlockState::kUnknown;
-      if (block.state == BlockState::kUnknown) issue("block of unknown state \"" + state.substr(0, 40) + "\"");
+      if (block.state == BlockState::kUnknown) issue(fmt::format("block of unknown state \"{}\"", state.substr(0, 40)));
       block.frames = frames(doc_.get(b, "frames"));
       // torch 1.13 kept the frames in a per-block history.
       if (block.frames.empty())
@@ -214,12 +284,14 @@ class Converter {
         {"snapshot", AllocatorAction::kSnapshot},
         {"oom", AllocatorAction::kOom},
     };
+    charge(sizeof(AllocatorEvent));
     AllocatorEvent ev;
-    const std::string action = doc_.string_or(doc_.get(e, "action"), "");
+    const PickleValue* action_value = doc_.get(e, "action");
+    const std::string_view action = action_value ? doc_.text(*action_value) : std::string_view();
     const auto it = kActions.find(action);
     ev.action = it == kActions.end() ? AllocatorAction::kOther : it->second;
     if (ev.action == AllocatorAction::kOther)
-      issue("device trace action \"" + action.substr(0, 40) + "\" not known, ignored");
+      issue(fmt::format("device trace action \"{}\" not known, ignored", action.substr(0, 40)));
     ev.addr = doc_.int_or(doc_.get(e, "addr"), 0);
     ev.size = bytes_or(doc_.get(e, "size"), 0, "size", "device trace entry");
     ev.time_us = doc_.int_or(doc_.get(e, "time_us"), -1);
@@ -233,9 +305,12 @@ class Converter {
   std::string name_;
   std::uint64_t budget_;
   std::uint64_t work_ = 0;
+  std::uint64_t max_bytes_;
+  std::uint64_t bound_;
+  std::uint64_t created_ = 0;
   std::map<std::string, std::uint64_t> issues_;
   std::unordered_map<std::uint32_t, SnapshotFrameId> frame_by_dict_;
-  std::unordered_map<std::string, SnapshotFrameId> frame_by_content_;
+  std::map<std::tuple<std::uint32_t, std::int64_t, std::uint32_t>, SnapshotFrameId> frame_by_content_;
   static constexpr std::size_t kMaxNoteKinds = 32;
 };
 
@@ -243,28 +318,52 @@ class Converter {
 
 AllocatorSnapshot read_allocator_snapshot_bytes(const std::string& bytes, const std::string& name,
                                                 std::uint64_t max_bytes) {
+  // One bound for all of it: the input held in memory, the pickle's values, what the converter makes.
+  const std::uint64_t bound = max_bytes > 0 ? max_bytes : default_max_memory_bytes();
+  const std::uint64_t held = std::min<std::uint64_t>(bytes.capacity(), bound - 1);
   PickleLimits limits;
-  limits.max_bytes = max_bytes > 0 ? max_bytes : default_max_memory_bytes();
+  limits.max_bytes = bound - held;
   limits.keep_truncated = true;  // a job killed while writing its snapshot leaves a sound prefix
   const PickleDocument doc = read_pickle(bytes, name, limits);
   AllocatorSnapshot out;
   out.source = name;
-  Converter(doc, out, name).run();
+  Converter(doc, out, name, limits.max_bytes - std::min(doc.bytes, limits.max_bytes - 1), bound).run();
   return out;
+}
+
+std::string read_snapshot_bytes(ByteSource& source, std::string first, const std::string& path, std::uint64_t bound) {
+  // A bad opcode in the first chunk is refused before the rest is read (a prefix that fails fails
+  // whole; a prefix that is only cut short proves nothing).
+  if (first.size() >= 64) {
+    PickleLimits prefix;
+    prefix.max_bytes = bound;
+    prefix.keep_truncated = true;
+    read_pickle(first, path, prefix);
+  }
+  // At most half the bound for the bytes; the values built from them get the rest. Grown by hand
+  // so that the string's doubling never reserves more than that.
+  const std::uint64_t most = bound / 2;
+  std::string bytes = std::move(first);
+  std::vector<char> buffer(kSnapshotReadChunk);
+  for (;;) {
+    const std::size_t n = source.read(buffer.data(), buffer.size());
+    if (n == 0) break;
+    if (bytes.size() + n > most)
+      throw InputError(fmt::format("{}: over half the {} MiB memory bound ({} MiB of the file read); raise --max-memory",
+                                   path, bound >> 20, (bytes.size() + n) >> 20));
+    if (bytes.size() + n > bytes.capacity())
+      bytes.reserve(std::min<std::uint64_t>(std::max<std::uint64_t>(2 * bytes.capacity(), bytes.size() + n), most));
+    bytes.append(buffer.data(), n);
+  }
+  return bytes;
 }
 
 AllocatorSnapshot read_allocator_snapshot(const std::string& path, std::uint64_t max_bytes) {
   const std::uint64_t bound = max_bytes > 0 ? max_bytes : default_max_memory_bytes();
   OpenedSource in = open_byte_source(path);
-  std::string bytes;
-  std::vector<char> buffer(std::size_t{1} << 20);
-  for (;;) {
-    const std::size_t n = in.source->read(buffer.data(), buffer.size());
-    if (n == 0) break;
-    bytes.append(buffer.data(), n);
-    if (bytes.size() > bound)
-      throw InputError(fmt::format("{}: over the {} MiB memory bound; raise --max-memory", path, bound >> 20));
-  }
+  std::string first(kSnapshotReadChunk, '\0');
+  first.resize(in.source->read(first.data(), first.size()));
+  const std::string bytes = read_snapshot_bytes(*in.source, std::move(first), path, bound);
   const std::string damage = in.source->damage();
   AllocatorSnapshot out = read_allocator_snapshot_bytes(bytes, path, bound);
   if (!damage.empty()) out.notes.push_back(damage);

@@ -499,13 +499,7 @@ MemoryInput read_memory_input(const std::string& path, std::uint64_t max_bytes) 
   MemoryInput in;
   if (mt_is_pickle(std::string_view(buffer.data(), n))) {
     in.is_snapshot = true;
-    std::string bytes;
-    while (n > 0) {
-      bytes.append(buffer.data(), n);
-      if (bytes.size() > bound)
-        throw InputError(fmt::format("{}: over the {} MiB memory bound; raise --max-memory", path, bound >> 20));
-      n = source.read(buffer.data(), kChunk);
-    }
+    const std::string bytes = read_snapshot_bytes(source, std::string(buffer.data(), n), path, bound);
     const std::string damage = source.damage();
     in.snapshot = read_allocator_snapshot_bytes(bytes, path, bound);
     if (!damage.empty()) in.snapshot.notes.push_back(damage);

@@ -46,9 +46,18 @@ const std::vector<std::pair<PickleValue, PickleValue>>& PickleDocument::entries(
   return dict.kind == PickleKind::kDict ? dicts[dict.ref] : kNoEntries;
 }
 
+std::uint32_t PickleDocument::text_id(const PickleValue& v) const {
+  if (v.kind != PickleKind::kString && v.kind != PickleKind::kBytes) return kNotAString;
+  if (text_ids_.size() != strings.size()) text_ids_.resize(strings.size(), kNotAString);
+  std::uint32_t& id = text_ids_[v.ref];
+  if (id == kNotAString) id = ref_by_text_.try_emplace(strings[v.ref], v.ref).first->second;
+  return id;
+}
+
 const PickleValue* PickleDocument::get(const PickleValue& dict, std::string_view key) const {
   const auto& e = entries(dict);
   if (e.size() <= 16) {
+    // A length differs in O(1): a long key shared by the memo costs nothing to pass over.
     for (auto it = e.rbegin(); it != e.rend(); ++it)
       if (it->first.kind == PickleKind::kString && strings[it->first.ref] == key) return &it->second;
     return nullptr;
@@ -56,8 +65,11 @@ const PickleValue* PickleDocument::get(const PickleValue& dict, std::string_view
   auto [slot, fresh] = index_.try_emplace(dict.ref);
   if (fresh)
     for (std::uint32_t k = 0; k < e.size(); ++k)
-      if (e[k].first.kind == PickleKind::kString) slot->second[strings[e[k].first.ref]] = k;  // the last set wins
-  const auto it = slot->second.find(key);
+      if (e[k].first.kind == PickleKind::kString) slot->second[text_id(e[k].first)] = k;  // the last set wins
+  // Every key of this dict has its text id now: a key with none is in no dict.
+  const auto id = ref_by_text_.find(key);
+  if (id == ref_by_text_.end()) return nullptr;
+  const auto it = slot->second.find(id->second);
   return it == slot->second.end() ? nullptr : &e[it->second].second;
 }
 
@@ -201,6 +213,7 @@ class Parser {
     if (stack_.size() != 1)
       fail(pos_ - 1, fmt::format("STOP with {} values on the stack (expected exactly one)", stack_.size()));
     doc_.root = stack_.back();
+    doc_.bytes = bytes_;
     return std::move(doc_);
   }
 
@@ -374,6 +387,7 @@ class Parser {
     if (stack_.size() > 1) attach(stack_[0], std::vector<PickleValue>(stack_.begin() + 1, stack_.end()));
     note_incomplete(stack_[0]);
     doc_.root = stack_[0];
+    doc_.bytes = bytes_;
     return std::move(doc_);
   }
 

@@ -56,6 +56,13 @@ class PickleDocument {
   std::string string_or(const PickleValue* v, std::string_view fallback) const;
   // Values and entries the stream built: what a reader may walk, memo references aside.
   std::uint64_t size() const;
+  // Bytes the values take in memory (what PickleLimits::max_bytes bounded).
+  std::uint64_t bytes = 0;
+  // One id per distinct string text: the smallest `ref` of a string (or bytes) with the same text,
+  // or kNotAString. The memo lets a stream use one long string in millions of places for 5 bytes
+  // each; readers compare and index strings by this id, so each text is hashed once, not once per use.
+  static constexpr std::uint32_t kNotAString = 0xffffffff;
+  std::uint32_t text_id(const PickleValue& v) const;
 
   // A stream cut short (PickleLimits::keep_truncated): the byte where it ended, and the lists and
   // dicts it left open. Open dicts inside lists (a record half written) were dropped from them;
@@ -66,9 +73,11 @@ class PickleDocument {
   std::uint64_t dropped_partial = 0;  // half-written values left out
 
  private:
-  // Key index of large dicts, built on first lookup: a dict the memo shares among many places is
-  // looked up many times, and a linear search each time would be quadratic.
-  mutable std::unordered_map<std::uint32_t, std::unordered_map<std::string_view, std::uint32_t>> index_;
+  // Key index of large dicts (text_id -> entry), built on first lookup: a dict the memo shares
+  // among many places is looked up many times, and a linear search each time would be quadratic.
+  mutable std::unordered_map<std::uint32_t, std::unordered_map<std::uint32_t, std::uint32_t>> index_;
+  mutable std::vector<std::uint32_t> text_ids_;  // by ref; kNotAString until computed
+  mutable std::unordered_map<std::string_view, std::uint32_t> ref_by_text_;
 };
 
 struct PickleLimits {

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include "base/safe_file.h"
+
 #ifdef FERRET_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
 #endif
@@ -30,15 +32,20 @@ namespace output_file_detail {
 
 constexpr std::size_t kBufferBytes = 1 << 20;
 
-// The file descriptor end of the output, counting what reaches it.
+// The file end of the output (a SafeFile, or stdout), counting what reaches it.
 struct FileSink {
   int fd = -1;
+  std::unique_ptr<SafeFile> file;
   std::string path;
   std::uint64_t written = 0;
 
   // Writes all of `data`, retrying short writes.
   void put(const char* data, std::size_t size) {
     written += size;
+    if (file) {
+      file->write(std::string_view(data, size));
+      return;
+    }
     while (size > 0) {
       const ssize_t n = ::write(fd, data, size);
       if (n < 0) {
@@ -127,7 +134,6 @@ using namespace output_file_detail;
 
 struct OutputFile::Impl {
   FileSink sink;
-  bool owns_fd = false;
   bool closed = false;
   std::unique_ptr<GzipEncoder> gzip;
   std::string buffer;
@@ -142,16 +148,14 @@ struct OutputFile::Impl {
   }
 };
 
-OutputFile::OutputFile(const std::string& path, OutputCompression compression) : impl_(std::make_unique<Impl>()) {
+OutputFile::OutputFile(const std::string& path, OutputCompression compression, const std::vector<std::string>& inputs)
+    : impl_(std::make_unique<Impl>()) {
   FileSink& sink = impl_->sink;
   sink.path = path;
-  if (path == "-") {
+  if (path == "-")
     sink.fd = STDOUT_FILENO;
-  } else {
-    sink.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (sink.fd < 0) throw std::runtime_error(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
-    impl_->owns_fd = true;
-  }
+  else
+    sink.file = std::make_unique<SafeFile>(path, inputs);
   if (compression == OutputCompression::kGzip) {
 #ifdef FERRET_HAVE_ISAL
     impl_->gzip = std::make_unique<IsalEncoder>(sink);
@@ -162,13 +166,7 @@ OutputFile::OutputFile(const std::string& path, OutputCompression compression) :
   impl_->buffer.reserve(kBufferBytes);
 }
 
-OutputFile::~OutputFile() {
-  try {
-    close();
-  } catch (const std::exception&) {
-    // A destructor cannot report the failure; callers that care call close() themselves.
-  }
-}
+OutputFile::~OutputFile() = default;  // not closed: a file output is left out whole (SafeFile)
 
 void OutputFile::write(std::string_view bytes) {
   Impl& s = *impl_;
@@ -190,8 +188,7 @@ void OutputFile::close() {
   if (s.closed) return;
   s.closed = true;
   s.drain(true);
-  if (s.owns_fd && ::close(s.sink.fd) != 0)
-    throw std::runtime_error(fmt::format("{}: close failed: {}", s.sink.path, std::strerror(errno)));
+  if (s.sink.file) s.sink.file->commit();
 }
 
 std::uint64_t OutputFile::bytes_in() const { return impl_->bytes_in; }

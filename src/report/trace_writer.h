@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ferret {
 
@@ -20,11 +21,12 @@ OutputCompression output_compression_for(const std::string& path, bool force_gzi
 
 // A buffered output file ("-" is stdout). Gzip goes through ISA-L's igzip at its fastest level
 // with a real compressor (level 1) when ferret was built with it, else zlib at level 1.
-// Memory use is a few fixed buffers, whatever the size of the output.
+// Memory use is a few fixed buffers, whatever the size of the output. A file is written through
+// base/safe_file.h: it appears at `path` complete, at close(), and is never one of `inputs`.
 class OutputFile {
  public:
-  OutputFile(const std::string& path, OutputCompression compression);
-  ~OutputFile();  // closes quietly if close() was not called; call close() to see errors
+  OutputFile(const std::string& path, OutputCompression compression, const std::vector<std::string>& inputs = {});
+  ~OutputFile();  // without close() a file output is not written at all (an error cut it short)
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 

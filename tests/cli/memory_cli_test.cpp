@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/units.h"
+#include "pickle_writer.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -245,6 +246,88 @@ TEST(MemoryCli, SnapshotsAndTextInOneRunAndTextWithNeitherNamed) {
   }
   std::remove(plain.c_str());
   std::remove(gz.c_str());
+}
+
+// Hostile pickles that make the memo name one large value many times (see the reader's tests for
+// the exact shapes): the process as a whole keeps to --max-memory, the report stays small, and a
+// dict of 200,000 uses of one 1 MiB key reads within a CPU-time limit. Before: 3.08 GB peak and a
+// 314 MB report for 1 MB files under --max-memory 256M; 33-77 s of hashing for the keys.
+namespace hostile {
+using namespace test::pickle_writer;
+std::string big() { return p_str(std::string(std::size_t{1} << 20, 'x')) + p_memo_put(0); }
+std::string write(const std::string& name, const std::string& bytes) {
+  const std::string path = test::temp_path(name);
+  test::write_file(path, bytes);
+  return path;
+}
+std::int64_t peak_kib(const std::string& err) {
+  const std::size_t at = err.rfind("peak ");
+  return at == std::string::npos ? -1 : std::stoll(err.substr(at + 5));
+}
+}  // namespace hostile
+
+TEST(MemoryCli, SharedValuesKeepToTheMemoryBoundAndTheReportSmall) {
+  using namespace hostile;
+  std::vector<std::string> segments{
+      p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_type", big()}, {"blocks", "]"}}) +
+      p_memo_put(1)};
+  for (int i = 1; i < 3000; ++i) segments.push_back(p_memo_get(1));
+  std::string settings = "}(";
+  for (int i = 0; i < 300; ++i) settings += p_str(fmt::format("k{}", i)) + p_memo_get(0);
+  settings += "u";
+  const std::string path =
+      write("shared-values.pickle", p_snapshot(segments, p_str("allocator_settings") + settings));
+  const test::CommandResult r = test::run_shell("/usr/bin/time -f 'peak %M' {ferret} memory --max-memory 256M " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Device 0: 3000 segments"), std::string::npos) << r.out.substr(0, 400);
+  EXPECT_LT(r.out.size(), 200'000u);
+  if (!test::kUnderSanitizer) {
+    EXPECT_LT(peak_kib(r.err), 100 * 1024) << r.err;
+  }
+}
+
+TEST(MemoryCli, MaxMemoryHoldsForWhatTheConverterMakes) {
+  if (test::kUnderSanitizer) {
+    GTEST_SKIP() << "SKIPPED: ASan's shadow memory is not the process's own";
+  }
+  using namespace hostile;
+  // 100,000 distinct frames sharing one 1 MiB file name: 5 MB of pickle, 100 MB of cut names.
+  std::vector<std::string> blocks;
+  for (int i = 0; i < 100'000; ++i)
+    blocks.push_back(p_block(512, "inactive",
+                             p_list({p_dict({{"filename", i == 0 ? big() : p_memo_get(0)}, {"line", p_int(i)},
+                                             {"name", p_str("f")}})})));
+  const std::string path =
+      write("shared-frames.pickle", p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(blocks))}));
+  for (const int mib : {64, 128, 512}) {
+    const test::CommandResult r = test::run_shell(
+        fmt::format("/usr/bin/time -f 'peak %M' {{ferret}} memory --max-memory {}M {}", mib, path));
+    EXPECT_TRUE(r.exit_code == 0 || r.err.find("memory bound") != std::string::npos) << r.err;
+    EXPECT_LT(peak_kib(r.err), mib * 1024 * 5 / 4 + 40 * 1024) << mib << " MiB: " << r.err;
+    if (mib == 512) {
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+}
+
+TEST(MemoryCli, OneLongStringUsedEverywhereReadsWithinACpuLimit) {
+  using namespace hostile;
+  // A root dict of 200,000 uses of one 1 MiB key (before: 33-77 s hashing it on each use) ...
+  std::string root = "}(";
+  root += big() + "N";
+  for (int i = 0; i < 200'000; ++i) root += p_memo_get(0) + "N";
+  root += p_str("segments") + "]u";
+  // ... and 300,000 uses of a block whose state is a 1 MiB string (before: 7-11 s copying it).
+  std::vector<std::string> blocks{p_dict({{"size", p_int(512)}, {"state", big()}}) + p_memo_put(1)};
+  for (int i = 1; i < 300'000; ++i) blocks.push_back(p_memo_get(1));
+  const std::string keys = write("shared-keys.pickle", p_pickle(root));
+  const std::string states =
+      write("shared-state.pickle", p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(blocks))}));
+  const test::CommandResult r = test::run_shell("ulimit -t 5; {ferret} memory --json " + keys + " " + states);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  EXPECT_EQ(doc["snapshots"][0]["devices"].size(), 0u);
+  EXPECT_EQ(doc["snapshots"][1]["devices"][0]["total"]["blocks"], 300'000) << doc["snapshots"][1]["devices"][0].dump();
 }
 
 }  // namespace memory_cli_test

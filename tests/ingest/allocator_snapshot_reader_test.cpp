@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "base/input_error.h"
 #include "pickle_writer.h"
 #include "test_util.h"
@@ -176,6 +178,94 @@ TEST(AllocatorSnapshotReader, EveryCutReadsAPrefixOfWholeRecords) {
   }
   EXPECT_EQ(files, 7u);
   EXPECT_GT(salvaged, 0u);
+}
+
+// The memo lets a stream name one value in many places for 5 bytes each. A 1 MiB string stored once
+// (memo 0) and named by 3,000 segments, 300 settings, or a 100,000-int pool id named by 3,000
+// segments: each copy the converter makes is cut to what such a field can hold and counted, so
+// 3 GB of copies (before: 3.08 GB peak for a 1 MB pickle) are a few hundred KB.
+std::string memoized_big_string() { return p_str(std::string(std::size_t{1} << 20, 'x')) + p_memo_put(0); }
+
+TEST(AllocatorSnapshotReader, AOneMiBSegmentTypeSharedByTheMemoIsCutAndCounted) {
+  std::vector<std::string> segments{p_segment(p_int(0), p_int(2 << 20), "]", "large")};
+  // The first segment dict holds the big string (stored in memo 0); the rest name it again.
+  segments[0] = p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_type", memoized_big_string()},
+                        {"blocks", "]"}}) +
+                p_memo_put(1);
+  for (int i = 1; i < 3000; ++i) segments.push_back(p_memo_get(1));
+  const std::string bytes = p_snapshot(segments);
+  EXPECT_LT(bytes.size(), 1'100'000u);
+  const AllocatorSnapshot s = read_allocator_snapshot_bytes(bytes, "t.pickle", 64 << 20);
+  ASSERT_EQ(s.segments.size(), 3000u);
+  for (const SnapshotSegment& seg : s.segments) ASSERT_EQ(seg.segment_type, std::string(32, 'x') + "...");
+  EXPECT_TRUE(has_note(s, "3000 x segment \"segment_type\" over 32 bytes, cut")) << s.notes.front();
+}
+
+TEST(AllocatorSnapshotReader, SharedSettingValuesAndPoolIdsAreCutAndCounted) {
+  std::string settings = "}(";
+  settings += p_str("k0") + memoized_big_string();
+  for (int i = 1; i < 300; ++i) settings += p_str(fmt::format("k{}", i)) + p_memo_get(0);
+  settings += "u";
+  std::vector<std::string> pool_parts;
+  for (int i = 0; i < 100'000; ++i) pool_parts.push_back(std::string{'K', static_cast<char>(i % 200)});
+  std::vector<std::string> segments{
+      p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_list(pool_parts) + p_memo_put(1)},
+              {"blocks", "]"}})};
+  for (int i = 1; i < 3000; ++i)
+    segments.push_back(p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_memo_get(1)},
+                               {"blocks", "]"}}));
+  const AllocatorSnapshot s =
+      read_allocator_snapshot_bytes(p_snapshot(segments, p_str("allocator_settings") + settings), "t.pickle", 64 << 20);
+  ASSERT_EQ(s.settings.size(), 300u);
+  for (const auto& [k, v] : s.settings) ASSERT_EQ(v, std::string(256, 'x') + "...");
+  ASSERT_EQ(s.segments.size(), 3000u);
+  for (const SnapshotSegment& seg : s.segments) ASSERT_EQ(seg.pool, "0,1,2,3,...");
+  EXPECT_TRUE(has_note(s, "300 x allocator setting value over 256 bytes, cut"));
+  EXPECT_TRUE(has_note(s, "3000 x segment \"segment_pool_id\" of over 4 parts, cut"));
+}
+
+// 20,000 distinct frames (their line numbers differ) whose file name is one shared 1 MiB string:
+// each distinct frame is kept once, its name cut to 1 KiB, and the ~21 MB the converter makes of
+// them count against the memory bound with the input and the pickle's values.
+std::string many_frames_snapshot(int frames) {
+  std::vector<std::string> blocks;
+  for (int i = 0; i < frames; ++i) {
+    const std::string file = i == 0 ? memoized_big_string() : p_memo_get(0);
+    blocks.push_back(p_block(512, "active_allocated",
+                             p_list({p_dict({{"filename", file}, {"line", p_int(i)}, {"name", p_str("f")}})})));
+  }
+  return p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(blocks))});
+}
+
+TEST(AllocatorSnapshotReader, WhatTheConverterMakesCountsAgainstTheMemoryBound) {
+  const std::string bytes = many_frames_snapshot(20'000);
+  const AllocatorSnapshot s = read_allocator_snapshot_bytes(bytes, "t.pickle", 256 << 20);
+  ASSERT_EQ(s.frames.size(), 20'000u);
+  EXPECT_EQ(s.frames[7].line, 7);
+  EXPECT_EQ(s.frames[7].filename.size(), 1024u + 3);
+  EXPECT_TRUE(has_note(s, "20000 x frame file name over 1024 bytes, cut"));
+  // The input and the pickle's values fit in 40 MiB (~29 MB); with the frames' ~22 MB of copies
+  // they do not (a bound of 56 MiB holds all of it).
+  try {
+    read_allocator_snapshot_bytes(bytes, "t.pickle", 40 << 20);
+    FAIL() << "read within 40 MiB";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("converting it needs more than the 40 MiB memory bound"), std::string::npos)
+        << e.what();
+  }
+}
+
+// 300,000 uses of one block whose state is a 1 MiB string: the state is compared where it lies,
+// never copied (before: 7-11 s copying 300 GB).
+TEST(AllocatorSnapshotReader, ALongStateSharedByTheMemoIsNeverCopied) {
+  std::vector<std::string> blocks{
+      p_dict({{"size", p_int(512)}, {"state", memoized_big_string()}, {"address", p_int(0)}}) + p_memo_put(1)};
+  for (int i = 1; i < 300'000; ++i) blocks.push_back(p_memo_get(1));
+  const AllocatorSnapshot s =
+      read_allocator_snapshot_bytes(p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(blocks))}), "t.pickle");
+  ASSERT_EQ(s.segments.at(0).blocks.size(), 300'000u);
+  EXPECT_EQ(s.segments[0].blocks[0].state, BlockState::kUnknown);
+  EXPECT_TRUE(has_note(s, "300000 x block of unknown state \"" + std::string(40, 'x') + "\""));
 }
 
 }  // namespace allocator_snapshot_reader_test

@@ -144,6 +144,32 @@ TEST(PickleReader, HandMadeStreams) {
   }
 }
 
+// A dict whose keys are one memoized 1 MiB string used 200,000 times (5 bytes a use in the stream):
+// looking a key up hashes each distinct text once. Before, every use of the key was hashed (200 GB of
+// hashing; 33-77 s). Then the same text under two refs is one key (the last set wins), and a key no
+// dict holds is found in none.
+TEST(PickleReader, KeysSharedByTheMemoAreHashedOncePerText) {
+  const std::string big(std::size_t{1} << 20, 'k');
+  std::string s("\x80\x04}(X", 5);
+  for (int i = 0; i < 4; ++i) s += static_cast<char>((big.size() >> (8 * i)) & 0xff);
+  s += big + "\x94" + "K\x01";  // key 1: the big string (memo 0) -> 1
+  for (int i = 0; i < 200'000; ++i) s += std::string("h\x00K\x02", 4);  // the same key -> 2
+  s += std::string("\x8c\x01" "aK\x03", 5);                              // "a" -> 3
+  s += "X";
+  for (int i = 0; i < 4; ++i) s += static_cast<char>((big.size() >> (8 * i)) & 0xff);
+  s += big + "K\x04u.";  // the big text again under a new ref -> 4, set last
+  const PickleDocument doc = read_pickle(s, "keys");
+  ASSERT_EQ(doc.entries(doc.root).size(), 200'003u);
+  EXPECT_EQ(doc.int_or(doc.get(doc.root, big), -1), 4);
+  EXPECT_EQ(doc.int_or(doc.get(doc.root, "a"), -1), 3);
+  EXPECT_EQ(doc.get(doc.root, "b"), nullptr);
+  EXPECT_EQ(doc.get(doc.root, big + "!"), nullptr);
+  const auto& e = doc.entries(doc.root);
+  EXPECT_EQ(doc.text_id(e[0].first), doc.text_id(e.back().first));  // two refs, one text
+  EXPECT_NE(doc.text_id(e[0].first), doc.text_id(e[200'001].first));
+  EXPECT_EQ(doc.text_id(e[0].second), PickleDocument::kNotAString);
+}
+
 }  // namespace pickle_reader_test
 }  // namespace
 }  // namespace ferret

@@ -1,6 +1,7 @@
 """`ferret run -- COMMAND`: real scripts profiled unmodified with Debian's torch on CPU."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import unittest
@@ -107,6 +108,89 @@ class Run(TempDirTest):
         done, _ = self.run_ferret("--", PYTHON, "-c", "pass", out=out)
         self.assertEqual(done.returncode, 2)
         self.assertIn("already holds traces", done.stderr)
+
+    # Files ferret run writes in its folder never go through a link planted there (issue: hostile
+    # input, pass two): report.json and the shim's .ferret-run.jsonl replace the link, the file it
+    # pointed at is untouched.
+    def test_links_planted_in_the_folder_are_replaced_not_followed(self):
+        out = os.path.join(self.tmp, "mine")
+        os.makedirs(out, mode=0o700)
+        victims = {}
+        for name in ("report.json", "trace.ferret-run.jsonl"):
+            victim = os.path.join(self.tmp, "victim-" + name)
+            with open(victim, "w") as f:
+                f.write("precious\n")
+            os.symlink(victim, os.path.join(out, name))
+            victims[name] = victim
+        done, out = self.run_ferret("--steps", "2", "--", PYTHON, script("slow_dataset.py"), "0", out=out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for name, victim in victims.items():
+            with open(victim) as f:
+                self.assertEqual(f.read(), "precious\n", name)
+            self.assertFalse(os.path.islink(os.path.join(out, name)), name)
+        with open(os.path.join(out, "report.json")) as f:
+            self.assertEqual(json.load(f)["schema"], "ferret.analysis/1")
+
+    def test_a_folder_others_can_write_or_not_a_folder_is_refused(self):
+        shared = os.path.join(self.tmp, "shared")
+        os.makedirs(shared)
+        os.chmod(shared, 0o777)
+        done, _ = self.run_ferret("--", PYTHON, "-c", "pass", out=shared)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("others can write to the folder", done.stderr)
+        link = os.path.join(self.tmp, "link")
+        os.symlink(self.tmp, link)
+        done, _ = self.run_ferret("--", PYTHON, "-c", "pass", out=link)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("not a folder", done.stderr)
+
+    def test_runs_started_together_get_a_folder_each_and_an_empty_one_is_removed(self):
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        runs = [subprocess.Popen([FERRET, "run", "--steps", "2", "--json", "--", PYTHON, script("slow_dataset.py"), "0"],
+                                 cwd=self.tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        outputs = [r.communicate(timeout=600) for r in runs]
+        for r, (stdout, stderr) in zip(runs, outputs):
+            self.assertEqual(r.returncode, 0, stderr)
+            self.assertEqual(len(json.loads(stdout[stdout.index("{"):])["traces"]), 1)
+        folders = sorted(d for d in os.listdir(self.tmp) if d.startswith("ferret-run-"))
+        self.assertEqual(len(folders), 2, folders)
+        for d in folders:
+            self.assertEqual(sorted(os.listdir(os.path.join(self.tmp, d))),
+                             ["report.json", "trace.ferret-run.jsonl", "trace.trace.json.gz"])
+        # A command that records nothing leaves no folder.
+        done = subprocess.run([FERRET, "run", "--", PYTHON, "-c", "pass"], cwd=self.tmp, env=env,
+                              capture_output=True, text=True, timeout=600)
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(sorted(d for d in os.listdir(self.tmp) if d.startswith("ferret-run-")), folders)
+
+    # TERM, HUP and INT sent to ferret run reach the command, which stops cleanly (the shim turns
+    # TERM and HUP into SystemExit, so the trace of the steps recorded so far is written); ferret
+    # waits for it, analyses what was recorded and exits 128 + N as the command did.
+    def test_signals_to_ferret_reach_the_command_and_what_was_recorded_is_analysed(self):
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            out = os.path.join(self.tmp, f"sig{int(sig)}")
+            run = subprocess.Popen([FERRET, "run", "--out", out, "--steps", "1000", "--json", "--", PYTHON,
+                                    script("endless_loop.py")],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            child = None
+            for line in run.stdout:
+                if line.startswith("pid "):
+                    child = int(line.split()[1])
+                if line.startswith("step 8"):  # recording began after step 1 (--wait 1)
+                    break
+            run.send_signal(sig)
+            stdout, stderr = run.communicate(timeout=600)
+            expected = 128 + int(sig)  # SIGINT too: an uncaught KeyboardInterrupt ends Python by SIGINT
+            self.assertEqual(run.returncode, expected, f"{sig!r}: {stderr}")
+            with self.assertRaises(ProcessLookupError, msg=f"{sig!r}: the command outlived ferret"):
+                os.kill(child, 0)
+            report = json.loads(stdout[stdout.index("{\n"):])
+            self.assertGreaterEqual(report["traces"][0]["steps"]["count"], 5, f"{sig!r}")
+            self.assertTrue(os.path.exists(os.path.join(out, "report.json")))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
@@ -22,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "base/safe_file.h"
 #include "benchmark/environment.h"
 #include "benchmark/model_runner.h"
 
@@ -314,8 +316,8 @@ void measure(const BenchOptions& o, Caller& caller, BenchResult& result, std::st
   // `ferret analyze` sees steps. The legacy autograd profiler writes the chrome trace.
   if (!o.profile_path.empty()) {
     phase = "while profiled";
-    std::ofstream out(o.profile_path, std::ios::binary | std::ios::trunc);
-    if (!out) throw BenchError(fmt::format("--profile {}: cannot write the file", o.profile_path));
+    // In memory first, then base/safe_file.h: the trace appears whole, never over the model.
+    std::ostringstream out;
     {
       torch::autograd::profiler::RecordProfile profile(out);
       for (std::size_t step = 0; step < o.profile_calls; ++step) {
@@ -324,8 +326,11 @@ void measure(const BenchOptions& o, Caller& caller, BenchResult& result, std::st
         if (ticker.due()) report(o, "profile", step + 1);
       }
     }
-    out.close();
-    if (!out) throw BenchError(fmt::format("--profile {}: writing the trace failed", o.profile_path));
+    try {
+      write_file_safely(o.profile_path, out.str(), {o.model_path});
+    } catch (const std::runtime_error& e) {
+      throw BenchError(fmt::format("--profile {}", e.what()));
+    }
     result.profile_path = o.profile_path;
     result.profile_calls = o.profile_calls;
   }

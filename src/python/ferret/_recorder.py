@@ -117,14 +117,39 @@ class StepRecorder:
         os.close(fd)
         try:
             profiler.export_chrome_trace(tmp)
-            with open(tmp, "rb") as src, gzip.open(self.out_path, "wb", compresslevel=6) as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+
+            def compress(dst_file):
+                with open(tmp, "rb") as src, gzip.GzipFile(fileobj=dst_file, mode="wb", compresslevel=6) as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+
+            replace_atomically(self.out_path, compress)
         finally:
             os.remove(tmp)
         self.written = self.out_path
         if self.on_written is not None:
             self.on_written(self)
         return self.written
+
+
+def replace_atomically(path, write):
+    """Writes through write(binary_file) to a new temporary file beside `path` (O_EXCL), then
+    renames it over `path`: a link planted at `path` is replaced, never written through, and the
+    file appears whole or not at all."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def dataloader_settings(loader):

@@ -12,7 +12,9 @@ import importlib.abc
 import importlib.util
 import json
 import os
+import signal
 import sys
+import threading
 
 from . import _recorder
 
@@ -22,6 +24,20 @@ def _int_env(name, default):
         return int(os.environ.get(name, default))
     except ValueError:
         return default
+
+
+def _exit_cleanly_on(*signals):
+    """TERM and HUP (passed on by `ferret run`, or from a scheduler) end Python at once by default,
+    before atexit writes the trace. Where the script has not set its own handler, they raise
+    SystemExit(128 + N) instead: the script unwinds as after Ctrl-C and what was recorded is kept."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in signals:
+        try:
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
+        except (ValueError, OSError):
+            pass
 
 
 class _Session:
@@ -37,6 +53,7 @@ class _Session:
         self.dataloaders = _recorder.DataLoaderWatch(torch)
         self.remove_hook = _recorder.on_optimizer_step(torch, self.on_step)
         atexit.register(self.at_exit)
+        _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
 
     def trace_name(self):
         rank = os.environ.get("RANK")
@@ -81,8 +98,8 @@ class _Session:
             "profiler": "kineto" if recorder.kineto else "legacy",
             "dataloaders": self.dataloaders.seen,
         }
-        with open(os.path.join(self.out_dir, name + ".ferret-run.jsonl"), "w", encoding="utf-8") as f:
-            f.write(json.dumps(meta) + "\n")
+        line = (json.dumps(meta) + "\n").encode("utf-8")
+        _recorder.replace_atomically(os.path.join(self.out_dir, name + ".ferret-run.jsonl"), lambda f: f.write(line))
 
     def at_exit(self):
         if self.recorder is not None and self.recorder.recording:
