@@ -64,6 +64,8 @@ void parse_whatif_removal(const std::string& text, RetimeChanges& changes) {
                     text));
 }
 
+constexpr double kMinSpeedup = 0.001, kMaxSpeedup = 1000;
+
 void parse_whatif_speedup(const std::string& text, RetimeChanges& changes) {
   const std::size_t eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0)
@@ -73,8 +75,13 @@ void parse_whatif_speedup(const std::string& text, RetimeChanges& changes) {
   const char* first = factor_text.data();
   const char* last = first + factor_text.size();
   const auto [end, ec] = std::from_chars(first, last, factor);
-  if (factor_text.empty() || ec != std::errc() || end != last || !std::isfinite(factor) || factor <= 0)
-    throw OptionError(fmt::format("--speedup: the factor in '{}' must be a number above 0 (2 = twice as fast)", text));
+  // 1/1000 to 1000: beyond, no change of kernel or library is meant, and tiny factors overflow the
+  // retimed durations (1e-308 made a step "faster" by -0.1%).
+  if (factor_text.empty() || ec != std::errc() || end != last || !std::isfinite(factor) || factor < kMinSpeedup ||
+      factor > kMaxSpeedup)
+    throw OptionError(fmt::format(
+        "--speedup: the factor in '{}' must be a number from {} to {} (2 = twice as fast, 0.5 = twice as slow)", text,
+        kMinSpeedup, kMaxSpeedup));
   changes.speedups.push_back({text.substr(0, eq), factor});
 }
 

@@ -174,11 +174,11 @@ void register_bench(CLI::App& app) {
   CLI::Option* runs = cmd->add_option("--runs", opt->runs, "Timed calls")->check(CLI::Range(1, 1000000));
   cmd->add_option("--time", opt->time_seconds,
                   "Time the model for this many seconds (at least 10, at most 20000 calls; default 3)")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_range(1e-6, 1e7))
       ->excludes(runs);
   cmd->add_option("--batch-size", opt->batch_size,
                   "Items per call for throughput (default: the first dimension of the first input)")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_range(1e-9, 1e15));
   cmd->add_option("--profile", opt->profile,
                   "Also record extra calls (after the timed ones) as a chrome trace for `ferret analyze`");
   cmd->add_option("--profile-calls", opt->profile_calls, "Calls to profile (default 10)")->check(CLI::Range(1, 10000));

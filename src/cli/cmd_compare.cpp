@@ -113,11 +113,11 @@ void register_compare(CLI::App& app) {
   cmd->add_option("B", opt->b, "Run compared with the baseline, same forms")->required();
   cmd->add_option("--db", opt->db, "History database (default .ferret/history.db)");
   cmd->add_option("--alpha", opt->alpha, "Significance level of the Mann-Whitney U test (default 0.05)")
-      ->check(CLI::Range(1e-12, 0.5));
+      ->check(finite_range(1e-12, 0.5));
   CLI::Option* gate = cmd->add_option("--fail-if-slower", opt->fail_if_slower_pct,
                                       "Exit 1 when B is significantly slower than A by more than PCT percent")
                           ->type_name("PCT")
-                          ->check(CLI::NonNegativeNumber);
+                          ->check(finite_range(0, 1e6));
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.compare/1, see docs/HISTORY.md)");
   add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");

@@ -110,7 +110,7 @@ void register_diff(CLI::App& app) {
   cmd->add_option("--fail-if-slower", opt->fail_if_slower,
                   "CI gate on the step-time change: exit 1 when NEW is confirmed slower than BASE by more than PCT "
                   "percent, 3 when the data cannot settle it (docs/DIFF.md), 0 when a slowdown beyond PCT is ruled out")
-      ->check(CLI::Range(0.0, 1e6))
+      ->check(finite_range(0, 1e6))
       ->type_name("PCT");
   cmd->add_option("--steps", opt->steps, "Compare only these ProfilerStep numbers (in both): A-B, A-, -B or N");
   cmd->add_option("--device", opt->device, "Compare only this GPU device index")->check(CLI::Range(0, 1 << 20));

@@ -73,7 +73,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 void run_inflate(const InflateArgs& args) {
   if (args.gzip && args.no_gzip) usage_error("--gzip and --no-gzip exclude each other");
   if (args.size.empty() == (args.copies == 0)) usage_error("give exactly one of --size and --copies");
-  if (args.gap_us < 0) usage_error("--gap-us cannot be negative");
   InflateOptions options;
   options.input = args.input;
   options.output = args.output;
@@ -251,11 +250,13 @@ void add_job_options(CLI::App* cmd, JobArgs& args) {
       ->capture_default_str()
       ->check(CLI::IsMember({"compute", "input", "sync"}));
   cmd->add_option("--straggler-delay-ms", args.straggler_delay_ms, "How late the straggler is per step (ms)")
+      ->check(finite_range(0, 1e6))
       ->capture_default_str();
   cmd->add_option("--slow-link", args.slow_link,
                   "Host whose network link is slow (12 GB/s socket fallback instead of 50 GB/s IB)");
   cmd->add_option("--clock-skew-ms", args.clock_skew_ms,
                   "Host clock offsets drawn uniformly in +-this (host 0 is exact)")
+      ->check(finite_range(0, 1e6))
       ->capture_default_str();
   cmd->add_option("--sharding", args.sharding,
                   "How gradients are synchronised: ddp (an all-reduce per bucket) or zero2 (a reduce-scatter per "
@@ -294,6 +295,7 @@ void register_gen(CLI::App& app) {
   inf->add_flag("--gzip", inflate->gzip, "Compress with gzip whatever the output name");
   inf->add_flag("--no-gzip", inflate->no_gzip, "Write plain JSON even to a .gz name");
   inf->add_option("--gap-us", inflate->gap_us, "Idle time between the end of one copy and the start of the next (us)")
+      ->check(finite_range(0, 1e9))
       ->capture_default_str();
   inf->callback([inflate] { run_inflate(*inflate); });
 

@@ -67,7 +67,7 @@ void register_history(CLI::App& app) {
   cmd->add_option("--label", opt->label, "Only runs with this label");
   cmd->add_option("--limit", opt->limit, "Show at most N runs, newest first; 0 = all (default 20)");
   cmd->add_option("--alpha", opt->alpha, "Significance level of a trend step (default 0.05)")
-      ->check(CLI::Range(1e-12, 0.5));
+      ->check(finite_range(1e-12, 0.5));
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.history/1, see docs/HISTORY.md)");
   add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");

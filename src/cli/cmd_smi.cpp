@@ -77,7 +77,6 @@ void run_smi(const SmiCliOptions& cli) {
   for (const std::string& p : cli.logs) stdin_uses += p == "-";
   for (const std::string& p : cli.traces) stdin_uses += p == "-";
   if (stdin_uses > 1) usage_error("only one input can be read from stdin");
-  if (!(cli.interval_s >= 0.001 && cli.interval_s <= 86400)) usage_error("--interval: between 0.001 and 86400 seconds");
 
   SmiReadOptions options;
   options.columns = cli.columns;
@@ -142,6 +141,7 @@ void register_smi(CLI::App& app) {
       ->type_name("LIST");
   cmd->add_option("--interval", opt->interval_s,
                   "Seconds between samples in logs that print no time (dcgmi dmon, rocm-smi; default 1)")
+      ->check(finite_range(0.001, 86400))
       ->type_name("S");
   cmd->add_option("--utc-offset", opt->utc_offset,
                   "The UTC offset of the clock that wrote nvidia-smi/dmon local times, e.g. +02:00 (default 0: UTC)")

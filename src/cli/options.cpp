@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cmath>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +69,20 @@ Style stdout_style(std::size_t width_option) {
   Style st = style_for_fd(STDOUT_FILENO);
   st.width = text_width(width_option);
   return st;
+}
+
+CLI::Validator finite_range(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const char* begin = text.c_str();
+        char* end = nullptr;
+        const double v = std::strtod(begin, &end);
+        if (end == begin || *end != '\0') return fmt::format("expected a number, got \"{}\"", text);
+        if (!std::isfinite(v)) return fmt::format("expected a finite number, got \"{}\"", text);
+        if (v < min || v > max) return fmt::format("{} is not from {} to {}", text, min, max);
+        return {};
+      },
+      fmt::format("NUMBER in [{}, {}]", min, max));
 }
 
 }  // namespace ferret::cli

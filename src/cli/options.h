@@ -24,6 +24,11 @@ std::uint64_t size_option(const std::string& text, const char* option);
 // note on stderr. 0 (the default: one per core) is kept.
 unsigned thread_option(unsigned requested, const char* option);
 
+// Every floating-point option's check: a finite number from `min` to `max`. "nan" and "inf" are
+// refused: a comparison with NaN is false, so a plain range check lets it through, and a gate
+// such as --fail-if-slower nan would pass everything.
+CLI::Validator finite_range(double min, double max);
+
 // --width N on a sub-command: the text layout width (0 when not given).
 void add_width_option(CLI::App& cmd, std::size_t& width);
 // The text layout width: --width when given, else COLUMNS when it holds a number of columns in

@@ -82,6 +82,39 @@ TEST(UsageCli, WidthAndColumnsSetTheTextLayout) {
   EXPECT_EQ(test::run_ferret("nccl --json --width 60 " + log).out, test::run_ferret("nccl --json " + log).out);
 }
 
+// Every floating-point option refuses NaN and infinities (exit 2 naming the option): a comparison
+// with NaN is false, so a range check let "nan" through and `compare --fail-if-slower nan` passed a
+// run 396% slower. Each command line below is otherwise sound (it runs, or fails later for a file).
+TEST(UsageCli, NoFloatingPointOptionTakesNanOrInfinity) {
+  const std::string trace = std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-input-bound.json.gz";
+  const std::vector<std::pair<std::string, std::string>> options = {
+      {"diff " + trace + " " + trace + " --fail-if-slower", "--fail-if-slower"},
+      {"compare a b --fail-if-slower", "--fail-if-slower"},
+      {"compare a b --alpha", "--alpha"},
+      {"history --alpha", "--alpha"},
+      {"smi " + trace + " --interval", "--interval"},
+      {"gen inflate --from " + trace + " -o /dev/null --copies 1 --gap-us", "--gap-us"},
+      {"gen job --ranks 2 -o /nonexistent --straggler-delay-ms", "--straggler-delay-ms"},
+      {"gen job --ranks 2 -o /nonexistent --clock-skew-ms", "--clock-skew-ms"},
+      {"bench m.pt --time", "--time"},
+      {"bench m.pt --batch-size", "--batch-size"},
+  };
+  for (const auto& [line, option] : options) {
+    for (const char* value : {"nan", "NaN", "inf", "-inf", "1e999"}) {
+      const test::CommandResult r = test::run_ferret(line + " " + value);
+      EXPECT_EQ(r.exit_code, 2) << line << " " << value << ": " << r.err;
+      EXPECT_NE(r.err.find(option), std::string::npos) << line << " " << value << ": " << r.err;
+    }
+  }
+  // whatif --speedup K: from 1/1000 to 1000 (1e-308 overflowed the retimed steps).
+  for (const char* k : {"nan", "inf", "1e-308", "0", "1e9"}) {
+    const test::CommandResult r = test::run_ferret("whatif " + trace + " --speedup aten::mm=" + k);
+    EXPECT_EQ(r.exit_code, 2) << k;
+    EXPECT_NE(r.err.find("from 0.001 to 1000"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(test::run_ferret("whatif " + trace + " --speedup aten::mm=0.5").exit_code, 0);
+}
+
 }  // namespace usage_cli_test
 }  // namespace
 }  // namespace ferret

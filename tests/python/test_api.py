@@ -61,6 +61,27 @@ class AnalyzeMatchesTheCli(TempDirTest):
         self.assertIn(str(caught.exception), cli_error.stderr)
         self.assertIn("nope.json", str(caught.exception))
 
+    def test_number_arguments_are_finite_and_in_range_as_on_the_cli(self):
+        trace = example("cpu-input-bound.json.gz")
+        for bad in (float("nan"), float("inf"), -1, "x"):
+            with self.assertRaises(ValueError, msg=repr(bad)):
+                ferret.diff(trace, trace, fail_if_slower=bad)
+        self.assertEqual(ferret.diff(trace, trace, fail_if_slower=5).exit_code,
+                         cli("diff", "--fail-if-slower", "5", trace, trace, check=False).returncode)
+
+    def test_paths_are_str_bytes_or_pathlike_and_never_hold_nul(self):
+        import pathlib
+        trace = example("cpu-input-bound.json.gz")
+        expected = dict(ferret.analyze(trace))
+        self.assertEqual(dict(ferret.analyze(trace.encode())), expected)
+        self.assertEqual(dict(ferret.analyze(pathlib.Path(trace))), expected)
+        with self.assertRaises(ValueError):
+            ferret.analyze(trace + "\x00.other")
+        with self.assertRaises(ValueError):
+            ferret.load(trace + "\x00")
+        with self.assertRaises(TypeError):
+            ferret.analyze(42)
+
     def test_a_bad_option_is_an_option_error(self):
         with self.assertRaises(ferret.OptionError) as caught:
             ferret.analyze(example("cpu-input-bound.json.gz"), steps="5-x")

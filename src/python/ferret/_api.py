@@ -1,5 +1,6 @@
 """analyze, diff, report, load: the C++ library's answers as Python objects."""
 import json
+import math
 import os
 
 import numpy as np
@@ -49,13 +50,35 @@ class Result(dict):
         return self.markdown
 
 
+def _path(p):
+    """A path as str: str, bytes or os.PathLike; a NUL byte (which would cut the name short in the
+    C library) is refused."""
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise TypeError(f"a path must be str, bytes or os.PathLike, not {type(p).__name__}")
+    p = os.fsdecode(os.fspath(p))
+    if "\x00" in p:
+        raise ValueError(f"a path cannot hold a NUL byte: {p!r}")
+    return p
+
+
 def _paths(path_or_paths):
-    if isinstance(path_or_paths, (str, os.PathLike)):
-        return [os.fspath(path_or_paths)]
-    paths = [os.fspath(p) for p in path_or_paths]
+    if isinstance(path_or_paths, (str, bytes, os.PathLike)):
+        return [_path(path_or_paths)]
+    paths = [_path(p) for p in path_or_paths]
     if not paths:
         raise ValueError("no trace given")
     return paths
+
+
+def _finite(name, value, low, high):
+    """A number argument, as the CLI checks its options: finite (NaN would switch a gate off) and in range."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, not {value!r}") from None
+    if not math.isfinite(v) or not low <= v <= high:
+        raise ValueError(f"{name} must be a finite number from {low:g} to {high:g}, not {value!r}")
+    return v
 
 
 def _range(value):
@@ -101,11 +124,12 @@ def diff(base, new, steps=None, device=None, top=10, fail_if_slower=None, thread
 
     Returns a Result (ferret.diff/2); with fail_if_slower=PCT its exit_code is the gate's:
     0 passed, 1 NEW confirmed slower by more than PCT percent, 3 inconclusive."""
-    rendered = _ferret.diff(os.fspath(base), os.fspath(new), top=int(top), steps=_range(steps),
-                            device=-1 if device is None else int(device),
-                            fail_if_slower=-1.0 if fail_if_slower is None else float(fail_if_slower),
+    base, new = _path(base), _path(new)
+    gate = -1.0 if fail_if_slower is None else _finite("fail_if_slower", fail_if_slower, 0, 1e6)
+    rendered = _ferret.diff(base, new, top=int(top), steps=_range(steps),
+                            device=-1 if device is None else int(device), fail_if_slower=gate,
                             threads=int(threads), max_memory=max_memory or "")
-    return Result(rendered, [os.fspath(base), os.fspath(new)])
+    return Result(rendered, [base, new])
 
 
 def _html_title(inputs):
@@ -188,4 +212,4 @@ class Trace:
 
 def load(path, threads=0):
     """Load a trace (Kineto JSON or legacy export; gzip, zstd or plain) into NumPy columns."""
-    return Trace(_ferret.load(os.fspath(path), threads=int(threads)))
+    return Trace(_ferret.load(_path(path), threads=int(threads)))

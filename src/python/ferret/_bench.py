@@ -5,6 +5,7 @@ import sys
 import time
 
 from . import _ferret
+from ._api import _finite
 
 BenchError = _ferret.BenchError
 
@@ -64,7 +65,9 @@ def bench(model, example_inputs=(), warmup="auto", runs=None, time_seconds=None,
     synchronize = torch.cuda.synchronize if cuda else (lambda: None)
     if batch_size is None:
         batch_size = float(tensors[0].shape[0]) if tensors and len(tensors[0].shape) > 0 else 1.0
-    plan = _ferret.BenchPlan(warmup=str(warmup), runs=int(runs or 0), time_seconds=float(time_seconds or 0))
+    batch_size = _finite("batch_size", batch_size, 1e-9, 1e15)
+    time_seconds = 0.0 if time_seconds is None else _finite("time_seconds", time_seconds, 1e-6, 1e7)
+    plan = _ferret.BenchPlan(warmup=str(warmup), runs=int(runs or 0), time_seconds=time_seconds)
 
     def call():
         start = time.perf_counter()
