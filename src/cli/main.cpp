@@ -2,7 +2,10 @@
 // library; each sub-command lives in its own cmd_*.cpp.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <exception>
 #include <string>
 
@@ -42,9 +45,30 @@ std::string unknown_word_message(CLI::App& app, const std::vector<std::string>& 
   return nearest.empty() ? message : message + " (did you mean `--" + nearest + "`?)";
 }
 
+// Every report ends on stdout: a write that failed there (a full disk, a closed pipe, a quota)
+// must not pass as a success, or `ferret analyze --json t > report.json && upload` uploads
+// nothing. Exit 2 (or the status already due, when it says more) and say why.
+int finish_stdout(int status) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return status;
+  // errno is the last call's: a stream that failed earlier, and stays failed, no longer says why.
+  const int error = errno;
+  ferret::cli::print_error(std::string("cannot write the output to stdout: ") +
+                           (error != 0 ? std::strerror(error) : "a write failed (a full disk, a quota?)"));
+  return status == 0 ? 2 : status;
+}
+
+int run(int argc, char** argv);
+
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) { return finish_stdout(run(argc, argv)); }
+
+namespace {
+
+int run(int argc, char** argv) {
   ferret::reexec_with_huge_pages(argv);
   CLI::App app{"ferret: find the bottleneck in a PyTorch training or inference job and say what to do about it"};
   app.set_version_flag("--version", std::string("ferret ") + FERRET_VERSION);
@@ -91,3 +115,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace

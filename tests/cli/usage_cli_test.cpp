@@ -115,6 +115,24 @@ TEST(UsageCli, NoFloatingPointOptionTakesNanOrInfinity) {
   EXPECT_EQ(test::run_ferret("whatif " + trace + " --speedup aten::mm=0.5").exit_code, 0);
 }
 
+// A report that cannot be written is not a success: with stdout on a full disk (/dev/full) every
+// command that prints one says so and exits 2 (before, all exited 0 with nothing on stderr).
+TEST(UsageCli, AReportThatCannotBeWrittenExits2) {
+  const std::string src = FERRET_SOURCE_DIR;
+  const std::string trace = src + "/examples/traces/cpu-input-bound.json.gz";
+  for (const std::string& line :
+       {"analyze " + trace, "analyze --json " + trace, "analyze --md " + trace, "info " + trace,
+        "info --json " + trace, "diff " + trace + " " + trace, "whatif " + trace, "whatif --json " + trace,
+        "smi " + src + "/tests/data/smi/amd-smi.csv", "nccl " + src + "/tests/data/nccl/two_host_socket_fallback.log",
+        "memory " + src + "/tests/data/memory/oom-hip.log"}) {
+    const test::CommandResult ok = test::run_shell("{ferret} " + line + " > /dev/null");
+    ASSERT_EQ(ok.exit_code, 0) << line << ": " << ok.err;
+    const test::CommandResult full = test::run_shell("{ferret} " + line + " > /dev/full");
+    EXPECT_EQ(full.exit_code, 2) << line;
+    EXPECT_NE(full.err.find("cannot write the output to stdout"), std::string::npos) << line << ": " << full.err;
+  }
+}
+
 }  // namespace usage_cli_test
 }  // namespace
 }  // namespace ferret
