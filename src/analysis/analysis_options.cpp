@@ -90,6 +90,7 @@ std::string DataLoaderSettings::describe() const {
 }
 
 std::vector<DataLoaderSettings> parse_dataloader_settings(const std::string& json_text, const std::string& source) {
+  if (json_nesting_depth(json_text, 8) > 8) throw InputError(source + ": not a JSON list of DataLoader settings");
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
   if (j.is_discarded() || !j.is_array()) throw InputError(source + ": not a JSON list of DataLoader settings");
   std::vector<DataLoaderSettings> out;

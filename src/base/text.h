@@ -23,4 +23,9 @@ std::string fit_width(std::string_view text, std::size_t width);
 // when none is ("analyz" -> "analyze").
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+// How deeply the arrays and objects of JSON text nest (brackets inside strings not counted),
+// without recursion; counting stops past `limit`. Checked before a document is parsed into a tree
+// that code walks recursively: a 40,000-deep list would overflow the stack.
+std::size_t json_nesting_depth(std::string_view json, std::size_t limit);
+
 }  // namespace ferret

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
 #include "version.h"
 
 namespace ferret {
@@ -258,7 +259,9 @@ const char* type_name(int sqlite_type) {
 }
 
 json parse_object(const std::string& text, const std::string& path, std::int64_t id, const char* column) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // ferret writes flat objects; a database edited to nest deeply would overflow the stack later.
+  constexpr std::size_t kMaxDepth = 32;
+  json j = json_nesting_depth(text, kMaxDepth) > kMaxDepth ? json() : json::parse(text, nullptr, false);
   if (!j.is_object())
     throw MalformedRun(
         fmt::format("history database {}: run #{} has a malformed {} column (not a JSON object)", path, id, column));

@@ -2,7 +2,11 @@
 
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "base/input_error.h"
+#include "base/text.h"
 
 namespace ferret {
 
@@ -448,7 +452,14 @@ void trim_long_arrays(nlohmann::ordered_json& node, bool root) {
 
 // The document as the page carries it: compact (half the size of --json's indented text), long
 // arrays trimmed. Text that does not parse (never ferret's own output) travels as it is.
+// A ferret document nests a few levels; the page walks it recursively, so text nested deeper than
+// any document is refused (from Python, a ValueError), never a stack overflow.
+constexpr std::size_t kMaxDocumentDepth = 128;
+
 std::string page_document(std::string_view document_json) {
+  if (json_nesting_depth(document_json, kMaxDocumentDepth) > kMaxDocumentDepth)
+    throw InputError(fmt::format("the document is nested deeper than {} levels: not a ferret document",
+                                 kMaxDocumentDepth));
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(document_json, nullptr, false);
   if (doc.is_discarded()) return std::string(document_json);
   trim_long_arrays(doc, true);

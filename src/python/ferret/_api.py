@@ -142,12 +142,19 @@ def report(result, format="text"):
     `--html` writes it) or "json". "html" and "json" also take a plain dict (a document read
     back from report.json)."""
     if format == "json":
-        return json.dumps(result, indent=2) + "\n"
+        try:
+            return json.dumps(result, indent=2) + "\n"
+        except RecursionError:
+            raise ValueError("the document is nested too deeply: not a ferret document") from None
     if format == "html":
         if isinstance(result, Result):
             return _ferret.html_page(result.json_text, _html_title(result.inputs))
         if isinstance(result, dict):
-            return _ferret.html_page(json.dumps(result), "ferret")
+            try:
+                text = json.dumps(result)
+            except RecursionError:
+                raise ValueError("the document is nested too deeply: not a ferret document") from None
+            return _ferret.html_page(text, "ferret")
         raise TypeError("report() renders a ferret document (the Result of ferret.analyze() or ferret.diff())")
     if not isinstance(result, Result):
         raise TypeError("report() renders the Result that ferret.analyze() or ferret.diff() returned")
