@@ -425,6 +425,31 @@ std::vector<std::string_view> smi_words(std::string_view line) {
 }
 
 // The state every format parser shares: the log, its source, GPUs by key, limits.
+
+// The physical range of each value: a cell outside it is corruption, not a reading. Percentages
+// 0-100 (100.5: rounding), memory up to 16 TiB and at most the total, power up to 5 kW (a whole
+// GB200 superchip draws 2.7 kW), clocks up to 10 GHz, temperatures from -60 to 250 C.
+inline constexpr double kSmiMaxMemoryMib = 16.0 * 1024 * 1024;
+inline constexpr double kSmiMaxPowerW = 5000;
+inline constexpr double kSmiMaxClockMhz = 10000;
+
+const char* smi_implausible(const SmiSample& s) {
+  const auto outside = [](double v, double lo, double hi) { return smi_has(v) && !(v >= lo && v <= hi); };
+  for (const double pct : {s.util_pct, s.sm_active_pct, s.sm_occupancy_pct, s.tensor_active_pct, s.dram_active_pct,
+                           s.mem_util_pct})
+    if (outside(pct, 0, 100.5)) return "a utilisation outside 0-100%";
+  if (outside(s.mem_used_mib, 0, kSmiMaxMemoryMib) || outside(s.mem_total_mib, 0, kSmiMaxMemoryMib))
+    return "a memory size outside 0-16 TiB";
+  if (smi_has(s.mem_used_mib) && smi_has(s.mem_total_mib) && s.mem_used_mib > s.mem_total_mib * 1.01 + 1)
+    return "memory used above the GPU's total";
+  if (outside(s.power_w, 0, kSmiMaxPowerW) || outside(s.power_limit_w, 0, kSmiMaxPowerW))
+    return "a power outside 0-5000 W";
+  if (outside(s.sm_clock_mhz, 0, kSmiMaxClockMhz) || outside(s.max_sm_clock_mhz, 0, kSmiMaxClockMhz))
+    return "a clock outside 0-10000 MHz";
+  if (outside(s.temp_c, -60, 250)) return "a temperature outside -60-250 C";
+  return nullptr;
+}
+
 class SmiReader {
  public:
   SmiReader(SmiLog& log, SmiSource& source_template, const SmiReadOptions& options) : log_(log), options_(options) {
@@ -446,6 +471,7 @@ class SmiReader {
   std::unordered_map<std::string, std::uint32_t> gpu_index_;
 
   void skip(std::string_view why) {
+    bad_time_ = false;
     ++source().skipped_lines;
     if (source().skipped_examples.size() < kSmiSkippedExamples)
       source().skipped_examples.push_back(terminal_safe(fmt::format("line {}: {}", line_number, why)));
@@ -467,8 +493,18 @@ class SmiReader {
     return &log_.gpus.back();
   }
 
-  // Appends a sample; a time of kSmiNoTime places it at its index x interval.
+  // Appends a sample; a time of kSmiNoTime places it at its index x interval. A row whose time
+  // cell cannot be read, or whose values no GPU reports, is damaged: skipped and counted (one such
+  // row would otherwise move a mean, or make a whole GPU's series relative).
   void add_sample(SmiGpu& g, SmiSample s) {
+    if (bad_time_) {
+      skip("a time that cannot be read");
+      return;
+    }
+    if (const char* why = smi_implausible(s)) {
+      skip(why);
+      return;
+    }
     // A log that mixes rows with and without times: keep the series monotone on the index.
     if (s.time_ns == kSmiNoTime) g.absolute_time = false;
     if (!g.absolute_time) {
@@ -518,7 +554,10 @@ class SmiReader {
       case SmiField::kTime: {
         if (smi_not_available(cell)) return true;
         const std::int64_t t = parse_smi_time(cell);
-        if (t == kSmiNoTime) return false;
+        if (t == kSmiNoTime) {
+          bad_time_ = true;
+          return false;
+        }
         s.time_ns = t - options_.utc_offset_s * 1000000000;
         return true;
       }
@@ -557,7 +596,10 @@ class SmiReader {
     v *= scale;
     switch (c.field) {
       case SmiField::kEpochS:
-        if (v > 0 && v < 9.2e9) s.time_ns = static_cast<std::int64_t>(v * 1e9);
+        if (v > 0 && v < 9.2e9)
+          s.time_ns = static_cast<std::int64_t>(v * 1e9);
+        else
+          bad_time_ = true;
         break;
       case SmiField::kUtil: s.util_pct = v; break;
       case SmiField::kGrActive: gr_active_ = v; break;
@@ -598,6 +640,7 @@ class SmiReader {
 
   double free_mib_ = kSmiNone;
   double gr_active_ = kSmiNone;
+  bool bad_time_ = false;  // this row's time cell could not be read
 };
 
 // ---- CSV formats: nvidia-smi --query-gpu, rocm-smi, amd-smi -------------------------------------

@@ -4,8 +4,11 @@
 // file, a headerless CSV.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "base/input_error.h"
 #include "ingest/smi_log_parser.h"
@@ -271,6 +274,50 @@ TEST(SmiLogParser, HostileCountsStayBounded) {
   const SmiLog p = parse_smi_text(pmon, "pmon.txt");
   EXPECT_EQ(p.gpus[0].processes.size(), kSmiMaxProcesses);
   EXPECT_GE(p.gpus[0].samples.size(), 3000 / kSmiMaxProcesses);
+}
+
+// One corrupted cell among 600 samples: the row is damaged, skipped and counted, and nothing else
+// moves. Before: a 3,000,000% utilisation made the mean 5,030%; an unreadable time (2024/13/31)
+// made the whole GPU's series relative; 4e12 MiB used gave a negative headroom.
+std::string query_log(int rows, int bad_row, const std::string& bad_time, const std::string& bad_util,
+                      const std::string& bad_used) {
+  std::string text =
+      "timestamp, index, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB], power.draw [W]\n";
+  for (int i = 0; i < rows; ++i) {
+    const bool bad = i == bad_row;
+    text += fmt::format("{}, 0, NVIDIA H100, {} %, {} MiB, 81559 MiB, 400 W\n",
+                        bad && !bad_time.empty() ? bad_time : fmt::format("2024/01/31 12:{:02}:{:02}.000", i / 60, i % 60),
+                        bad && !bad_util.empty() ? bad_util : std::to_string(i % 2 == 0 ? 20 : 40),
+                        bad && !bad_used.empty() ? bad_used : "40000");
+  }
+  return text;
+}
+
+TEST(SmiLogParser, ARowWithAValueNoGpuReportsIsSkippedAndCounted) {
+  struct Case {
+    std::string time, util, used, why;
+  };
+  for (const Case& c : {Case{"", "3000000", "", "a utilisation outside 0-100%"},
+                        Case{"", "-5", "", "a utilisation outside 0-100%"},
+                        Case{"2024/13/31 12:00:00.000", "", "", "a time that cannot be read"},
+                        Case{"9999/01/31 12:00:00.000", "", "", "a time that cannot be read"},
+                        Case{"", "", "4000000000000", "a memory size outside 0-16 TiB"},
+                        Case{"", "", "90000", "memory used above the GPU's total"}}) {
+    // Row 301 is odd: its utilisation would have been 40%.
+    const SmiLog log = parse_smi_text(query_log(600, 301, c.time, c.util, c.used), "t.csv");
+    ASSERT_EQ(log.gpus.size(), 1u) << c.why;
+    const SmiGpu& gpu = log.gpus[0];
+    EXPECT_TRUE(gpu.absolute_time) << c.why;
+    ASSERT_EQ(gpu.samples.size(), 599u) << c.why;
+    EXPECT_EQ(log.sources[0].skipped_lines, 1u) << c.why;
+    ASSERT_EQ(log.sources[0].skipped_examples.size(), 1u) << c.why;
+    EXPECT_EQ(log.sources[0].skipped_examples[0], "line 303: " + c.why);
+    double sum = 0, most_used = 0;
+    for (const SmiSample& smp : gpu.samples) sum += smp.util_pct, most_used = std::max(most_used, smp.mem_used_mib);
+    EXPECT_DOUBLE_EQ(sum, 300 * 20.0 + 299 * 40.0) << c.why;
+    EXPECT_EQ(most_used, 40000) << c.why;
+    EXPECT_EQ(gpu.samples.back().time_ns, (kNoonS + 599) * kNs) << c.why;
+  }
 }
 
 }  // namespace smi_log_parser_test
