@@ -186,10 +186,10 @@ OutFolder make_out_folder(const std::string& requested) {
     throw ExitCode{2};
   }
   if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    print_error(fmt::format("--out {}: {}; others could plant files or links where ferret writes: choose a folder of "
-                            "your own that only you can write to",
-                            out.path.string(),
-                            st.st_uid != ::geteuid() ? "the folder is not yours" : "others can write to the folder"));
+    print_error(fmt::format(
+        "--out {}: {}; others could plant files or links where ferret writes: choose a folder of "
+        "your own that only you can write to",
+        out.path.string(), st.st_uid != ::geteuid() ? "the folder is not yours" : "others can write to the folder"));
     throw ExitCode{2};
   }
   return out;

@@ -119,6 +119,12 @@ void run_smi(const SmiCliOptions& cli) {
     print_report(smi_text(in, stdout_style(cli.width)));
   }
   std::cout.flush();
+  std::uint64_t samples = 0;
+  for (const SmiSource& s : log.sources) samples += s.samples;
+  if (samples == 0) {  // nothing usable is exit 2, as for analyze and diff
+    print_error("no readable sample in any of the GPU utilisation logs");
+    throw ExitCode{2};
+  }
 }
 
 }  // namespace

@@ -54,6 +54,10 @@ void run_whatif(const WhatIfOptions& opt) {
                 << '\n';
     else
       print_report(whatif_text(model, ctx, result, stdout_style(opt.width)));
+    if (result.steps.empty()) {  // nothing usable is exit 2, as for analyze and diff
+      print_error(opt.trace + ": no step to re-time: the window holds no work");
+      throw ExitCode{2};
+    }
   } catch (const InputError& e) {
     finish_progress_bar();
     print_error(e.what());

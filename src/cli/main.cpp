@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <exception>
+#include <iostream>
 #include <string>
 
 #include "base/input_error.h"

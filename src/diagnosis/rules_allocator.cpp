@@ -10,6 +10,9 @@ namespace ferret {
 
 namespace {
 
+// A device the text did not name reads "?", as in the tables (never -1).
+std::string device_text(int device) { return device >= 0 ? std::to_string(device) : "?"; }
+
 const char* kExpandable = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
 
 // Fragmented cache: free memory the allocator holds is >= 20% of what it reserved and >= 1 GiB
@@ -104,7 +107,7 @@ Finding oom_finding(const OomCase& o) {
   if (fragmentation) {
     f.title = fmt::format(
         "Out of memory from fragmentation on device {}: {:.0f} MiB requested{} while the cache held {:.0f} MiB free",
-        o.device, bytes_to_mib(o.requested), o.where, bytes_to_mib(o.cached_free));
+        device_text(o.device), bytes_to_mib(o.requested), o.where, bytes_to_mib(o.cached_free));
     f.detail =
         "The allocator had more free memory cached than the request needed, but in pieces: no free block "
         "was large enough and the scattered free blocks could not be merged. Less fragmentation, not less "
@@ -115,7 +118,8 @@ Finding oom_finding(const OomCase& o) {
   } else {
     f.title = fmt::format(
         "Out of memory on device {}: {:.0f} MiB requested{} with {:.1f} GiB in use and {:.0f} MiB cached free",
-        o.device, bytes_to_mib(o.requested), o.where, bytes_to_gib(o.allocated), bytes_to_mib(o.cached_free));
+        device_text(o.device), bytes_to_mib(o.requested), o.where, bytes_to_gib(o.allocated),
+        bytes_to_mib(o.cached_free));
     // When other processes hold enough that the request would have fit without them, they are the
     // cause (oom-other-processes says so, high); making this job smaller is the second remedy.
     const bool others_explain =
@@ -274,7 +278,7 @@ void rule_oom_other_processes(const MemoryText& text, std::vector<Finding>& out)
   Finding f;
   f.id = "oom-other-processes";
   f.title = fmt::format("Other processes hold {:.1f} GiB ({:.0f}%) of device {} at the out-of-memory (line {})",
-                        bytes_to_gib(other), 100 * share, m.device, m.line);
+                        bytes_to_gib(other), 100 * share, device_text(m.device), m.line);
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
   f.severity = would_fit ? Severity::kHigh : Severity::kMedium;
@@ -333,7 +337,8 @@ void rule_summary_fragmentation(const MemorySummary& s, std::vector<Finding>& ou
   f.id = "summary-fragmentation";
   f.title = fmt::format(
       "Fragmentation on device {}: {} cudaMalloc retries, {:.1f} GiB reserved at the peak for {:.1f} GiB of tensors {}",
-      s.device, s.alloc_retries, bytes_to_gib(reserved.peak), bytes_to_gib(allocated.peak), summary_where(s));
+      device_text(s.device), s.alloc_retries, bytes_to_gib(reserved.peak), bytes_to_gib(allocated.peak),
+      summary_where(s));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = s.ooms > 0 ? Severity::kHigh : Severity::kMedium;
@@ -380,8 +385,9 @@ void rule_summary_cached(const MemorySummary& s, std::vector<Finding>& out) {
     return;
   Finding f;
   f.id = "summary-cached-memory";
-  f.title = fmt::format("Cache held on device {}: {:.1f} GiB reserved, tensors peaked at {:.1f} GiB {}", s.device,
-                        bytes_to_gib(reserved.current), bytes_to_gib(allocated.peak), summary_where(s));
+  f.title = fmt::format("Cache held on device {}: {:.1f} GiB reserved, tensors peaked at {:.1f} GiB {}",
+                        device_text(s.device), bytes_to_gib(reserved.current), bytes_to_gib(allocated.peak),
+                        summary_where(s));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = idle >= 4 * kCacheMinIdleBytes ? Severity::kMedium : Severity::kLow;
@@ -418,7 +424,7 @@ void rule_summary_churn(const MemorySummary& s, std::vector<Finding>& out) {
   Finding f;
   f.id = "summary-segment-churn";
   f.title = fmt::format("Allocator churn on device {}: {} segments cudaMalloc'd, {} freed, at most {} held {}",
-                        s.device, seg.allocated, seg.freed, held, summary_where(s));
+                        device_text(s.device), seg.allocated, seg.freed, held, summary_where(s));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = refills >= 20 ? Severity::kMedium : Severity::kLow;
@@ -460,7 +466,7 @@ void rule_summary_activations(const MemorySummary& s, std::vector<Finding>& out)
   f.id = "summary-activation-peak";
   f.title = fmt::format(
       "Activations dominate the peak on device {}: {:.1f} GiB of the {:.1f} GiB peak is transient (now {:.1f} GiB) {}",
-      s.device, bytes_to_gib(transient), bytes_to_gib(a.peak), bytes_to_gib(a.current), summary_where(s));
+      device_text(s.device), bytes_to_gib(transient), bytes_to_gib(a.peak), bytes_to_gib(a.current), summary_where(s));
   f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = s.ooms > 0 ? Severity::kHigh : Severity::kMedium;

@@ -332,18 +332,24 @@ AllocatorSnapshot read_allocator_snapshot_bytes(const std::string& bytes, const 
 }
 
 std::string read_snapshot_bytes(ByteSource& source, std::string first, const std::string& path, std::uint64_t bound) {
-  // A bad opcode in the first chunk is refused before the rest is read (a prefix that fails fails
-  // whole; a prefix that is only cut short proves nothing).
-  if (first.size() >= 64) {
+  // The first 64 KiB are parsed as soon as they are in: a bad opcode there is refused before the
+  // rest is read (a prefix that fails fails whole; one only cut short proves nothing). A pipe
+  // hands over a few bytes at a time, so this waits for 64 KiB rather than for the first read.
+  constexpr std::size_t kPrefixBytes = 64 << 10;
+  bool checked = false;
+  const auto check_prefix = [&](const std::string& bytes) {
+    if (checked || bytes.size() < kPrefixBytes) return;
+    checked = true;
     PickleLimits prefix;
     prefix.max_bytes = bound;
     prefix.keep_truncated = true;
-    read_pickle(first, path, prefix);
-  }
+    read_pickle(std::string_view(bytes).substr(0, kPrefixBytes), path, prefix);
+  };
   // At most half the bound for the bytes; the values built from them get the rest. Grown by hand
   // so that the string's doubling never reserves more than that.
   const std::uint64_t most = bound / 2;
   std::string bytes = std::move(first);
+  check_prefix(bytes);
   std::vector<char> buffer(kSnapshotReadChunk);
   for (;;) {
     const std::size_t n = source.read(buffer.data(), buffer.size());
@@ -354,6 +360,7 @@ std::string read_snapshot_bytes(ByteSource& source, std::string first, const std
     if (bytes.size() + n > bytes.capacity())
       bytes.reserve(std::min<std::uint64_t>(std::max<std::uint64_t>(2 * bytes.capacity(), bytes.size() + n), most));
     bytes.append(buffer.data(), n);
+    check_prefix(bytes);
   }
   return bytes;
 }

@@ -18,8 +18,8 @@ AllocatorSnapshot read_allocator_snapshot(const std::string& path, std::uint64_t
 AllocatorSnapshot read_allocator_snapshot_bytes(const std::string& bytes, const std::string& name,
                                                 std::uint64_t max_bytes = 0);
 
-// The rest of a snapshot's bytes after `first` (the first chunk read), for the bytes readers above:
-// a first chunk that is already no pickle is refused before the rest is read, and the bytes may
+// The rest of a snapshot's bytes after `first` (what was read so far), for the bytes readers above:
+// a start (64 KiB) that is already no pickle is refused before the rest is read, and the bytes may
 // take at most half of `bound` (the values built from them need the rest). Throws InputError.
 inline constexpr std::size_t kSnapshotReadChunk = std::size_t{1} << 20;
 std::string read_snapshot_bytes(ByteSource& source, std::string first, const std::string& path, std::uint64_t bound);

@@ -1,5 +1,8 @@
 #include "ingest/header_parser.h"
 
+#include <limits>
+
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include "ingest/decimal.h"
@@ -27,8 +30,12 @@ std::int64_t int_or(dom::element obj, const char* key, std::int64_t fallback) {
   if (obj[key].get(v) != simdjson::SUCCESS) return fallback;
   std::int64_t n = 0;
   if (v.is_int64()) return std::int64_t(v.get_int64());
-  if (v.is_uint64()) return static_cast<std::int64_t>(std::uint64_t(v.get_uint64()));
-  if (v.is_double()) return static_cast<std::int64_t>(double(v.get_double()));
+  if (v.is_uint64())
+    return std::uint64_t(v.get_uint64()) <= 0x7fffffffffffffffULL ? std::int64_t(v.get_uint64()) : fallback;
+  if (v.is_double()) {
+    const double d = v.get_double();
+    return d > -9.2e18 && d < 9.2e18 ? static_cast<std::int64_t>(d) : fallback;  // beyond: no int64 (UB to cast)
+  }
   if (v.is_string() && parse_int64(std::string_view(v.get_string()), n) == DecimalStatus::kOk) return n;
   return fallback;
 }
@@ -59,13 +66,35 @@ void parse_devices(dom::element value, TraceInfo& info) {
   }
 }
 
-void parse_distributed(dom::element value, TraceInfo& info) {
+// A rank or world size beyond any job (2^24 ranks) or a negative rank is no rank: it is left out
+// and said, never cut to an int (2^40 became rank 0, "rank 0 appears twice") or renumbered silently.
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 24;
+
+int rank_field(dom::element value, const char* key, std::int64_t lowest, IngestReport& report) {
+  const std::int64_t missing = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t v = int_or(value, key, missing);
+  if (v == missing) {
+    dom::element raw;
+    if (value[key].get(raw) == simdjson::SUCCESS && !raw.is_null())
+      report.repair(raw.is_number() ? fmt::format("distributedInfo.{} outside {} to 2^24 ignored", key, lowest)
+                                    : fmt::format("distributedInfo.{} that is not an integer ignored", key),
+                    scalar_text(raw));
+    return -1;
+  }
+  if (v < lowest || v >= kMaxRanks) {
+    report.repair(fmt::format("distributedInfo.{} outside {} to 2^24 ignored", key, lowest), std::to_string(v));
+    return -1;
+  }
+  return static_cast<int>(v);
+}
+
+void parse_distributed(dom::element value, TraceInfo& info, IngestReport& report) {
   if (!value.is_object()) return;
   DistributedInfo& d = info.distributed;
   d.present = true;
   d.backend = string_or(value, "backend");
-  d.rank = static_cast<int>(int_or(value, "rank", -1));
-  d.world_size = static_cast<int>(int_or(value, "world_size", -1));
+  d.rank = rank_field(value, "rank", 0, report);
+  d.world_size = rank_field(value, "world_size", 1, report);
   d.nccl_version = string_or(value, "nccl_version");
 }
 
@@ -83,7 +112,7 @@ void parse_header(const std::vector<std::pair<std::string, std::string>>& header
     if (key == "deviceProperties" || key == "computeProperties") {
       parse_devices(value, info);
     } else if (key == "distributedInfo") {
-      parse_distributed(value, info);
+      parse_distributed(value, info, report);
     } else if (key == "schemaVersion") {
       info.schema_version = value.is_int64() ? std::int64_t(value.get_int64()) : -1;
     } else if (key == "baseTimeNanoseconds") {

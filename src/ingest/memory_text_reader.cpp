@@ -34,17 +34,27 @@ std::string_view mt_skip_blanks(std::string_view s) {
   return s;
 }
 
-// value * multiplier at the int64 limit instead of overflowing.
+// Sizes over 2^50 bytes (1 PiB, kMaxSnapshotBytes) are no device's memory: a corrupted number,
+// taken as unreadable (-1) and counted here for the line's note (per thread: parsers run in
+// Python threads at once).
+thread_local std::uint64_t t_implausible_sizes = 0;
+
 std::int64_t mt_scale(std::int64_t value, std::int64_t multiplier) {
   std::int64_t r = 0;
-  if (__builtin_mul_overflow(value, multiplier, &r)) return INT64_MAX;
+  if (__builtin_mul_overflow(value, multiplier, &r) || r > kMaxSnapshotBytes) {
+    ++t_implausible_sizes;
+    return -1;
+  }
   return r;
 }
 
 std::int64_t mt_scale(double value, std::int64_t multiplier) {
   const double bytes = std::round(value * static_cast<double>(multiplier));
   if (!std::isfinite(bytes) || bytes < 0) return -1;
-  if (bytes >= 9.2e18) return INT64_MAX;
+  if (bytes > static_cast<double>(kMaxSnapshotBytes)) {
+    ++t_implausible_sizes;
+    return -1;
+  }
   return static_cast<std::int64_t>(bytes);
 }
 
@@ -427,13 +437,19 @@ void MemoryTextParser::feed_line(std::string_view line) {
     line = line.substr(0, kMaxMemoryTextLineBytes);
     ++out_.long_lines;
   }
+  const std::uint64_t implausible = t_implausible_sizes;
   summary_line(line);
   oom_line(line);
+  if (t_implausible_sizes != implausible)
+    issue("size over 2^50 bytes (1 PiB), no device's memory, taken as unreadable", line);
 }
 
 void MemoryTextParser::finish() {
+  const std::uint64_t implausible = t_implausible_sizes;
   close_summary(false);
   close_oom();
+  if (t_implausible_sizes != implausible)
+    issue("size over 2^50 bytes (1 PiB), no device's memory, taken as unreadable", oom_text_);
   out_.lines = line_;
   if (out_.long_lines > 0)
     out_.notes.push_back(

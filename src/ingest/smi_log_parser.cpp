@@ -435,8 +435,8 @@ inline constexpr double kSmiMaxClockMhz = 10000;
 
 const char* smi_implausible(const SmiSample& s) {
   const auto outside = [](double v, double lo, double hi) { return smi_has(v) && !(v >= lo && v <= hi); };
-  for (const double pct : {s.util_pct, s.sm_active_pct, s.sm_occupancy_pct, s.tensor_active_pct, s.dram_active_pct,
-                           s.mem_util_pct})
+  for (const double pct :
+       {s.util_pct, s.sm_active_pct, s.sm_occupancy_pct, s.tensor_active_pct, s.dram_active_pct, s.mem_util_pct})
     if (outside(pct, 0, 100.5)) return "a utilisation outside 0-100%";
   if (outside(s.mem_used_mib, 0, kSmiMaxMemoryMib) || outside(s.mem_total_mib, 0, kSmiMaxMemoryMib))
     return "a memory size outside 0-16 TiB";

@@ -290,6 +290,25 @@ void build_steps(TraceModel& model) {
     steps.push_back(s);
   }
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
+  // A step span of no duration is one whose duration was broken (and repaired to 0): kept as a 0 us
+  // step it would move the mean. The profiler's steps follow each other, so it ends where the next
+  // begins; the last one, with nothing after it, is left out. Either way, said.
+  std::size_t ended_at_next = 0;
+  const std::int64_t left_out =
+      !steps.empty() && steps.back().cpu_end_ns <= steps.back().start_ns ? steps.back().number : -1;
+  if (left_out >= 0) steps.pop_back();
+  for (std::size_t i = 0; i + 1 < steps.size(); ++i) {
+    if (steps[i].cpu_end_ns > steps[i].start_ns) continue;
+    steps[i].cpu_end_ns = steps[i].end_ns = steps[i + 1].start_ns;
+    ++ended_at_next;
+  }
+  if (ended_at_next > 0)
+    model.report.notes.push_back(fmt::format(
+        "{} ProfilerStep span{} without a duration (a broken one, repaired to 0) ended at the next step's start",
+        ended_at_next, ended_at_next == 1 ? "" : "s"));
+  if (left_out >= 0)
+    model.report.notes.push_back(
+        fmt::format("last step ProfilerStep#{} has no duration (a broken one, repaired to 0): left out", left_out));
   if (steps.empty()) return;
   // GPU work belongs to the step whose CPU span contains its launch call.
   for (std::size_t i = 0; i < rel.launches.size(); ++i) {

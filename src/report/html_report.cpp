@@ -458,8 +458,8 @@ constexpr std::size_t kMaxDocumentDepth = 128;
 
 std::string page_document(std::string_view document_json) {
   if (json_nesting_depth(document_json, kMaxDocumentDepth) > kMaxDocumentDepth)
-    throw InputError(fmt::format("the document is nested deeper than {} levels: not a ferret document",
-                                 kMaxDocumentDepth));
+    throw InputError(
+        fmt::format("the document is nested deeper than {} levels: not a ferret document", kMaxDocumentDepth));
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(document_json, nullptr, false);
   if (doc.is_discarded()) return std::string(document_json);
   trim_long_arrays(doc, true);

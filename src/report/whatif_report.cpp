@@ -93,10 +93,16 @@ std::string whatif_text(const TraceModel& model, const AnalysisContext& ctx, con
                      style.reset(), r.steps.size(), unit, r.steps.size() == 1 ? "" : "s", ms_text(r.baseline_step_ns),
                      ms_text(r.predicted_step_ns), change_pct(r.baseline_step_ns, r.predicted_step_ns));
   if (r.has_steps && r.steps.size() > 1) {
+    // Capped as the other tables are: a trace of 100,000 steps printed 100,006 lines.
+    constexpr std::size_t kStepRows = 40;
     out += "\n  step        recorded     predicted   change\n";
-    for (const WhatIfStep& s : r.steps)
+    for (std::size_t k = 0; k < r.steps.size() && k < kStepRows; ++k) {
+      const WhatIfStep& s = r.steps[k];
       out += fmt::format("  {:<8} {:>12} {:>12}  {:+6.1f}%\n", s.number, ms_text(s.baseline_ns),
                          ms_text(s.predicted_ns), change_pct(s.baseline_ns, s.predicted_ns));
+    }
+    if (r.steps.size() > kStepRows)
+      out += fmt::format("  ... {} more steps (--json lists every one)\n", r.steps.size() - kStepRows);
   }
   return finish_text(out, style);
 }

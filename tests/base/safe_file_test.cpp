@@ -70,8 +70,8 @@ TEST(SafeFile, AnOutputThatIsAnInputIsRefusedHoweverNamed) {
   test::write_file(dir / "trace.json", "[]");
   fs::create_symlink(dir / "trace.json", dir / "link.json");
   fs::create_hard_link(dir / "trace.json", dir / "hard.json");
-  for (const std::string& out : {dir / "trace.json", dir / "link.json", dir / "hard.json",
-                                 dir.path.string() + "/./trace.json"}) {
+  for (const std::string& out :
+       {dir / "trace.json", dir / "link.json", dir / "hard.json", dir.path.string() + "/./trace.json"}) {
     try {
       SafeFile f(out, {dir / "trace.json"});
       FAIL() << out << " accepted";

@@ -275,8 +275,7 @@ TEST(MemoryCli, SharedValuesKeepToTheMemoryBoundAndTheReportSmall) {
   std::string settings = "}(";
   for (int i = 0; i < 300; ++i) settings += p_str(fmt::format("k{}", i)) + p_memo_get(0);
   settings += "u";
-  const std::string path =
-      write("shared-values.pickle", p_snapshot(segments, p_str("allocator_settings") + settings));
+  const std::string path = write("shared-values.pickle", p_snapshot(segments, p_str("allocator_settings") + settings));
   const test::CommandResult r = test::run_shell("/usr/bin/time -f 'peak %M' {ferret} memory --max-memory 256M " + path);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Device 0: 3000 segments"), std::string::npos) << r.out.substr(0, 400);
@@ -294,14 +293,14 @@ TEST(MemoryCli, MaxMemoryHoldsForWhatTheConverterMakes) {
   // 100,000 distinct frames sharing one 1 MiB file name: 5 MB of pickle, 100 MB of cut names.
   std::vector<std::string> blocks;
   for (int i = 0; i < 100'000; ++i)
-    blocks.push_back(p_block(512, "inactive",
-                             p_list({p_dict({{"filename", i == 0 ? big() : p_memo_get(0)}, {"line", p_int(i)},
-                                             {"name", p_str("f")}})})));
+    blocks.push_back(p_block(
+        512, "inactive",
+        p_list({p_dict({{"filename", i == 0 ? big() : p_memo_get(0)}, {"line", p_int(i)}, {"name", p_str("f")}})})));
   const std::string path =
       write("shared-frames.pickle", p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(blocks))}));
   for (const int mib : {64, 128, 512}) {
-    const test::CommandResult r = test::run_shell(
-        fmt::format("/usr/bin/time -f 'peak %M' {{ferret}} memory --max-memory {}M {}", mib, path));
+    const test::CommandResult r =
+        test::run_shell(fmt::format("/usr/bin/time -f 'peak %M' {{ferret}} memory --max-memory {}M {}", mib, path));
     EXPECT_TRUE(r.exit_code == 0 || r.err.find("memory bound") != std::string::npos) << r.err;
     EXPECT_LT(peak_kib(r.err), mib * 1024 * 5 / 4 + 40 * 1024) << mib << " MiB: " << r.err;
     if (mib == 512) {
@@ -328,6 +327,48 @@ TEST(MemoryCli, OneLongStringUsedEverywhereReadsWithinACpuLimit) {
   const json doc = json::parse(r.out);
   EXPECT_EQ(doc["snapshots"][0]["devices"].size(), 0u);
   EXPECT_EQ(doc["snapshots"][1]["devices"][0]["total"]["blocks"], 300'000) << doc["snapshots"][1]["devices"][0].dump();
+}
+
+// A pickle on stdin whose third byte is an opcode that runs code is refused at once, not after
+// buffering the default bound's worth of bytes (3 GB before); the buffer takes at most half the
+// bound, so the whole read stays within --max-memory (a 512M stdin pickle peaked at 1.06 GB).
+TEST(MemoryCli, AStdinPickleIsRefusedEarlyAndBuffersWithinTheBound) {
+  const test::CommandResult bad = test::run_shell(
+      "{ printf '\\200\\002c'; head -c 200000000 /dev/zero; } | /usr/bin/time -f 'peak %M' {ferret} memory -");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("byte 2: opcode 0x63 GLOBAL"), std::string::npos) << bad.err;
+  if (!test::kUnderSanitizer) {
+    EXPECT_LT(hostile::peak_kib(bad.err), 60 * 1024) << bad.err;
+  }
+  // A sound start, then more than half of --max-memory 64M: refused, within the bound.
+  const test::CommandResult big = test::run_shell(
+      "{ printf '\\200\\002]q\\000('; yes 'K' | tr -d '\\n' | head -c 40000000; printf 'e.'; } | "
+      "/usr/bin/time -f 'peak %M' {ferret} memory --max-memory 64M -");
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_NE(big.err.find("over half the 64 MiB memory bound"), std::string::npos) << big.err;
+  if (!test::kUnderSanitizer) {
+    EXPECT_LT(hostile::peak_kib(big.err), 64 * 1024 + 20 * 1024) << big.err;
+  }
+}
+
+// Sizes no device has (over 2^50 bytes; 2^64 saturated to 8 EiB before and raised findings) are
+// unreadable and counted; a device the text does not name is "?" in findings as in the tables.
+TEST(MemoryCli, SizesNoDeviceHasAreUnreadableAndCounted) {
+  const std::string path = test::temp_path("oom-huge.log");
+  test::write_file(path,
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 99999999999999999999 GiB. GPU "
+                   "has a total capacity of 79.11 GiB of which 2048.00 PiB is free. Of the allocated memory 70.00 GiB "
+                   "is allocated by PyTorch, and 1.50 GiB is reserved by PyTorch but unallocated.\n");
+  const test::CommandResult r = test::run_ferret("memory --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const json& oom = doc["texts"][0]["ooms"][0];
+  EXPECT_EQ(oom["requested_bytes"], nullptr) << oom.dump();
+  EXPECT_EQ(oom["device_free_bytes"], nullptr) << oom.dump();
+  EXPECT_EQ(oom["allocated_bytes"], 70 * kGiB);
+  EXPECT_NE(doc["texts"][0]["notes"].dump().find("size over 2^50 bytes (1 PiB), no device's memory"), std::string::npos)
+      << doc["texts"][0]["notes"].dump();
+  for (const json& f : doc["texts"][0]["findings"]) EXPECT_EQ(f["title"].get<std::string>().find("-1"), std::string::npos);
 }
 
 }  // namespace memory_cli_test

@@ -163,6 +163,15 @@ TEST(SmiCli, TextFitsTheWidth) {
   }
 }
 
+// A log with no readable sample is nothing usable: exit 2, as for analyze and diff (before: 0).
+TEST(SmiCli, NoReadableSampleIsExit2) {
+  const std::string path = test::temp_path("smi-no-sample.csv");
+  test::write_file(path, "timestamp, index, utilization.gpu [%]\n2024/01/31 12:00:00.000, 0, 3000000 %\n");
+  const test::CommandResult r = test::run_ferret("smi " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("no readable sample"), std::string::npos) << r.err;
+}
+
 }  // namespace smi_cli_test
 }  // namespace
 }  // namespace ferret

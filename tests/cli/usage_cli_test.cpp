@@ -121,8 +121,8 @@ TEST(UsageCli, AReportThatCannotBeWrittenExits2) {
   const std::string src = FERRET_SOURCE_DIR;
   const std::string trace = src + "/examples/traces/cpu-input-bound.json.gz";
   for (const std::string& line :
-       {"analyze " + trace, "analyze --json " + trace, "analyze --md " + trace, "info " + trace,
-        "info --json " + trace, "diff " + trace + " " + trace, "whatif " + trace, "whatif --json " + trace,
+       {"analyze " + trace, "analyze --json " + trace, "analyze --md " + trace, "info " + trace, "info --json " + trace,
+        "diff " + trace + " " + trace, "whatif " + trace, "whatif --json " + trace,
         "smi " + src + "/tests/data/smi/amd-smi.csv", "nccl " + src + "/tests/data/nccl/two_host_socket_fallback.log",
         "memory " + src + "/tests/data/memory/oom-hip.log"}) {
     const test::CommandResult ok = test::run_shell("{ferret} " + line + " > /dev/null");

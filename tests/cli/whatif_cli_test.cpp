@@ -1,7 +1,9 @@
 // `ferret whatif`: arguments, text and the ferret.whatif/1 document, on a hand-made CPU trace.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +77,29 @@ TEST(WhatIfCli, BadArgumentsAreUsageErrors) {
 TEST(WhatIfCli, ListedInHelp) {
   const auto r = run_ferret("--help");
   EXPECT_NE(r.out.find("whatif"), std::string::npos);
+}
+
+// Nothing to re-time is exit 2, as for analyze and diff (before: 0); a long table is capped as the
+// other tables are (100,000 steps printed 100,006 lines), the JSON keeps every step.
+TEST(WhatIfCli, NoWorkIsExit2AndALongTableIsCapped) {
+  const std::string empty = test::temp_path("whatif-empty.json");
+  test::write_file(empty, R"({"traceEvents": []})");
+  const auto none = run_ferret("whatif " + empty);
+  EXPECT_EQ(none.exit_code, 2) << none.out;
+  EXPECT_NE(none.err.find("no step to re-time"), std::string::npos) << none.err;
+  std::vector<std::string> events;
+  for (int i = 0; i < 100; ++i) {
+    events.push_back(span("user_annotation", "ProfilerStep#" + std::to_string(i), 1, 1, i * 100.0, 100));
+    events.push_back(span("cpu_op", "aten::mm", 1, 1, i * 100.0 + 10, 50));
+  }
+  const std::string many = test::temp_path("whatif-many.json");
+  test::write_file(many, trace(events));
+  const auto text = run_ferret("whatif --speedup aten::mm=2 " + many);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("... 60 more steps (--json lists every one)"), std::string::npos) << text.out;
+  EXPECT_LT(std::count(text.out.begin(), text.out.end(), '\n'), 60);
+  const auto doc = nlohmann::json::parse(run_ferret("whatif --json --speedup aten::mm=2 " + many).out);
+  EXPECT_EQ(doc["steps"].size(), 100u);
 }
 
 }  // namespace whatif_cli_test

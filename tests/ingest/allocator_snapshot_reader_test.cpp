@@ -189,7 +189,9 @@ std::string memoized_big_string() { return p_str(std::string(std::size_t{1} << 2
 TEST(AllocatorSnapshotReader, AOneMiBSegmentTypeSharedByTheMemoIsCutAndCounted) {
   std::vector<std::string> segments{p_segment(p_int(0), p_int(2 << 20), "]", "large")};
   // The first segment dict holds the big string (stored in memo 0); the rest name it again.
-  segments[0] = p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_type", memoized_big_string()},
+  segments[0] = p_dict({{"device", p_int(0)},
+                        {"total_size", p_int(2 << 20)},
+                        {"segment_type", memoized_big_string()},
                         {"blocks", "]"}}) +
                 p_memo_put(1);
   for (int i = 1; i < 3000; ++i) segments.push_back(p_memo_get(1));
@@ -208,12 +210,13 @@ TEST(AllocatorSnapshotReader, SharedSettingValuesAndPoolIdsAreCutAndCounted) {
   settings += "u";
   std::vector<std::string> pool_parts;
   for (int i = 0; i < 100'000; ++i) pool_parts.push_back(std::string{'K', static_cast<char>(i % 200)});
-  std::vector<std::string> segments{
-      p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_list(pool_parts) + p_memo_put(1)},
-              {"blocks", "]"}})};
+  std::vector<std::string> segments{p_dict({{"device", p_int(0)},
+                                            {"total_size", p_int(2 << 20)},
+                                            {"segment_pool_id", p_list(pool_parts) + p_memo_put(1)},
+                                            {"blocks", "]"}})};
   for (int i = 1; i < 3000; ++i)
-    segments.push_back(p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_memo_get(1)},
-                               {"blocks", "]"}}));
+    segments.push_back(p_dict(
+        {{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_memo_get(1)}, {"blocks", "]"}}));
   const AllocatorSnapshot s =
       read_allocator_snapshot_bytes(p_snapshot(segments, p_str("allocator_settings") + settings), "t.pickle", 64 << 20);
   ASSERT_EQ(s.settings.size(), 300u);

@@ -370,6 +370,47 @@ TEST(FormatHeader, MissingDistributedFieldsStayUnknown) {
   EXPECT_FALSE(none.info.distributed.present);
 }
 
+// A rank past any job (2^40 was cut to 0: "rank 0 appears twice"), a negative one (renumbered
+// silently) or one that is no integer is left out and said; the job numbers such a file by its
+// name or order.
+TEST(FormatHeader, RanksNoJobHasAreLeftOutAndSaid) {
+  for (const char* rank : {"1099511627776", "-3", "\"three\"", "1e30", "18446744073709551615"}) {
+    const TraceModel m = load_trace_text(std::string(R"({"distributedInfo": {"backend": "nccl", "rank": )") + rank +
+                                         R"(, "world_size": 0}, "traceEvents": []})");
+    EXPECT_EQ(m.info.distributed.rank, -1) << rank;
+    EXPECT_EQ(m.info.distributed.world_size, -1) << rank;  // 0 ranks: none
+    std::string lines;
+    for (const std::string& l : m.report.lines()) lines += l + "\n";
+    EXPECT_NE(lines.find("distributedInfo.rank"), std::string::npos) << rank << ": " << lines;
+    EXPECT_NE(lines.find("distributedInfo.world_size outside 1 to 2^24 ignored"), std::string::npos) << lines;
+  }
+  const TraceModel sound = load_trace_text(R"({"distributedInfo": {"rank": 16777215, "world_size": 16777215}, "traceEvents": []})");
+  EXPECT_EQ(sound.info.distributed.rank, 16777215);
+  EXPECT_EQ(sound.report.repair_count(), 0u);
+}
+
+// A ProfilerStep span without a duration (one broken and repaired to 0) is not a 0 us step: it
+// ends where the next step starts, and the last such step is left out; both said.
+TEST(FormatSteps, AStepWithoutADurationEndsAtTheNextOrIsLeftOut) {
+  const TraceModel m = load_trace_text(R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 0},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 250, "dur": 100},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 1, "tid": 1, "ts": 350, "dur": -5}]})");
+  const std::vector<Step>& steps = m.relations.steps;
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[1].number, 2);
+  EXPECT_EQ(steps[1].start_ns, 100'000);
+  EXPECT_EQ(steps[1].end_ns, 250'000);
+  EXPECT_EQ(steps[2].number, 3);
+  std::string notes;
+  for (const std::string& n : m.report.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("1 ProfilerStep span without a duration (a broken one, repaired to 0) ended at the next step's start"),
+            std::string::npos) << notes;
+  EXPECT_NE(notes.find("last step ProfilerStep#4 has no duration (a broken one, repaired to 0): left out"),
+            std::string::npos) << notes;
+}
+
 // Collective args on record_param_comms and NCCL kernels.
 TEST(FormatArgs, CollectiveArguments) {
   const TraceModel m = load_trace_text(R"({"traceEvents": [

@@ -152,9 +152,12 @@ TEST(PickleReader, KeysSharedByTheMemoAreHashedOncePerText) {
   const std::string big(std::size_t{1} << 20, 'k');
   std::string s("\x80\x04}(X", 5);
   for (int i = 0; i < 4; ++i) s += static_cast<char>((big.size() >> (8 * i)) & 0xff);
-  s += big + "\x94" + "K\x01";  // key 1: the big string (memo 0) -> 1
+  s += big + "\x94" + "K\x01";                                          // key 1: the big string (memo 0) -> 1
   for (int i = 0; i < 200'000; ++i) s += std::string("h\x00K\x02", 4);  // the same key -> 2
-  s += std::string("\x8c\x01" "aK\x03", 5);                              // "a" -> 3
+  s += std::string(
+      "\x8c\x01"
+      "aK\x03",
+      5);  // "a" -> 3
   s += "X";
   for (int i = 0; i < 4; ++i) s += static_cast<char>((big.size() >> (8 * i)) & 0xff);
   s += big + "K\x04u.";  // the big text again under a new ref -> 4, set last

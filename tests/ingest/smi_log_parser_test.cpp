@@ -285,10 +285,11 @@ std::string query_log(int rows, int bad_row, const std::string& bad_time, const 
       "timestamp, index, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB], power.draw [W]\n";
   for (int i = 0; i < rows; ++i) {
     const bool bad = i == bad_row;
-    text += fmt::format("{}, 0, NVIDIA H100, {} %, {} MiB, 81559 MiB, 400 W\n",
-                        bad && !bad_time.empty() ? bad_time : fmt::format("2024/01/31 12:{:02}:{:02}.000", i / 60, i % 60),
-                        bad && !bad_util.empty() ? bad_util : std::to_string(i % 2 == 0 ? 20 : 40),
-                        bad && !bad_used.empty() ? bad_used : "40000");
+    text +=
+        fmt::format("{}, 0, NVIDIA H100, {} %, {} MiB, 81559 MiB, 400 W\n",
+                    bad && !bad_time.empty() ? bad_time : fmt::format("2024/01/31 12:{:02}:{:02}.000", i / 60, i % 60),
+                    bad && !bad_util.empty() ? bad_util : std::to_string(i % 2 == 0 ? 20 : 40),
+                    bad && !bad_used.empty() ? bad_used : "40000");
   }
   return text;
 }
@@ -297,12 +298,12 @@ TEST(SmiLogParser, ARowWithAValueNoGpuReportsIsSkippedAndCounted) {
   struct Case {
     std::string time, util, used, why;
   };
-  for (const Case& c : {Case{"", "3000000", "", "a utilisation outside 0-100%"},
-                        Case{"", "-5", "", "a utilisation outside 0-100%"},
-                        Case{"2024/13/31 12:00:00.000", "", "", "a time that cannot be read"},
-                        Case{"9999/01/31 12:00:00.000", "", "", "a time that cannot be read"},
-                        Case{"", "", "4000000000000", "a memory size outside 0-16 TiB"},
-                        Case{"", "", "90000", "memory used above the GPU's total"}}) {
+  for (const Case& c :
+       {Case{"", "3000000", "", "a utilisation outside 0-100%"}, Case{"", "-5", "", "a utilisation outside 0-100%"},
+        Case{"2024/13/31 12:00:00.000", "", "", "a time that cannot be read"},
+        Case{"9999/01/31 12:00:00.000", "", "", "a time that cannot be read"},
+        Case{"", "", "4000000000000", "a memory size outside 0-16 TiB"},
+        Case{"", "", "90000", "memory used above the GPU's total"}}) {
     // Row 301 is odd: its utilisation would have been 40%.
     const SmiLog log = parse_smi_text(query_log(600, 301, c.time, c.util, c.used), "t.csv");
     ASSERT_EQ(log.gpus.size(), 1u) << c.why;

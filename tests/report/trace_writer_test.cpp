@@ -123,6 +123,7 @@ TEST(TraceWriter, EmptyAndBareArrayDocumentsAreValidJson) {
     OutputFile out(path, OutputCompression::kNone);
     TraceWriter w(out);
     w.finish();
+    out.close();
   }
   EXPECT_EQ(nlohmann::json::parse(test::read_file(path)), nlohmann::json::parse("{\"traceEvents\": []}"));
   {
@@ -131,6 +132,15 @@ TEST(TraceWriter, EmptyAndBareArrayDocumentsAreValidJson) {
     w.event("{\"ph\": \"X\"}");
     w.finish();
     EXPECT_THROW(w.header("k", "1"), std::logic_error);
+    out.close();
+  }
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(path)), nlohmann::json::parse("[{\"ph\": \"X\"}]"));
+  // An output left without close() (an error cut the writing short) is not written at all: the
+  // file before it stays whole (base/safe_file.h).
+  {
+    OutputFile out(path, OutputCompression::kNone);
+    TraceWriter w(out);
+    w.event("{\"ph\": \"X\"}");
   }
   EXPECT_EQ(nlohmann::json::parse(test::read_file(path)), nlohmann::json::parse("[{\"ph\": \"X\"}]"));
   std::remove(path.c_str());

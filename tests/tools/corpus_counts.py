@@ -36,6 +36,7 @@ SPAN_KIND = {
     "cuda_runtime": "cuda_runtime", "Runtime": "cuda_runtime",
     "cuda_driver": "cuda_driver",
     "kernel": "kernel", "Kernel": "kernel",
+    "mtia_ccp_events": "kernel",  # MTIA: work on the device's command processors
     "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
     "gpu_memset": "memset", "Memset": "memset",
     "cuda_sync": "sync",
@@ -51,7 +52,15 @@ def kind_of(e):
     if ph == "X":
         if "cat" not in e:
             return "cpu_op"
-        return SPAN_KIND.get(e["cat"], "other")
+        cat = e["cat"]
+        if cat in SPAN_KIND:
+            return SPAN_KIND[cat]
+        # Other back ends name their API calls "<backend>_runtime" / "<backend>_driver" (mtia_runtime).
+        if isinstance(cat, str) and cat.endswith("_runtime"):
+            return "cuda_runtime"
+        if isinstance(cat, str) and cat.endswith("_driver"):
+            return "cuda_driver"
+        return "other"
     if ph in ("i", "I", "n"):
         return "memory_instant" if e.get("name") == "[memory]" else "instant"
     return {"s": "flow_start", "f": "flow_end", "t": "flow_end", "M": "metadata", "C": "counter"}.get(ph, "other")
@@ -106,7 +115,7 @@ def describe(path):
         "events": len(events),
         "by_ph": dict(sorted(by_ph.items())),
         "kinds": dict(sorted(kinds.items())),
-        "kernels": sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "Kernel")),
+        "kernels": sum(1 for e in events if e.get("ph") == "X" and kind_of(e) == "kernel"),
         "skipped_no_ts": skipped_no_ts,
         "profiler_steps": len(steps),
         "step_numbers": sorted(steps),
