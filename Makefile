@@ -15,16 +15,17 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libopenmpi-dev openmpi-bin \
 	time bc
 
-.PHONY: setup build install package test demo bench bench-job test-asan fuzz fuzz-ci reliability clean format format-check
+.PHONY: setup build install package test demo bench bench-job test-asan fuzz fuzz-ci fuzz-long reliability clean format format-check
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
 FUZZ_SECONDS ?= 60
 # Seed folders per harness: traces for ingest/analyze; NCCL logs (the test logs and hostile ones) for
 # nccl; small allocator snapshot and plain-data pickles (and memory text) for snapshot; utilisation
-# logs for smi; /proc stat lines for procstat.
-FUZZ_HARNESSES := ingest analyze nccl snapshot smi procstat
-fuzz_seeds = $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle tests/data/memory;; smi) echo fuzz/seeds-smi tests/data/smi;; procstat) echo fuzz/seeds-procstat;; *) echo fuzz/seeds;; esac)
+# logs for smi; /proc stat lines for procstat; traces and lenient JSON for annotate's copy; documents
+# and DataLoader lists for the Python binding's JSON entry points (html).
+FUZZ_HARNESSES := ingest analyze nccl snapshot smi procstat annotate html
+fuzz_seeds = $$(ls -d fuzz/seeds-long/$(1) 2>/dev/null) $$(case "$(1)" in nccl) echo fuzz/seeds-nccl tests/data/nccl;; snapshot) echo fuzz/seeds-pickle tests/data/memory;; smi) echo fuzz/seeds-smi tests/data/smi;; procstat) echo fuzz/seeds-procstat;; annotate) echo fuzz/seeds-annotate fuzz/seeds;; html) echo fuzz/seeds-html;; *) echo fuzz/seeds;; esac)
 
 setup:
 	@if ! dpkg -s $(DEB_PACKAGES) >/dev/null 2>&1; then \
@@ -91,11 +92,35 @@ test-asan:
 fuzz:
 	$(SANITIZE_CONFIG)
 	cmake --build build-asan --target $(FUZZ_HARNESSES:%=%_fuzzer) -j $(JOBS)
-	mkdir -p build-asan/crashes build-asan/corpus-ingest build-asan/corpus-analyze build-asan/corpus-nccl build-asan/corpus-snapshot build-asan/corpus-smi build-asan/corpus-procstat
+	mkdir -p build-asan/crashes $(FUZZ_HARNESSES:%=build-asan/corpus-%)
 	for h in $(FUZZ_HARNESSES); do \
 	  build-asan/$${h}_fuzzer -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -artifact_prefix=build-asan/crashes/ build-asan/corpus-$$h $(call fuzz_seeds,$$h) || exit 1; \
 	done
+
+# A long campaign on a developer machine (FUZZ_LONG_SECONDS, an hour by default, per harness, the
+# harnesses $(JOBS) at a time): each grows build-asan/corpus-NAME from its seeds, and what it found
+# that covers new code is merged back into fuzz/seeds-long/NAME (committed: the next run, and CI's
+# short pass, start from it). Each harness's executions and coverage (libFuzzer's cov/ft at the end)
+# go to build-asan/fuzz-long.txt for docs/RELIABILITY.md.
+FUZZ_LONG_SECONDS ?= 3600
+fuzz-long:
+	$(SANITIZE_CONFIG)
+	cmake --build build-asan --target $(FUZZ_HARNESSES:%=%_fuzzer) -j $(JOBS)
+	mkdir -p build-asan/crashes $(FUZZ_HARNESSES:%=build-asan/corpus-%) $(FUZZ_HARNESSES:%=fuzz/seeds-long/%)
+	rm -f build-asan/fuzz-long.txt
+	$(MAKE) --no-print-directory --output-sync=target -j $(JOBS) $(FUZZ_HARNESSES:%=fuzz-long-%)
+	cat build-asan/fuzz-long.txt
+
+fuzz-long-%:
+	@echo "$*_fuzzer: $(FUZZ_LONG_SECONDS) s, log in build-asan/fuzz-long-$*.log"
+	@build-asan/$*_fuzzer -max_total_time=$(FUZZ_LONG_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  -artifact_prefix=build-asan/crashes/ build-asan/corpus-$* $(call fuzz_seeds,$*) \
+	  >build-asan/fuzz-long-$*.log 2>&1 || { tail -n 40 build-asan/fuzz-long-$*.log; exit 1; }
+	@build-asan/$*_fuzzer -merge=1 fuzz/seeds-long/$* build-asan/corpus-$* >/dev/null 2>&1
+	@{ printf '%s: ' $*; grep -a -h -E '^stat::number_of_executed_units' build-asan/fuzz-long-$*.log | awk '{printf "%s executions, ", $$2}'; \
+	  grep -a -h -E '^#[0-9]+.*(DONE|cov:)' build-asan/fuzz-long-$*.log | tail -n 1 | grep -o -E 'cov: [0-9]+ ft: [0-9]+' ; \
+	  printf 'seeds kept: %s\n' "$$(ls fuzz/seeds-long/$* | wc -l)"; } >> build-asan/fuzz-long.txt
 
 # CI's short pass: a fixed seed and a fixed number of runs from the seeds only, so a failure
 # reproduces with the same command on the same build; the harnesses run $(JOBS) at a time, each

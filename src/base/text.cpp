@@ -81,4 +81,36 @@ std::size_t json_nesting_depth(std::string_view json, std::size_t limit) {
   return deepest;
 }
 
+std::optional<std::string> decode_json_key(std::string_view raw) {
+  std::string out;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (++i >= raw.size()) return std::nullopt;
+    const char e = raw[i];
+    if (e == '"' || e == '\\' || e == '/') {
+      out += e;
+      continue;
+    }
+    if (e != 'u' || raw.size() - i - 1 < 4) return std::nullopt;
+    unsigned code = 0;
+    for (std::size_t k = 1; k <= 4; ++k) {
+      const char h = raw[i + k];
+      const int v = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
+      if (v < 0) return std::nullopt;
+      code = code * 16 + static_cast<unsigned>(v);
+    }
+    if (code < 0x20 || code > 0x7e) return std::nullopt;
+    out += static_cast<char>(code);
+    i += 4;
+  }
+  return out;
+}
+
 }  // namespace ferret

@@ -1,6 +1,7 @@
 // Text helpers every stage uses.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,5 +28,10 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 // without recursion; counting stops past `limit`. Checked before a document is parsed into a tree
 // that code walks recursively: a 40,000-deep list would overflow the stack.
 std::size_t json_nesting_depth(std::string_view json, std::size_t limit);
+
+// A JSON string's text as written (without its quotes) decoded, when every escape in it stands
+// for printable ASCII (\" \\ \/ and \u0020-\u007e); nullopt otherwise (a control character, a
+// code point past ASCII, a broken escape): such a key matches no name ferret looks for.
+std::optional<std::string> decode_json_key(std::string_view raw);
 
 }  // namespace ferret

@@ -122,7 +122,10 @@ void run_smi(const SmiCliOptions& cli) {
   std::uint64_t samples = 0;
   for (const SmiSource& s : log.sources) samples += s.samples;
   if (samples == 0) {  // nothing usable is exit 2, as for analyze and diff
-    print_error("no readable sample in any of the GPU utilisation logs");
+    std::string names;
+    for (const SmiSource& s : log.sources) names += (names.empty() ? "" : ", ") + s.name;
+    print_error(log.sources.size() == 1 ? names + ": no readable sample in the GPU utilisation log"
+                                        : "no readable sample in any of the GPU utilisation logs: " + names);
     throw ExitCode{2};
   }
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 #elif defined(__SSE2__)
@@ -258,9 +260,10 @@ void EventScanner::finish_truncated(const char* what) {
   mode_ = Mode::kDone;
 }
 
-// Reads a root-level key (after its opening quote). Keys are short; escapes are kept verbatim,
-// backslash included ("evil\u001b_version" stays that text: never a raw control character, and
-// never mangled into "evilu001b_version").
+// Reads a root-level key (after its opening quote). Keys are short. A key whose escapes all stand
+// for printable ASCII is decoded ("trace\u0045vents" is traceEvents); any other keeps its escapes
+// verbatim, backslash included ("evil\u001b_version" stays that text: never a raw control
+// character, and never mangled into "evilu001b_version").
 bool EventScanner::read_key(std::string& key) {
   key.clear();
   bool escaped = false;
@@ -272,6 +275,8 @@ bool EventScanner::read_key(std::string& key) {
     } else if (c == '\\') {
       escaped = true;
     } else if (c == '"') {
+      if (key.find('\\') != std::string::npos)
+        if (std::optional<std::string> decoded = decode_json_key(key)) key = std::move(*decoded);
       return true;
     }
     if (key.size() < 4096) key.push_back(static_cast<char>(c));

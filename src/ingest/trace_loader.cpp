@@ -56,6 +56,7 @@ class BatchMerger {
                       builder_.size(), bytes_without_kept_);
     }
     if (!append(batch)) return;
+    merged_bytes_ += batch.input_bytes;
     for (const EventKind k : batch.kind) {
       host_spans_ += is_host_span(k) ? 1 : 0;
       gpu_and_launches_ += is_gpu_activity(k) || is_launch_api(k) ? 1 : 0;
@@ -77,6 +78,9 @@ class BatchMerger {
   }
 
   bool has_decimal_ts() const { return has_decimal_ts_; }
+  // Bytes of the event array in the batches merged so far: where a stop happened, the same on
+  // every run (the scanner, on its own thread, is somewhere ahead by then).
+  std::uint64_t merged_bytes() const { return merged_bytes_; }
 
   // What relations and the analyses will allocate for the model as it stands, measured as peak RSS
   // minus model bytes (bench/resource_bench.sh): per event (span parents, step and window scans);
@@ -135,6 +139,7 @@ class BatchMerger {
   std::uint64_t gpu_and_launches_ = 0;
   std::uint64_t max_bytes_without_kept_ = 0;
   std::uint64_t bytes_without_kept_ = 0;
+  std::uint64_t merged_bytes_ = 0;
   std::string stop_reason_;
 };
 
@@ -381,8 +386,9 @@ void load_kineto_json(ByteSource& source, const std::string& name, const LoadOpt
                 scan.events > builder.size() ? scan.events - builder.size() : 0);
   } else if (merger.limit_reached()) {
     report.truncated = true;
-    report.truncated_at_byte = scan.bytes;
-    report.notes.push_back(fmt::format("{} (about byte {} of the JSON)", merger.stop_reason(), scan.bytes));
+    report.truncated_at_byte = merger.merged_bytes();
+    report.notes.push_back(
+        fmt::format("{} (after about {} bytes of events)", merger.stop_reason(), merger.merged_bytes()));
   } else if (stream_damage.empty()) {
     std::vector<char> sink(64 << 10);
     std::uint64_t drained = 0;

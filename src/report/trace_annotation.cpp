@@ -7,7 +7,9 @@
 
 #include "analysis/step_breakdown.h"
 #include "base/input_error.h"
+#include "base/text.h"
 #include "diagnosis/finding.h"
+#include "report/strict_json_source.h"
 
 namespace ferret {
 
@@ -256,16 +258,22 @@ class Splicer {
       const std::uint64_t offset = result_.bytes_in + i;
       if (after_root_) break;
       if (in_string_) {
+        // A root key is kept as written, escapes and all, and decoded when it ends: "trace\u0045vents"
+        // is traceEvents (a second key added beside it would hide the trace's own events).
         if (escape_) {
           escape_ = false;
-          key_matchable_ = false;
         } else if (c == '\\') {
           escape_ = true;
         } else if (c == '"') {
           in_string_ = false;
-          if (state_.depth == 1) last_string_ = key_matchable_ ? key_ : std::string();
-        } else if (state_.depth == 1 && key_matchable_) {
-          if (key_.size() < 16)
+          if (state_.depth == 1) {
+            const std::optional<std::string> decoded = key_matchable_ ? decode_json_key(key_) : std::nullopt;
+            last_string_ = decoded ? *decoded : std::string();
+          }
+          continue;
+        }
+        if (state_.depth == 1 && key_matchable_) {
+          if (key_.size() < 96)
             key_ += c;
           else
             key_matchable_ = false;
@@ -468,16 +476,21 @@ class Splicer {
 
 SpliceResult splice_trace(ByteSource& source, const std::string& name, const std::vector<std::string>& events,
                           OutputFile& out) {
+  StrictJsonSource strict(source);  // the output is strict JSON whatever the loader tolerated
   Splicer splicer(name, events, out);
   std::vector<char> buffer(std::size_t{1} << 20);
   for (;;) {
-    const std::size_t n = source.read(buffer.data(), buffer.size());
+    const std::size_t n = strict.read(buffer.data(), buffer.size());
     if (n == 0) break;
     splicer.feed(buffer.data(), n);
   }
   SpliceResult r = splicer.finish();
   const std::string damage = source.damage();
   if (!damage.empty()) r.repair = r.repair.empty() ? damage : damage + "; " + r.repair;
+  if (const std::string rewrites = strict.rewrites(); !rewrites.empty()) {
+    const std::string note = fmt::format("{}: written as strict JSON: {}", name, rewrites);
+    r.repair = r.repair.empty() ? note : r.repair + "; " + note;
+  }
   return r;
 }
 

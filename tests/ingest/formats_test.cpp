@@ -384,9 +384,22 @@ TEST(FormatHeader, RanksNoJobHasAreLeftOutAndSaid) {
     EXPECT_NE(lines.find("distributedInfo.rank"), std::string::npos) << rank << ": " << lines;
     EXPECT_NE(lines.find("distributedInfo.world_size outside 1 to 2^24 ignored"), std::string::npos) << lines;
   }
-  const TraceModel sound = load_trace_text(R"({"distributedInfo": {"rank": 16777215, "world_size": 16777215}, "traceEvents": []})");
+  const TraceModel sound =
+      load_trace_text(R"({"distributedInfo": {"rank": 16777215, "world_size": 16777215}, "traceEvents": []})");
   EXPECT_EQ(sound.info.distributed.rank, 16777215);
   EXPECT_EQ(sound.report.repair_count(), 0u);
+}
+
+// A root key written with escapes is the key it decodes to ("trace\u0045vents" analysed 0 events
+// before); one decoding to a control character keeps its escapes and is no key ferret reads.
+TEST(FormatHeader, RootKeysWrittenWithEscapesAreDecoded) {
+  const std::string events = R"([{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1}])";
+  EXPECT_EQ(load_trace_text(R"({"trace\u0045vents": )" + events + "}").size(), 1u);
+  EXPECT_EQ(load_trace_text(R"({"\u0074race\u0045vent\u0073": )" + events + "}").size(), 1u);
+  const TraceModel control = load_trace_text(R"({"traceEvents\u0000": )" + events + R"(, "traceEvents": []})");
+  EXPECT_EQ(control.size(), 0u);
+  const TraceModel version = load_trace_text(R"({"torch\u005fversion": "2.5.1", "traceEvents": []})");
+  EXPECT_EQ(version.info.versions.size(), 1u);
 }
 
 // A ProfilerStep span without a duration (one broken and repaired to 0) is not a 0 us step: it
@@ -405,10 +418,13 @@ TEST(FormatSteps, AStepWithoutADurationEndsAtTheNextOrIsLeftOut) {
   EXPECT_EQ(steps[2].number, 3);
   std::string notes;
   for (const std::string& n : m.report.notes) notes += n + "\n";
-  EXPECT_NE(notes.find("1 ProfilerStep span without a duration (a broken one, repaired to 0) ended at the next step's start"),
-            std::string::npos) << notes;
+  EXPECT_NE(
+      notes.find("1 ProfilerStep span without a duration (a broken one, repaired to 0) ended at the next step's start"),
+      std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("last step ProfilerStep#4 has no duration (a broken one, repaired to 0): left out"),
-            std::string::npos) << notes;
+            std::string::npos)
+      << notes;
 }
 
 // Collective args on record_param_comms and NCCL kernels.

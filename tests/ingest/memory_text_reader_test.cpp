@@ -202,7 +202,9 @@ TEST(MemoryTextReader, MalformedCellsAreMissingAndCountedWithTheirLine) {
   EXPECT_NE(t.notes[0].find("line 8: \"20x8 MiB\""), std::string::npos) << t.notes[0];
 }
 
-TEST(MemoryTextReader, HugeLinesAreCutAndCountedAndHugeNumbersSaturate) {
+// Sizes past 2^50 bytes (1 PiB) are no device's memory: unreadable (-1) and counted, never
+// saturated to 8 EiB (which raised findings) nor wrapped.
+TEST(MemoryTextReader, HugeLinesAreCutAndCountedAndHugeNumbersAreUnreadable) {
   const std::string huge(1 << 20, 'x');
   const MemoryText t = parse_memory_text(
       huge +
@@ -211,11 +213,16 @@ TEST(MemoryTextReader, HugeLinesAreCutAndCountedAndHugeNumbersSaturate) {
       "huge.log");
   EXPECT_EQ(t.long_lines, 1u);
   ASSERT_EQ(t.ooms.size(), 1u);
-  EXPECT_EQ(t.ooms[0].requested, INT64_MAX);  // past int64: saturated, never wrapped
-  EXPECT_EQ(t.ooms[0].allocated, INT64_MAX);
+  EXPECT_EQ(t.ooms[0].requested, -1);       // past int64
+  EXPECT_EQ(t.ooms[0].allocated, -1);       // under int64, over 2^50
   EXPECT_EQ(t.ooms[0].total_capacity, -1);  // "1e9" is not a size torch prints
-  EXPECT_EQ(t.ooms[0].reserved_unallocated, 0);
-  EXPECT_NE(t.notes[0].find("1 lines over 64 KiB"), std::string::npos) << t.notes[0];
+  EXPECT_EQ(t.ooms[0].reserved, kGiB);
+  EXPECT_EQ(t.ooms[0].reserved_unallocated, -1);  // reserved less an unknown
+  std::string notes;
+  for (const std::string& n : t.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("1 lines over 64 KiB"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1 x size over 2^50 bytes (1 PiB), no device's memory, taken as unreadable"), std::string::npos)
+      << notes;
 }
 
 TEST(MemoryTextReader, AFileWithNeitherIsAnErrorNamingItAndWhatWasLookedFor) {

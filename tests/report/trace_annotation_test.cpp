@@ -66,15 +66,22 @@ TEST(SpliceTrace, EmptyArraysBareArraysAndMissingKeys) {
   EXPECT_EQ(splice("[ ]", kTwo).out, R"([ {"e":1},{"e":2}])");
   EXPECT_EQ(splice(R"({"a":1})", kTwo).out, R"({"a":1,"traceEvents":[{"e":1},{"e":2}]})");
   EXPECT_EQ(splice("{}", kTwo).out, R"({"traceEvents":[{"e":1},{"e":2}]})");
-  // A UTF-8 byte order mark and what follows the root pass through.
-  EXPECT_EQ(splice("\xEF\xBB\xBF{\"traceEvents\":[1]} junk", kTwo).out,
-            "\xEF\xBB\xBF{\"traceEvents\":[1,{\"e\":1},{\"e\":2}]} junk");
+  // A UTF-8 byte order mark and what follows the root are left out (strict JSON), and said.
+  const Spliced bom = splice("\xEF\xBB\xBF{\"traceEvents\":[1]} junk{}\n", kTwo);
+  EXPECT_EQ(bom.out, "{\"traceEvents\":[1,{\"e\":1},{\"e\":2}]} \n");
+  EXPECT_NE(bom.result.repair.find("in.json: written as strict JSON: the byte order mark left out, 6 bytes after the "
+                                   "document left out"),
+            std::string::npos)
+      << bom.result.repair;
   // Only the first traceEvents array of the root gets them; a nested key of that name is data.
   EXPECT_EQ(splice(R"({"m":{"traceEvents":[]},"traceEvents":[1],"traceEvents":[2]})", kTwo).out,
             R"({"m":{"traceEvents":[]},"traceEvents":[1,{"e":1},{"e":2}],"traceEvents":[2]})");
-  // An escaped key is not the key.
-  EXPECT_EQ(splice(R"({"trace\u0045vents":[1]})", kTwo).out,
-            R"({"trace\u0045vents":[1],"traceEvents":[{"e":1},{"e":2}]})");
+  // A key written with escapes is the key it decodes to (before: a second key, hiding the events).
+  EXPECT_EQ(splice(R"({"trace\u0045vents":[1]})", kTwo).out, R"({"trace\u0045vents":[1,{"e":1},{"e":2}]})");
+  EXPECT_EQ(splice(R"({"\u0074raceEvents":[1]})", kTwo, 1).out, R"({"\u0074raceEvents":[1,{"e":1},{"e":2}]})");
+  // One decoding to a control character or past ASCII is no name ferret looks for.
+  EXPECT_EQ(splice(R"({"traceEvents\u0000":[1]})", kTwo).out,
+            R"({"traceEvents\u0000":[1],"traceEvents":[{"e":1},{"e":2}]})");
 }
 
 TEST(SpliceTrace, TruncatedDocumentsLoseOnlyTheUnfinishedEventAndAreClosed) {
@@ -89,18 +96,53 @@ TEST(SpliceTrace, TruncatedDocumentsLoseOnlyTheUnfinishedEventAndAreClosed) {
   EXPECT_EQ(splice(R"({"x":1,"traceEv)", kTwo).out, R"({"x":1,"traceEvents":[{"e":1},{"e":2}]})");
 }
 
-// The loader reads // and /* */ comments between tokens as whitespace; the splice must too, or a
-// bracket inside one would be taken for the end of traceEvents.
-TEST(SpliceTrace, CommentsAreCopiedAndTheirBracketsIgnored) {
-  EXPECT_EQ(splice("{\"traceEvents\":[1 /* ] } */, 2 // ]}\n]}", kTwo).out,
-            "{\"traceEvents\":[1 /* ] } */, 2 // ]}\n,{\"e\":1},{\"e\":2}]}");
-  EXPECT_EQ(splice("// a header ]\n/* { */[1]", kTwo).out, "// a header ]\n/* { */[1,{\"e\":1},{\"e\":2}]");
+// The loader reads // and /* */ comments between tokens as whitespace. The copy is strict JSON:
+// a block comment becomes a space, a line comment goes to its line break, and a bracket inside
+// one is never taken for the end of traceEvents.
+TEST(SpliceTrace, CommentsAreLeftOutAndTheirBracketsIgnored) {
+  const Spliced s = splice("{\"traceEvents\":[1 /* ] } */, 2 // ]}\n]}", kTwo);
+  EXPECT_EQ(s.out, "{\"traceEvents\":[1  , 2 \n,{\"e\":1},{\"e\":2}]}");
+  EXPECT_NE(s.result.repair.find("2 x comment left out"), std::string::npos) << s.result.repair;
+  EXPECT_EQ(splice("// a header ]\n/* { */[1]", kTwo).out, "\n [1,{\"e\":1},{\"e\":2}]");
   // A comment's star-slash split across chunks, and a star run before it.
-  EXPECT_EQ(splice("{\"traceEvents\":[/** ] **/]}", kTwo, 1).out, "{\"traceEvents\":[/** ] **/{\"e\":1},{\"e\":2}]}");
+  EXPECT_EQ(splice("{\"traceEvents\":[/** ] **/]}", kTwo, 1).out, "{\"traceEvents\":[ {\"e\":1},{\"e\":2}]}");
   // A comment alone in the array is not an element: no comma before ferret's events.
-  EXPECT_EQ(splice("[/* x */]", kTwo).out, "[/* x */{\"e\":1},{\"e\":2}]");
+  EXPECT_EQ(splice("[/* x */]", kTwo).out, "[ {\"e\":1},{\"e\":2}]");
   // Truncated inside a comment: cut at the last element a comma completed (the '2' is unfinished).
   EXPECT_EQ(splice("{\"traceEvents\":[1,2 /* ]", kTwo).out, "{\"traceEvents\":[1,{\"e\":1},{\"e\":2}]}");
+}
+
+// What else the loader tolerates is written strictly, so that the copy is JSON any tool reads
+// (before, 7 of 15 such copies were invalid JSON with exit 0): NaN and +-Infinity as null, a
+// trailing comma left out, a single-quoted string double-quoted, a second document left out.
+// Each read by a strict parser; chunks of one byte as of a megabyte.
+TEST(SpliceTrace, WhatTheLoaderToleratesIsWrittenAsStrictJson) {
+  struct Case {
+    std::string in, out, note;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"traceEvents":[{"dur":NaN,"ts":-Infinity,"v":[Infinity,1e5,-2]}]})",
+            R"({"traceEvents":[{"dur":null,"ts":null,"v":[null,1e5,-2]},{"e":1},{"e":2}]})",
+            "3 x NaN or Infinity written as null"},
+           {R"({"traceEvents":[{"a":[1,2,],},],})", R"({"traceEvents":[{"a":[1,2]},{"e":1},{"e":2}]})",
+            "4 x trailing comma left out"},
+           {"{\"traceEvents\":[{'name':'it\\'s \"q\"'}]}", R"({"traceEvents":[{"name":"it's \"q\""},{"e":1},{"e":2}]})",
+            "2 x single-quoted string double-quoted"},
+           {R"({"traceEvents":[1]}{"traceEvents":[2]})", R"({"traceEvents":[1,{"e":1},{"e":2}]})",
+            "19 bytes after the document left out"},
+           {R"({"traceEvents":[{"name":"NaN, // not /* a comment */ 'x',]"}]})",
+            R"({"traceEvents":[{"name":"NaN, // not /* a comment */ 'x',]"},{"e":1},{"e":2}]})", ""},
+       }) {
+    for (const std::size_t chunk : {std::size_t{1}, std::size_t{3}, std::size_t{1} << 20}) {
+      const Spliced s = splice(c.in, kTwo, chunk);
+      EXPECT_EQ(s.out, c.out) << c.in << " in chunks of " << chunk;
+      EXPECT_FALSE(json::parse(s.out, nullptr, false).is_discarded()) << s.out;
+      if (c.note.empty())
+        EXPECT_TRUE(s.result.repair.empty()) << s.result.repair;
+      else
+        EXPECT_NE(s.result.repair.find(c.note), std::string::npos) << c.in << ": " << s.result.repair;
+    }
+  }
 }
 
 TEST(SpliceTrace, NotJsonIsAnErrorNamingTheByte) {

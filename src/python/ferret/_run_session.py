@@ -26,16 +26,26 @@ def _int_env(name, default):
         return default
 
 
-def _exit_cleanly_on(*signals):
+def _exit_cleanly_on(session, *signals):
     """TERM and HUP (passed on by `ferret run`, or from a scheduler) end Python at once by default,
-    before atexit writes the trace. Where the script has not set its own handler, they raise
-    SystemExit(128 + N) instead: the script unwinds as after Ctrl-C and what was recorded is kept."""
+    before atexit writes the trace. Where the script has not set its own handler, the first one
+    instead ends the script at its next optimizer step - a point where the profiler's state is
+    whole (raised anywhere, inside torch's own code, it could leave the profiler unable to write,
+    and torch 1.13 then hung at exit) - with SystemExit(128 + N); a second one, or one when no step
+    is to come, ends it at once. Either way what was recorded is written."""
     if threading.current_thread() is not threading.main_thread():
         return
+
+    def handler(signum, frame):
+        if session.exit_signal is not None or not session.stepping:
+            session.exit_signal = signum
+            raise SystemExit(128 + signum)
+        session.exit_signal = signum
+
     for sig in signals:
         try:
             if signal.getsignal(sig) == signal.SIG_DFL:
-                signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
+                signal.signal(sig, handler)
         except (ValueError, OSError):
             pass
 
@@ -50,10 +60,12 @@ class _Session:
         self.with_stack = os.environ.get("FERRET_RUN_STACK", "1") != "0"
         self.optimizer_steps = 0
         self.recorder = None
+        self.exit_signal = None  # TERM or HUP received: the script ends at its next step
+        self.stepping = True  # the optimizer hook is in place
         self.dataloaders = _recorder.DataLoaderWatch(torch)
         self.remove_hook = _recorder.on_optimizer_step(torch, self.on_step)
         atexit.register(self.at_exit)
-        _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
+        _exit_cleanly_on(self, signal.SIGTERM, signal.SIGHUP)
 
     def trace_name(self):
         rank = os.environ.get("RANK")
@@ -71,11 +83,14 @@ class _Session:
         return name
 
     def on_step(self):
+        if self.exit_signal is not None:
+            raise SystemExit(128 + self.exit_signal)
         self.optimizer_steps += 1
         if self.recorder is not None:
             self.recorder.step()
             if not self.recorder.recording:
                 self.remove_hook()
+                self.stepping = False
             return
         if self.optimizer_steps == max(1, self.wait):
             name = self.trace_name()
@@ -107,6 +122,15 @@ class _Session:
                 self.recorder.stop()
             except Exception as e:  # never turn the script's exit into a traceback
                 _recorder.warn(f"could not write the trace: {e}")
+        if self.exit_signal is not None:
+            # Ended by TERM or HUP, whose default is to end at once: the trace is written; the
+            # interpreter's teardown is skipped (torch 1.13 could hang in it after a signal).
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(128 + self.exit_signal)
 
 
 class _TorchImportWatch(importlib.abc.MetaPathFinder):
