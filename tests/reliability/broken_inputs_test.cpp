@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "pickle_writer.h"
@@ -1370,7 +1371,8 @@ TEST(BrokenInputs, AllocatorSnapshots) {
   MemoryTally tally("Allocator snapshots",
                     "pickles cut and byte-flipped; opcodes that import or call (refused, never run); lengths, "
                     "frames and memo indexes claiming exabytes; lists nested 1,000,000 deep; a memoized list "
-                    "shared 10,000 times; 20,000 segments, 10,000 devices, absurd device indexes and sizes; "
+                    "shared 10,000 times; a 1 MiB string named 3,000 to 300,000 times by the memo (as segment "
+                    "type, setting, pool id, frame file name, dict key, block state); 20,000 segments, 10,000 devices, absurd device indexes and sizes; "
                     "every field of the wrong type; control characters in frames and settings; damaged "
                     "compression",
                     "snapshots");
@@ -1445,6 +1447,63 @@ TEST(BrokenInputs, AllocatorSnapshots) {
     MemoryCase c = memory_case("one memoized 1,000-block list shared by 10,000 segments", p_snapshot(segments));
     c.bound_s = 60;
     tally.check(c);
+  }
+  // One large value the memo names many times, at 5 bytes a use: each copy is cut to what the
+  // field holds and counted, strings are compared and hashed once, and the whole read keeps to
+  // --max-memory (before: 3.08 GB under --max-memory 256M, a 314 MB report, 33-77 s of hashing).
+  {
+    const std::string big = p_str(std::string(std::size_t{1} << 20, 'x')) + p_memo_put(0);
+    const auto bounded = [](const std::string& label, const std::string& bytes, bool counted = true) {
+      MemoryCase c = memory_case(label, bytes, counted);
+      c.bound_s = 20;
+      c.after = [bytes](const std::string& tag) {
+        if (test::kUnderSanitizer) return;
+        const std::string path = temp_path("memo-bomb.pickle");
+        write_file(path, bytes);
+        const test::CommandResult r =
+            test::run_shell("/usr/bin/time -f 'peak %M' {ferret} memory --max-memory 256M " + path + " >/dev/null");
+        std::remove(path.c_str());
+        const std::size_t at = r.err.rfind("peak ");
+        const long long peak_kib = at == std::string::npos ? -1 : std::stoll(r.err.substr(at + 5));
+        if (peak_kib < 0 || peak_kib > 330 * 1024)
+          ADD_FAILURE() << tag << ": peak " << peak_kib << " KiB under --max-memory 256M: " << r.err.substr(0, 300);
+      };
+      return c;
+    };
+    std::vector<std::string> segments{p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)},
+                                              {"segment_type", big}, {"blocks", "]"}}) +
+                                      p_memo_put(1)};
+    for (int i = 1; i < 3000; ++i) segments.push_back(p_memo_get(1));
+    tally.check(bounded("one 1 MiB segment_type shared by 3,000 segments", p_snapshot(segments)));
+    std::string settings = "}(";
+    settings += p_str("k0") + big;
+    for (int i = 1; i < 300; ++i) settings += p_str(fmt::format("k{}", i)) + p_memo_get(0);
+    settings += "u";
+    tally.check(bounded("300 allocator settings sharing one 1 MiB value",
+                        p_snapshot({p_sound_segment()}, p_str("allocator_settings") + settings)));
+    std::vector<std::string> parts(100000, p_int(7));
+    std::vector<std::string> pooled{p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)},
+                                            {"segment_pool_id", p_list(parts) + p_memo_put(1)}, {"blocks", "]"}})};
+    for (int i = 1; i < 3000; ++i)
+      pooled.push_back(p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_memo_get(1)},
+                               {"blocks", "]"}}));
+    tally.check(bounded("a 100,000-int pool id shared by 3,000 segments", p_snapshot(pooled)));
+    std::vector<std::string> blocks;
+    for (int i = 0; i < 20000; ++i)
+      blocks.push_back(p_block(512, "inactive",
+                               p_list({p_dict({{"filename", i == 0 ? big : p_memo_get(0)}, {"line", p_int(i)},
+                                               {"name", p_str("f")}})})));
+    tally.check(bounded("20,000 frames sharing one 1 MiB file name",
+                        p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(blocks))})));
+    std::string keys = "}(";
+    keys += big + "N";
+    for (int i = 0; i < 200000; ++i) keys += p_memo_get(0) + "N";
+    keys += p_str("segments") + "]u";
+    tally.check(bounded("200,000 uses of one 1 MiB dict key", p_pickle(keys), false));
+    std::vector<std::string> states{p_dict({{"size", p_int(512)}, {"state", big}}) + p_memo_put(1)};
+    for (int i = 1; i < 300000; ++i) states.push_back(p_memo_get(1));
+    tally.check(bounded("300,000 uses of a block whose state is 1 MiB",
+                        p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(states))})));
   }
   {
     std::vector<std::string> segments;
