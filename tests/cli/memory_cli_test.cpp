@@ -368,7 +368,8 @@ TEST(MemoryCli, SizesNoDeviceHasAreUnreadableAndCounted) {
   EXPECT_EQ(oom["allocated_bytes"], 70 * kGiB);
   EXPECT_NE(doc["texts"][0]["notes"].dump().find("size over 2^50 bytes (1 PiB), no device's memory"), std::string::npos)
       << doc["texts"][0]["notes"].dump();
-  for (const json& f : doc["texts"][0]["findings"]) EXPECT_EQ(f["title"].get<std::string>().find("-1"), std::string::npos);
+  for (const json& f : doc["texts"][0]["findings"])
+    EXPECT_EQ(f["title"].get<std::string>().find("-1"), std::string::npos);
 }
 
 }  // namespace memory_cli_test

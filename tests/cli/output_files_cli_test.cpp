@@ -40,6 +40,7 @@ std::vector<Writer> writers() {
       {"analyze --html", {trace}, "analyze --html {out} {in0}"},
       {"diff --html", {trace, trace}, "diff --html {out} {in0} {in1}"},
       {"gen inflate", {trace}, "gen inflate --from {in0} --copies 2 -o {out}"},
+      {"gen scenario", {trace}, "gen scenario input-bound --steps 2 -o {out} --no-gzip"},
   };
 }
 
@@ -57,7 +58,9 @@ TEST(OutputFilesCli, EveryWriterRefusesItsInputAndReplacesPlantedLinks) {
     }
     const std::string original = test::read_file(ins[0]);
     fs::create_symlink(ins[0], dir / "link-to-input.json.gz");
+    const bool reads_inputs = w.command.find("{in0}") != std::string::npos;  // gen scenario reads none
     for (const std::string& out : {ins[0], ins.back(), (dir / "link-to-input.json.gz").string()}) {
+      if (!reads_inputs) break;
       const test::CommandResult r = test::run_ferret(expand(w.command, ins, out));
       EXPECT_EQ(r.exit_code, 2) << w.name << " over " << out << ": " << r.err;
       EXPECT_NE(r.err.find("is the input"), std::string::npos) << w.name << ": " << r.err;

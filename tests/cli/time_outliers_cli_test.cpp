@@ -67,6 +67,35 @@ TEST(TimeOutliersCorpus, OneKernelMovedDaysLaterChangesNothing) {
   std::remove(damaged.c_str());
 }
 
+// A ProfilerStep whose duration is corrupt (25 days: below the parser's cap, set to 0 as a time
+// outlier) was kept as a 0 us step, moving the mean by 15%. It ends at the next step's start, and
+// the step times are the recording's (the repository's own torch 1.13 CPU sample).
+TEST(TimeOutliersCli, AStepWithACorruptDurationEndsAtTheNextStep) {
+  const test::CommandResult unzipped =
+      test::run_shell("gzip -dc '" + std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-input-bound.json.gz'");
+  ASSERT_EQ(unzipped.exit_code, 0) << unzipped.err;
+  json doc = json::parse(unzipped.out);
+  const std::string sound = test::temp_path("steps-sound.json");
+  test::write_file(sound, doc.dump());
+  for (json& e : doc)
+    if (e.value("name", "") == "ProfilerStep#2") e["dur"] = 25.0 * 86400 * 1e6;
+  const std::string damaged = test::temp_path("steps-corrupt.json");
+  test::write_file(damaged, doc.dump());
+  const json before = analyze_json(sound), after = analyze_json(damaged);
+  ASSERT_EQ(after["steps"]["count"], 5);
+  for (int k = 0; k < 5; ++k) {
+    const double a = before["steps"]["list"][k]["duration_us"], b = after["steps"]["list"][k]["duration_us"];
+    EXPECT_GT(b, 0) << "step " << k;
+    EXPECT_NEAR(b, a, 0.01 * a) << "step " << k;  // step 2 ends where step 3 starts: 61 us later
+  }
+  EXPECT_NEAR(after["steps"]["avg_us"].get<double>(), before["steps"]["avg_us"].get<double>(), 0.005 * 39441);
+  EXPECT_NE(after.dump().find("ProfilerStep span without a duration (a broken one, repaired to 0) ended at the next "
+                              "step's start"),
+            std::string::npos);
+  std::remove(sound.c_str());
+  std::remove(damaged.c_str());
+}
+
 }  // namespace time_outliers_cli_test
 }  // namespace
 }  // namespace ferret

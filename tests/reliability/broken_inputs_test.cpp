@@ -1372,7 +1372,8 @@ TEST(BrokenInputs, AllocatorSnapshots) {
                     "pickles cut and byte-flipped; opcodes that import or call (refused, never run); lengths, "
                     "frames and memo indexes claiming exabytes; lists nested 1,000,000 deep; a memoized list "
                     "shared 10,000 times; a 1 MiB string named 3,000 to 300,000 times by the memo (as segment "
-                    "type, setting, pool id, frame file name, dict key, block state); 20,000 segments, 10,000 devices, absurd device indexes and sizes; "
+                    "type, setting, pool id, frame file name, dict key, block state); 20,000 segments, 10,000 devices, "
+                    "absurd device indexes and sizes; "
                     "every field of the wrong type; control characters in frames and settings; damaged "
                     "compression",
                     "snapshots");
@@ -1470,9 +1471,9 @@ TEST(BrokenInputs, AllocatorSnapshots) {
       };
       return c;
     };
-    std::vector<std::string> segments{p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)},
-                                              {"segment_type", big}, {"blocks", "]"}}) +
-                                      p_memo_put(1)};
+    std::vector<std::string> segments{
+        p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_type", big}, {"blocks", "]"}}) +
+        p_memo_put(1)};
     for (int i = 1; i < 3000; ++i) segments.push_back(p_memo_get(1));
     tally.check(bounded("one 1 MiB segment_type shared by 3,000 segments", p_snapshot(segments)));
     std::string settings = "}(";
@@ -1482,17 +1483,19 @@ TEST(BrokenInputs, AllocatorSnapshots) {
     tally.check(bounded("300 allocator settings sharing one 1 MiB value",
                         p_snapshot({p_sound_segment()}, p_str("allocator_settings") + settings)));
     std::vector<std::string> parts(100000, p_int(7));
-    std::vector<std::string> pooled{p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)},
-                                            {"segment_pool_id", p_list(parts) + p_memo_put(1)}, {"blocks", "]"}})};
+    std::vector<std::string> pooled{p_dict({{"device", p_int(0)},
+                                            {"total_size", p_int(2 << 20)},
+                                            {"segment_pool_id", p_list(parts) + p_memo_put(1)},
+                                            {"blocks", "]"}})};
     for (int i = 1; i < 3000; ++i)
-      pooled.push_back(p_dict({{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_memo_get(1)},
-                               {"blocks", "]"}}));
+      pooled.push_back(p_dict(
+          {{"device", p_int(0)}, {"total_size", p_int(2 << 20)}, {"segment_pool_id", p_memo_get(1)}, {"blocks", "]"}}));
     tally.check(bounded("a 100,000-int pool id shared by 3,000 segments", p_snapshot(pooled)));
     std::vector<std::string> blocks;
     for (int i = 0; i < 20000; ++i)
-      blocks.push_back(p_block(512, "inactive",
-                               p_list({p_dict({{"filename", i == 0 ? big : p_memo_get(0)}, {"line", p_int(i)},
-                                               {"name", p_str("f")}})})));
+      blocks.push_back(p_block(
+          512, "inactive",
+          p_list({p_dict({{"filename", i == 0 ? big : p_memo_get(0)}, {"line", p_int(i)}, {"name", p_str("f")}})})));
     tally.check(bounded("20,000 frames sharing one 1 MiB file name",
                         p_snapshot({p_segment(p_int(0), p_int(1 << 30), p_list(blocks))})));
     std::string keys = "}(";
