@@ -355,8 +355,9 @@ std::string read_snapshot_bytes(ByteSource& source, std::string first, const std
     const std::size_t n = source.read(buffer.data(), buffer.size());
     if (n == 0) break;
     if (bytes.size() + n > most)
-      throw InputError(fmt::format("{}: over half the {} MiB memory bound ({} MiB of the file read); raise --max-memory",
-                                   path, bound >> 20, (bytes.size() + n) >> 20));
+      throw InputError(
+          fmt::format("{}: over half the {} MiB memory bound ({} MiB of the file read); raise --max-memory", path,
+                      bound >> 20, (bytes.size() + n) >> 20));
     if (bytes.size() + n > bytes.capacity())
       bytes.reserve(std::min<std::uint64_t>(std::max<std::uint64_t>(2 * bytes.capacity(), bytes.size() + n), most));
     bytes.append(buffer.data(), n);
