@@ -52,6 +52,7 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.hot_spots = analyze_hot_spots(model, a.context);
   a.data_pipeline = analyze_data_pipeline(model, a.context);
   a.host_blockers = analyze_host_blockers(model, a.context);
+  a.causality = analyze_causality(model, a.context);
   a.python_frames =
       analyze_python_frames(model, a.context, a.host_blockers.launch.main_pid, a.host_blockers.launch.main_tid);
   a.memory = analyze_memory(model, a.context);

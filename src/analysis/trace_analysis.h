@@ -6,6 +6,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/attention_patterns.h"
+#include "analysis/causality.h"
 #include "analysis/communication.h"
 #include "analysis/critical_path.h"
 #include "analysis/data_pipeline.h"
@@ -43,6 +44,8 @@ struct TraceAnalysis {
   HardwareResult hardware;
   WindowActivityResult window_activity;
   AttentionPatternsResult attention;  // attention computed op by op (unfused)
+  // Why each device activity started when it did, and who waited on whom (analysis/causality.h).
+  CausalityResult causality;
   // The critical path of each step and what bounds it (analysis/critical_path.h).
   CriticalPathResult critical_path;
   RooflineResult roofline;

@@ -116,6 +116,24 @@ std::string window_line(const TraceAnalysis& a) {
   return fmt::format("no ProfilerStep spans: the whole trace ({}) is one window", human_duration(c.window_ns()));
 }
 
+// Who waited on whom in the window, on the busiest device (analysis/causality.h); "" without GPU work.
+std::string causality_line(const TraceAnalysis& a) {
+  const CausalityResult& c = a.causality;
+  if (c.busiest < 0) return "";
+  const DeviceCausality& d = c.devices[static_cast<std::size_t>(c.busiest)];
+  if (d.window_ns <= 0) return "";
+  const auto pct = [&](std::int64_t ns) { return 100.0 * static_cast<double>(ns) / static_cast<double>(d.window_ns); };
+  std::string line = fmt::format(
+      "who waits: device {} waited on the host {:.1f}% of the window, the host on the device {:.1f}%, both worked "
+      "{:.1f}%, neither {:.1f}%",
+      d.device, pct(d.device_waited_on_host_ns), pct(d.host_waited_on_device_ns), pct(d.both_busy_ns),
+      pct(d.neither_ns));
+  if (d.launched > 0)
+    line += fmt::format("; launch to start: median {}, p90 {}", human_duration(d.median_launch_to_start_ns),
+                        human_duration(d.p90_launch_to_start_ns));
+  return line;
+}
+
 // What kind of window this is, and what was kept out of it: GPU work queued before profiling
 // began (model/relations.cpp) and blocking waits at its edges (analysis/analysis.cpp).
 std::string window_notes(const TraceAnalysis& a) {
@@ -171,6 +189,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), width), st.reset());
   out += fmt::format("{}\n", fit_width(window_line(a), width));
   if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, width, "");
+  if (const std::string who = causality_line(a); !who.empty()) out += wrap(who, width, "");
   out += '\n';
   out += st.bold();
   out += wrap(d.verdict.headline, width, "");
@@ -289,6 +308,33 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
     for (const std::string& line : input_lines(r)) out += wrap(line, width, "  ");
   }
   return finish_text(out, st);
+}
+
+json causality_json(const CausalityResult& c) {
+  const auto us = [](std::int64_t ns) { return round3(ns_to_us(static_cast<double>(ns))); };
+  json devices = json::array();
+  for (const DeviceCausality& d : c.devices) {
+    json reasons;
+    for (int r = 0; r < kStartReasonCount; ++r) {
+      const ReasonTotal& t = d.reasons[static_cast<std::size_t>(r)];
+      reasons[start_reason_name(static_cast<StartReason>(r))] = {{"activities", t.activities},
+                                                                 {"delay_us", us(t.delay_ns)}};
+    }
+    devices.push_back({{"device", d.device},
+                       {"window_us", us(d.window_ns)},
+                       {"busy_us", us(d.busy_ns)},
+                       {"device_waited_on_host_us", us(d.device_waited_on_host_ns)},
+                       {"host_waited_on_device_us", us(d.host_waited_on_device_ns)},
+                       {"both_busy_us", us(d.both_busy_ns)},
+                       {"neither_us", us(d.neither_ns)},
+                       {"launched", d.launched},
+                       {"median_launch_to_start_us", us(d.median_launch_to_start_ns)},
+                       {"p90_launch_to_start_us", us(d.p90_launch_to_start_ns)},
+                       {"start_reasons", reasons}});
+  }
+  return {
+      {"busiest_device", c.busiest < 0 ? json(nullptr) : json(c.devices[static_cast<std::size_t>(c.busiest)].device)},
+      {"devices", devices}};
 }
 
 json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
@@ -439,6 +485,7 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"replayed_unattributed_us", round3(ns_to_us(static_cast<double>(h.replayed_unattributed_ns)))}};
   j["host_python"] = host_python_json(a.python_frames);
   j["critical_path"] = critical_path_json(a.critical_path);
+  j["causality"] = causality_json(a.causality);
   j["roofline"] = roofline_json(a.roofline);
   json mem_devices = json::array();
   std::size_t memory_curves = 0;
@@ -499,6 +546,7 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline, /*in_table=*/false));
   out += fmt::format("{}\n\n", escape_markdown(window_line(a)));
   if (const std::string notes = window_notes(a); !notes.empty()) out += fmt::format("{}\n\n", escape_markdown(notes));
+  if (const std::string who = causality_line(a); !who.empty()) out += fmt::format("{}\n\n", escape_markdown(who));
   const StepBreakdownResult& b = a.breakdown;
   if (!b.steps.empty()) {
     out += "| category | mean per step | share |\n|---|---:|---:|\n";

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/terminal_text.h"
+#include "report/format.h"
 
 namespace ferret {
 
