@@ -23,8 +23,6 @@ const char* start_reason_name(StartReason r) {
 
 namespace {
 
-bool is_work(EventKind k) { return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset; }
-
 std::int64_t quantile(std::vector<std::int64_t>& v, double q) {
   if (v.empty()) return 0;
   const std::size_t k = std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
@@ -64,8 +62,8 @@ DeviceCausality device_causality(const TraceModel& model, const AnalysisContext&
   std::sort(acts.begin(), acts.end(), [](const Activity& a, const Activity& b) {
     return a.start != b.start ? a.start < b.start : a.end < b.end;
   });
-  std::map<std::int32_t, std::int64_t> stream_end;                 // latest end so far per stream
-  std::multiset<std::pair<std::int64_t, std::int32_t>> ends;       // (end, stream) of activities before
+  std::map<std::int32_t, std::int64_t> stream_end;            // latest end so far per stream
+  std::multiset<std::pair<std::int64_t, std::int32_t>> ends;  // (end, stream) of activities before
   std::vector<std::int64_t> launch_to_start;
   std::vector<std::int64_t> ready_of(acts.size(), -1);
   for (std::size_t k = 0; k < acts.size(); ++k) {
@@ -161,7 +159,7 @@ CausalityResult analyze_causality(const TraceModel& model, const AnalysisContext
   CausalityResult out;
   std::map<std::int32_t, std::vector<Activity>> by_device;
   for (const EventIndex e : model.relations.gpu_events) {
-    if (!is_work(model.kind[e]) || !ctx.device_selected(model.pid[e])) continue;
+    if (!is_device_work(model.kind[e]) || !ctx.device_selected(model.pid[e])) continue;
     const std::int64_t start = model.ts_ns[e], end = model.end_ns(e);
     if (end <= ctx.window_start_ns || start >= ctx.window_end_ns) continue;
     by_device[model.pid[e]].push_back({e, start, end, model.tid[e]});

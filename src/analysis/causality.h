@@ -69,14 +69,14 @@ struct DeviceCausality {
   std::int64_t both_busy_ns = 0;
   std::int64_t neither_ns = 0;
   std::array<ReasonTotal, kStartReasonCount> reasons{};
-  std::uint64_t launched = 0;                 // activities with their launch in the trace
+  std::uint64_t launched = 0;                  // activities with their launch in the trace
   std::int64_t median_launch_to_start_ns = 0;  // over those
   std::int64_t p90_launch_to_start_ns = 0;
   const ReasonTotal& reason(StartReason r) const { return reasons[static_cast<std::size_t>(r)]; }
 };
 
 struct CausalityResult {
-  std::vector<DeviceCausality> devices;  // by device index
+  std::vector<DeviceCausality> devices;   // by device index
   std::vector<ActivityCause> activities;  // every activity in the window, by start time per device
   // The device with the most busy time (the one a step waits for), or -1 when there is none.
   int busiest = -1;

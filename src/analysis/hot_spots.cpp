@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/tensor_cores.h"
+#include "base/text.h"
 #include "model/relations.h"
 
 namespace ferret {
@@ -50,27 +51,14 @@ std::string replay_row_name(const OpGroup& g) {
   return fmt::format("{} graph replay (graph {})", api, g.replay_graph);
 }
 
-bool is_gpu_work(EventKind k) { return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset; }
-
 // "Input Dims" is stored as the raw JSON text, pretty-printed over several lines by some torch
 // versions; one line without blanks reads better in a table: "[[16,559,1024],[1024]]".
 std::string compact_json(std::string_view raw) {
   std::string out;
   out.reserve(raw.size());
-  bool in_string = false, escaped = false;
+  JsonStringState strings;
   for (char c : raw) {
-    if (in_string) {
-      out.push_back(c);
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (!strings.feed(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) continue;
     out.push_back(c);
   }
   return out;
@@ -249,7 +237,7 @@ void add_launched_device_time(const TraceModel& model, const AnalysisContext& ct
     std::uint32_t count = 0;
     for (std::uint32_t g = rel.launch_gpu_begin[li]; g < rel.launch_gpu_begin[li + 1]; ++g) {
       const EventIndex gpu = rel.launch_gpu[g];
-      if (!is_gpu_work(model.kind[gpu]) || !ctx.device_selected(model.pid[gpu])) continue;
+      if (!is_device_work(model.kind[gpu]) || !ctx.device_selected(model.pid[gpu])) continue;
       gpu_ns += std::max<std::int64_t>(0, model.dur_ns[gpu]);
       ++count;
     }
@@ -397,7 +385,7 @@ std::vector<KernelRecord> collect_kernel_records(const TraceModel& model, const 
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const EventIndex e = rel.gpu_events[g];
     const EventKind kind = model.kind[e];
-    if (!is_gpu_work(kind) || !ctx.counts_gpu_event(model, e) || !window.contains(model.ts_ns[e])) continue;
+    if (!is_device_work(kind) || !ctx.counts_gpu_event(model, e) || !window.contains(model.ts_ns[e])) continue;
     KernelRecord k{model.name[e], kEmptyStr, kEmptyStr, kind, -1.0f, std::max<std::int64_t>(0, model.dur_ns[e])};
     while (ka < model.kernel_args.size() && model.kernel_args[ka].event < e) ++ka;
     if (ka < model.kernel_args.size() && model.kernel_args[ka].event == e)

@@ -60,18 +60,10 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 
 std::size_t json_nesting_depth(std::string_view json, std::size_t limit) {
   std::size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
+  JsonStringState strings;
   for (const char c : json) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (strings.feed(c)) continue;
+    if (c == '[' || c == '{') {
       deepest = std::max(deepest, ++depth);
       if (deepest > limit) return deepest;
     } else if ((c == ']' || c == '}') && depth > 0) {

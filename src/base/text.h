@@ -24,6 +24,26 @@ std::string fit_width(std::string_view text, std::size_t width);
 // when none is ("analyz" -> "analyze").
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+// Whether a byte of JSON text, fed one at a time, lies inside a string (its quotes included): the
+// escape rule every scanner of raw JSON text needs, in one place.
+struct JsonStringState {
+  bool in_string = false;
+  bool escaped = false;
+  bool feed(char c) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      return true;
+    }
+    if (c == '"') in_string = true;
+    return in_string;
+  }
+};
+
 // How deeply the arrays and objects of JSON text nest (brackets inside strings not counted),
 // without recursion; counting stops past `limit`. Checked before a document is parsed into a tree
 // that code walks recursively: a 40,000-deep list would overflow the stack.

@@ -286,11 +286,11 @@ bool EventScanner::read_key(std::string& key) {
 // Copies one root-level JSON value's text into *out (up to the size limit).
 bool EventScanner::capture_value(std::string* out, bool& too_big) {
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStringState strings;
   for (;;) {
     const int c = peek_byte();
     if (c < 0) return false;
-    if (!in_string && depth == 0 && (c == ',' || c == '}' || c == ']')) return true;
+    if (!strings.in_string && depth == 0 && (c == ',' || c == '}' || c == ']')) return true;
     ++pos_;
     if (out) {
       if (out->size() < limits_.max_header_value_bytes)
@@ -298,20 +298,11 @@ bool EventScanner::capture_value(std::string* out, bool& too_big) {
       else
         too_big = true;
     }
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
+    if (strings.feed(static_cast<char>(c))) continue;
+    if (c == '{' || c == '[')
       ++depth;
-    } else if (c == '}' || c == ']') {
+    else if (c == '}' || c == ']')
       --depth;
-    }
   }
 }
 

@@ -399,7 +399,9 @@ void load_kineto_json(ByteSource& source, const std::string& name, const LoadOpt
     }
     stream_damage = source.damage();
   }
-  info.json_bytes = scan.bytes;
+  // Stopped at a limit, the scanner (on its own thread) had read ahead by some amount; the bytes of
+  // the events read up to the stop are the same on every run.
+  info.json_bytes = merger.limit_reached() ? merger.merged_bytes() : scan.bytes;
   info.compressed_bytes = source.consumed();
   parse_header(scan.header, info, report);
   for (const auto& key : scan.header_dropped)

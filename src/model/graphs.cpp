@@ -24,8 +24,6 @@ NameClass classify(std::string_view name) {
   return kOther;
 }
 
-bool is_gpu_work(EventKind k) { return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset; }
-
 // A capture while it is being built: the thread and time range that bound its launch calls.
 struct Region {
   GraphCapture capture;
@@ -103,7 +101,7 @@ void assign_captured_launches(const TraceModel& model, const std::vector<std::ui
     bool ran = false;
     for (std::uint32_t g = rel.launch_gpu_begin[i]; g < rel.launch_gpu_begin[i + 1] && !ran; ++g) {
       const EventIndex gpu = rel.launch_gpu[g];
-      ran = is_gpu_work(model.kind[gpu]) && graph_node_with_id(model, gpu) == nullptr;
+      ran = is_device_work(model.kind[gpu]) && graph_node_with_id(model, gpu) == nullptr;
     }
     if (!ran) r.launches.push_back(e);
   }
@@ -195,7 +193,7 @@ void build_graph_relations(TraceModel& model) {
   const std::size_t rows = model.graph_nodes.size();
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const EventIndex e = rel.gpu_events[g];
-    if (!is_gpu_work(model.kind[e])) continue;
+    if (!is_device_work(model.kind[e])) continue;
     while (row < rows && model.graph_nodes[row].event < e) ++row;
     const GraphNodeArgs* args = row < rows && model.graph_nodes[row].event == e ? &model.graph_nodes[row] : nullptr;
     const EventIndex launcher = rel.gpu_launcher[g];

@@ -48,6 +48,10 @@ inline bool is_gpu_activity(EventKind k) {
   return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset || k == EventKind::kSync ||
          k == EventKind::kCudaEvent || k == EventKind::kGpuUserAnnotation;
 }
+// Work that occupies a device: kernels, copies and fills (not waits, events or labels).
+inline bool is_device_work(EventKind k) {
+  return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset;
+}
 inline bool is_launch_api(EventKind k) { return k == EventKind::kCudaRuntime || k == EventKind::kCudaDriver; }
 inline bool is_host_span(EventKind k) {
   return k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kPythonFunction ||

@@ -172,7 +172,8 @@ TEST(CausalityCorpus, HostAheadEdgeWaitAndDeepQueue) {
   const nlohmann::json j = nlohmann::json::parse(doc.out)["traces"][0]["causality"];
   const nlohmann::json& dev = j["devices"][0];
   const double window = dev["window_us"];
-  EXPECT_NE(text.out.find(fmt::format("the host on the device {:.1f}%", 100 * dev["host_waited_on_device_us"].get<double>() / window)),
+  EXPECT_NE(text.out.find(fmt::format("the host on the device {:.1f}%",
+                                      100 * dev["host_waited_on_device_us"].get<double>() / window)),
             std::string::npos)
       << text.out.substr(0, 600);
   EXPECT_EQ(j["busiest_device"], dev["device"]);

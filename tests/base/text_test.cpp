@@ -32,6 +32,18 @@ TEST(FitWidth, CutsWithDotsNeverInsideAUtf8Sequence) {
   EXPECT_EQ(fit_width("abcdef", 2), "ab");
 }
 
+// The string state every raw-JSON scanner shares: quotes and what they hold are in a string; an
+// escaped quote does not end it; an escaped backslash does not escape the quote after it.
+TEST(JsonStringState, QuotesEscapesAndWhatLiesOutside) {
+  const std::string text = R"(["a\"]", "b\\", c])";
+  std::string inside;
+  JsonStringState s;
+  for (const char c : text) inside += s.feed(c) ? 'S' : '.';
+  EXPECT_EQ(inside, ".SSSSSS..SSSSS....");
+  EXPECT_EQ(json_nesting_depth(R"({"a":"[[[[", "b":[{"c":"]]]"}]})", 10), 3u);
+  EXPECT_EQ(json_nesting_depth(std::string(100, '['), 10), 11u);  // counting stops past the limit
+}
+
 }  // namespace text_test
 }  // namespace
 }  // namespace ferret

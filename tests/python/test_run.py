@@ -188,6 +188,7 @@ class Run(TempDirTest):
             self.assertEqual(run.returncode, expected, f"{sig!r}: {stderr}")
             with self.assertRaises(ProcessLookupError, msg=f"{sig!r}: the command outlived ferret"):
                 os.kill(child, 0)
+            self.assertIn("{\n", stdout, f"{sig!r}: no report\n{stderr[-2000:]}")
             report = json.loads(stdout[stdout.index("{\n"):])
             self.assertGreaterEqual(report["traces"][0]["steps"]["count"], 5, f"{sig!r}")
             self.assertTrue(os.path.exists(os.path.join(out, "report.json")))

@@ -26,25 +26,33 @@ def _int_env(name, default):
         return default
 
 
+def _stop_for(signum):
+    """What a signal raises in the script: KeyboardInterrupt for INT (as Python does), else
+    SystemExit(128 + N), the status the default action would have given."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else SystemExit(128 + signum)
+
+
 def _exit_cleanly_on(session, *signals):
-    """TERM and HUP (passed on by `ferret run`, or from a scheduler) end Python at once by default,
-    before atexit writes the trace. Where the script has not set its own handler, the first one
-    instead ends the script at its next optimizer step - a point where the profiler's state is
-    whole (raised anywhere, inside torch's own code, it could leave the profiler unable to write,
-    and torch 1.13 then hung at exit) - with SystemExit(128 + N); a second one, or one when no step
-    is to come, ends it at once. Either way what was recorded is written."""
+    """INT, TERM and HUP (Ctrl-C, or passed on by `ferret run`, or from a scheduler) stop Python
+    wherever it is: raised inside torch's own code (its profiler's Python tracer), the profiler can
+    no longer write ("Python replay stack is empty"), and TERM and HUP by default end the process
+    before atexit runs at all. Where the script has not set its own handler, the first signal ends
+    the script at its next optimizer step instead - a point where the profiler's state is whole -
+    with KeyboardInterrupt (INT) or SystemExit(128 + N); a second one, or one when no step is to
+    come, stops it at once. Either way what was recorded is written."""
     if threading.current_thread() is not threading.main_thread():
         return
 
     def handler(signum, frame):
         if session.exit_signal is not None or not session.stepping:
             session.exit_signal = signum
-            raise SystemExit(128 + signum)
+            raise _stop_for(signum)
         session.exit_signal = signum
 
     for sig in signals:
         try:
-            if signal.getsignal(sig) == signal.SIG_DFL:
+            current = signal.getsignal(sig)
+            if current == signal.SIG_DFL or (sig == signal.SIGINT and current is signal.default_int_handler):
                 signal.signal(sig, handler)
         except (ValueError, OSError):
             pass
@@ -65,7 +73,7 @@ class _Session:
         self.dataloaders = _recorder.DataLoaderWatch(torch)
         self.remove_hook = _recorder.on_optimizer_step(torch, self.on_step)
         atexit.register(self.at_exit)
-        _exit_cleanly_on(self, signal.SIGTERM, signal.SIGHUP)
+        _exit_cleanly_on(self, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def trace_name(self):
         rank = os.environ.get("RANK")
@@ -84,7 +92,7 @@ class _Session:
 
     def on_step(self):
         if self.exit_signal is not None:
-            raise SystemExit(128 + self.exit_signal)
+            raise _stop_for(self.exit_signal)
         self.optimizer_steps += 1
         if self.recorder is not None:
             self.recorder.step()
@@ -123,7 +131,7 @@ class _Session:
             except Exception as e:  # never turn the script's exit into a traceback
                 _recorder.warn(f"could not write the trace: {e}")
         if self.exit_signal is not None:
-            # Ended by TERM or HUP, whose default is to end at once: the trace is written; the
+            # Ended by a signal, whose default is to end at once: the trace is written; the
             # interpreter's teardown is skipped (torch 1.13 could hang in it after a signal).
             for stream in (sys.stdout, sys.stderr):
                 try:
