@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "analysis/causality.h"
 #include "analysis/classify.h"
 #include "analysis/host_blockers.h"
 #include "analysis/intervals.h"
@@ -108,6 +109,30 @@ CriticalPathResult analyze_critical_path(const TraceModel& model, const Analysis
     h.lanes[0].push_back({sync.start_ns, sync.end_ns});
     if (sync.waited != kNoNode) h.syncs.push_back(s);
   }
+  // Each device's busy time (its re-timed work), for the launch-to-start delays on the path: past a
+  // launch latency, a kernel that started late waited on its device, busy with other work or with
+  // a queue the window does not show - device time, not launch overhead (analysis/causality.h).
+  std::unordered_map<std::int32_t, std::vector<Interval>> device_busy;
+  std::unordered_map<std::int32_t, std::vector<std::pair<std::int64_t, std::uint32_t>>> device_ends;  // (end, node)
+  for (std::uint32_t n = 0; n < graph.gpu.size(); ++n) {
+    const GpuNode& g = graph.gpu[n];
+    if (!is_device_work(model.kind[g.event])) continue;
+    device_busy[model.pid[g.event]].push_back({g.start_ns, g.end_ns});
+    device_ends[model.pid[g.event]].push_back({g.end_ns, n});
+  }
+  for (auto& [device, busy] : device_busy) merge_intervals(busy);
+  for (auto& [device, ends] : device_ends) std::sort(ends.begin(), ends.end());
+  // The device's work that ended last in (after, t], other than `self`: what a kernel that started
+  // late waited on when its device was busy.
+  const auto device_work_before = [&](std::int32_t device, std::int64_t after, std::int64_t t, std::uint32_t self) {
+    const auto& ends = device_ends[device];
+    for (auto it = std::upper_bound(ends.begin(), ends.end(), std::make_pair(t, UINT32_MAX)); it != ends.begin();) {
+      --it;
+      if (it->first <= after) break;
+      if (it->second != self) return it->second;
+    }
+    return kNoNode;
+  };
   // The steps' thread: other threads' top-level work starts from it (analysis/step_graph.h).
   const std::uint64_t main_thread =
       ctx.has_steps ? thread_key(model.pid[ctx.steps.front().event], model.tid[ctx.steps.front().event]) : 0;
@@ -194,8 +219,31 @@ CriticalPathResult analyze_critical_path(const TraceModel& model, const Analysis
           t = std::min(t, p.end_ns);
           node = g.previous;
         } else if (g.binding == GpuBinding::kLaunch) {
-          add(PathCategory::kLaunchOverhead, model.ts_ns[g.launch], t);
-          t = std::min(t, model.ts_ns[g.launch]);
+          // Launch to start: the launch latency is launch overhead; a longer wait was the device's
+          // - busy with other work (GPU compute) or idle with work queued where the window does
+          // not show it (kernel gaps).
+          const std::int64_t launched = model.ts_ns[g.launch];
+          const std::int64_t latency_end = std::min(t, launched + kLaunchLatencyMaxNs);
+          // Started past the launch latency, right after other work of its device: the path runs
+          // on through that work (a device-bound step's path runs through its kernels).
+          if (const std::uint32_t before =
+                  t > latency_end ? device_work_before(model.pid[g.event], latency_end, t, node) : kNoNode;
+              before != kNoNode) {
+            add(PathCategory::kKernelGaps, graph.gpu[before].end_ns, t);
+            t = std::min(t, graph.gpu[before].end_ns);
+            node = before;
+            continue;
+          }
+          if (t > latency_end) {
+            const auto busy = device_busy.find(model.pid[g.event]);
+            const std::int64_t from = std::max(latency_end, floor);
+            const std::int64_t queued =
+                busy == device_busy.end() || t <= from ? 0 : covered_length(busy->second, from, t);
+            add(PathCategory::kGpuCompute, t - queued, t);
+            add(PathCategory::kKernelGaps, latency_end, t - queued);
+          }
+          add(PathCategory::kLaunchOverhead, launched, latency_end);
+          t = std::min(t, launched);
           node = kNoNode;
           thread = thread_key(model.pid[g.launch], model.tid[g.launch]);
         } else {

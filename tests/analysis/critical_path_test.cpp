@@ -244,6 +244,46 @@ TEST(WhatIf, BadArgumentsAreOptionErrors) {
   EXPECT_DOUBLE_EQ(c.speedups[0].factor, 1.5);
 }
 
+// A kernel that starts long after its launch waited on its device, not on the host: only the launch
+// latency is launch overhead, and the path runs on through the work it waited for. Times in us:
+//   ProfilerStep#1 [0,100); launch A [5,10) -> kA [20,300) stream 7 (latency 15);
+//   launch B [10,15) -> kB [300,400) stream 8, starting as kA ends (290 us after its launch).
+// Walking back from 400: kB gpu 100; its wait reaches kA's end (gap 0); kA gpu 280; its launch
+// latency [5,20) 15; host [0,5) cpu 5: gpu 380 + launch 15 + cpu 5 = 400. Before: kB's 290 us
+// wait was launch overhead (295 in all) and GPU compute 100.
+TEST(CriticalPath, AKernelThatWaitedOnItsDeviceIsNotLaunchOverhead) {
+  const TraceModel m = load_trace_text(trace({
+      host("user_annotation", "ProfilerStep#1", 0, 100),
+      host("cuda_runtime", "cudaLaunchKernel", 5, 5, 1),
+      host("cuda_runtime", "cudaLaunchKernel", 10, 5, 2),
+      gpu("kernel", "kernel_a", 7, 20, 280, 1),
+      gpu("kernel", "kernel_b", 8, 300, 100, 2),
+  }));
+  const CriticalPathResult r = analyze_critical_path(m, make_analysis_context(m, {}));
+  ASSERT_EQ(r.steps.size(), 1u);
+  const CriticalPathStep& s = r.steps[0];
+  EXPECT_EQ(s.duration_ns, 400'000);
+  EXPECT_EQ(of(s, PathCategory::kGpuCompute), 380'000);
+  EXPECT_EQ(of(s, PathCategory::kLaunchOverhead), 15'000);
+  EXPECT_EQ(of(s, PathCategory::kCpu), 5'000);
+  EXPECT_EQ(of(s, PathCategory::kKernelGaps), 0);
+  EXPECT_EQ(s.bound_by, PathCategory::kGpuCompute);
+}
+
+// The A100 recommender whose kernels wait a median 162 ms after their launch: its path was 87%
+// launch overhead; the device's queue is device time.
+TEST(CriticalPathCorpus, ADeepQueueIsNotLaunchOverhead) {
+  FERRET_REQUIRE_CORPUS(path, "a100-recsys-rank0-deep-queue.json.gz");
+  const TraceModel m = load_trace(path);
+  const CriticalPathResult r = analyze_critical_path(m, make_analysis_context(m, {}));
+  ASSERT_GT(r.mean_duration_ns, 0);
+  EXPECT_LT(r.mean_ns[static_cast<int>(PathCategory::kLaunchOverhead)], 0.10 * r.mean_duration_ns);
+  EXPECT_GT(r.mean_ns[static_cast<int>(PathCategory::kGpuCompute)] +
+                r.mean_ns[static_cast<int>(PathCategory::kCommunication)],
+            0.20 * r.mean_duration_ns);
+  EXPECT_NE(r.bound_by, PathCategory::kLaunchOverhead);
+}
+
 }  // namespace critical_path_test
 }  // namespace
 }  // namespace ferret
