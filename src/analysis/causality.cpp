@@ -88,7 +88,9 @@ DeviceCausality device_causality(const TraceModel& model, const AnalysisContext&
                                                                                    : StartReason::kUnknown;
     } else {
       const std::int64_t ready = model.ts_ns[launch];
-      ready_of[k] = ready;
+      // The host has handed the work over when its call returns (a first call that loads code
+      // objects lasts milliseconds), or when the work starts, if that is earlier.
+      ready_of[k] = std::min(model.end_ns(launch), a.start);
       launch_to_start.push_back(std::max<std::int64_t>(0, a.start - ready));
       ++d.launched;
       const std::int64_t allowed = std::max(ready, prev_end);

@@ -21,9 +21,10 @@
 // the host waiting on the device - on traced work while the device is busy, on work the trace
 // does not hold (queued before profiling, another process) while it shows none; the rest of the
 // device's busy time is both working; of its idle time, the device waited on the host from the
-// start of the gap until the launch of the activity that ends it came (and through a launch
-// latency of up to kLaunchLatencyMaxNs after it); the rest is neither (a dependency, a queue the
-// trace does not show, the window's tail). The four add up to the window.
+// start of the gap until the launch call of the activity that ends it returned (a first call that
+// loads code objects can take milliseconds), and through a launch latency of up to
+// kLaunchLatencyMaxNs after it; the rest is neither (a dependency, a queue the trace does not
+// show, the window's tail). The four add up to the window.
 #pragma once
 
 #include <array>

@@ -147,7 +147,21 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
 // Thresholds: ferret's own. 20% mirrors XProf's "highly input-bound" bar for the same amount of
 // idle GPU from a different cause; >= 40% (the GPU idles for the host close to half the step)
 // is high.
+// Who waits on whom (analysis/causality.h) must agree: at least half of that idle time must be
+// the device waiting for a launch that had not come. Idle time the device spent with its work
+// already queued (a backlog from before the trace, a dependency), or while the host was blocked
+// on work outside the trace, is not the host being slow - on a host far ahead of its device the
+// breakdown alone read 44-49% "CPU-bound".
 constexpr double kCpuBoundModerate = 0.20, kCpuBoundHigh = 0.40;
+constexpr double kCpuBoundConfirmedShare = 0.5;
+
+// The busiest device's share of the window spent waiting on the host (causality), or -1 unknown.
+double device_waited_on_host_share(const TraceAnalysis& a) {
+  const CausalityResult& c = a.causality;
+  if (c.busiest < 0) return -1;
+  const DeviceCausality& d = c.devices[static_cast<std::size_t>(c.busiest)];
+  return d.window_ns > 0 ? static_cast<double>(d.device_waited_on_host_ns) / static_cast<double>(d.window_ns) : -1;
+}
 
 void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const StepBreakdownResult& b = a.breakdown;
@@ -157,6 +171,8 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const double host = host_idle_share(b);
   const double dataloader = share_of(b, StepCategory::kDataLoader);
   if (host < kCpuBoundModerate || host <= dataloader) return;
+  const double waited = device_waited_on_host_share(a);
+  if (waited >= 0 && waited < kCpuBoundConfirmedShare * host) return;
 
   const double runtime = share_of(b, StepCategory::kRuntime);
   const double cpu_exec = share_of(b, StepCategory::kCpuExec);
@@ -186,6 +202,7 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
                 {"other_pct", 100 * other, "%"},
                 {"gpu_busy_pct", 100 * gpu_share(b), "%"},
                 {"dataloader_pct", 100 * dataloader, "%"},
+                {"device_waited_on_host_pct", 100 * std::max(0.0, waited), "%"},
                 {"step_ms", ns_to_ms(b.average_duration_ns), "ms"}};
   f.fixes = {
       "Compile the model: `model = torch.compile(model, mode=\"reduce-overhead\")` - fuses small operators and replays "
