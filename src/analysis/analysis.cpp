@@ -170,39 +170,42 @@ bool is_blocking_call(std::string_view name) {
   return (has("Memcpy") || has("Memset")) && !has("Async") && !has("Peer");  // cudaMemcpy, hipMemcpyWithStream
 }
 
-// Blocking calls before the window's first launch or after its last, at least 1 ms long, during
-// which the trace's own GPU work is busy under 10% of the time.
+// Blocking calls at least 1 ms long during which the trace's own device work is busy under 10% of
+// the time: they wait on work the trace does not hold (queued before profiling began, or another
+// process), as the causal timeline reads it (analysis/causality.h). One is at the window's start
+// when the device work launched in the window before it is under 10% of its wait, whatever tiny
+// launches come first (two launches in the first 0.12 ms defeated a "before the first launch" test
+// and a 470 ms wait read as a synchronous copy to fix); at the end when the work launched after it
+// is.
 void find_edge_waits(const TraceModel& model, AnalysisContext& ctx) {
   const Relations& rel = model.relations;
   std::vector<std::size_t> blocking;
-  std::int64_t first_launch = std::numeric_limits<std::int64_t>::max();
-  std::int64_t last_launch = std::numeric_limits<std::int64_t>::min();
   for (std::size_t i = 0; i < rel.launches.size(); ++i) {
     const EventIndex e = rel.launches[i];
     const std::int64_t t = model.ts_ns[e];
     if (t < ctx.window_start_ns || t >= ctx.window_end_ns) continue;
-    if (is_blocking_call(model.name_of(e))) {
-      if (model.dur_ns[e] >= kEdgeWaitMinNs) blocking.push_back(i);
-      continue;
-    }
-    if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;  // launched nothing
-    first_launch = std::min(first_launch, t);
-    last_launch = std::max(last_launch, t);
+    if (is_blocking_call(model.name_of(e)) && model.dur_ns[e] >= kEdgeWaitMinNs) blocking.push_back(i);
   }
   for (const std::size_t i : blocking) {
     const EventIndex e = rel.launches[i];
     const std::int64_t start = model.ts_ns[e], end = model.end_ns(e);
-    const bool at_start = end <= first_launch;
-    const bool at_end = start >= last_launch && last_launch != std::numeric_limits<std::int64_t>::min();
-    if (!at_start && !at_end) continue;
-    std::int64_t busy = 0;
-    for (const EventIndex g : rel.gpu_events) {
-      const EventKind k = model.kind[g];
-      if (k != EventKind::kKernel && k != EventKind::kMemcpy && k != EventKind::kMemset) continue;
-      if (!ctx.counts_gpu_event(model, g) || rel.launcher_of(g) == e) continue;
-      busy += std::max<std::int64_t>(0, std::min(end, model.end_ns(g)) - std::max(start, model.ts_ns[g]));
+    std::int64_t busy = 0, before = 0, after = 0;
+    for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
+      const EventIndex w = rel.gpu_events[g];
+      if (!is_device_work(model.kind[w]) || !ctx.counts_gpu_event(model, w)) continue;
+      const EventIndex launch = rel.gpu_launcher[g];
+      // The call's own copy counts as busy (a long synchronous copy is the copy, not a wait).
+      busy += std::max<std::int64_t>(0, std::min(end, model.end_ns(w)) - std::max(start, model.ts_ns[w]));
+      if (launch == e || launch == kNoEvent || model.ts_ns[launch] < ctx.window_start_ns ||
+          model.ts_ns[launch] >= ctx.window_end_ns)
+        continue;
+      if (model.ts_ns[launch] < start) before += model.dur_ns[w];
+      if (model.ts_ns[launch] >= end) after += model.dur_ns[w];
     }
     if (busy * 10 >= end - start) continue;
+    const bool at_start = before * 10 < end - start;
+    const bool at_end = !at_start && after * 10 < end - start;
+    if (!at_start && !at_end) continue;
     ctx.edge_waits.push_back({e, at_start, end - start, busy});
   }
   std::sort(ctx.edge_waits.begin(), ctx.edge_waits.end(),

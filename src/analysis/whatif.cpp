@@ -2,9 +2,12 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
+#include "analysis/classify.h"
+#include "analysis/intervals.h"
 #include "base/statistics.h"
 
 namespace ferret {
@@ -17,6 +20,30 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
   return analyze_whatif(model, ctx, changes, baseline);
 }
 
+namespace {
+
+// The busiest device's own work in the window (union of its kernels, copies and fills): what no
+// change to the host can take out of the steps.
+// Without communication when the change removes its exposed part (that time is what it takes out).
+std::pair<std::int32_t, std::int64_t> busiest_device_work(const TraceModel& model, const AnalysisContext& ctx,
+                                                          bool without_communication) {
+  std::map<std::int32_t, std::vector<Interval>> busy;
+  for (const EventIndex e : model.relations.gpu_events) {
+    if (!is_device_work(model.kind[e]) || !ctx.device_selected(model.pid[e])) continue;
+    if (without_communication && model.kind[e] == EventKind::kKernel && is_communication_kernel(model.name_of(e)))
+      continue;
+    const std::int64_t start = std::max(model.ts_ns[e], ctx.window_start_ns);
+    const std::int64_t end = std::min(model.end_ns(e), ctx.window_end_ns);
+    if (end > start) busy[model.pid[e]].push_back({start, end});
+  }
+  std::pair<std::int32_t, std::int64_t> best{-1, 0};
+  for (auto& [device, intervals] : busy)
+    if (const std::int64_t n = union_length(std::move(intervals)); n > best.second) best = {device, n};
+  return best;
+}
+
+}  // namespace
+
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
                             const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order) {
   WhatIfResult result;
@@ -25,11 +52,23 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
   const RetimeResult changed = retime_steps(model, ctx, changes, order);
   result.touched = changed.touched;
   std::vector<std::int64_t> base, predicted;
-  for (std::size_t s = 0; s < baseline_step_ns.size() && s < changed.steps.size(); ++s) {
+  const std::size_t count = std::min(baseline_step_ns.size(), changed.steps.size());
+  if (changes.speedups.empty() && count > 0) {
+    const auto [device, work] = busiest_device_work(model, ctx, changes.remove_exposed_communication);
+    result.floor_device = device;
+    result.device_floor_ns = work / static_cast<std::int64_t>(count);
+  }
+  for (std::size_t s = 0; s < count; ++s) {
     WhatIfStep step;
     step.number = changed.steps[s].number;
     step.baseline_ns = baseline_step_ns[s];
     step.predicted_ns = changed.steps[s].duration_ns();
+    // Never below the device's own work per step, nor above the step as it was (a removal adds
+    // no work): a step the device kept busy cannot shrink by what the host does.
+    if (step.predicted_ns < result.device_floor_ns) {
+      step.predicted_ns = std::min(result.device_floor_ns, step.baseline_ns);
+      result.floor_binds = result.floor_binds || step.predicted_ns == result.device_floor_ns;
+    }
     result.steps.push_back(step);
     base.push_back(step.baseline_ns);
     predicted.push_back(step.predicted_ns);

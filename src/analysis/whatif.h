@@ -32,6 +32,12 @@ struct WhatIfResult {
   double baseline_mean_ns = 0;
   double predicted_mean_ns = 0;
   RetimeTouched touched;
+  // The physical lower bound of a predicted step: the busiest device's own work in the window
+  // (kernels, copies, fills: their union) per step. No change to the host can make a step shorter
+  // than that. Applied to removals only: a --speedup shortens the very work the bound is made of.
+  std::int32_t floor_device = -1;
+  std::int64_t device_floor_ns = 0;
+  bool floor_binds = false;  // some step's prediction was raised to it
 };
 
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes);

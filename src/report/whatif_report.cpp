@@ -76,6 +76,10 @@ json whatif_json(const TraceModel& model, const AnalysisContext& ctx, const What
           {"predicted_step_us", r.steps.empty() ? json(nullptr) : json(us(r.predicted_step_ns))},
           {"change_pct",
            r.steps.empty() ? json(nullptr) : json(round2(change_pct(r.baseline_step_ns, r.predicted_step_ns)))},
+          {"lower_bound",
+           {{"device", r.floor_device < 0 ? json(nullptr) : json(r.floor_device)},
+            {"device_work_per_step_us", us(r.device_floor_ns)},
+            {"binds", r.floor_binds}}},
           {"steps", steps}};
 }
 
@@ -92,6 +96,9 @@ std::string whatif_text(const TraceModel& model, const AnalysisContext& ctx, con
   out += fmt::format("\n{}Predicted {} time{} (median of {} {}{}): {} -> {} ({:+.1f}%)\n", style.bold(), unit,
                      style.reset(), r.steps.size(), unit, r.steps.size() == 1 ? "" : "s", ms_text(r.baseline_step_ns),
                      ms_text(r.predicted_step_ns), change_pct(r.baseline_step_ns, r.predicted_step_ns));
+  if (r.floor_binds)
+    out += fmt::format("  bounded below by device {}'s own work: {} per {} (no change to the host can shorten it)\n",
+                       r.floor_device, ms_text(r.device_floor_ns), unit);
   if (r.has_steps && r.steps.size() > 1) {
     // Capped as the other tables are: a trace of 100,000 steps printed 100,006 lines.
     constexpr std::size_t kStepRows = 40;

@@ -163,8 +163,14 @@ TEST(CausalityCorpus, HostAheadEdgeWaitAndDeepQueue) {
   EXPECT_LT(a.device_waited_on_host_ns, a.window_ns / 10);
   EXPECT_GT(a.both_busy_ns, a.window_ns * 8 / 10);
   EXPECT_GT(a.median_launch_to_start_ns, 1'000'000);
+  {  // the ~470 ms wait on untraced work that opens the window is an edge wait, cut off the window
+    const TraceModel m = load_trace(sglang);
+    const AnalysisContext ctx = make_analysis_context(m, {});
+    EXPECT_GT(ctx.edge_trimmed_ns, 400'000'000);
+    ASSERT_EQ(ctx.edge_waits.size(), 1u);
+    EXPECT_TRUE(ctx.edge_waits[0].at_start);
+  }
   const DeviceCausality b = busiest(sglang);
-  EXPECT_GT(b.host_waited_on_device_ns, b.window_ns * 45 / 100);
   EXPECT_LT(b.device_waited_on_host_ns, b.window_ns / 100);
   const DeviceCausality c = busiest(recsys);
   EXPECT_GT(c.median_launch_to_start_ns, 100'000'000);
@@ -173,8 +179,8 @@ TEST(CausalityCorpus, HostAheadEdgeWaitAndDeepQueue) {
   for (const DeviceCausality& d : {a, b, c})
     EXPECT_EQ(d.device_waited_on_host_ns + d.host_waited_on_device_ns + d.both_busy_ns + d.neither_ns, d.window_ns);
   // The text line is the JSON's numbers, rounded.
-  const test::CommandResult text = test::run_ferret("analyze --width 200 " + sglang);
-  const test::CommandResult doc = test::run_ferret("analyze --json " + sglang);
+  const test::CommandResult text = test::run_ferret("analyze --width 200 " + recsys);
+  const test::CommandResult doc = test::run_ferret("analyze --json " + recsys);
   ASSERT_EQ(text.exit_code, 0);
   const nlohmann::json j = nlohmann::json::parse(doc.out)["traces"][0]["causality"];
   const nlohmann::json& dev = j["devices"][0];

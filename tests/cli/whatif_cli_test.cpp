@@ -102,6 +102,15 @@ TEST(WhatIfCli, NoWorkIsExit2AndALongTableIsCapped) {
   EXPECT_EQ(doc["steps"].size(), 100u);
 }
 
+// The lower bound in the document and the text: with nothing removed it never binds.
+TEST(WhatIfCli, TheDevicesOwnWorkIsSaidAsTheLowerBound) {
+  const std::string path = write_trace();
+  const auto doc = nlohmann::json::parse(run_ferret("whatif --json --remove dataloader " + path).out);
+  ASSERT_TRUE(doc.contains("lower_bound"));
+  EXPECT_EQ(doc["lower_bound"]["device"], nullptr);  // a CPU trace: no device work to bound by
+  EXPECT_EQ(doc["lower_bound"]["binds"], false);
+}
+
 }  // namespace whatif_cli_test
 }  // namespace
 }  // namespace ferret
