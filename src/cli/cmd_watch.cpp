@@ -10,9 +10,13 @@
 #include <fstream>
 #include <iostream>
 
+#include <optional>
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include "analysis/watch_summary.h"
+#include "base/safe_file.h"
 #include "benchmark/process_watch.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -38,16 +42,27 @@ struct WatchCliOptions {
 void run_watch(const WatchCliOptions& cli) {
   if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
   if (cli.command.empty()) usage_error("give the command to watch after --, e.g. ferret watch -- python train.py");
-  // Output files are opened before the command runs: a typo is said now, not after an hour.
-  std::ofstream report_file, samples_file;
-  if (!cli.out.empty()) {
-    report_file.open(cli.out, std::ios::binary);
-    if (!report_file) usage_error(fmt::format("--out {}: cannot write there", cli.out));
-  }
-  if (!cli.samples_out.empty()) {
-    samples_file.open(cli.samples_out, std::ios::binary);
-    if (!samples_file) usage_error(fmt::format("--samples-out {}: cannot write there", cli.samples_out));
-  }
+  // Output files are begun before the command runs (base/safe_file.h: a temporary file beside each,
+  // renamed into place when complete): a typo is said now, not after an hour.
+  std::optional<SafeFile> report_file, samples_file;
+  const auto begin = [](std::optional<SafeFile>& file, const std::string& path, const char* option) {
+    if (path.empty()) return;
+    try {
+      file.emplace(path);
+    } catch (const std::runtime_error& e) {
+      usage_error(fmt::format("{} {}", option, e.what()));
+    }
+  };
+  begin(report_file, cli.out, "--out");
+  begin(samples_file, cli.samples_out, "--samples-out");
+  const auto finish = [](std::optional<SafeFile>& file, const std::string& text, const char* option) {
+    try {
+      file->write(text);
+      file->commit();
+    } catch (const std::runtime_error& e) {
+      print_error(fmt::format("{} {}", option, e.what()));
+    }
+  };
 
   std::string gpu_note;
   std::unique_ptr<GpuSource> gpu = open_nvml_gpu_source(gpu_note);
@@ -76,15 +91,13 @@ void run_watch(const WatchCliOptions& cli) {
     report = watch_json(input).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   else if (cli.markdown)
     report = watch_markdown(input);
-  if (report_file.is_open()) {
+  if (report_file) {
     if (!cli.json && !cli.markdown) {
       Style plain;
       plain.width = text_width(cli.width);
       report = watch_text(input, plain);
     }
-    report_file << report;
-    report_file.close();
-    if (!report_file) print_error(fmt::format("--out {}: the report could not be written", cli.out));
+    finish(report_file, report, "--out");
   } else {
     std::cout.flush();
     if (!cli.json && !cli.markdown) {
@@ -95,11 +108,7 @@ void run_watch(const WatchCliOptions& cli) {
     std::cerr << "\n" << report;
     std::cerr.flush();
   }
-  if (samples_file.is_open()) {
-    samples_file << watch_samples_csv(series);
-    samples_file.close();
-    if (!samples_file) print_error(fmt::format("--samples-out {}: the samples could not be written", cli.samples_out));
-  }
+  if (samples_file) finish(samples_file, watch_samples_csv(series), "--samples-out");
   if (series.exit_status != 0) throw ExitCode{series.exit_status};
 }
 

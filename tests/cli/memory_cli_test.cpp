@@ -370,6 +370,17 @@ TEST(MemoryCli, SizesNoDeviceHasAreUnreadableAndCounted) {
       << doc["texts"][0]["notes"].dump();
   for (const json& f : doc["texts"][0]["findings"])
     EXPECT_EQ(f["title"].get<std::string>().find("-1"), std::string::npos);
+  // A message that names no device: "?" in the findings' titles, as in the table, never -1.
+  const std::string nameless = test::temp_path("oom-no-device.log");
+  test::write_file(nameless,
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. Of the allocated memory "
+                   "70.00 GiB is allocated by PyTorch, and 1.50 GiB is reserved by PyTorch but unallocated.\n");
+  const json other = json::parse(test::run_ferret("memory --json " + nameless).out);
+  ASSERT_FALSE(other["texts"][0]["findings"].empty()) << other.dump();
+  for (const json& f : other["texts"][0]["findings"]) {
+    EXPECT_EQ(f["title"].get<std::string>().find("-1"), std::string::npos) << f["title"];
+    EXPECT_NE(f["title"].get<std::string>().find("device ?"), std::string::npos) << f["title"];
+  }
 }
 
 }  // namespace memory_cli_test

@@ -60,6 +60,21 @@ TEST(WatchCli, SigtermToFerretReachesTheCommand) {
   EXPECT_EQ(doc["exit_status"], 143);
 }
 
+// SIGHUP too (before, watch passed on TERM only): the sleep ends by it (129).
+TEST(WatchCli, SighupToFerretReachesTheCommand) {
+  const std::string report = test::temp_path("watch-hup.json");
+  const test::CommandResult r = test::run_shell(
+      "start=$(date +%s); {ferret} watch --json --out '" + report +
+      "' -- sleep 10 & pid=$!; sleep 0.5; kill -HUP $pid; wait $pid; code=$?; echo $code $(( $(date +%s) - start ))");
+  int code = 0, seconds = 99;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "%d %d", &code, &seconds), 2) << r.out << r.err;
+  EXPECT_EQ(code, 128 + 1);
+  EXPECT_LT(seconds, 5);
+  const json doc = json::parse(test::read_file(report));
+  EXPECT_EQ(doc["signal"], 1);
+  EXPECT_EQ(doc["forwarded_signal"], 1);
+}
+
 TEST(WatchCli, JsonCsvAndTheGpuLine) {
   const std::string report = test::temp_path("watch.json"), csv = test::temp_path("watch.csv");
   const test::CommandResult r =
