@@ -100,8 +100,8 @@ fuzz:
 
 # A long campaign on a developer machine (FUZZ_LONG_SECONDS, an hour by default, per harness, the
 # harnesses $(JOBS) at a time): each grows build-asan/corpus-NAME from its seeds, and what it found
-# that covers new code is merged back into fuzz/seeds-long/NAME (committed: the next run, and CI's
-# short pass, start from it). Each harness's executions and coverage (libFuzzer's cov/ft at the end)
+# that covers new code, in inputs of at most 1 KiB, is merged back into fuzz/seeds-long/NAME
+# (committed: the next run, and CI's short pass, start from it). Each harness's executions and coverage (libFuzzer's cov/ft at the end)
 # go to build-asan/fuzz-long.txt for docs/RELIABILITY.md.
 FUZZ_LONG_SECONDS ?= 3600
 fuzz-long:
@@ -117,7 +117,7 @@ fuzz-long-%:
 	@build-asan/$*_fuzzer -max_total_time=$(FUZZ_LONG_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	  -artifact_prefix=build-asan/crashes/ build-asan/corpus-$* $(call fuzz_seeds,$*) \
 	  >build-asan/fuzz-long-$*.log 2>&1 || { tail -n 40 build-asan/fuzz-long-$*.log; exit 1; }
-	@build-asan/$*_fuzzer -merge=1 fuzz/seeds-long/$* build-asan/corpus-$* >/dev/null 2>&1
+	@build-asan/$*_fuzzer -merge=1 -max_len=1024 fuzz/seeds-long/$* build-asan/corpus-$* >/dev/null 2>&1
 	@{ printf '%s: ' $*; grep -a -h -E '^stat::number_of_executed_units' build-asan/fuzz-long-$*.log | awk '{printf "%s executions, ", $$2}'; \
 	  grep -a -h -E '^#[0-9]+.*(DONE|cov:)' build-asan/fuzz-long-$*.log | tail -n 1 | grep -o -E 'cov: [0-9]+ ft: [0-9]+' ; \
 	  printf 'seeds kept: %s\n' "$$(ls fuzz/seeds-long/$* | wc -l)"; } >> build-asan/fuzz-long.txt
