@@ -202,6 +202,16 @@ void fold_findings(std::vector<Finding>& findings) {
 }
 
 void rank_findings(std::vector<Finding>& findings) {
+  // A window that is not a steady state (capture, initialisation) gives the other findings nothing
+  // to gain in the steady state (docs/RULES.md, "The window comes first"): bound and prediction 1.
+  const bool window_verdict =
+      std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return role_of(f) == RuleRole::kWindow; });
+  if (window_verdict)
+    for (Finding& f : findings)
+      if (role_of(f) != RuleRole::kWindow) {
+        f.max_speedup = 1.0;  // the time share stays: it still says where this window's time went
+        if (f.predicted_speedup > 0) f.predicted_speedup = 1.0;
+      }
   for (Finding& f : findings)
     if (role_of(f) != RuleRole::kWindow && bounds_gain(f)) f.severity = severity_of_gain(f.max_speedup);
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {

@@ -62,7 +62,10 @@ void expect_policy(const Diagnosis& d, const std::string& input) {
         EXPECT_LT(other.time_share, 0.5 * f.time_share) << f.id;
       }
     }
-    EXPECT_LT(explained, 0.5 * f.time_share + 1e-12) << f.id << " stands beside causes that explain it";
+    // Under a window verdict nothing bounds a gain (all 1), so causes are not weighed by it.
+    if (!is_window(fs.front())) {
+      EXPECT_LT(explained, 0.5 * f.time_share + 1e-12) << f.id << " stands beside causes that explain it";
+    }
     // The bounds of the models: a CPU precision step halves the matmul time at most (2x); Tensor
     // Cores shrink kernels at most by the largest Tensor/FP32 peak ratio (28x), so the share won
     // back is under 27/28.
