@@ -21,6 +21,10 @@ const char* start_reason_name(StartReason r) {
   return "unknown";
 }
 
+bool is_queue_blocked_launch(std::int64_t call_ns, std::int64_t call_end_ns, std::int64_t work_start_ns) {
+  return call_ns >= kBlockedLaunchMinNs && work_start_ns - call_end_ns >= kUntracedQueueNs;
+}
+
 namespace {
 
 std::int64_t quantile(std::vector<std::int64_t>& v, double q) {
@@ -33,6 +37,16 @@ std::int64_t quantile(std::vector<std::int64_t>& v, double q) {
 // Blocking host calls in the window: the host waits in them until the device catches up.
 std::vector<Interval> host_blocking(const TraceModel& model, const AnalysisContext& ctx) {
   std::vector<Interval> out;
+  const Relations& rel = model.relations;
+  for (std::size_t i = 0; i < rel.launches.size(); ++i) {
+    if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;
+    const EventIndex call = rel.launches[i];
+    const EventIndex first = rel.launch_gpu[rel.launch_gpu_begin[i]];
+    if (!is_queue_blocked_launch(model.dur_ns[call], model.end_ns(call), model.ts_ns[first])) continue;
+    const std::int64_t start = std::max(model.ts_ns[call], ctx.window_start_ns);
+    const std::int64_t end = std::min(model.end_ns(call), ctx.window_end_ns);
+    if (end > start) out.push_back({start, end});
+  }
   for (std::size_t i = 0; i < model.size(); ++i) {
     const auto e = static_cast<EventIndex>(i);
     if (!is_launch_api(model.kind[e]) || model.phase[e] != 'X') continue;

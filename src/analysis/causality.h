@@ -46,6 +46,12 @@ inline constexpr std::int64_t kUntracedQueueNs = 1'000'000;
 // The longest launch latency counted as the host's (HolisticTraceAnalysis's launch-delay outlier
 // threshold): idle time after a launch beyond it is not the host's doing.
 inline constexpr std::int64_t kLaunchLatencyMaxNs = 100'000;
+// A launch call this long (ten ordinary launches) whose work then started over kUntracedQueueNs
+// after it returned was held by a full device queue (CUDA and HIP block a launch until a queue
+// slot frees): the host waited on the device in it, as in a sync. The first launches of lazily
+// loaded kernels are as long but find the queue short.
+inline constexpr std::int64_t kBlockedLaunchMinNs = 50'000;
+bool is_queue_blocked_launch(std::int64_t call_ns, std::int64_t call_end_ns, std::int64_t work_start_ns);
 // An activity starting within this of another stream's end, later than its own launch and stream
 // allowed, waited on that end.
 inline constexpr std::int64_t kDependencySlackNs = 10'000;

@@ -49,6 +49,7 @@ struct ChainKernel {
   std::int64_t ts, dur;
   KernelRole role;
   StrId op_name;  // kEmptyStr when no op launched it
+  EventIndex event;
 };
 
 constexpr std::size_t kPatternNames = 6;
@@ -104,7 +105,7 @@ ElementwiseChainsResult analyze_elementwise_chains(const TraceModel& model, cons
     StrId op_name = kEmptyStr;
     if (op != kNoEvent) op_name = model.name[op];
     kernels.push_back(
-        {model.pid[g], model.tid[g], model.ts_ns[g], std::max<std::int64_t>(0, model.dur_ns[g]), role, op_name});
+        {model.pid[g], model.tid[g], model.ts_ns[g], std::max<std::int64_t>(0, model.dur_ns[g]), role, op_name, g});
   }
   std::sort(kernels.begin(), kernels.end(), [](const ChainKernel& a, const ChainKernel& b) {
     return std::tie(a.device, a.stream, a.ts) < std::tie(b.device, b.stream, b.ts);
@@ -131,6 +132,7 @@ ElementwiseChainsResult analyze_elementwise_chains(const TraceModel& model, cons
       for (std::size_t k = i + 1; k < j; ++k) {
         names.push_back(kernels[k].op_name);
         ns += kernels[k].dur;
+        result.chain_kernels.push_back(kernels[k].event);
       }
       const std::int64_t fused = (kernels[i + 1].dur + kernels[j - 1].dur) / 2;
       ElementwiseChainPattern& p = patterns[names];
@@ -145,6 +147,7 @@ ElementwiseChainsResult analyze_elementwise_chains(const TraceModel& model, cons
     }
     i = j;  // the closing matrix kernel opens the next chain
   }
+  std::sort(result.chain_kernels.begin(), result.chain_kernels.end());
   for (auto& [names, p] : patterns) {
     p.ops = pattern_text(model, names);
     result.patterns.push_back(std::move(p));

@@ -44,6 +44,7 @@ struct ElementwiseChainsResult {
   std::int64_t fused_ns = 0;
   bool compiled = false;  // the window runs Inductor (Triton) kernels: chains are what it left unfused
   std::vector<ElementwiseChainPattern> patterns;  // by saved time, descending
+  std::vector<EventIndex> chain_kernels;          // the chains' kernels, ascending: what fusion shortens
   std::int64_t saved_ns() const { return kernel_ns - fused_ns; }
 };
 

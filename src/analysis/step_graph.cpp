@@ -5,6 +5,7 @@
 #include <iterator>
 #include <unordered_map>
 
+#include "analysis/causality.h"
 #include "analysis/classify.h"
 #include "analysis/host_blockers.h"
 #include "analysis/intervals.h"
@@ -22,7 +23,7 @@ std::uint64_t thread_key(std::int32_t pid, std::int32_t tid) {
 }
 
 // Per-name facts, memoised by interned name (names repeat millions of times).
-enum NameFlag : std::uint8_t {
+enum NameFlag : std::uint16_t {
   kKnown = 1,
   kSyncCall = 2,      // *Synchronize, synchronous memcpy/memset calls
   kSyncOp = 4,        // aten::item, aten::_local_scalar_dense
@@ -31,19 +32,24 @@ enum NameFlag : std::uint8_t {
   kGloo = 32,         // gloo collectives: communication run on the host
   kStep = 64,         // ProfilerStep#N
   kCopyLaunch = 128,  // an async copy launch (may block: a copy to pageable memory)
+  kSyncCopy = 256,    // a synchronous memcpy / memset call
 };
 
 class Names {
  public:
   explicit Names(const TraceModel& model, const RetimeChanges& changes)
-      : model_(model), changes_(changes), flags_(model.strings.size(), 0), speedup_(model.strings.size(), -2) {}
+      : model_(model),
+        changes_(changes),
+        flags_(model.strings.size(), 0),
+        speedup_(changes.speedups.empty() ? 0 : model.strings.size(), -2) {}
 
-  std::uint8_t flags(EventIndex e) {
-    std::uint8_t& f = flags_[model_.name[e]];
+  std::uint16_t flags(EventIndex e) {
+    std::uint16_t& f = flags_[model_.name[e]];
     if (f == 0) {
       const std::string_view n = model_.name_of(e);
       f = kKnown;
       if (is_host_sync_call(n) || is_sync_copy_call(n)) f |= kSyncCall;
+      if (is_sync_copy_call(n)) f |= kSyncCopy;
       if (is_host_sync_op(n)) f |= kSyncOp;
       if (is_launch_call(n)) f |= kLaunch;
       if (is_launch_call(n) && contains(n, "Memcpy")) f |= kCopyLaunch;
@@ -53,27 +59,37 @@ class Names {
     }
     return f;
   }
-  // The first speedup whose pattern the event's name holds, or -1.
+  // The first speedup that selects the event's name (its predicate, else its pattern as a part of
+  // the name), or -1.
   int speedup(EventIndex e) {
     if (changes_.speedups.empty()) return -1;
-    std::int8_t& s = speedup_[model_.name[e]];
+    std::int32_t& s = speedup_[model_.name[e]];
     if (s == -2) {
       s = -1;
       const std::string_view n = model_.name_of(e);
-      for (std::size_t i = 0; i < changes_.speedups.size() && i < 127; ++i)
-        if (contains(n, changes_.speedups[i].pattern)) {
-          s = static_cast<std::int8_t>(i);
+      // A finding's fix can name many kernels: one pass over the speedups per distinct name.
+      for (std::size_t i = 0; i < changes_.speedups.size(); ++i) {
+        const RetimeChanges::Speedup& sp = changes_.speedups[i];
+        if (sp.events) continue;  // selects events, not names
+        if (sp.selects ? sp.selects(n) : contains(n, sp.pattern)) {
+          s = static_cast<std::int32_t>(i);
           break;
         }
+      }
     }
     return s;
+  }
+  // Whether a kernel selected through its op is one the speedup scales.
+  bool kernel_kept(EventIndex kernel, int s) {
+    const RetimeChanges::Speedup& sp = changes_.speedups[static_cast<std::size_t>(s)];
+    return !sp.kernels || sp.kernels(model_.name_of(kernel));
   }
 
  private:
   const TraceModel& model_;
   const RetimeChanges& changes_;
-  std::vector<std::uint8_t> flags_;
-  std::vector<std::int8_t> speedup_;
+  std::vector<std::uint16_t> flags_;
+  std::vector<std::int32_t> speedup_;  // per name: the speedup's index, -1 none, -2 not looked up
 };
 
 // The host clock of one thread: original time -> re-timed time. Outside a changed region it is a
@@ -285,8 +301,23 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
       return covered_length(compute_busy, model.ts_ns[g], model.end_ns(g));
     }
     if (changes.speedups.empty()) return dur;
+    for (std::size_t i = 0; i < changes.speedups.size(); ++i) {
+      const RetimeChanges::Speedup& sp = changes.speedups[i];
+      if (sp.events && std::binary_search(sp.events->begin(), sp.events->end(), g)) {
+        ++result.touched.speedup_events[i];
+        return std::llround(static_cast<double>(dur) / sp.factor);
+      }
+    }
+    using Scope = RetimeChanges::Speedup::Scope;
+    auto device_scope = [&](int i) {
+      return i >= 0 && changes.speedups[static_cast<std::size_t>(i)].scope != Scope::kHost;
+    };
     int s = names.speedup(g);
-    for (EventIndex p = launch; s < 0 && p != kNoEvent; p = rel.parent[p]) s = names.speedup(p);
+    if (!device_scope(s) || !names.kernel_kept(g, s)) s = -1;
+    for (EventIndex p = launch; s < 0 && p != kNoEvent; p = rel.parent[p]) {
+      const int by_op = names.speedup(p);
+      if (device_scope(by_op) && names.kernel_kept(g, by_op)) s = by_op;
+    }
     if (s < 0) return dur;
     ++result.touched.speedup_events[s];
     return std::llround(static_cast<double>(dur) / changes.speedups[s].factor);
@@ -318,9 +349,38 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     } else {
       stream_ready = st.end_new.back() + gap;  // no launch in the window: the whole gap stays
     }
+    // Queued far longer than a launch takes, after a gap on its own stream: neither its launch nor
+    // its stream held it, the device's other work did (a cross-stream dependency, or a queue
+    // shared with other streams). It follows the other stream's activity that ended just before
+    // it, when one did (causality.h: kDependencySlackNs); else it keeps its delay.
+    std::uint32_t waited_node = kNoNode;
+    if (launch != kNoEvent && gap > kBackToBackGapNs && start - model.ts_ns[launch] > kUntracedQueueNs) {
+      std::int64_t waited_end = INT64_MIN, waited_new = 0;
+      for (const auto& [key, other] : streams) {
+        if (&other == &st || static_cast<std::int32_t>(key >> 32) != model.pid[g]) continue;
+        auto it = std::upper_bound(other.end.begin(), other.end.end(), start);
+        if (it == other.end.begin()) continue;
+        const std::size_t j = static_cast<std::size_t>(it - other.end.begin()) - 1;
+        if (other.end[j] < start - kDependencySlackNs || other.end[j] <= waited_end) continue;
+        waited_end = other.end[j];
+        waited_new = other.end_new[j];
+        waited_node = other.node[j];
+      }
+      if (waited_node != kNoNode) {
+        launch_ready = std::max(launch_new + kLaunchLatencyNs, waited_new + (start - waited_end));
+      } else if (has_prev) {
+        // Nothing else ran before it: the gap is the device's (a bubble, a wait the trace does not
+        // show) and stays, after its stream; the launch, long done, binds nothing.
+        launch_ready = launch_new + kLaunchLatencyNs;
+        stream_ready = st.end_new.back() + gap;
+      }
+    }
     if (launch_ready >= stream_ready) {
       node.start_ns = launch_ready;
-      node.binding = launch != kNoEvent ? GpuBinding::kLaunch : GpuBinding::kNone;
+      node.binding = waited_node != kNoNode ? GpuBinding::kWait
+                     : launch != kNoEvent   ? GpuBinding::kLaunch
+                                            : GpuBinding::kNone;
+      if (waited_node != kNoNode) node.previous = waited_node;
     } else {
       node.start_ns = stream_ready;
       node.binding = GpuBinding::kStream;
@@ -407,7 +467,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     }
     if (top_level) clock.last_top_end = std::max(clock.last_top_end, item.ts + item.dur);
     const std::int64_t start_new = clock.map(item.ts);
-    const std::uint8_t f = names.flags(e);
+    const std::uint16_t f = names.flags(e);
     const std::int64_t end = item.ts + item.dur;
 
     // The GPU work this call launched.
@@ -431,8 +491,13 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     // A change to this span's own time: the outermost one on its thread.
     const bool copy_sync = (f & kCopyLaunch) && launched && item.dur >= kSyncCopyMinWaitNs &&
                            result.gpu.back().launch == e && model.end_ns(result.gpu.back().event) <= end;
-    if ((f & (kSyncCall | kSyncOp)) || copy_sync) {
-      if (changes.remove_host_sync) {
+    // A launch held by a full device queue waits for the device as a sync does (causality.h); no
+    // removal of a sync or a launch takes that wait away, only a device that runs faster.
+    const bool queue_blocked = (f & kLaunch) && launched && result.gpu.back().launch == e &&
+                               is_queue_blocked_launch(item.dur, end, model.ts_ns[result.gpu.back().event]);
+    if ((f & (kSyncCall | kSyncOp)) || copy_sync || queue_blocked) {
+      if (!queue_blocked &&
+          (changes.remove_host_sync || (changes.remove_sync_copies && ((f & kSyncCopy) || copy_sync)))) {
         ++result.touched.host_syncs;
         clock.begin(item.ts, start_new, end, start_new, true);
         result.syncs.push_back({e, start_new, start_new, kNoNode});
@@ -472,9 +537,12 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     } else if ((f & kGloo) && changes.remove_exposed_communication) {
       ++result.touched.communication;
       factor = 0;
-    } else if (!changes.speedups.empty() && !is_launch_api(k) && !launches_gpu[e]) {
+    } else if (!changes.speedups.empty() && !launches_gpu[e]) {
+      // Host time: CPU ops for `--speedup`; runtime calls too when a fix names them (allocator calls).
+      using Scope = RetimeChanges::Speedup::Scope;
       const int s = names.speedup(e);
-      if (s >= 0) {
+      const Scope scope = s >= 0 ? changes.speedups[static_cast<std::size_t>(s)].scope : Scope::kDevice;
+      if (scope == Scope::kHost || (scope == Scope::kAny && !is_launch_api(k))) {
         ++result.touched.speedup_events[s];
         factor = 1.0 / changes.speedups[s].factor;
       }

@@ -21,7 +21,10 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/analysis.h"
@@ -45,9 +48,23 @@ struct RetimeChanges {
   bool remove_host_sync = false;              // synchronising calls take no time
   bool remove_launch_overhead = false;        // launch calls take no host time
   bool remove_exposed_communication = false;  // communication not overlapped by compute is gone
+  bool remove_sync_copies = false;            // synchronous (and blocking pageable) copies stop blocking the host
   struct Speedup {
     std::string pattern;  // substring of a kernel name, or of an op enclosing its launch / a CPU op
     double factor = 1;    // durations divided by this (> 0)
+    // A finding's fix selects what it speeds up by what the events are, not by a part of a name:
+    // `selects` (of an event's name: a kernel's, or an op's enclosing a launch, or a host op's)
+    // replaces the pattern, which then only describes the selection; `kernels` (of a kernel's
+    // name), when set, keeps only the kernels it accepts among those selected through their op.
+    std::function<bool(std::string_view)> selects;
+    std::function<bool(std::string_view)> kernels;
+    // Or the very device activities (ascending), when the fix shortens some instances of a name only
+    // (the kernels of element-wise chains, not every aten::add).
+    std::shared_ptr<const std::vector<EventIndex>> events;
+    // Which durations it scales: device activities (by their name or their launching op's),
+    // host ops that launch nothing (runtime calls too: an allocator call), or both (`--speedup`:
+    // CPU ops, not runtime calls).
+    enum class Scope : std::uint8_t { kAny, kDevice, kHost } scope = Scope::kAny;
   };
   std::vector<Speedup> speedups;
 };

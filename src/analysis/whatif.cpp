@@ -96,10 +96,12 @@ void parse_whatif_removal(const std::string& text, RetimeChanges& changes) {
     changes.remove_launch_overhead = true;
   else if (text == "exposed-communication")
     changes.remove_exposed_communication = true;
+  else if (text == "sync-copy")
+    changes.remove_sync_copies = true;
   else
     throw OptionError(
-        fmt::format("--remove: '{}' is not a cause ferret can remove; use dataloader, host-sync, launch-overhead or "
-                    "exposed-communication",
+        fmt::format("--remove: '{}' is not a cause ferret can remove; use dataloader, host-sync, sync-copy, "
+                    "launch-overhead or exposed-communication",
                     text));
 }
 
@@ -121,13 +123,17 @@ void parse_whatif_speedup(const std::string& text, RetimeChanges& changes) {
     throw OptionError(fmt::format(
         "--speedup: the factor in '{}' must be a number from {} to {} (2 = twice as fast, 0.5 = twice as slow)", text,
         kMinSpeedup, kMaxSpeedup));
-  changes.speedups.push_back({text.substr(0, eq), factor});
+  RetimeChanges::Speedup speedup;
+  speedup.pattern = text.substr(0, eq);
+  speedup.factor = factor;
+  changes.speedups.push_back(std::move(speedup));
 }
 
 std::vector<std::string> whatif_removals(const RetimeChanges& changes) {
   std::vector<std::string> out;
   if (changes.remove_dataloader) out.push_back("dataloader");
   if (changes.remove_host_sync) out.push_back("host-sync");
+  if (changes.remove_sync_copies) out.push_back("sync-copy");
   if (changes.remove_launch_overhead) out.push_back("launch-overhead");
   if (changes.remove_exposed_communication) out.push_back("exposed-communication");
   return out;

@@ -46,7 +46,7 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
                             const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order = nullptr);
 
-// "--remove NAME": dataloader, host-sync, launch-overhead or exposed-communication into `changes`.
+// "--remove NAME": dataloader, host-sync, sync-copy, launch-overhead or exposed-communication into `changes`.
 // Throws OptionError naming the accepted values.
 void parse_whatif_removal(const std::string& text, RetimeChanges& changes);
 // "--speedup PATTERN=K": a non-empty pattern and a finite factor K > 0. Throws OptionError.

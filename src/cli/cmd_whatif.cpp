@@ -6,12 +6,16 @@
 #include <iostream>
 #include <new>
 
+#include <fmt/format.h>
+
 #include "analysis/analysis_options.h"
+#include "analysis/trace_analysis.h"
 #include "analysis/whatif.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
+#include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
 #include "report/whatif_report.h"
 
@@ -23,6 +27,7 @@ struct WhatIfOptions {
   std::string trace;
   std::vector<std::string> remove;
   std::vector<std::string> speedup;
+  std::string fix;
   bool json = false;
   std::string steps;
   int device = -1;
@@ -30,6 +35,34 @@ struct WhatIfOptions {
   std::string max_memory;
   std::size_t width = 0;
 };
+
+// `--fix ID`: the change the diagnosis re-timed for finding ID, so that `whatif` and `analyze`
+// give one number for one cause.
+void add_fix_of_finding(const TraceModel& model, const AnalysisOptions& options, const std::string& trace,
+                        const std::string& id, RetimeChanges& changes) {
+  const Diagnosis d = diagnose(analyze_trace(model, options));
+  std::string predicted;
+  for (const Finding& f : d.findings) {
+    if (f.id == id) {
+      const RetimeChanges fix = fix_change_of(f);
+      changes.remove_dataloader |= fix.remove_dataloader;
+      changes.remove_host_sync |= fix.remove_host_sync;
+      changes.remove_sync_copies |= fix.remove_sync_copies;
+      changes.remove_launch_overhead |= fix.remove_launch_overhead;
+      changes.remove_exposed_communication |= fix.remove_exposed_communication;
+      changes.speedups.insert(changes.speedups.end(), fix.speedups.begin(), fix.speedups.end());
+      if (f.predicted_speedup <= 0)
+        throw OptionError(
+            fmt::format("--fix: the diagnosis of {} cannot re-time the fix of '{}' (its gain is a "
+                        "ceiling only)",
+                        trace, id));
+      return;
+    }
+    if (f.predicted_speedup > 0) predicted += (predicted.empty() ? "" : ", ") + f.id;
+  }
+  throw OptionError(fmt::format("--fix: {} has no finding '{}'; findings with a predicted gain: {}", trace, id,
+                                predicted.empty() ? "none" : predicted));
+}
 
 void run_whatif(const WhatIfOptions& opt) {
   // Arguments first: a bad one is a usage error before any loading.
@@ -48,6 +81,7 @@ void run_whatif(const WhatIfOptions& opt) {
     const TraceModel model = load_trace(opt.trace, load);
     finish_progress_bar();
     const AnalysisContext ctx = make_analysis_context(model, analysis);
+    if (!opt.fix.empty()) add_fix_of_finding(model, analysis, opt.trace, opt.fix, changes);
     const WhatIfResult result = analyze_whatif(model, ctx, changes);
     if (opt.json)
       std::cout << whatif_json(model, ctx, result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
@@ -78,9 +112,13 @@ void register_whatif(CLI::App& app) {
       "whatif", "Predict the step time if a cause were fixed: re-time each step's dependency graph with the change");
   cmd->add_option("trace", opt->trace, "Trace file (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
       ->required();
-  cmd->add_option("--remove", opt->remove,
-                  "Remove a cause (repeatable): dataloader, host-sync, launch-overhead, exposed-communication")
+  cmd->add_option(
+         "--remove", opt->remove,
+         "Remove a cause (repeatable): dataloader, host-sync, sync-copy, launch-overhead, exposed-communication")
       ->allow_extra_args(false);
+  cmd->add_option("--fix", opt->fix,
+                  "Re-time the fix of a finding of `ferret analyze` (its id, e.g. no-tensor-cores): the change its "
+                  "predicted gain was computed with");
   cmd->add_option("--speedup", opt->speedup,
                   "PATTERN=K (repeatable): kernels, and CPU ops that launch no GPU work, whose name (or an enclosing "
                   "op's name) contains PATTERN run K times faster")

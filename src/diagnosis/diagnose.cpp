@@ -19,19 +19,19 @@ std::string describe_window(const TraceAnalysis& a) {
   return fmt::format("{:.1f} ms of trace (no ProfilerStep spans)", static_cast<double>(ctx.window_ns()) / 1e6);
 }
 
-// The what-if change that removes a finding's cause, for the causes it can re-time.
-bool removal_for(const std::string& id, RetimeChanges& changes) {
-  if (id == "input-bound")
-    changes.remove_dataloader = true;
-  else if (id == "host-sync")
-    changes.remove_host_sync = true;
-  else if (id == "launch-bound")
-    changes.remove_launch_overhead = true;
-  else if (id == "exposed-communication")
-    changes.remove_exposed_communication = true;
-  else
-    return false;
-  return true;
+// The what-if change that removes a finding's cause: the four removals `ferret whatif --remove`
+// names, by id; any other rule states its fix's change itself (Finding::fix).
+void add_removal(const std::string& id, RetimeChanges& changes) {
+  if (id == "input-bound") changes.remove_dataloader = true;
+  if (id == "host-sync") changes.remove_host_sync = true;
+  if (id == "sync-copy") changes.remove_sync_copies = true;
+  if (id == "launch-bound") changes.remove_launch_overhead = true;
+  if (id == "exposed-communication" || id == "communication-heavy") changes.remove_exposed_communication = true;
+}
+
+bool changes_anything(const RetimeChanges& c) {
+  return c.remove_dataloader || c.remove_host_sync || c.remove_sync_copies || c.remove_launch_overhead ||
+         c.remove_exposed_communication || !c.speedups.empty();
 }
 
 void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
@@ -42,9 +42,10 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
   std::vector<std::int64_t> baseline;  // the critical path re-timed the unchanged steps already
   for (const CriticalPathStep& s : a.critical_path.steps) baseline.push_back(s.duration_ns);
   for (Finding& f : findings) {
-    RetimeChanges changes;
-    if (!removal_for(f.id, changes)) continue;
-    if (!gpu_work && (changes.remove_host_sync || changes.remove_launch_overhead)) continue;
+    const RetimeChanges changes = fix_change_of(f);
+    if (!changes_anything(changes)) continue;
+    if (!gpu_work && (changes.remove_host_sync || changes.remove_sync_copies || changes.remove_launch_overhead))
+      continue;
     const WhatIfResult w = analyze_whatif(*a.model, a.context, changes, baseline, &a.step_order);
     // Means, as the rules' shares: "81% of each step" and "predicted 5.2x" then speak of one step.
     if (w.baseline_mean_ns <= 0 || w.predicted_mean_ns <= 0) continue;
@@ -60,6 +61,12 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
 }
 
 }  // namespace
+
+RetimeChanges fix_change_of(const Finding& f) {
+  RetimeChanges changes = f.fix;
+  add_removal(f.id, changes);
+  return changes;
+}
 
 Diagnosis diagnose(const TraceAnalysis& analysis) {
   Diagnosis d;
@@ -83,11 +90,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
     return d;
   }
   d.verdict = verdict_of(*top);
-  // A window finding says the window is not a steady state: no gain is bounded there.
-  if (d.verdict.bottleneck_found && top->max_speedup > 1.005)
-    d.verdict.headline = fmt::format("{}; removing it makes steps up to {:.2f}x faster.", top->title, top->max_speedup);
-  else
-    d.verdict.headline = top->title + ".";
+  d.verdict.headline = headline_of(*top, d.verdict);
   return d;
 }
 

@@ -18,4 +18,9 @@ struct Diagnosis {
 
 Diagnosis diagnose(const TraceAnalysis& analysis);
 
+// The what-if change of a finding's fix (Finding::fix, and the removal its id names for input-bound,
+// host-sync, sync-copy, launch-bound and exposed-communication): what `predicted_speedup` re-timed,
+// and `ferret whatif --fix ID` re-times. Changes nothing for a finding whose fix it cannot express.
+RetimeChanges fix_change_of(const Finding& f);
+
 }  // namespace ferret

@@ -1,6 +1,7 @@
 #include "diagnosis/finding.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace ferret {
 
@@ -37,6 +38,42 @@ const char* severity_name(Severity s) {
 
 double share_of(std::int64_t part, std::int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+namespace {
+
+void add_speedup(Finding& f, std::string description, double selected_ns, double saved_ns, NamePredicate selects,
+                 NamePredicate kernels, RetimeChanges::Speedup::Scope scope) {
+  if (!(selected_ns > 0) || !(saved_ns > 0) || saved_ns >= selected_ns) return;
+  RetimeChanges::Speedup s;
+  s.pattern = std::move(description);
+  s.factor = selected_ns / (selected_ns - saved_ns);
+  s.selects = std::move(selects);
+  s.kernels = std::move(kernels);
+  s.scope = scope;
+  f.fix.speedups.push_back(std::move(s));
+}
+
+}  // namespace
+
+void fix_speeds_up_device_work(Finding& f, std::string description, double selected_ns, double saved_ns,
+                               NamePredicate selects, NamePredicate kernels) {
+  add_speedup(f, std::move(description), selected_ns, saved_ns, std::move(selects), std::move(kernels),
+              RetimeChanges::Speedup::Scope::kDevice);
+}
+
+void fix_speeds_up_device_events(Finding& f, std::string description, double selected_ns, double saved_ns,
+                                 std::vector<EventIndex> events) {
+  if (events.empty()) return;
+  add_speedup(f, std::move(description), selected_ns, saved_ns, {}, {}, RetimeChanges::Speedup::Scope::kDevice);
+  if (!f.fix.speedups.empty() && !f.fix.speedups.back().events && !f.fix.speedups.back().selects)
+    f.fix.speedups.back().events = std::make_shared<const std::vector<EventIndex>>(std::move(events));
+}
+
+void fix_speeds_up_host_ops(Finding& f, std::string description, double selected_ns, double saved_ns,
+                            NamePredicate selects) {
+  add_speedup(f, std::move(description), selected_ns, saved_ns, std::move(selects), {},
+              RetimeChanges::Speedup::Scope::kHost);
 }
 
 double amdahl_speedup(double share) {

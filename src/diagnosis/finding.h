@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/intervals.h"
+#include "analysis/step_graph.h"
 
 namespace ferret {
 
@@ -42,6 +43,10 @@ struct Finding {
   // -1 when not predicted. It sits beside the bound: the bound is what the fix can give at most,
   // the prediction what the step's dependencies let through.
   double predicted_speedup = -1;
+  // What the fix changes, for the what-if to re-time: the kernels or ops it speeds up (exact names)
+  // or the waits it removes. Empty for a cause whose fix the step graph cannot express (a setting,
+  // a transport); the four removals of `ferret whatif --remove` are set by the diagnosis from the id.
+  RetimeChanges fix;
   std::string threshold;  // "DataLoader > 5% of step (TensorBoard plugin); >= 20% high (XProf)"
   // Rules that judge the same cause from different angles share this key; the diagnosis keeps
   // the higher-ranked finding and folds the other's evidence and fixes into it. Empty = the id.
@@ -50,6 +55,17 @@ struct Finding {
   // when it is not one place in time (an operator's efficiency, a setting), then it spans the window.
   Occurrences where;
 };
+
+// What a fix changes, for Finding::fix. `saved_ns` of `selected_ns` is the time the rule says the
+// fix wins back on the events it selects: they run selected / (selected - saved) times faster
+// (nothing is added when either is not positive or saved is not below selected).
+using NamePredicate = std::function<bool(std::string_view)>;
+void fix_speeds_up_device_work(Finding& f, std::string description, double selected_ns, double saved_ns,
+                               NamePredicate selects, NamePredicate kernels = {});
+void fix_speeds_up_device_events(Finding& f, std::string description, double selected_ns, double saved_ns,
+                                 std::vector<EventIndex> events);
+void fix_speeds_up_host_ops(Finding& f, std::string description, double selected_ns, double saved_ns,
+                            NamePredicate selects);
 
 // Amdahl: removing `share` of the time speeds up by 1 / (1 - share). Capped to avoid infinity.
 double amdahl_speedup(double share);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/classify.h"
 #include "base/units.h"
 #include "diagnosis/rules.h"
 
@@ -204,6 +205,10 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
+  // The what-if: the communication kernels at link speed (their time times the efficiency), re-timed
+  // with the compute that overlaps them.
+  fix_speeds_up_device_work(f, "communication kernels at link speed", 1.0, 1.0 - u.best_large_efficiency,
+                            is_communication_kernel);
   f.threshold =
       "fastest >= 16 MiB call < 25% of scale-up link peak, groups of <= 8 ranks (ferret, from nccl-tests' "
       "~80% of peak on large messages)";

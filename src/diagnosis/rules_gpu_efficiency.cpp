@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/classify.h"
+#include "analysis/tensor_cores.h"
 #include "base/text.h"
 #include "base/units.h"
 #include "diagnosis/rules.h"
@@ -165,6 +167,11 @@ void rule_no_tensor_cores(const DeviceMetrics& d, const RooflineResult& roofline
   }
   f.time_share = wall_share(d, d.tc_eligible_without_tc_ns) * (eligible_ns > 0 ? gain_ns / eligible_ns : 0.0);
   f.max_speedup = amdahl_speedup(f.time_share);
+  // The what-if: the same kernels (launched by eligible ops, not on the matrix units) shortened by
+  // the same gain, re-timed in the step: on a host-bound step they were never in the way.
+  fix_speeds_up_device_work(
+      f, "kernels of Tensor-Core-eligible ops off the matrix units", eligible_ns, gain_ns, is_tensor_core_eligible_op,
+      [](std::string_view k) { return !is_tensor_core_kernel(k) && !is_communication_kernel(k); });
   f.threshold =
       "eligible ops' non-Tensor-Core kernels >= 10% of kernel time (25% medium, 50% high) and < 50% of eligible "
       "kernel time on Tensor Cores, compute capability >= 7.0 (ferret; TensorBoard plugin: Tensor Cores 0% and any "
@@ -225,6 +232,14 @@ void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
   f.time_share = wall_share(d, d.non_matmul_occupancy_ns) *
                  (1.0 - std::min(1.0, d.non_matmul_occupancy_pct / kLatencyHiddenOccupancyPct));
   f.max_speedup = amdahl_speedup(f.time_share);
+  // The what-if: every kernel but GEMM/convolution and communication kept to the same share of its
+  // time (occupancy is per launch, so all of them, by their mean occupancy).
+  const double occupancy_ns = static_cast<double>(d.non_matmul_occupancy_ns);
+  fix_speeds_up_device_work(
+      f, "element-wise and reduction kernels at low occupancy", occupancy_ns,
+      occupancy_ns * (1.0 - std::min(1.0, d.non_matmul_occupancy_pct / kLatencyHiddenOccupancyPct)),
+      [](std::string_view k) { return !is_matmul_or_conv_kernel(k) && !is_communication_kernel(k); },
+      [](std::string_view k) { return !is_matmul_or_conv_kernel(k) && !is_communication_kernel(k); });
   f.threshold =
       "est. achieved occupancy of non-GEMM kernels < 25% (< 10% medium) and those kernels >= 20% of kernel time "
       "(ferret)";
@@ -298,6 +313,13 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
   const double matmul_speedup = precision_step ? tensor_core_speedup_bound(d) : 1.0;
   f.time_share = wall_share(d, d.matmul_conv_ns) * (1.0 - 1.0 / matmul_speedup);
   f.max_speedup = amdahl_speedup(f.time_share);
+  // The what-if: the same kernels (GEMM/convolution by name, or launched by an eligible op) at the
+  // same factor.
+  const double matmul_ns = static_cast<double>(d.matmul_conv_ns);
+  fix_speeds_up_device_work(
+      f, "GEMM/convolution kernels", matmul_ns, matmul_ns * (1.0 - 1.0 / matmul_speedup),
+      [](std::string_view n) { return is_matmul_or_conv_kernel(n) || is_tensor_core_eligible_op(n); },
+      [](std::string_view k) { return !is_communication_kernel(k); });
   f.threshold = "GEMM/convolution/attention kernels > 50% of compute kernel time (ferret)";
   out.push_back(std::move(f));
 }

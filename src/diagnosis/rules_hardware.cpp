@@ -75,6 +75,12 @@ void rule_slow_host_copies(const HardwareResult& h, std::vector<Finding>& out) {
       "--memory=pinned`)");
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
+  // The what-if: host copies (both directions) at link peak, re-timed with what waits on them.
+  fix_speeds_up_device_work(
+      f, "host-device copies at link peak", static_cast<double>(large_time), lost_ns, [](std::string_view n) {
+        return n.find("HtoD") != std::string_view::npos || n.find("DtoH") != std::string_view::npos ||
+               n.find("HostToDevice") != std::string_view::npos || n.find("DeviceToHost") != std::string_view::npos;
+      });
   f.threshold =
       "copies >= 1 MiB below 50% of host link peak and >= 1% of the window (ferret, from bandwidthTest's "
       "80-90% of peak for pinned copies)";

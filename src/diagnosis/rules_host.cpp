@@ -279,6 +279,10 @@ void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
   };
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
+  // The what-if: a warm cache serves every allocation, so the calls all but vanish (a thousandth of
+  // their time stays; the first step's calls too, which the steps re-timed include).
+  fix_speeds_up_host_ops(f, "device allocator calls", static_cast<double>(call_ns),
+                         0.999 * static_cast<double>(call_ns), is_allocator_call);
   f.threshold =
       "allocator calls in steps after the first, >= 1 per step or >= 1% of those steps (ferret); without "
       "steps >= 3% of the trace; >= 3% medium, >= 15% high (XProf's host-overhead levels)";
@@ -495,6 +499,9 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
     f.time_share = std::min(share, gain_ns / static_cast<double>(hs.window_ns));
     f.max_speedup = amdahl_speedup(f.time_share);
     f.evidence.push_back({"above_roofline_ms", ns_to_ms(gain_ns), "ms"});
+    // The what-if: the operator's kernels down to its roofline, re-timed in the step.
+    fix_speeds_up_device_work(f, op.name + " at its roofline", static_cast<double>(op.device_self_ns), gain_ns,
+                              [name = op.name](std::string_view n) { return n == name; });
   } else {
     f.time_share = share;
     f.max_speedup = 1.0;

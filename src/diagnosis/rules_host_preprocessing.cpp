@@ -135,6 +135,8 @@ void rule_host_preprocessing(const PythonFramesResult& p, std::vector<Finding>& 
       "copy it with `.to(\"cuda\", non_blocking=True)` from pinned memory");
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
+  // No what-if: the step graph re-times operators and runtime calls, not the Python frames around
+  // them, so it cannot take these frames off the thread; the bound stands alone.
   f.threshold =
       "GPU idle while the launching thread runs preprocessing frames (tokenisers, decoding, resizing, pipeline "
       "pre/post-processing) >= 1% of the window (ferret); >= 3% medium, >= 15% high (XProf's host-overhead levels)";

@@ -77,7 +77,7 @@ void merge_same_cause_key(std::vector<Finding>& findings) {
       kept.push_back(std::move(f));
       continue;
     }
-    if (f.max_speedup > same->max_speedup) std::swap(*same, f);
+    if (expected_speedup(f) > expected_speedup(*same)) std::swap(*same, f);
     add_evidence(*same, f);
     add_fixes(*same, f);
     add_where(*same, f);
@@ -89,6 +89,8 @@ void merge_same_cause_key(std::vector<Finding>& findings) {
 // most of the lost time has a named cause). A cause that measures no time (a slow transport) is
 // taken to explain all of it. Below half, the symptom stands for the unexplained rest.
 constexpr double kExplainedShare = 0.5;
+// A prediction below this is no gain: the 1.00x of the reports.
+constexpr double kNoPredictedGain = 1.005;
 
 bool listed(std::span<const std::string_view> ids, const std::string& id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
@@ -113,12 +115,16 @@ std::size_t fold_target(const std::vector<Finding>& findings, std::size_t i) {
     const Finding& f = findings[j];
     if (j == i || !listed(rule->explained_by, f.id)) continue;
     if (role_of(f) == RuleRole::kSymptom) {
-      if (f.time_share >= needed && (symptom == std::string::npos || f.max_speedup > findings[symptom].max_speedup))
+      if (f.time_share >= needed &&
+          (symptom == std::string::npos || expected_speedup(f) > expected_speedup(findings[symptom])))
         symptom = j;
       continue;
     }
+    // A cause whose fix the what-if re-timed to no shorter step does not explain why the device
+    // idles: the step waits on something else.
+    if (f.predicted_speedup > 0 && f.predicted_speedup < kNoPredictedGain) continue;
     covered += bounds_gain(f) ? f.time_share : 1.0;
-    if (cause == std::string::npos || f.max_speedup > findings[cause].max_speedup) cause = j;
+    if (cause == std::string::npos || expected_speedup(f) > expected_speedup(findings[cause])) cause = j;
   }
   if (cause != std::string::npos && covered >= needed) return cause;
   return symptom;
@@ -149,6 +155,8 @@ Severity severity_of_gain(double max_speedup) {
 }
 
 bool bounds_gain(const Finding& f) { return f.max_speedup > 1.0; }
+
+double expected_speedup(const Finding& f) { return f.predicted_speedup > 0 ? f.predicted_speedup : f.max_speedup; }
 
 void fold_findings(std::vector<Finding>& findings) {
   merge_same_cause_key(findings);
@@ -187,6 +195,7 @@ void fold_findings(std::vector<Finding>& findings) {
         into.max_speedup = from.max_speedup;
         into.time_share = from.time_share;
       }
+      if (from.predicted_speedup > into.predicted_speedup) into.predicted_speedup = from.predicted_speedup;
     }
   }
   std::vector<Finding> kept;
@@ -213,11 +222,12 @@ void rank_findings(std::vector<Finding>& findings) {
         if (f.predicted_speedup > 0) f.predicted_speedup = 1.0;
       }
   for (Finding& f : findings)
-    if (role_of(f) != RuleRole::kWindow && bounds_gain(f)) f.severity = severity_of_gain(f.max_speedup);
+    if (role_of(f) != RuleRole::kWindow && bounds_gain(f)) f.severity = severity_of_gain(expected_speedup(f));
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     const bool wa = role_of(a) == RuleRole::kWindow, wb = role_of(b) == RuleRole::kWindow;
     if (wa != wb) return wa;
     if (a.severity != b.severity) return static_cast<int>(a.severity) > static_cast<int>(b.severity);
+    if (expected_speedup(a) != expected_speedup(b)) return expected_speedup(a) > expected_speedup(b);
     if (a.max_speedup != b.max_speedup) return a.max_speedup > b.max_speedup;
     return a.id < b.id;
   });
@@ -243,7 +253,15 @@ Verdict verdict_of(const Finding& verdict) {
   v.dimension = verdict.dimension;
   v.finding_id = verdict.id;
   v.max_speedup = window ? 1.0 : verdict.max_speedup;
+  v.predicted_speedup = window ? -1 : verdict.predicted_speedup;
   return v;
+}
+
+std::string headline_of(const Finding& verdict, const Verdict& v) {
+  if (!v.bottleneck_found || v.predicted_speedup <= 0) return verdict.title + ".";
+  if (v.predicted_speedup < 1.005)
+    return fmt::format("{}; the what-if predicts no shorter step from fixing it alone.", verdict.title);
+  return fmt::format("{}; fixing it is predicted to make steps {:.2f}x faster.", verdict.title, v.predicted_speedup);
 }
 
 }  // namespace ferret

@@ -15,6 +15,7 @@ struct Verdict {
   Dimension dimension = Dimension::kCompute;
   std::string finding_id;  // the top finding, empty when none
   double max_speedup = 1.0;
+  double predicted_speedup = -1;  // the top finding's what-if prediction, -1 when not predicted
 };
 
 // Severity bands of a gain bound, on the share of time the fix can win back (XProf's levels for
@@ -26,6 +27,10 @@ Severity severity_of_gain(double max_speedup);
 // its fix wins back (memory capacity, NCCL log findings) leaves it at 1 and keeps its own severity.
 bool bounds_gain(const Finding& f);
 
+// The gain a finding is ranked and graded by: its what-if prediction where the step graph could
+// re-time its fix, else its bound (a cause the what-if cannot express: a setting, a transport).
+double expected_speedup(const Finding& f);
+
 // One finding per cause, in place: findings sharing a `cause` key keep the one with the larger
 // gain; a rule with `same_cause_as` (rule_registry.h) folds into that rule's finding (evidence,
 // detail, fixes); a symptom folds into a finding that explains it (evidence, detail). A symptom
@@ -33,7 +38,8 @@ bool bounds_gain(const Finding& f);
 void fold_findings(std::vector<Finding>& findings);
 
 // Sets each finding's severity to its gain's band (windows and findings that bound no gain keep
-// theirs) and ranks in place: window findings first, then severity, then max_speedup, then id;
+// theirs) and ranks in place: window findings first, then severity, then expected_speedup, then
+// max_speedup, then id;
 // findings equal in all keep their order. Severities never increase along the result.
 void rank_findings(std::vector<Finding>& findings);
 
@@ -44,8 +50,13 @@ const Finding* pick_verdict(const std::vector<Finding>& ranked);
 // fold_findings, rank_findings and pick_verdict: the verdict is findings.front(), or nullptr.
 const Finding* rank_and_lead_with_verdict(std::vector<Finding>& findings);
 
-// The verdict's finding id, dimension and gain bound; a window finding finds no bottleneck and
-// bounds no gain. The caller writes the headline.
+// The verdict's finding id, dimension, gain bound and prediction; a window finding finds no
+// bottleneck and bounds no gain. The caller writes the headline (headline_of for one trace).
 Verdict verdict_of(const Finding& verdict);
+
+// A trace's headline: the verdict's title and, where the what-if predicted it, the step speed-up
+// its fix buys. The Amdahl bound is a ceiling, shown beside the finding, never here: a headline
+// of "up to 100x" next to a prediction of 1.07x misleads.
+std::string headline_of(const Finding& verdict, const Verdict& v);
 
 }  // namespace ferret

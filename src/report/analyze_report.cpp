@@ -529,7 +529,9 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                   {"bottleneck_found", d.verdict.bottleneck_found},
                   {"dimension", d.verdict.bottleneck_found ? json(dimension_name(d.verdict.dimension)) : json(nullptr)},
                   {"finding_id", d.verdict.finding_id},
-                  {"max_speedup", round2(d.verdict.max_speedup)}};
+                  {"max_speedup", round2(d.verdict.max_speedup)},
+                  {"predicted_speedup",
+                   d.verdict.predicted_speedup > 0 ? json(round2(d.verdict.predicted_speedup)) : json(nullptr)}};
   const IngestReport& r = m.report;
   json repairs = json::array(), skips = json::array();
   for (const auto& [reason, issue] : r.repairs)
@@ -644,8 +646,12 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
     out += fmt::format("{:>3}. {}{:<6}{} {}\n", ++rank, severity_color(st, f.severity),
                        upper(severity_name(f.severity)), st.reset(), fit_width(f.title, width - 12));
     out += fmt::format("      {}{} / {}{}", st.dim(), dimension_name(f.dimension), layer_name(f.layer), st.reset());
-    if (f.max_speedup > 1.005) out += fmt::format("  max gain {:.2f}x", f.max_speedup);
-    if (f.predicted_speedup > 0) out += fmt::format(", predicted {:.2f}x", f.predicted_speedup);
+    // The prediction is the gain; the Amdahl bound is its ceiling, beside it.
+    if (f.predicted_speedup > 0)
+      out += fmt::format("  predicted {:.2f}x", f.predicted_speedup) +
+             (f.max_speedup > f.predicted_speedup + 0.005 ? fmt::format(" (ceiling {:.2f}x)", f.max_speedup) : "");
+    else if (f.max_speedup > 1.005)
+      out += fmt::format("  ceiling {:.2f}x (not predicted)", f.max_speedup);
     out += "\n";
     if (!f.detail.empty()) out += wrap(f.detail, width, "      ");
     std::string ev;
@@ -659,12 +665,13 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
 }
 
 std::string findings_markdown(const std::vector<Finding>& findings, bool with_rules) {
-  std::string out = "| # | severity | finding | layer | max gain | predicted |\n|---:|---|---|---|---:|---:|\n";
+  std::string out = "| # | severity | finding | layer | predicted | ceiling |\n|---:|---|---|---|---:|---:|\n";
   int rank = 0;
   for (const Finding& f : findings)
-    out += fmt::format("| {} | {} | {} | {} / {} | {:.2f}x | {} |\n", ++rank, severity_name(f.severity),
-                       escape_markdown(f.title), dimension_name(f.dimension), layer_name(f.layer), f.max_speedup,
-                       f.predicted_speedup > 0 ? fmt::format("{:.2f}x", f.predicted_speedup) : std::string("-"));
+    out += fmt::format("| {} | {} | {} | {} / {} | {} | {:.2f}x |\n", ++rank, severity_name(f.severity),
+                       escape_markdown(f.title), dimension_name(f.dimension), layer_name(f.layer),
+                       f.predicted_speedup > 0 ? fmt::format("{:.2f}x", f.predicted_speedup) : std::string("-"),
+                       f.max_speedup);
   if (findings.empty()) out += "| | | no findings | | | |\n";
   for (const Finding& f : findings) {
     if (f.fixes.empty()) continue;

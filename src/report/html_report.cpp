@@ -154,7 +154,7 @@ function fixLine(text) {
 }
 
 function findingCard(f, n) {
-  const gain = f.predicted_speedup ? "up to " + speedup(f.max_speedup) + ", predicted " + speedup(f.predicted_speedup) : "up to " + speedup(f.max_speedup);
+  const gain = f.predicted_speedup ? "predicted " + speedup(f.predicted_speedup) + " (ceiling " + speedup(f.max_speedup) + ")" : "ceiling " + speedup(f.max_speedup) + " (not predicted)";
   const card = el("div", { "class": "finding", id: "finding-" + n, "data-id": f.id, "data-max-speedup": f.max_speedup },
     el("span", { "class": "gain" }, gain),
     el("div", {}, el("span", { "class": "badge " + f.severity }, f.severity), el("strong", {}, (n + 1) + ". " + f.title)),

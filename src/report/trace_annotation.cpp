@@ -190,7 +190,8 @@ void add_findings(AnnotationEvents& out, const EventText& text, const TraceAnaly
     std::string args = "{\"id\":" + json_string(f.id) + ",\"severity\":" + json_string(severity_name(f.severity)) +
                        ",\"headline\":" + json_string(f.title);
     if (!f.fixes.empty()) args += ",\"fix\":" + json_string(f.fixes.front());
-    if (f.max_speedup > 1.005) args += fmt::format(",\"max gain\":\"{:.2f}x\"", f.max_speedup);
+    if (f.predicted_speedup > 0) args += fmt::format(",\"predicted gain\":\"{:.2f}x\"", f.predicted_speedup);
+    if (f.max_speedup > 1.005) args += fmt::format(",\"gain ceiling\":\"{:.2f}x\"", f.max_speedup);
     std::vector<Interval> places = disjoint(f.where.longest);
     if (places.empty()) {
       places.push_back({a.context.window_start_ns, a.context.window_end_ns});

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "analysis/causality.h"
 #include "analysis/whatif.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -278,10 +279,31 @@ TEST(CriticalPathCorpus, ADeepQueueIsNotLaunchOverhead) {
   const CriticalPathResult r = analyze_critical_path(m, make_analysis_context(m, {}));
   ASSERT_GT(r.mean_duration_ns, 0);
   EXPECT_LT(r.mean_ns[static_cast<int>(PathCategory::kLaunchOverhead)], 0.10 * r.mean_duration_ns);
+  // The device's own time (its work and the gaps between queued work) holds the path.
   EXPECT_GT(r.mean_ns[static_cast<int>(PathCategory::kGpuCompute)] +
-                r.mean_ns[static_cast<int>(PathCategory::kCommunication)],
-            0.20 * r.mean_duration_ns);
+                r.mean_ns[static_cast<int>(PathCategory::kCommunication)] +
+                r.mean_ns[static_cast<int>(PathCategory::kKernelGaps)],
+            0.50 * r.mean_duration_ns);
   EXPECT_NE(r.bound_by, PathCategory::kLaunchOverhead);
+}
+
+// A device busy >= 90% of its span has GPU compute as the largest part of its path: the V100
+// ResNet whose host is held by a full launch queue (184 launches a step over 50 us, 48 ms of the
+// 96 ms step, with a 77 ms queue) waits on the device in those launches, not on its own work.
+TEST(CriticalPathCorpus, ABusyDevicesPathRunsThroughItsKernels) {
+  FERRET_REQUIRE_CORPUS(path, "resnet-ddp-v100-2024-ns.pt.trace.json.gz");
+  const TraceModel m = load_trace(path);
+  const AnalysisContext ctx = make_analysis_context(m, {});
+  const CausalityResult c = analyze_causality(m, ctx);
+  ASSERT_EQ(c.devices.size(), 1u);
+  const DeviceCausality& d = c.devices[0];
+  ASSERT_GE(static_cast<double>(d.busy_ns), 0.90 * static_cast<double>(d.window_ns));
+  // The queue-held launches are the host's waits: over half the window.
+  EXPECT_GT(static_cast<double>(d.host_waited_on_device_ns), 0.5 * static_cast<double>(d.window_ns));
+  const CriticalPathResult r = analyze_critical_path(m, ctx);
+  ASSERT_GT(r.mean_duration_ns, 0);
+  EXPECT_EQ(r.bound_by, PathCategory::kGpuCompute);
+  EXPECT_GT(r.mean_ns[static_cast<int>(PathCategory::kGpuCompute)], 0.9 * r.mean_duration_ns);
 }
 
 // No removal predicts a step shorter than the busiest device's own work per step (the recommender
@@ -298,7 +320,6 @@ TEST(WhatIfCorpus, NoPredictionBelowTheDevicesOwnWork) {
     const WhatIfResult w = analyze_whatif(m, ctx, changes);
     ASSERT_GT(w.device_floor_ns, 80'000'000);
     EXPECT_GE(w.predicted_mean_ns, static_cast<double>(w.device_floor_ns));
-    EXPECT_TRUE(w.floor_binds);
   }
   for (const char* name : {"a100-rank3of8-2022.json.gz", "mtia-inference-backlog.json.gz",
                            "mi300-sglang-prefill-edge-wait.json.gz", "cnn-ddp-a100-rank0of2-nccl.json.gz",

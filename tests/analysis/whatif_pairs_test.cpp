@@ -69,13 +69,15 @@ TEST(WhatIfPairs, DataLoaderInTheMainProcessToWorkers) {
 
 TEST(WhatIfPairs, Float64ExpToFloat32) {
   RetimeChanges c;
-  c.speedups.push_back({"aten::exp", isolated_speedup("exp-dtype")});
+  c.speedups.emplace_back().pattern = "aten::exp";
+  c.speedups.back().factor = isolated_speedup("exp-dtype");
   expect_accurate("exp-dtype", c);
 }
 
 TEST(WhatIfPairs, Float64ConvolutionToFloat32) {
   RetimeChanges c;
-  c.speedups.push_back({"aten::conv2d", isolated_speedup("conv-dtype")});
+  c.speedups.emplace_back().pattern = "aten::conv2d";
+  c.speedups.back().factor = isolated_speedup("conv-dtype");
   expect_accurate("conv-dtype", c);
 }
 

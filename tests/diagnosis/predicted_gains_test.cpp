@@ -1,0 +1,174 @@
+// One number per cause: a finding's gain is the what-if's re-timing of its fix, the Amdahl bound a
+// ceiling beside it. Hand-made A100 traces where the two differ by construction, the headline, and
+// `ferret whatif --fix` against `ferret analyze` on the same traces.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/trace_analysis.h"
+#include "analysis/whatif.h"
+#include "diagnosis/diagnose.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+namespace predicted_gains_test {
+
+using test::span;
+
+constexpr const char* kA100 =
+    R"({"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920, "computeMajor": 8, )"
+    R"("computeMinor": 0, "numSms": 108})";
+
+std::string host(const char* cat, const std::string& name, double ts, double dur, int c = -1) {
+  return span(cat, name, 1, 1, ts, dur, c >= 0 ? fmt::format(R"("correlation":{})", c) : "");
+}
+std::string kernel(const std::string& name, double ts, double dur, int c) {
+  return span("kernel", name, 0, 7, ts, dur, fmt::format(R"("correlation":{})", c));
+}
+std::string document(const std::vector<std::string>& events) {
+  std::string out = std::string(R"({"deviceProperties": [)") + kA100 + R"(], "traceEvents": [)";
+  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? "," : "") + events[i];
+  return out + "]}";
+}
+
+// Four steps (us). Each: three aten::mm at +10, +40, +70 launch an fp32 GEMM (`sgemm_128x64_nn`,
+// no Tensor Cores) at +15, +45, +75; the kernels run back to back from +25 for `kernel_us` each.
+// Hidden (kernel_us 1600, step 10,000): a CPU-only aten::index [+100, +9900) holds the host while
+// the GEMMs (4.8 ms) run beside it, then a sync [+9910, +9920) finds them done. Device-bound
+// (kernel_us 4000, step 12,040): the sync [+100, +12030) returns 5 us after the last GEMM ends.
+std::string gemm_steps(double kernel_us, bool hidden) {
+  const double step_us = hidden ? 10'000 : 12'040;
+  std::vector<std::string> ev;
+  int c = 1;
+  for (int k = 0; k < 4; ++k) {
+    const double s = k * step_us;
+    ev.push_back(host("user_annotation", fmt::format("ProfilerStep#{}", k + 1), s, step_us));
+    for (int i = 0; i < 3; ++i, ++c) {
+      ev.push_back(host("cpu_op", "aten::mm", s + 10 + 30 * i, 20));
+      ev.push_back(host("cuda_runtime", "cudaLaunchKernel", s + 15 + 30 * i, 5, c));
+      ev.push_back(kernel("sgemm_128x64_nn", s + 25 + kernel_us * i, kernel_us, c));
+    }
+    if (hidden) {
+      ev.push_back(host("cpu_op", "aten::index", s + 100, 9800));
+      ev.push_back(host("cuda_runtime", "cudaDeviceSynchronize", s + 9910, 10));
+    } else {
+      ev.push_back(host("cuda_runtime", "cudaDeviceSynchronize", s + 100, 25 + 3 * kernel_us + 5 - 100));
+    }
+  }
+  return document(ev);
+}
+
+const Finding* find(const Diagnosis& d, const std::string& id) {
+  for (const Finding& f : d.findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+// A100: Tensor / fp32 peak 16, no shapes recorded: the GEMMs keep 1/16 of their time.
+// Hidden: the ceiling is Amdahl on their 4.8 of 10 ms, 1 / (1 - 0.48 * 15/16) = 1.818x, but the
+// host's aten::index ends each step whatever the GEMMs take: predicted 1.00x, severity info, and
+// the verdict is not a precision fix.
+TEST(PredictedGains, KernelsHiddenBehindTheHostGainNothing) {
+  const TraceModel m = load_trace_text(gemm_steps(1600, true));
+  const Diagnosis d = diagnose(analyze_trace(m, {}));
+  const Finding* f = find(d, "no-tensor-cores");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->max_speedup, 1.0 / (1.0 - 0.48 * 15.0 / 16.0), 0.01);
+  EXPECT_NEAR(f->predicted_speedup, 1.0, 0.002);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_NE(d.verdict.finding_id, "no-tensor-cores");
+  EXPECT_EQ(d.verdict.headline.find("up to"), std::string::npos) << d.verdict.headline;
+}
+
+// Device-bound: the GEMMs shrink from 4000 to 250 us, the sync returns at 25 + 750 + 5 = 780 and
+// the step ends 10 us later: 12,040 / 790 = 15.24x predicted, the verdict, and its headline says
+// that figure and no ceiling.
+TEST(PredictedGains, DeviceBoundStepShrinksWithItsKernels) {
+  const TraceModel m = load_trace_text(gemm_steps(4000, false));
+  const Diagnosis d = diagnose(analyze_trace(m, {}));
+  const Finding* f = find(d, "no-tensor-cores");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->predicted_speedup, 12'040.0 / 790.0, 0.01 * 12'040.0 / 790.0);
+  EXPECT_GE(f->max_speedup + 1e-9, f->predicted_speedup);
+  EXPECT_EQ(d.verdict.finding_id, "no-tensor-cores");
+  EXPECT_NEAR(d.verdict.predicted_speedup, f->predicted_speedup, 1e-12);
+  EXPECT_NE(d.verdict.headline.find(fmt::format("predicted to make steps {:.2f}x faster", f->predicted_speedup)),
+            std::string::npos)
+      << d.verdict.headline;
+  EXPECT_EQ(d.verdict.headline.find("up to"), std::string::npos) << d.verdict.headline;
+}
+
+// Selected events, not names: a speedup naming two of the four GEMMs of step 1 scales those two
+// only (the same kernel name elsewhere keeps its time).
+TEST(PredictedGains, EventSpeedupTouchesOnlyItsEvents) {
+  const TraceModel m = load_trace_text(gemm_steps(4000, false));
+  const AnalysisContext ctx = make_analysis_context(m, {});
+  std::vector<EventIndex> gemms;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m.kind[i] == EventKind::kKernel) gemms.push_back(static_cast<EventIndex>(i));
+  ASSERT_EQ(gemms.size(), 12u);
+  RetimeChanges changes;
+  RetimeChanges::Speedup& s = changes.speedups.emplace_back();
+  s.pattern = "two GEMMs";
+  s.factor = 2;
+  s.events = std::make_shared<const std::vector<EventIndex>>(std::vector<EventIndex>{gemms[0], gemms[1]});
+  const WhatIfResult w = analyze_whatif(m, ctx, changes);
+  ASSERT_EQ(w.touched.speedup_events.size(), 1u);
+  EXPECT_EQ(w.touched.speedup_events[0], 2u);
+  ASSERT_EQ(w.steps.size(), 4u);
+  // Step 1: 4000 us less on the path (two 4000 us kernels halved); the others as they were.
+  EXPECT_EQ(w.steps[0].baseline_ns - w.steps[0].predicted_ns, 4'000'000);
+  for (std::size_t k = 1; k < 4; ++k) EXPECT_EQ(w.steps[k].predicted_ns, w.steps[k].baseline_ns);
+  // Removing nothing re-times each step as recorded.
+  for (const WhatIfStep& step : w.steps) EXPECT_EQ(step.baseline_ns, 12'040'000);
+}
+
+// `ferret whatif --fix ID` and `ferret analyze` give one number for one cause: every predicted
+// finding of these traces, the CLI's JSON `speedup` equal to the finding's `predicted_speedup`.
+TEST(PredictedGains, WhatIfFixMatchesAnalyze) {
+  std::vector<std::string> traces;
+  const std::string device_bound = test::temp_path("predicted-device-bound.json");
+  test::write_file(device_bound, gemm_steps(4000, false));
+  traces.push_back(device_bound);
+  for (const char* name : {"resnet-ddp-v100-2024-ns.pt.trace.json.gz", "a100-rank3of8-2022.json.gz"}) {
+    const std::string path = test::corpus_path(name);
+    if (path.empty()) {
+      std::fprintf(stderr, "SKIPPED (corpus trace %s absent)\n", name);
+      continue;
+    }
+    traces.push_back(path);
+  }
+  int compared = 0;
+  for (const std::string& t : traces) {
+    SCOPED_TRACE(t);
+    const test::CommandResult a = test::run_ferret("analyze " + t + " --json");
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const nlohmann::json doc = nlohmann::json::parse(a.out);
+    for (const nlohmann::json& f : doc["traces"][0]["findings"]) {
+      if (f["predicted_speedup"].is_null()) continue;
+      const std::string id = f["id"];
+      const test::CommandResult w = test::run_ferret("whatif " + t + " --fix " + id + " --json");
+      ASSERT_EQ(w.exit_code, 0) << id << ": " << w.err;
+      EXPECT_DOUBLE_EQ(nlohmann::json::parse(w.out)["speedup"].get<double>(), f["predicted_speedup"].get<double>())
+          << id;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 1);
+  // An id without a prediction is a usage error that names the ids with one.
+  const test::CommandResult bad = test::run_ferret("whatif " + device_bound + " --fix no-such-finding");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("no-tensor-cores"), std::string::npos) << bad.err;
+}
+
+}  // namespace predicted_gains_test
+}  // namespace
+}  // namespace ferret
