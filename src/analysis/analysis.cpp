@@ -46,10 +46,19 @@ std::string step_selector_text(const AnalysisOptions& o) {
 }
 
 void select_steps(const TraceModel& model, const AnalysisOptions& options, AnalysisContext& ctx) {
-  for (const Step& s : model.relations.steps) {
+  const Relations& rel = model.relations;
+  for (const Step& s : rel.steps) {
     if (options.first_step && s.number < *options.first_step) continue;
     if (options.last_step && s.number > *options.last_step) continue;
     ctx.steps.push_back(s);
+  }
+  // Iterations inferred from a trace without ProfilerStep#N include the cold first one (context
+  // creation, handles, lazy kernel loading, the first batch): left out of the steady figures and
+  // said, unless the user chose the steps.
+  if (rel.step_marker_kind != StepMarker::kProfilerStep && !options.first_step && !options.last_step &&
+      ctx.steps.size() >= kInferredIterationsToDropFirst) {
+    ctx.cold_first_step = ctx.steps.front();
+    ctx.steps.erase(ctx.steps.begin());
   }
   if (!ctx.steps.empty() || (!options.first_step && !options.last_step)) return;
   std::vector<std::int64_t> numbers;
@@ -231,6 +240,19 @@ void find_edge_waits(const TraceModel& model, AnalysisContext& ctx) {
 
 }  // namespace
 
+std::string iteration_marker_text(const Relations& rel) {
+  switch (rel.step_marker_kind) {
+    case StepMarker::kProfilerStep: return "ProfilerStep#N";
+    case StepMarker::kOptimizer: return rel.step_marker;
+    case StepMarker::kDataLoader: return "DataLoader batches";
+    case StepMarker::kRepeatedOps:
+      return rel.step_marker_ops == 1
+                 ? fmt::format("repeated {}", rel.step_marker)
+                 : fmt::format("a repeated sequence of {} top-level ops from {}", rel.step_marker_ops, rel.step_marker);
+  }
+  return rel.step_marker;
+}
+
 AnalysisContext make_analysis_context(const TraceModel& model, const AnalysisOptions& options) {
   AnalysisContext ctx;
   ctx.options = options;
@@ -253,8 +275,14 @@ AnalysisContext make_analysis_context(const TraceModel& model, const AnalysisOpt
       ctx.window_start_ns = ctx.steps.front().start_ns;
       ctx.window_end_ns = ctx.steps.back().end_ns;
       const std::int64_t first = ctx.steps.front().number, last = ctx.steps.back().number;
-      ctx.label =
-          first == last ? fmt::format("ProfilerStep#{}", first) : fmt::format("ProfilerStep#{}-{}", first, last);
+      const Relations& rel = model.relations;
+      if (rel.step_marker_kind == StepMarker::kProfilerStep)
+        ctx.label =
+            first == last ? fmt::format("ProfilerStep#{}", first) : fmt::format("ProfilerStep#{}-{}", first, last);
+      else
+        ctx.label = fmt::format("{} {} (iterations by {})", first == last ? "iteration" : "iterations",
+                                first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last),
+                                iteration_marker_text(rel));
       find_edge_waits(model, ctx);
       return ctx;
     }

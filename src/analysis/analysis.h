@@ -67,6 +67,12 @@ class SelectionError : public InputError {
   using InputError::InputError;
 };
 
+// With at least this many inferred iterations the first is left out as cold (two would leave one).
+inline constexpr std::size_t kInferredIterationsToDropFirst = 3;
+// What the steps are when the trace has no ProfilerStep#N: "Optimizer.step#SGD.step", "DataLoader
+// batches", "repeated aten::mm", ...
+std::string iteration_marker_text(const Relations& rel);
+
 enum class WindowSource {
   kSteps,       // ProfilerStep#N spans (all complete steps, or --steps)
   kAnnotation,  // --window NAME[#K]
@@ -111,6 +117,8 @@ struct AnalysisContext {
   std::string label;                 // "ProfilerStep#5-10", "warmup#1", "20.0-35.0 ms", "whole trace"
   std::int64_t trace_start_ns = 0;   // the origin of --time
   std::vector<EdgeWait> edge_waits;  // by event index
+  // Iterations inferred without ProfilerStep#N: the first, cold one, left out of `steps`.
+  std::optional<Step> cold_first_step;
   std::int64_t edge_trimmed_ns = 0;  // cut off the window's edges (edge waits that open or close it)
 
   std::int64_t window_ns() const { return window_end_ns - window_start_ns; }

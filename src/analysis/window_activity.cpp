@@ -15,6 +15,7 @@ const char* window_activity_name(WindowActivity a) {
     case WindowActivity::kSteady: return "steady";
     case WindowActivity::kGraphCapture: return "graph_capture";
     case WindowActivity::kInitialisation: return "initialisation";
+    case WindowActivity::kMicrobenchmark: return "microbenchmark";
     case WindowActivity::kUnknown: return "unknown";
   }
   return "unknown";
@@ -58,6 +59,24 @@ int one_time_class(EventKind kind, std::string_view name) {
        contains(name, "_inductor/async_compile")))
     return kCompilation;
   return -1;
+}
+
+// Whether every device's work covers under kMicrobenchmarkMaxBusy of the window (or there is none):
+// a loop of a few operators on a busy device is a steady loop (a fused model served in a loop),
+// not a micro-benchmark.
+bool device_mostly_idle(const TraceModel& model, const AnalysisContext& ctx) {
+  std::map<std::int32_t, std::vector<Interval>> busy;
+  for (const EventIndex e : model.relations.gpu_events) {
+    if (!is_device_work(model.kind[e]) || !ctx.counts_gpu_event(model, e)) continue;
+    const std::int64_t start = std::max(model.ts_ns[e], ctx.window_start_ns);
+    const std::int64_t end = std::min(model.end_ns(e), ctx.window_end_ns);
+    if (end > start) busy[model.pid[e]].push_back({start, end});
+  }
+  for (auto& [device, intervals] : busy)
+    if (static_cast<double>(union_length(std::move(intervals))) >=
+        kMicrobenchmarkMaxBusy * static_cast<double>(ctx.window_ns()))
+      return false;
+  return true;
 }
 
 }  // namespace
@@ -169,6 +188,9 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
     r.activity = WindowActivity::kGraphCapture;
   else if (r.one_time_share >= kOneTimeShare)
     r.activity = WindowActivity::kInitialisation;
+  else if (ctx.source == WindowSource::kSteps && model.relations.step_marker_kind == StepMarker::kRepeatedOps &&
+           model.relations.step_marker_ops <= kMicrobenchmarkMaxOps && device_mostly_idle(model, ctx))
+    r.activity = WindowActivity::kMicrobenchmark;
   else if (ctx.source == WindowSource::kSteps)
     r.activity = WindowActivity::kSteady;
   return r;

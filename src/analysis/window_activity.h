@@ -13,8 +13,9 @@
 
 namespace ferret {
 
-enum class WindowActivity { kSteady, kGraphCapture, kInitialisation, kUnknown };
-const char* window_activity_name(WindowActivity a);  // "steady", "graph_capture", "initialisation", "unknown"
+enum class WindowActivity { kSteady, kGraphCapture, kInitialisation, kMicrobenchmark, kUnknown };
+// "steady", "graph_capture", "initialisation", "microbenchmark", "unknown"
+const char* window_activity_name(WindowActivity a);
 
 // Thresholds, each with its reason:
 // - a capture window: most kernel launches of the window were captured into graphs (recorded, not
@@ -26,6 +27,13 @@ inline constexpr double kOneTimeShare = 0.5;
 // - a first CUDA/HIP runtime call this long is lazy context creation (typically 0.1-10 s; an
 //   ordinary call takes microseconds).
 inline constexpr std::int64_t kContextCreationMinNs = 50'000'000;
+// - a micro-benchmark: iterations inferred from a loop of at most this many top-level operators
+//   (one operator timed in a loop, perhaps with its input's copy or a sync op): no training or
+//   inference step, so the device idling between calls is the benchmark's design, not the host's fault.
+inline constexpr std::size_t kMicrobenchmarkMaxOps = 3;
+//   And the device idles most of the time: busy under half the window (a loop of one fused op
+//   that keeps the device busy is a steady loop, analysed as steps).
+inline constexpr double kMicrobenchmarkMaxBusy = 0.5;
 
 struct OneTimeCost {
   std::string what;  // "CUDA context creation (first runtime call)", "Inductor/Triton compilation", ...

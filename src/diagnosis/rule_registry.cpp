@@ -53,6 +53,7 @@ constexpr std::array kRules = {
              {},
              kRecordIdleGpu},
     RuleInfo{"cpu-bound", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kCpuBoundCauses, {}, kRecordIdleGpu},
+    RuleInfo{"device-bound", S::kTrace, D::kCompute, "rules_step_time", R::kCause, {}},
     RuleInfo{"no-tensor-cores", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
     RuleInfo{"low-occupancy", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
     // Matmuls off Tensor Cores: no-tensor-cores measures the same precision step on the exact kernels.
@@ -85,6 +86,7 @@ constexpr std::array kRules = {
     RuleInfo{"pageable-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
     RuleInfo{"graph-capture-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"initialisation-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
+    RuleInfo{"microbenchmark-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"window-edge-wait", S::kTrace, D::kBenchmark, "rules_window", R::kCause, {}},
     // All ranks of a job (diagnose_job()).
     RuleInfo{"rank-straggler", S::kJob, D::kDistributed, "rule_straggler", R::kCause, {}},

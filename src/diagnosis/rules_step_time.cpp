@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/classify.h"
 #include "base/units.h"
 #include "diagnosis/rules.h"
 
@@ -224,9 +225,96 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
 
 }  // namespace
 
+// device-bound. The causal timeline (analysis/causality.h) of the busiest device: it works at least
+// 80% of the window and waits on the host under 10% of it (the host keeps its queue filled). The
+// step is then as fast as the device's work: host-side fixes (CUDA graphs, workers, fewer syncs)
+// cannot shorten it. The finding names where the device's time goes; the operator findings
+// (precision, fusion, shapes) carry the gains. It bounds none itself.
+constexpr double kDeviceBoundBusy = 0.80, kDeviceBoundMaxWaitOnHost = 0.10;
+// Collectives holding half of the device's work make it bound in them, not in its compute.
+constexpr double kDeviceBoundCommunication = 0.50;
+
+void rule_device_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const CausalityResult& c = a.causality;
+  if (c.busiest < 0) return;
+  const DeviceCausality& d = c.devices[static_cast<std::size_t>(c.busiest)];
+  if (d.window_ns <= 0) return;
+  const double window = static_cast<double>(d.window_ns);
+  const double busy = static_cast<double>(d.busy_ns) / window;
+  const double waited = static_cast<double>(d.device_waited_on_host_ns) / window;
+  if (busy < kDeviceBoundBusy || waited >= kDeviceBoundMaxWaitOnHost) return;
+  const KernelStat* top = nullptr;
+  std::int64_t device_total = 0, communication = 0;
+  for (const KernelStat& k : a.hot_spots.kernels) {
+    device_total += k.total_ns;
+    if (k.kind == EventKind::kKernel && is_communication_kernel(k.name)) communication += k.total_ns;
+    if (top == nullptr || k.total_ns > top->total_ns) top = &k;
+  }
+  auto of_device = [&](std::int64_t ns) {
+    return device_total > 0 ? static_cast<double>(ns) / static_cast<double>(device_total) : 0.0;
+  };
+  // A device busy in collectives waits in them (for its peers, or on a slow transport): that is
+  // the device's time, but not work a faster kernel removes.
+  const bool in_collectives = of_device(communication) >= kDeviceBoundCommunication;
+  Finding f;
+  f.id = "device-bound";
+  f.dimension = in_collectives ? Dimension::kDistributed : Dimension::kCompute;
+  f.layer = Layer::kMacro;
+  f.severity = Severity::kMedium;
+  const std::string top_text =
+      top != nullptr && device_total > 0
+          ? fmt::format(" ({} {:.0f}% of it)", top->name.substr(0, 60), 100 * of_device(top->total_ns))
+          : std::string();
+  f.title = in_collectives ? fmt::format(
+                                 "Device-bound in collectives: device {} works {:.0f}% of the window, {:.0f}% of it in "
+                                 "communication kernels{}",
+                                 d.device, 100 * busy, 100 * of_device(communication), top_text)
+                           : fmt::format(
+                                 "Device-bound: device {} works {:.0f}% of the window and waits on the host {:.1f}%: "
+                                 "steps are as fast as its work{}",
+                                 d.device, 100 * busy, 100 * waited, top_text);
+  f.detail = fmt::format(
+      "The host keeps the device's queue filled (a launch waits a median {} to start) and the device idles only "
+      "{:.1f}% of the window for want of work, so removing host overhead (CUDA graphs, DataLoader workers, fewer "
+      "syncs) cannot shorten the step: the device's own work must get faster or smaller.",
+      human_duration(d.median_launch_to_start_ns), 100 * waited);
+  if (in_collectives)
+    f.detail +=
+        " Most of that work is collectives: a rank spends them waiting for its slowest peer and moving data over "
+        "its transport, so the lever is the other ranks and the network, not this rank's kernels.";
+  f.evidence = {{"device_busy_pct", 100 * busy, "%"},
+                {"device_waited_on_host_pct", 100 * waited, "%"},
+                {"host_waited_on_device_pct", 100 * static_cast<double>(d.host_waited_on_device_ns) / window, "%"},
+                {"communication_of_device_work_pct", 100 * of_device(communication), "%"},
+                {"median_launch_to_start_ms", static_cast<double>(d.median_launch_to_start_ns) / 1e6, "ms"}};
+  if (in_collectives)
+    f.fixes = {
+        "Find the rank the others wait for: `ferret analyze rank*.json.gz` (every rank's trace together) "
+        "names the straggler and splits each collective into waiting and transfer",
+        "Check the transport: `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH` logs of every rank, read "
+        "with `ferret nccl LOG...`",
+        "Overlap the collectives with compute (DDP buckets, FSDP prefetch) so that their time hides behind "
+        "the kernels"};
+  else
+    f.fixes = {
+        "Make the device's top kernels faster: the operator findings and the roofline table name them with their "
+        "gains (precision on the matrix units, fusion, shapes)",
+        "Compile the model so that small kernels fuse and GEMMs autotune: `model = torch.compile(model, "
+        "mode=\"max-autotune\")`",
+        "Less work per step where the model allows: activation checkpointing off if memory permits, smaller "
+        "sequence padding, no redundant casts"};
+  f.threshold =
+      "busiest device busy >= 80% of the window and waiting on the host < 10% of it (ferret's causal "
+      "timeline)";
+  f.time_share = busy;
+  f.max_speedup = 1.0;  // where the time goes; the gains are the operator findings'
+  out.push_back(std::move(f));
+}
+
 void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_low_gpu_utilization(a, out);
   rule_cpu_bound(a, out);
+  rule_device_bound(a, out);
 }
 
 }  // namespace ferret

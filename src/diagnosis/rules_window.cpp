@@ -135,9 +135,71 @@ void rule_edge_wait(const TraceAnalysis& a, const WindowActivityResult& w, std::
 
 }  // namespace
 
+// microbenchmark-window. Iterations inferred from a loop of at most kMicrobenchmarkMaxOps top-level
+// operators (window_activity.h): one operator timed in a loop. Its figures are per call; the
+// device's idle time between calls is the loop's design, so no host-bound verdict stands on it.
+void rule_microbenchmark(const TraceAnalysis& a, const WindowActivityResult& w, std::vector<Finding>& out) {
+  if (w.activity != WindowActivity::kMicrobenchmark) return;
+  const Relations& rel = a.model->relations;
+  const StepBreakdownResult& b = a.breakdown;
+  const AnalysisContext& ctx = a.context;
+  if (b.steps.empty()) return;
+  const double calls = static_cast<double>(b.steps.size());
+  const double per_call_ns = b.average_duration_ns;
+  const double device_ns = b.average_of(StepCategory::kKernel) + b.average_of(StepCategory::kMemcpy) +
+                           b.average_of(StepCategory::kMemset) + b.average_of(StepCategory::kCommunication);
+  Finding f;
+  f.id = "microbenchmark-window";
+  f.dimension = Dimension::kBenchmark;
+  f.layer = Layer::kMacro;
+  f.severity = Severity::kMedium;
+  f.title = fmt::format(
+      "Micro-benchmark: {} in a loop of {} calls, {} per call ({} of it on the device)",
+      rel.step_marker_ops == 1 ? rel.step_marker : fmt::format("{} ops from {}", rel.step_marker_ops, rel.step_marker),
+      b.steps.size(), human_duration(static_cast<std::int64_t>(per_call_ns)),
+      human_duration(static_cast<std::int64_t>(device_ns)));
+  f.detail = fmt::format(
+      "No ProfilerStep marks a step and the trace repeats {} top-level operator{} {} times: a loop timing {}, not a "
+      "training or inference step. Per call: {} on the host (operators and runtime calls), {} on the device. The "
+      "device idles between calls by the loop's design (a sync, or a host that issues one small call at a time), "
+      "so it says nothing about a step's bottleneck; the operator and kernel figures below are the benchmark's "
+      "result.",
+      rel.step_marker_ops, rel.step_marker_ops == 1 ? "" : "s", b.steps.size() + (ctx.cold_first_step ? 1 : 0),
+      rel.step_marker,
+      human_duration(
+          static_cast<std::int64_t>(b.average_of(StepCategory::kCpuExec) + b.average_of(StepCategory::kRuntime))),
+      human_duration(static_cast<std::int64_t>(device_ns)));
+  f.evidence = {{"calls", calls, "count"},
+                {"per_call_us", per_call_ns / 1e3, "us"},
+                {"device_per_call_us", device_ns / 1e3, "us"},
+                {"ops_per_call", static_cast<double>(rel.step_marker_ops), "count"}};
+  if (ctx.cold_first_step) {
+    const double cold_ns = static_cast<double>(ctx.cold_first_step->end_ns - ctx.cold_first_step->start_ns);
+    f.evidence.push_back({"first_call_us", cold_ns / 1e3, "us"});
+    f.detail += fmt::format(
+        " The first call took {} ({:.0f}x a steady one): one-time costs (context, library handles, kernel code "
+        "loading, "
+        "autotuning), left out of the figures.",
+        human_duration(static_cast<std::int64_t>(cold_ns)), per_call_ns > 0 ? cold_ns / per_call_ns : 0.0);
+  }
+  f.fixes = {
+      "Time it with warm-up and synchronisation built in: `t = torch.utils.benchmark.Timer(stmt=\"fn(x)\", "
+      "globals={\"fn\": fn, \"x\": x}); print(t.blocked_autorange(min_run_time=1))`",
+      "Device time alone: CUDA events around the loop - `start = torch.cuda.Event(enable_timing=True); end = "
+      "torch.cuda.Event(enable_timing=True); start.record(); ...; end.record(); torch.cuda.synchronize(); "
+      "print(start.elapsed_time(end) / n)`",
+      "To see the operator inside a model instead, profile the model's steps with "
+      "`torch.profiler.schedule(wait=1, warmup=2, active=5)` and `prof.step()` each iteration"};
+  f.threshold = "no ProfilerStep; iterations from a loop of <= 3 top-level operators (ferret)";
+  f.time_share = 0;
+  f.max_speedup = 1.0;  // a benchmark has no step to speed up
+  out.push_back(std::move(f));
+}
+
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_graph_capture(a, a.window_activity, out);
   rule_initialisation(a, a.window_activity, out);
+  rule_microbenchmark(a, a.window_activity, out);
   rule_edge_wait(a, a.window_activity, out);
 }
 

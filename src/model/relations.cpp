@@ -275,6 +275,178 @@ void build_correlation(TraceModel& model) {
   }
 }
 
+// Iterations of a trace without ProfilerStep#N. Top-level spans (operators and annotations with no
+// operator or annotation around them) per thread, in time order, are what a loop repeats.
+constexpr std::size_t kMinIterations = 3;          // fewer repeats are no loop to average over
+constexpr std::size_t kMaxPeriodCandidates = 256;  // periods tried for a repeating operator sequence
+constexpr std::size_t kMaxSequenceOps = 1'000'000;
+
+using ThreadKey = std::pair<std::int32_t, std::int32_t>;
+
+std::map<ThreadKey, std::vector<EventIndex>> top_level_spans(const TraceModel& model) {
+  const Relations& rel = model.relations;
+  std::map<ThreadKey, std::vector<EventIndex>> out;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    const EventKind k = model.kind[e];
+    if (model.phase[e] != 'X' || (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation)) continue;
+    bool top = true;
+    for (EventIndex p = rel.parent[e]; p != kNoEvent && top; p = rel.parent[p])
+      top = model.kind[p] != EventKind::kCpuOp && model.kind[p] != EventKind::kUserAnnotation;
+    if (top) out[{model.pid[e], model.tid[e]}].push_back(e);
+  }
+  for (auto& [thread, spans] : out)
+    std::stable_sort(spans.begin(), spans.end(),
+                     [&](EventIndex a, EventIndex b) { return model.ts_ns[a] < model.ts_ns[b]; });
+  return out;
+}
+
+constexpr int kMaxWrapperDepth = 3;
+constexpr std::size_t kMaxUnsyncedLoopOps = 3;  // as analysis/window_activity.h's micro-benchmark
+
+// The operators and annotations directly under `span` (no operator or annotation between), in time
+// order.
+std::vector<EventIndex> child_spans(const TraceModel& model, EventIndex span) {
+  const Relations& rel = model.relations;
+  std::vector<EventIndex> out;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    const EventKind k = model.kind[e];
+    if (e == span || model.phase[e] != 'X' || (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation)) continue;
+    if (model.pid[e] != model.pid[span] || model.tid[e] != model.tid[span]) continue;
+    EventIndex p = rel.parent[e];
+    while (p != kNoEvent && model.kind[p] != EventKind::kCpuOp && model.kind[p] != EventKind::kUserAnnotation)
+      p = rel.parent[p];
+    if (p == span) out.push_back(e);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](EventIndex a, EventIndex b) { return model.ts_ns[a] < model.ts_ns[b]; });
+  return out;
+}
+
+Step iteration(const TraceModel& model, std::int64_t number, EventIndex first, std::int64_t cpu_end) {
+  Step s;
+  s.number = number;
+  s.event = first;
+  s.start_ns = model.ts_ns[first];
+  s.cpu_end_ns = s.end_ns = std::max(cpu_end, s.start_ns);
+  return s;
+}
+
+// Spans named by `marks` on their most frequent thread, in time order.
+std::vector<EventIndex> marker_spans(const TraceModel& model, const std::map<ThreadKey, std::vector<EventIndex>>& top,
+                                     bool (*marks)(std::string_view)) {
+  std::vector<EventIndex> best;
+  for (const auto& [thread, spans] : top) {
+    std::vector<EventIndex> found;
+    for (EventIndex e : spans)
+      if (marks(model.name_of(e))) found.push_back(e);
+    if (found.size() > best.size()) best = std::move(found);
+  }
+  return best;
+}
+
+bool is_optimizer_step(std::string_view name) { return name.starts_with("Optimizer.step#"); }
+bool is_dataloader_next(std::string_view name) { return name.starts_with("enumerate(DataLoader)#"); }
+
+std::vector<Step> infer_iterations(TraceModel& model) {
+  Relations& rel = model.relations;
+  const auto top = top_level_spans(model);
+  std::vector<Step> steps;
+  // The optimizer's steps end each iteration: an iteration runs from the thread's first top-level
+  // span after the previous optimizer step to the end of its own (the first from the thread's first).
+  if (const std::vector<EventIndex> opt = marker_spans(model, top, is_optimizer_step); opt.size() >= kMinIterations) {
+    const std::vector<EventIndex>& spans = top.at({model.pid[opt[0]], model.tid[opt[0]]});
+    std::size_t next = 0;
+    for (std::size_t k = 0; k < opt.size(); ++k) {
+      const std::int64_t after = k == 0 ? INT64_MIN : model.end_ns(opt[k - 1]);
+      while (next < spans.size() && model.ts_ns[spans[next]] < after) ++next;
+      if (next >= spans.size() || model.ts_ns[spans[next]] > model.ts_ns[opt[k]]) continue;
+      steps.push_back(iteration(model, static_cast<std::int64_t>(steps.size()) + 1, spans[next], model.end_ns(opt[k])));
+    }
+    rel.step_marker_kind = StepMarker::kOptimizer;
+    rel.step_marker = std::string(model.name_of(opt[0]));
+    return steps;
+  }
+  // The DataLoader hands out each batch at an iteration's start: iterations run from one batch to
+  // the next (the last, with no next batch to end it, is left out).
+  if (const std::vector<EventIndex> dl = marker_spans(model, top, is_dataloader_next); dl.size() > kMinIterations) {
+    for (std::size_t k = 0; k + 1 < dl.size(); ++k)
+      steps.push_back(iteration(model, static_cast<std::int64_t>(k) + 1, dl[k], model.ts_ns[dl[k + 1]]));
+    rel.step_marker_kind = StepMarker::kDataLoader;
+    rel.step_marker = std::string(model.name_of(dl[0]));
+    return steps;
+  }
+  // A sequence of top-level operators that repeats whole, from the thread's first one: the thread
+  // that starts first drives the work (the autograd engine's thread starts later, when backward runs).
+  const std::vector<EventIndex>* driver = nullptr;
+  for (const auto& [thread, spans] : top)
+    if (!spans.empty() && (driver == nullptr || model.ts_ns[spans[0]] < model.ts_ns[(*driver)[0]])) driver = &spans;
+  if (driver == nullptr) return steps;
+  // One span around everything (a benchmark's or server's annotation of the whole run): the loop is
+  // inside it, among its children.
+  std::vector<EventIndex> seq = *driver;
+  for (int depth = 0; depth < kMaxWrapperDepth && !seq.empty() && seq.size() < kMinIterations; ++depth) {
+    const EventIndex wrapper = *std::max_element(
+        seq.begin(), seq.end(), [&](EventIndex a, EventIndex b) { return model.dur_ns[a] < model.dur_ns[b]; });
+    seq = child_spans(model, wrapper);
+  }
+  if (seq.size() < kMinIterations || seq.size() > kMaxSequenceOps) return steps;
+  // The loop is the longest periodic tail of the sequence (setup comes first: tensors made,
+  // weights loaded): for each period p whose last names repeat, how far back seq[i] == seq[i + p]
+  // holds. The longest such stretch with at least three whole periods wins (the shorter period on
+  // a tie), if it covers at least half the sequence's time.
+  const std::size_t n = seq.size();
+  auto name = [&](std::size_t i) { return model.name[seq[i]]; };
+  std::size_t best_p = 0, best_start = n;
+  std::size_t tried = 0;
+  for (std::size_t p = 1; p <= n / kMinIterations && tried < kMaxPeriodCandidates; ++p) {
+    if (name(n - 1) != name(n - 1 - p)) continue;
+    ++tried;
+    std::size_t start = n - p;
+    while (start > 0 && name(start - 1) == name(start - 1 + p)) --start;
+    const std::size_t whole = (n - start) / p;
+    if (whole < kMinIterations + 1) continue;  // each iteration ends where the next begins
+    start = n - whole * p;                     // whole periods, ending with the sequence
+    if (n - start > n - best_start) best_p = p, best_start = start;
+  }
+  if (best_p == 0) return steps;
+  const std::int64_t seq_span = model.end_ns(seq[n - 1]) - model.ts_ns[seq[0]];
+  const std::int64_t loop_span = model.end_ns(seq[n - 1]) - model.ts_ns[seq[best_start]];
+  if (2 * loop_span < seq_span) return steps;
+  // Each iteration runs to the next one's start (what the loop does between its operators - a
+  // sync, Python - belongs to it); the last, with no next to end it, is left out.
+  const std::size_t count = (n - best_start) / best_p;
+  // A longer repeating sequence may be a model's layers in one forward pass, not a loop: a loop's
+  // iterations each wait for the device (a sync, .item()). A loop of a few operators (a
+  // micro-benchmark) needs none.
+  if (best_p > kMaxUnsyncedLoopOps) {
+    std::vector<std::int64_t> syncs;
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      const auto e = static_cast<EventIndex>(i);
+      if (model.pid[e] != model.pid[seq[0]] || model.tid[e] != model.tid[seq[0]] || model.phase[e] != 'X') continue;
+      const std::string_view nm = model.name_of(e);
+      if ((is_launch_api(model.kind[e]) && nm.find("Synchronize") != std::string_view::npos) ||
+          nm == "aten::_local_scalar_dense" || nm == "aten::item")
+        syncs.push_back(model.ts_ns[e]);
+    }
+    std::sort(syncs.begin(), syncs.end());
+    for (std::size_t k = 0; k + 1 < count; ++k) {
+      const std::int64_t from = model.ts_ns[seq[best_start + k * best_p]];
+      const std::int64_t to = model.ts_ns[seq[best_start + (k + 1) * best_p]];
+      auto it = std::lower_bound(syncs.begin(), syncs.end(), from);
+      if (it == syncs.end() || *it >= to) return steps;
+    }
+  }
+  for (std::size_t k = 0; k + 1 < count; ++k) {
+    const std::size_t first = best_start + k * best_p;
+    steps.push_back(iteration(model, static_cast<std::int64_t>(k) + 1, seq[first], model.ts_ns[seq[first + best_p]]));
+  }
+  rel.step_marker_kind = StepMarker::kRepeatedOps;
+  rel.step_marker = std::string(model.name_of(seq[best_start]));
+  rel.step_marker_ops = best_p;
+  return steps;
+}
+
 void build_steps(TraceModel& model) {
   Relations& rel = model.relations;
   std::vector<Step> steps;
@@ -309,6 +481,7 @@ void build_steps(TraceModel& model) {
   if (left_out >= 0)
     model.report.notes.push_back(
         fmt::format("last step ProfilerStep#{} has no duration (a broken one, repaired to 0): left out", left_out));
+  if (steps.empty()) steps = infer_iterations(model);
   if (steps.empty()) return;
   // GPU work belongs to the step whose CPU span contains its launch call.
   for (std::size_t i = 0; i < rel.launches.size(); ++i) {
@@ -330,7 +503,7 @@ void build_steps(TraceModel& model) {
   }
   // torch 2.x writes a GPU-side copy of each step (gpu_user_annotation ProfilerStep#N): Kineto's
   // own span of the step's GPU work. It wins over the launch-derived span and extends the step.
-  for (std::size_t e = 0; e < model.size(); ++e) {
+  for (std::size_t e = 0; e < model.size() && rel.step_marker_kind == StepMarker::kProfilerStep; ++e) {
     if (model.kind[e] != EventKind::kGpuUserAnnotation || model.phase[e] != 'X') continue;
     const std::int64_t number = profiler_step_number(model.name_of(static_cast<EventIndex>(e)));
     if (number < 0) continue;
@@ -360,8 +533,9 @@ void build_steps(TraceModel& model) {
     if (static_cast<double>(last.kernels) < kIncompleteStepKernelShare * static_cast<double>(prev.kernels)) {
       rel.dropped_step = last;
       model.report.notes.push_back(
-          fmt::format("last step ProfilerStep#{} launched {} kernels, under 80% of the previous step's {}: "
+          fmt::format("last {}{} launched {} kernels, under 80% of the previous step's {}: "
                       "excluded as incomplete",
+                      rel.step_marker_kind == StepMarker::kProfilerStep ? "step ProfilerStep#" : "iteration ",
                       last.number, last.kernels, prev.kernels));
       steps.pop_back();
     }

@@ -31,6 +31,16 @@ const char* platform_name(Platform p) {
   return "unknown";
 }
 
+const char* step_marker_name(StepMarker m) {
+  switch (m) {
+    case StepMarker::kProfilerStep: return "profiler_step";
+    case StepMarker::kOptimizer: return "optimizer";
+    case StepMarker::kDataLoader: return "dataloader";
+    case StepMarker::kRepeatedOps: return "repeated_ops";
+  }
+  return "profiler_step";
+}
+
 const char* graph_node_mapping_name(GraphNodeMapping m) {
   switch (m) {
     case GraphNodeMapping::kNodeId: return "node_id";

@@ -234,7 +234,11 @@ struct TraceInfo {
   std::vector<std::string> other_keys;  // unknown top-level keys, kept by name
 };
 
-// One ProfilerStep#N with its GPU-extended window.
+// What the steps of a trace are (Relations::step_marker_kind).
+enum class StepMarker : std::uint8_t { kProfilerStep, kOptimizer, kDataLoader, kRepeatedOps };
+const char* step_marker_name(StepMarker m);  // "profiler_step", "optimizer", "dataloader", "repeated_ops"
+
+// One ProfilerStep#N (or inferred iteration, Relations::step_marker) with its GPU-extended window.
 struct Step {
   std::int64_t number = -1;
   EventIndex event = kNoEvent;
@@ -297,8 +301,15 @@ struct Relations {
   std::vector<EventIndex> launch_op;
   std::vector<std::uint32_t> launch_gpu_begin;
   std::vector<EventIndex> launch_gpu;
-  std::vector<Step> steps;                 // complete steps only, in time order
-  std::optional<Step> dropped_step;        // an incomplete trailing step, if one was excluded
+  std::vector<Step> steps;           // complete steps only, in time order
+  std::optional<Step> dropped_step;  // an incomplete trailing step, if one was excluded
+  // What marks the steps. A trace without ProfilerStep#N (a notebook's or script's profile with no
+  // schedule) still repeats something each iteration; ferret takes, in order: the optimizer's step
+  // spans, the DataLoader's next-batch spans, or a sequence of top-level operators that repeats
+  // on the thread that drives the work. Steps are then numbered 1.. and `step_marker` names it.
+  StepMarker step_marker_kind = StepMarker::kProfilerStep;
+  std::string step_marker;                 // "Optimizer.step#SGD.step", ...; empty for ProfilerStep#N
+  std::size_t step_marker_ops = 0;         // kRepeatedOps: top-level operators per iteration
   std::uint64_t nesting_repairs = 0;       // children that outlived their parent
   std::uint64_t unmatched_gpu = 0;         // GPU activity whose correlation matched no launch
   std::uint64_t launches_without_gpu = 0;  // kernel launch calls with no GPU activity in the trace

@@ -102,10 +102,22 @@ std::string window_line(const TraceAnalysis& a) {
   const StepBreakdownResult& b = a.breakdown;
   const AnalysisContext& c = a.context;
   switch (c.source) {
-    case WindowSource::kSteps:
-      return fmt::format("{} step{} (ProfilerStep#{}..#{}), mean {}", b.steps.size(), b.steps.size() == 1 ? "" : "s",
-                         b.steps.front().number, b.steps.back().number,
-                         human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
+    case WindowSource::kSteps: {
+      const Relations& rel = a.model->relations;
+      if (rel.step_marker_kind == StepMarker::kProfilerStep)
+        return fmt::format("{} step{} (ProfilerStep#{}..#{}), mean {}", b.steps.size(), b.steps.size() == 1 ? "" : "s",
+                           b.steps.front().number, b.steps.back().number,
+                           human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
+      // No ProfilerStep#N: say first what the steps are, and what the cold first one cost.
+      std::string line =
+          fmt::format("no ProfilerStep spans: {} iteration{} {}..{} by {}, mean {}", b.steps.size(),
+                      b.steps.size() == 1 ? "" : "s", b.steps.front().number, b.steps.back().number,
+                      iteration_marker_text(rel), human_duration(static_cast<std::int64_t>(b.average_duration_ns)));
+      if (c.cold_first_step)
+        line += fmt::format("; iteration {} ({}) left out as cold", c.cold_first_step->number,
+                            human_duration(c.cold_first_step->end_ns - c.cold_first_step->start_ns));
+      return line;
+    }
     case WindowSource::kAnnotation:
       return fmt::format("window: the span {} ({}), GPU work it launched included", c.label,
                          human_duration(c.window_ns()));
@@ -144,6 +156,8 @@ std::string window_notes(const TraceAnalysis& a) {
     notes.push_back("this window is graph capture, not a steady state");
   else if (activity == WindowActivity::kInitialisation)
     notes.push_back("this window is mostly initialisation, not a steady state");
+  else if (activity == WindowActivity::kMicrobenchmark)
+    notes.push_back("this window is a micro-benchmark loop, not a training or inference step");
   else if (activity == WindowActivity::kUnknown)
     notes.push_back("no ProfilerStep marks a steady state in this window");
   if (r.launched_before_trace > 0)
@@ -371,10 +385,20 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                          {"duration_us", round3(ns_to_us(static_cast<double>(s.duration_ns)))},
                          {"breakdown_us", cats}});
   }
-  j["steps"] = {{"count", b.has_steps ? b.steps.size() : 0},
-                {"avg_us", round3(ns_to_us(b.average_duration_ns))},
-                {"has_steps", b.has_steps},
-                {"list", step_list}};
+  const Relations& rel = m.relations;
+  j["steps"] = {
+      {"count", b.has_steps ? b.steps.size() : 0},
+      {"avg_us", round3(ns_to_us(b.average_duration_ns))},
+      {"has_steps", b.has_steps},
+      {"marker", step_marker_name(rel.step_marker_kind)},
+      {"marker_name", rel.step_marker.empty() ? json(nullptr) : json(rel.step_marker)},
+      {"marker_ops", rel.step_marker_kind == StepMarker::kRepeatedOps ? json(rel.step_marker_ops) : json(nullptr)},
+      {"cold_first", c.cold_first_step
+                         ? json{{"number", c.cold_first_step->number},
+                                {"duration_us", round3(ns_to_us(static_cast<double>(c.cold_first_step->end_ns -
+                                                                                    c.cold_first_step->start_ns)))}}
+                         : json(nullptr)},
+      {"list", step_list}};
   json breakdown_us, breakdown_pct;
   for (int c = 0; c < kStepCategoryCount; ++c) {
     const auto cat = static_cast<StepCategory>(c);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/analysis.h"
 #include "base/terminal_text.h"
 #include "report/format.h"
 
@@ -140,8 +141,11 @@ std::string info_text(const TraceModel& model, const TraceSummary& summary) {
     std::int64_t total = 0;
     for (const Step& s : rel.steps) total += s.end_ns - s.start_ns;
     line("steps",
-         fmt::format("{} (ProfilerStep#{}..#{}), mean {}", rel.steps.size(), rel.steps.front().number,
-                     rel.steps.back().number, human_duration(total / static_cast<std::int64_t>(rel.steps.size()))));
+         rel.step_marker_kind == StepMarker::kProfilerStep
+             ? fmt::format("{} (ProfilerStep#{}..#{}), mean {}", rel.steps.size(), rel.steps.front().number,
+                           rel.steps.back().number, human_duration(total / static_cast<std::int64_t>(rel.steps.size())))
+             : fmt::format("none marked; {} iterations by {}, mean {}", rel.steps.size(), iteration_marker_text(rel),
+                           human_duration(total / static_cast<std::int64_t>(rel.steps.size()))));
   }
   if (rel.dropped_step)
     line("", fmt::format("ProfilerStep#{} excluded as incomplete ({} kernels)", rel.dropped_step->number,

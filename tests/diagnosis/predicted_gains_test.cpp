@@ -106,6 +106,32 @@ TEST(PredictedGains, DeviceBoundStepShrinksWithItsKernels) {
   EXPECT_EQ(d.verdict.headline.find("up to"), std::string::npos) << d.verdict.headline;
 }
 
+// The causal split decides device-bound: the device-bound steps' device works 12,000 of 12,040 us
+// (99.7%) and never waits on the host, so device-bound stands beside the precision finding that
+// carries the gain (and after it: it bounds none); the hidden steps' device works 48% and it does
+// not fire.
+TEST(PredictedGains, DeviceBoundFromTheCausalSplit) {
+  const TraceModel bound = load_trace_text(gemm_steps(4000, false));
+  const Diagnosis d = diagnose(analyze_trace(bound, {}));
+  const Finding* f = find(d, "device-bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->time_share, 48'000.0 / 48'160.0, 0.002);
+  EXPECT_EQ(f->max_speedup, 1.0);
+  EXPECT_EQ(d.findings.front().id, "no-tensor-cores");
+  EXPECT_NE(f->title.find("sgemm_128x64_nn 100%"), std::string::npos) << f->title;
+  const TraceModel hidden = load_trace_text(gemm_steps(1600, true));
+  EXPECT_EQ(find(diagnose(analyze_trace(hidden, {})), "device-bound"), nullptr);
+}
+
+// The MTIA inference loop whose device works 94% of the window with a 6 ms queue: device-bound is
+// its verdict (it was "no bottleneck", and before the causal model "CPU-bound").
+TEST(PredictedGains, BusyAcceleratorIsDeviceBound) {
+  FERRET_REQUIRE_CORPUS(path, "mtia-inference-backlog.json.gz");
+  const TraceModel m = load_trace(path);
+  const Diagnosis d = diagnose(analyze_trace(m, {}));
+  EXPECT_EQ(d.verdict.finding_id, "device-bound") << d.verdict.headline;
+}
+
 // Selected events, not names: a speedup naming two of the four GEMMs of step 1 scales those two
 // only (the same kernel name elsewhere keeps its time).
 TEST(PredictedGains, EventSpeedupTouchesOnlyItsEvents) {

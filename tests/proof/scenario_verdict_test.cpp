@@ -62,8 +62,11 @@ TEST(ScenarioGroundTruth, FragmentedMemoryIsFoundBesideItsEagerAttention) {
   ASSERT_GE(t["findings"].size(), 2u);
   EXPECT_EQ(t["verdict"]["finding_id"], "unfused-attention") << t["verdict"].dump(2);
   EXPECT_GT(t["verdict"]["max_speedup"].get<double>(), 1.0);
-  const nlohmann::json& memory = t["findings"][1];
-  EXPECT_EQ(memory["id"], "memory-fragmentation") << t["findings"].dump(2);
+  // Beside it (the device is busy: device-bound also stands, bounding no gain).
+  nlohmann::json memory;
+  for (const nlohmann::json& f : t["findings"])
+    if (f["id"] == "memory-fragmentation") memory = f;
+  ASSERT_FALSE(memory.is_null()) << t["findings"].dump(2);
   EXPECT_EQ(memory["severity"], "medium");
   bool names_attention = false;
   for (const nlohmann::json& fix : memory["fixes"])
