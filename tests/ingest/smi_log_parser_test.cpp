@@ -471,6 +471,33 @@ TEST(SmiLogParser, TableWithoutDateLinesIsInSampleOrder) {
   EXPECT_EQ(w.sources[0].skipped_lines, 0u);
 }
 
+TEST(SmiLogParser, TableFanPercentIsNotTheUtilisation) {
+  // A GPU with a fan prints its speed first (`30%`); GPU-Util is the % after Memory-Usage. `ERR!`
+  // (a reading the driver failed to take) is not available.
+  const std::string table =
+      "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+      "|   0  NVIDIA GeForce RTX 3090        Off | 00000000:01:00.0  On |                  N/A |\n"
+      "| 30%   45C    P2             120W / 350W |  10240MiB / 24576MiB |     98%      Default |\n"
+      "|   1  NVIDIA GeForce RTX 3090        Off | 00000000:02:00.0 Off |                  N/A |\n"
+      "| 41%   ERR!   P2             ERR! / 350W |  10240MiB / 24576MiB |     12%      Default |\n";
+  const SmiLog log = parse_smi_text(table, "rtx.log");
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiSample& s = log.gpus[0].samples.at(0);
+  EXPECT_EQ(log.gpus[0].name, "NVIDIA GeForce RTX 3090");
+  EXPECT_DOUBLE_EQ(s.util_pct, 98);
+  EXPECT_DOUBLE_EQ(s.temp_c, 45);
+  EXPECT_DOUBLE_EQ(s.power_w, 120);
+  EXPECT_DOUBLE_EQ(s.power_limit_w, 350);
+  EXPECT_DOUBLE_EQ(s.mem_used_mib, 10240);
+  EXPECT_DOUBLE_EQ(s.mem_total_mib, 24576);
+  const SmiSample& err = log.gpus[1].samples.at(0);
+  EXPECT_DOUBLE_EQ(err.util_pct, 12);
+  EXPECT_TRUE(std::isnan(err.power_w));
+  EXPECT_DOUBLE_EQ(err.power_limit_w, 350);
+  EXPECT_TRUE(std::isnan(err.temp_c));
+  EXPECT_EQ(log.sources[0].not_available, 1u);  // the power draw (a lone ERR! temperature is not counted)
+}
+
 TEST(SmiLogParser, TableDamageIsCountedNeverFatal) {
   const std::string date = "Mon Jan 31 12:00:00 2022";
   std::string text = one_table(date, 50);
