@@ -327,7 +327,10 @@ void rule_throttling(const SmiLog& log, const SmiStats& stats, std::vector<Findi
 // least kSmiMinSamples samples. The other rules judge a GPU between its first and last busy
 // sample, so a GPU that was never busy is judged here only (gpu-starved and gpu-imbalance leave it
 // out; they would otherwise call it "starved" or "unlike the others" for what is an allocation or
-// launch mistake). High: the GPU was reserved for the whole run and did nothing (ferret's).
+// launch mistake). When the busy metric is DCGM's SM active, the tool's utilisation must be idle
+// too: SM active near 0 while kernels ran is kernels too small to fill the GPU, not a GPU unused.
+// High: the GPU was reserved for the whole run and did nothing (ferret's).
+//
 // A process holding at least this much memory on it was placed there but ran no work (ferret's:
 // the CUDA context alone takes a few hundred MiB; nvidia-smi shows a few MiB with none).
 constexpr double kSmiHeldMemoryMib = 1024;
@@ -340,6 +343,8 @@ void rule_unused(const SmiLog& log, const SmiStats& stats, std::vector<Finding>&
     // No busy sample at all: smi_stats leaves the mean between the first and last busy one unset.
     if (st.busy_values < kSmiMinSamples || smi_has(st.active_busy_mean)) continue;
     const double busiest = smi_column_max_busy(log.gpus[st.gpu], st.busy_metric);
+    const double kernels_ran = smi_column_max_busy(log.gpus[st.gpu], "utilization");
+    if (smi_has(kernels_ran) && kernels_ran >= kSmiIdleBelowPct) continue;
     unused.push_back(st.gpu);
     most_busy = std::max(most_busy, busiest);
     samples += st.busy_values;

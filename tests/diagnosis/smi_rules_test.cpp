@@ -255,6 +255,12 @@ TEST(SmiRules, UnusedThresholdsAndTheOtherRulesBesideIt) {
   ASSERT_EQ(none.size(), 1u) << ids_of(none);
   EXPECT_EQ(none[0].title, "2 of 2 GPUs never used: busy at most 0% in every sample");
   EXPECT_NE(none[0].detail.find("No GPU of the log did any work"), std::string::npos) << none[0].detail;
+  // DCGM's SM active near 0 while a kernel ran most of the time: small kernels, not an unused GPU.
+  SmiLog small = series({std::vector<double>(10, 90)});
+  for (SmiSample& smp : small.gpus[0].samples) smp.sm_active_pct = 5;
+  EXPECT_EQ(find(findings_of(small), "gpu-unused"), nullptr);
+  for (SmiSample& smp : small.gpus[0].samples) smp.util_pct = 0;  // and with no kernel either: unused
+  EXPECT_NE(find(findings_of(small), "gpu-unused"), nullptr);
   // Memory held with no work: something was placed on the GPU.
   SmiLog held = series({busy, idle});
   for (SmiSample& smp : held.gpus[1].samples) smp.mem_used_mib = 30000;
