@@ -136,8 +136,9 @@ void register_smi(CLI::App& app) {
   auto opt = std::make_shared<SmiCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "smi",
-      "GPU utilisation logs (nvidia-smi --query-gpu CSV, dmon, pmon, dcgmi dmon, dcgm-exporter metrics, rocm-smi, "
-      "amd-smi): busy, idle periods, SM/Tensor activity, memory and power headroom, throttling");
+      "GPU utilisation logs (nvidia-smi --query-gpu CSV or default table, dmon, pmon, dcgmi dmon, dcgm-exporter "
+      "metrics, rocm-smi, amd-smi): busy, idle periods, unused GPUs, SM/Tensor activity, memory and power headroom, "
+      "throttling");
   cmd->add_option("logs", opt->logs, "Utilisation logs, format told by content (plain/gzip/zstd; - for stdin)")
       ->required();
   cmd->add_option("--trace", opt->traces,
@@ -149,7 +150,8 @@ void register_smi(CLI::App& app) {
                   "The --query-gpu list of a CSV written with noheader (e.g. timestamp,index,utilization.gpu)")
       ->type_name("LIST");
   cmd->add_option("--interval", opt->interval_s,
-                  "Seconds between samples in logs that print no time (dcgmi dmon, rocm-smi; default 1)")
+                  "Seconds between samples in logs that print no time (dcgmi dmon, rocm-smi, tables without a date "
+                  "line; default 1)")
       ->check(finite_range(0.001, 86400))
       ->type_name("S");
   cmd->add_option("--utc-offset", opt->utc_offset,

@@ -131,6 +131,7 @@ constexpr std::array kRules = {
     RuleInfo{"gpu-idle-periodic", S::kSmi, D::kCompute, "rule_periodic_idle", R::kCause, {}},
     RuleInfo{"gpu-imbalance", S::kSmi, D::kDistributed, "rule_imbalance", R::kCause, {}},
     RuleInfo{"gpu-throttling", S::kSmi, D::kCompute, "rule_throttling", R::kCause, {}},
+    RuleInfo{"gpu-unused", S::kSmi, D::kCompute, "rule_unused", R::kCause, {}},
     // A watched command's CPU and GPU samples (rules_watch()).
     RuleInfo{"watch-cpu-bound-input", S::kWatch, D::kDataPipeline, "rule_watch_cpu_bound_input", R::kCause, {}},
     RuleInfo{"watch-gpu-starved", S::kWatch, D::kCompute, "rule_watch_gpu_starved", R::kCause, {}},

@@ -36,6 +36,14 @@ std::string smi_gpu_list(const SmiLog& log, const std::vector<std::uint32_t>& gp
   return out;
 }
 
+// The highest busy value of a GPU's samples under its metric (NaN when none).
+double smi_column_max_busy(const SmiGpu& g, const std::string& metric) {
+  double best = kSmiNone;
+  for (const SmiSample& s : g.samples)
+    if (const double b = smi_busy_value(s, metric); smi_has(b) && (!smi_has(best) || b > best)) best = b;
+  return best;
+}
+
 bool smi_judged(const SmiGpuStats& st) { return st.busy_values >= kSmiMinSamples && smi_has(st.active_busy_mean); }
 
 // GPU-starved: busy below 60% between the run's first and last busy sample. The method's macro
@@ -315,6 +323,80 @@ void rule_throttling(const SmiLog& log, const SmiStats& stats, std::vector<Findi
   }
 }
 
+// A GPU the job never used: every sample of the whole log below the idle threshold (10%), on at
+// least kSmiMinSamples samples. The other rules judge a GPU between its first and last busy
+// sample, so a GPU that was never busy is judged here only (gpu-starved and gpu-imbalance leave it
+// out; they would otherwise call it "starved" or "unlike the others" for what is an allocation or
+// launch mistake). When the busy metric is DCGM's SM active, the tool's utilisation must be idle
+// too: SM active near 0 while kernels ran is kernels too small to fill the GPU, not a GPU unused.
+// High: the GPU was reserved for the whole run and did nothing (ferret's).
+//
+// A process holding at least this much memory on it was placed there but ran no work (ferret's:
+// the CUDA context alone takes a few hundred MiB; nvidia-smi shows a few MiB with none).
+constexpr double kSmiHeldMemoryMib = 1024;
+
+void rule_unused(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
+  std::vector<std::uint32_t> unused;
+  double most_busy = 0, most_held = kSmiNone;
+  std::size_t samples = 0;
+  for (const SmiGpuStats& st : stats.gpus) {
+    // No busy sample at all: smi_stats leaves the mean between the first and last busy one unset.
+    if (st.busy_values < kSmiMinSamples || smi_has(st.active_busy_mean)) continue;
+    const double busiest = smi_column_max_busy(log.gpus[st.gpu], st.busy_metric);
+    const double kernels_ran = smi_column_max_busy(log.gpus[st.gpu], "utilization");
+    if (smi_has(kernels_ran) && kernels_ran >= kSmiIdleBelowPct) continue;
+    unused.push_back(st.gpu);
+    most_busy = std::max(most_busy, busiest);
+    samples += st.busy_values;
+    if (smi_has(st.mem_peak_used_mib))
+      most_held = smi_has(most_held) ? std::max(most_held, st.mem_peak_used_mib) : st.mem_peak_used_mib;
+  }
+  if (unused.empty()) return;
+  const std::size_t used = stats.gpus.size() - unused.size();
+  Finding f;
+  f.id = "gpu-unused";
+  f.title = unused.size() == 1 ? fmt::format("{} never used: busy at most {:.0f}% in all {} samples",
+                                             smi_gpu_label(log, unused[0]), most_busy, samples)
+                               : fmt::format("{} of {} GPUs never used: busy at most {:.0f}% in every sample",
+                                             unused.size(), stats.gpus.size(), most_busy);
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kMacro;
+  f.severity = Severity::kHigh;
+  const bool one = unused.size() == 1;
+  f.detail = fmt::format("{} stayed below {:.0f}% busy by {} in every sample of the log: the job never used {}.",
+                         smi_gpu_list(log, unused), kSmiIdleBelowPct,
+                         smi_metric_words(stats.gpus[unused[0]].busy_metric), one ? "it" : "them");
+  if (smi_has(most_held))
+    f.detail += most_held >= kSmiHeldMemoryMib
+                    ? fmt::format(
+                          " Up to {:.0f} MiB of memory was held on {}: something was placed there (a model "
+                          "copy, a CUDA context), but no work ran.",
+                          most_held, one ? "it" : "one of them")
+                    : fmt::format(" {} memory held at most {:.0f} MiB: no process of the job opened {}.",
+                                  one ? "Its" : "Their", most_held, one ? "it" : "them");
+  f.detail += used > 0
+                  ? fmt::format(
+                        " {} did work: the job runs fewer processes than it has GPUs, or its processes "
+                        "all use the same device.",
+                        used == 1 ? std::string("The log's other GPU") : fmt::format("The log's other {} GPUs", used))
+                  : " No GPU of the log did any work: the job ran on the CPU (a CPU build of torch, a device "
+                    "never set), or the log covers a time the job was not running.";
+  f.evidence = {{"unused_gpus", static_cast<double>(unused.size()), "count"},
+                {"gpus", static_cast<double>(stats.gpus.size()), "count"},
+                {"busy_max_pct", most_busy, "%"},
+                {"samples", static_cast<double>(samples), "count"}};
+  if (smi_has(most_held)) f.evidence.push_back({"memory_peak_used_mib", most_held, "MiB"});
+  f.fixes = {
+      "One process per GPU: torchrun --nproc_per_node=<GPUs of the node> (or srun --ntasks-per-node=<GPUs>), each "
+      "on torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"])) and model.to(f\"cuda:{local_rank}\") - not "
+      "\"cuda\", which is cuda:0 in every process",
+      "Check that torch sees the GPUs: torch.cuda.is_available() and torch.cuda.device_count() in the job, and "
+      "CUDA_VISIBLE_DEVICES",
+      "Request only the GPUs the job uses (#SBATCH --gpus-per-node=N): an idle reserved GPU is lost to others"};
+  f.threshold = "busy < 10% (the idle threshold) in every sample of the log, on >= 5 samples (ferret's)";
+  out.push_back(std::move(f));
+}
+
 }  // namespace
 
 void rules_smi(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
@@ -323,6 +405,7 @@ void rules_smi(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& o
   rule_periodic_idle(log, stats, out);
   rule_imbalance(log, stats, out);
   rule_throttling(log, stats, out);
+  rule_unused(log, stats, out);
 }
 
 }  // namespace ferret

@@ -16,6 +16,11 @@
 //       several scrapes concatenated are a series: a metric seen again for a GPU starts its next
 //       sample.
 //   rocm-smi --csv (`device,GPU use (%),...`, rows `card0,...`), amd-smi metric --csv (`gpu,...`).
+//   nvidia-smi's default table (`nvidia-smi -l 5`, or a loop in a job script): a date line, the
+//       boxed `| NVIDIA-SMI ... Driver Version ...` table, two lines per GPU (index, name and bus
+//       id; then temperature, power, memory and GPU-Util); each table is one sample per GPU. The
+//       job's own output around the tables (a Slurm log) is skipped and counted; the version line
+//       anywhere in the first 64 KiB tells the layout.
 // Each format has one small row parser behind one function (smi_log_parser.cpp); columns are
 // mapped by name, never by position.
 //
@@ -40,6 +45,10 @@ inline constexpr std::size_t kSmiMaxLineBytes = 64 * 1024;
 inline constexpr std::size_t kSmiMaxGpus = 1024;
 // Reading stops, keeping what was read, after this many bytes without a new sample.
 inline constexpr std::uint64_t kSmiMaxBytesWithoutSample = std::uint64_t{1} << 30;
+// The command a refused log's message suggests: a CSV every reading of `ferret smi` can use.
+inline constexpr std::string_view kSmiLogCommand =
+    "nvidia-smi --query-gpu=timestamp,index,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu "
+    "--format=csv -l 1";
 // How many skipped-line examples a source keeps (all are counted).
 inline constexpr std::size_t kSmiSkippedExamples = 5;
 

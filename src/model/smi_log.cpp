@@ -11,6 +11,7 @@ const char* smi_format_name(SmiFormat f) {
     case SmiFormat::kPrometheus: return "dcgm-exporter metrics";
     case SmiFormat::kRocmSmiCsv: return "rocm-smi csv";
     case SmiFormat::kAmdSmiCsv: return "amd-smi metric csv";
+    case SmiFormat::kSmiTable: return "nvidia-smi table";
     case SmiFormat::kUnknown: break;
   }
   return "unknown";

@@ -24,6 +24,7 @@ enum class SmiFormat : std::uint8_t {
   kPrometheus,  // dcgm-exporter's /metrics text, one scrape or several concatenated
   kRocmSmiCsv,  // rocm-smi ... --csv
   kAmdSmiCsv,   // amd-smi metric --csv
+  kSmiTable,    // nvidia-smi's default table, printed again and again (`nvidia-smi -l 5`, a loop in a job script)
 };
 const char* smi_format_name(SmiFormat f);  // "nvidia-smi --query-gpu csv", "nvidia-smi dmon", ...
 

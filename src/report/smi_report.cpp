@@ -24,9 +24,13 @@ double smi_seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
 // "87" / "-": a percentage cell of the text and Markdown tables (the JSON has the decimals).
 std::string smi_pct_cell(double v) { return smi_has(v) ? fmt::format("{:.0f}", v) : "-"; }
 
-std::string smi_headroom_cell(double used, double total, const char* unit) {
-  if (!smi_has(used) || !smi_has(total) || total <= 0) return "-";
-  return fmt::format("{:.0f}/{:.0f} {}", used, total, unit);
+// "40536/81920": the peak used of the total. A log with only one of the two (memory.used without
+// memory.total, power.draw without power.limit) shows the one it has, `?` for the other; `-` only
+// when it has neither.
+std::string smi_headroom_cell(double used, double total) {
+  if (!smi_has(used) && !smi_has(total)) return "-";
+  const auto part = [](double v) { return smi_has(v) ? fmt::format("{:.0f}", v) : std::string("?"); };
+  return part(used) + "/" + part(total);
 }
 
 std::string smi_busy_words(const std::string& metric) {
@@ -253,8 +257,8 @@ std::string smi_text(const SmiReportInput& in, const Style& st) {
     rows.push_back({smi_gpu_label(in.log, g.gpu), smi_busy_words(g.busy_metric), std::to_string(g.samples),
                     smi_pct_cell(g.busy_mean), smi_pct_cell(g.busy_p5), smi_pct_cell(g.busy_p50),
                     smi_pct_cell(g.busy_p95), std::to_string(g.idle_periods), smi_pct_cell(g.sm_active_mean),
-                    smi_pct_cell(g.tensor_active_mean), smi_headroom_cell(g.mem_peak_used_mib, g.mem_total_mib, ""),
-                    smi_headroom_cell(g.power_p95_w, g.power_limit_w, ""),
+                    smi_pct_cell(g.tensor_active_mean), smi_headroom_cell(g.mem_peak_used_mib, g.mem_total_mib),
+                    smi_headroom_cell(g.power_p95_w, g.power_limit_w),
                     g.throttle.busy_samples ? fmt::format("{:.0f}", 100 * g.throttle.share()) : "-"});
   }
   const TextTable table(columns, rows, 2, st.width);
@@ -317,8 +321,8 @@ std::string smi_markdown(const SmiReportInput& in) {
                        escape_markdown(smi_gpu_label(in.log, g.gpu)), smi_busy_words(g.busy_metric), g.samples,
                        smi_pct_cell(g.busy_mean), smi_pct_cell(g.busy_p5), smi_pct_cell(g.busy_p50),
                        smi_pct_cell(g.busy_p95), g.idle_periods, smi_pct_cell(g.sm_active_mean),
-                       smi_pct_cell(g.tensor_active_mean), smi_headroom_cell(g.mem_peak_used_mib, g.mem_total_mib, ""),
-                       smi_headroom_cell(g.power_p95_w, g.power_limit_w, ""),
+                       smi_pct_cell(g.tensor_active_mean), smi_headroom_cell(g.mem_peak_used_mib, g.mem_total_mib),
+                       smi_headroom_cell(g.power_p95_w, g.power_limit_w),
                        g.throttle.busy_samples ? fmt::format("{:.0f}", 100 * g.throttle.share()) : "-");
   for (const SmiTraceWindow& w : in.stats.traces)
     for (const std::string& s : smi_trace_sentences(in.log, w)) {

@@ -54,8 +54,9 @@ TEST(SmiCli, QueryCsvJsonNumbers) {
 // The text table and the Markdown table show the JSON's numbers (rounded to whole percents), and
 // both name the same findings.
 TEST(SmiCli, TextAndMarkdownAgreeWithJson) {
-  for (const char* name : {"query-two-gpus.csv", "dmon-dt.txt", "dcgmi-dmon.txt", "dcgm-exporter.prom", "rocm-smi.csv",
-                           "amd-smi.csv", "pmon.txt"}) {
+  for (const char* name :
+       {"query-two-gpus.csv", "dmon-dt.txt", "dcgmi-dmon.txt", "dcgm-exporter.prom", "rocm-smi.csv", "amd-smi.csv",
+        "pmon.txt", "table-535-slurm.log", "table-418-unused-gpu.log", "table-550-mig.log"}) {
     const std::string path = "'" + data(name) + "'";
     const json doc = smi_json(path);
     const test::CommandResult text = test::run_ferret("smi --width 200 " + path);
@@ -105,6 +106,65 @@ TEST(SmiCli, TextAndMarkdownAgreeWithJson) {
   }
 }
 
+// nvidia-smi's default table in a Slurm log: the means computed by hand in
+// tests/diagnosis/smi_rules_test.cpp (GPU 0: 90, 100, 80 % -> 90; GPU 1: 40, 50, 60 % -> 50).
+TEST(SmiCli, TableLogJsonNumbers) {
+  const json doc = smi_json("'" + data("table-535-slurm.log") + "'");
+  EXPECT_EQ(doc["sources"][0]["format"], "nvidia-smi table");
+  EXPECT_EQ(doc["sources"][0]["skipped_lines"], 10);  // the job's own lines
+  ASSERT_EQ(doc["gpus"].size(), 2u);
+  const json& g0 = doc["gpus"][0];
+  EXPECT_EQ(g0["name"], "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(g0["bus_id"], "00000000:07:00.0");
+  EXPECT_EQ(g0["busy"]["mean_pct"], 90.0);
+  EXPECT_EQ(doc["gpus"][1]["busy"]["mean_pct"], 50.0);
+  EXPECT_EQ(g0["memory"]["peak_used_mib"], 40534.0);
+  EXPECT_EQ(g0["memory"]["headroom_mib"], 81920.0 - 40534.0);
+  EXPECT_EQ(g0["power"]["mean_w"], 318.333);  // 955 / 3
+  EXPECT_EQ(g0["span_s"], 15.0);
+  EXPECT_TRUE(g0["absolute_time"].get<bool>());
+  EXPECT_TRUE(doc["findings"].empty());  // 3 samples a GPU: fewer than a rule judges on
+  // The older layout's never-used GPU: gpu-unused alone, naming GPU 1.
+  const json unused = smi_json("'" + data("table-418-unused-gpu.log") + "'");
+  ASSERT_EQ(unused["findings"].size(), 1u) << unused["findings"].dump();
+  EXPECT_EQ(unused["findings"][0]["id"], "gpu-unused");
+  EXPECT_EQ(unused["findings"][0]["title"], "GPU 1 never used: busy at most 0% in all 6 samples");
+  const test::CommandResult text = test::run_ferret("smi '" + data("table-418-unused-gpu.log") + "'");
+  EXPECT_NE(test::unwrapped(text.out).find("GPU 1 never used"), std::string::npos) << text.out;
+}
+
+// A log of `nvidia-smi --query-gpu=timestamp,index,name,utilization.gpu,memory.used,memory.total,
+// power.draw,temperature.gpu --format=csv -l 1` (units in the cells): its memory is in the text and
+// Markdown tables, and memory.used alone is shown too (before: `-` unless both were logged).
+TEST(SmiCli, CsvMemoryColumnsAreShown) {
+  const std::string path = test::temp_path("smi-memory.csv");
+  std::string csv =
+      "timestamp, index, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB], power.draw [W], "
+      "temperature.gpu\n";
+  for (int i = 0; i < 3; ++i)
+    csv += fmt::format("2024/01/31 12:00:0{}.000, 0, NVIDIA A100-SXM4-80GB, 87 %, {} MiB, 81920 MiB, 245.31 W, 65\n", i,
+                       40536 + i);
+  test::write_file(path, csv);
+  const json doc = smi_json("'" + path + "'");
+  EXPECT_EQ(doc["gpus"][0]["memory"]["peak_used_mib"], 40538.0);
+  EXPECT_EQ(doc["gpus"][0]["memory"]["total_mib"], 81920.0);
+  for (const char* width : {"200", "80"}) {
+    const test::CommandResult text = test::run_ferret(std::string("smi --width ") + width + " '" + path + "'");
+    EXPECT_NE(text.out.find("40538/81920"), std::string::npos) << width << "\n" << text.out;
+  }
+  const test::CommandResult md = test::run_ferret("smi --md '" + path + "'");
+  EXPECT_NE(md.out.find("| 40538/81920 |"), std::string::npos) << md.out;
+  // memory.used without memory.total: the peak alone, not `-`.
+  const std::string used_only = test::temp_path("smi-memory-used.csv");
+  test::write_file(used_only,
+                   "timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+                   "2024/01/31 12:00:00.000, 0, 87 %, 40536 MiB\n2024/01/31 12:00:01.000, 0, 88 %, 40600 MiB\n");
+  const test::CommandResult used = test::run_ferret("smi --md '" + used_only + "'");
+  EXPECT_NE(used.out.find("| 40600/? |"), std::string::npos) << used.out;
+  std::remove(path.c_str());
+  std::remove(used_only.c_str());
+}
+
 TEST(SmiCli, TraceWindowAgainstTheRun) {
   const std::string log = "'" + data("query-two-gpus.csv") + "'";
   const json doc = smi_json(log + " --trace '" + data("trace-aligned.json") + "'");
@@ -148,6 +208,20 @@ TEST(SmiCli, UnusableInputExitsTwoNamingTheFile) {
   const json doc = smi_json("'" + empty + "' '" + data("rocm-smi.csv") + "'");
   EXPECT_EQ(doc["errors"].size(), 1u);
   EXPECT_EQ(doc["gpus"].size(), 2u);
+  // A file that is no GPU log: the message names it, says what was wrong and which command writes
+  // a log ferret reads.
+  const std::string garbage = test::temp_path("smi-garbage.log");
+  test::write_file(garbage, "epoch 1 step 100 loss 2.31\nepoch 1 step 200 loss 2.10\n");
+  r = test::run_ferret("smi '" + garbage + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  const std::string message = test::unwrapped(r.err);
+  EXPECT_NE(message.find(garbage + ": not a GPU utilisation log ferret reads"), std::string::npos) << r.err;
+  EXPECT_NE(message.find("line 1 (`epoch 1 step 100 loss 2.31`)"), std::string::npos) << r.err;
+  EXPECT_NE(message.find("nvidia-smi --query-gpu=timestamp,index,name,utilization.gpu,memory.used,memory.total,"
+                         "power.draw,temperature.gpu --format=csv -l 1"),
+            std::string::npos)
+      << r.err;
+  std::remove(garbage.c_str());
   r = test::run_ferret("smi --utc-offset 25:00 '" + data("rocm-smi.csv") + "'");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--utc-offset"), std::string::npos) << r.err;

@@ -42,6 +42,12 @@ const Finding* find(const std::vector<Finding>& fs, const std::string& id) {
   return nullptr;
 }
 
+std::string ids_of(const std::vector<Finding>& fs) {
+  std::string out;
+  for (const Finding& f : fs) out += f.id + " ";
+  return out;
+}
+
 // A log of one or more GPUs with the given utilisation series, 1 s apart from t = 0.
 SmiLog series(const std::vector<std::vector<double>>& gpus) {
   SmiLog log;
@@ -176,6 +182,91 @@ TEST(SmiRules, StarvedThresholdsAndTooFewSamples) {
   EXPECT_EQ(find(findings_of(series({std::vector<double>(4, 20)})), "gpu-starved"), nullptr);  // 4 < 5 samples
   // Never busy (an unused GPU): not starved, no busy stretch to judge.
   EXPECT_EQ(find(findings_of(series({std::vector<double>(10, 0)})), "gpu-starved"), nullptr);
+}
+
+TEST(SmiStats, TableLogMeansByHand) {
+  // table-535-slurm.log: three tables 5 s apart. GPU 0 at 90, 100, 80 % -> mean 270 / 3 = 90;
+  // GPU 1 at 40, 50, 60 % -> 150 / 3 = 50. GPU 0's memory 40526, 40530, 40534 of 81920 MiB -> peak
+  // 40534; power 310, 355, 290 W -> mean 955 / 3; hottest 55 C.
+  const SmiStats st = analyze_smi(fixture_log("table-535-slurm.log"));
+  ASSERT_EQ(st.gpus.size(), 2u);
+  EXPECT_DOUBLE_EQ(st.gpus[0].busy_mean, 90);
+  EXPECT_DOUBLE_EQ(st.gpus[1].busy_mean, 50);
+  EXPECT_EQ(st.gpus[0].busy_metric, "utilization");
+  EXPECT_EQ(st.gpus[0].sample_period_ns, 5 * kNs);
+  EXPECT_EQ(st.gpus[0].span_ns(), 15 * kNs);
+  EXPECT_DOUBLE_EQ(st.gpus[0].mem_peak_used_mib, 40534);
+  EXPECT_DOUBLE_EQ(st.gpus[0].mem_total_mib, 81920);
+  EXPECT_DOUBLE_EQ(st.gpus[0].power_mean_w, 955.0 / 3);
+  EXPECT_DOUBLE_EQ(st.gpus[0].power_limit_w, 400);
+  EXPECT_DOUBLE_EQ(st.gpus[0].temp_max_c, 55);
+  // Three samples a GPU are fewer than the five a rule judges on.
+  EXPECT_EQ(ids_of(findings_of(fixture_log("table-535-slurm.log"))), "");
+}
+
+TEST(SmiRules, UnusedGpuIsNamedAndTheBusyOneIsNot) {
+  // table-418-unused-gpu.log: GPU 0 at 0 96 98 100 94 92 % (mean 480 / 6 = 80; between its first
+  // and last busy sample 480 / 5 = 96), GPU 1 at 0% with 0 MiB used in all six tables.
+  const SmiLog log = fixture_log("table-418-unused-gpu.log");
+  const SmiStats st = analyze_smi(log);
+  EXPECT_DOUBLE_EQ(st.gpus[0].busy_mean, 80);
+  EXPECT_DOUBLE_EQ(st.gpus[0].active_busy_mean, 96);
+  EXPECT_DOUBLE_EQ(st.gpus[1].busy_mean, 0);
+  EXPECT_TRUE(std::isnan(st.gpus[1].active_busy_mean));  // never busy
+  const std::vector<Finding> fs = findings_of(log);
+  // Only gpu-unused: gpu-starved and gpu-imbalance judge a GPU between its busy samples and leave
+  // the never-busy one out; GPU 0 at 96% fires nothing.
+  ASSERT_EQ(fs.size(), 1u) << ids_of(fs);
+  const Finding& unused = fs[0];
+  EXPECT_EQ(unused.id, "gpu-unused");
+  EXPECT_EQ(unused.severity, Severity::kHigh);
+  EXPECT_EQ(unused.title, "GPU 1 never used: busy at most 0% in all 6 samples");
+  EXPECT_EQ(unused.title.find("GPU 0"), std::string::npos);
+  EXPECT_NE(unused.detail.find("no process of the job opened it"), std::string::npos) << unused.detail;
+  EXPECT_NE(unused.detail.find("The log's other GPU did work"), std::string::npos) << unused.detail;
+  ASSERT_EQ(unused.evidence.size(), 5u);
+  EXPECT_DOUBLE_EQ(unused.evidence[0].value, 1);  // unused_gpus
+  EXPECT_DOUBLE_EQ(unused.evidence[1].value, 2);  // gpus
+  EXPECT_DOUBLE_EQ(unused.evidence[2].value, 0);  // busy_max_pct
+  EXPECT_DOUBLE_EQ(unused.evidence[3].value, 6);  // samples
+  EXPECT_DOUBLE_EQ(unused.evidence[4].value, 0);  // memory_peak_used_mib
+}
+
+TEST(SmiRules, UnusedThresholdsAndTheOtherRulesBesideIt) {
+  // Below the idle threshold (10%) in every sample: unused, the highest value named.
+  const std::vector<Finding> low = findings_of(series({std::vector<double>(10, 9)}));
+  ASSERT_NE(find(low, "gpu-unused"), nullptr);
+  EXPECT_NE(find(low, "gpu-unused")->title.find("busy at most 9%"), std::string::npos);
+  // Busy once (10% is not idle): used; it is judged by gpu-starved instead.
+  std::vector<double> once(10, 0);
+  once[4] = 10;
+  EXPECT_EQ(find(findings_of(series({once})), "gpu-unused"), nullptr);
+  // Four samples are too few to judge.
+  EXPECT_EQ(find(findings_of(series({std::vector<double>(4, 0)})), "gpu-unused"), nullptr);
+  // Three busy GPUs and an unused one: one finding for the unused GPU, no imbalance (the busy
+  // three agree) and no starvation.
+  const std::vector<double> busy(10, 90), idle(10, 0);
+  const std::vector<Finding> four = findings_of(series({busy, busy, busy, idle}));
+  ASSERT_EQ(four.size(), 1u) << ids_of(four);
+  EXPECT_EQ(four[0].id, "gpu-unused");
+  EXPECT_NE(four[0].title.find("GPU 3"), std::string::npos) << four[0].title;
+  // No GPU did any work: one finding naming both, saying so.
+  const std::vector<Finding> none = findings_of(series({idle, idle}));
+  ASSERT_EQ(none.size(), 1u) << ids_of(none);
+  EXPECT_EQ(none[0].title, "2 of 2 GPUs never used: busy at most 0% in every sample");
+  EXPECT_NE(none[0].detail.find("No GPU of the log did any work"), std::string::npos) << none[0].detail;
+  // DCGM's SM active near 0 while a kernel ran most of the time: small kernels, not an unused GPU.
+  SmiLog small = series({std::vector<double>(10, 90)});
+  for (SmiSample& smp : small.gpus[0].samples) smp.sm_active_pct = 5;
+  EXPECT_EQ(find(findings_of(small), "gpu-unused"), nullptr);
+  for (SmiSample& smp : small.gpus[0].samples) smp.util_pct = 0;  // and with no kernel either: unused
+  EXPECT_NE(find(findings_of(small), "gpu-unused"), nullptr);
+  // Memory held with no work: something was placed on the GPU.
+  SmiLog held = series({busy, idle});
+  for (SmiSample& smp : held.gpus[1].samples) smp.mem_used_mib = 30000;
+  const Finding* placed = find(findings_of(held), "gpu-unused");
+  ASSERT_NE(placed, nullptr);
+  EXPECT_NE(placed->detail.find("Up to 30000 MiB of memory was held on it"), std::string::npos) << placed->detail;
 }
 
 TEST(SmiRules, OneGpuUnlikeTheOthers) {

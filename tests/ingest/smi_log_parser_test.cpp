@@ -38,6 +38,12 @@ TEST(SmiLogParser, SniffsEachFormatFromItsFirstLines) {
   EXPECT_EQ(sniff_smi_format(fixture("dcgm-exporter.prom")), SmiFormat::kPrometheus);
   EXPECT_EQ(sniff_smi_format(fixture("rocm-smi.csv")), SmiFormat::kRocmSmiCsv);
   EXPECT_EQ(sniff_smi_format(fixture("amd-smi.csv")), SmiFormat::kAmdSmiCsv);
+  EXPECT_EQ(sniff_smi_format(fixture("table-535-slurm.log")), SmiFormat::kSmiTable);  // job output first
+  EXPECT_EQ(sniff_smi_format(fixture("table-418-unused-gpu.log")), SmiFormat::kSmiTable);
+  EXPECT_EQ(sniff_smi_format(fixture("table-550-mig.log")), SmiFormat::kSmiTable);
+  // The driver's failure names the tool but is no table.
+  EXPECT_EQ(sniff_smi_format("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"),
+            SmiFormat::kUnknown);
   EXPECT_EQ(sniff_smi_format("hello world\n"), SmiFormat::kUnknown);
   EXPECT_EQ(sniff_smi_format("a,b,c\n1,2,3\n"), SmiFormat::kUnknown);
 }
@@ -318,6 +324,217 @@ TEST(SmiLogParser, ARowWithAValueNoGpuReportsIsSkippedAndCounted) {
     EXPECT_DOUBLE_EQ(sum, 300 * 20.0 + 299 * 40.0) << c.why;
     EXPECT_EQ(most_used, 40000) << c.why;
     EXPECT_EQ(gpu.samples.back().time_ns, (kNoonS + 599) * kNs) << c.why;
+  }
+}
+
+// ---- nvidia-smi's default table ---------------------------------------------------------------
+
+// 2026-12-06 10:15:01, 2022-01-31 12:00:00 and 2025-03-04 09:30:00 UTC in seconds since the epoch
+// (Python: calendar.timegm): the date lines of the three table fixtures.
+constexpr std::int64_t kTable535S = 1796552101;
+constexpr std::int64_t kTable418S = 1643630400;
+constexpr std::int64_t kTable550S = 1741080600;
+
+TEST(SmiLogParser, TableSlurmLogThreeTablesTwoGpus) {
+  // Driver 535's layout, a table every 5 s between the job's own lines (`set -x` and the training
+  // log): 2 + 4 + 3 + 1 = 10 lines of job output, each skipped and counted.
+  const SmiLog log = parse_fixture("table-535-slurm.log");
+  ASSERT_EQ(log.sources.size(), 1u);
+  const SmiSource& src = log.sources[0];
+  EXPECT_EQ(src.format, SmiFormat::kSmiTable);
+  EXPECT_EQ(src.samples, 6u);
+  EXPECT_EQ(src.skipped_lines, 10u);
+  EXPECT_EQ(src.not_available, 0u);  // the fans' N/A is not read
+  ASSERT_FALSE(src.skipped_examples.empty());
+  EXPECT_EQ(src.skipped_examples[0], "line 1: not nvidia-smi table text");
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiGpu& g0 = log.gpus[0];
+  EXPECT_EQ(g0.key, "0");
+  EXPECT_EQ(g0.name, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(g0.bus_id, "00000000:07:00.0");
+  EXPECT_EQ(log.gpus[1].bus_id, "00000000:0F:00.0");
+  EXPECT_TRUE(g0.absolute_time);
+  ASSERT_EQ(g0.samples.size(), 3u);
+  ASSERT_EQ(log.gpus[1].samples.size(), 3u);
+  // The values written into the fixture: GPU 0 90/100/80 %, GPU 1 40/50/60 %.
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(g0.samples[k].time_ns, (kTable535S + 5 * static_cast<std::int64_t>(k)) * kNs) << k;
+    EXPECT_EQ(log.gpus[1].samples[k].time_ns, g0.samples[k].time_ns) << k;
+    EXPECT_DOUBLE_EQ(log.gpus[1].samples[k].util_pct, 40 + 10 * static_cast<double>(k)) << k;
+    EXPECT_DOUBLE_EQ(g0.samples[k].mem_total_mib, 81920) << k;
+    EXPECT_DOUBLE_EQ(g0.samples[k].power_limit_w, 400) << k;
+  }
+  EXPECT_DOUBLE_EQ(g0.samples[0].util_pct, 90);
+  EXPECT_DOUBLE_EQ(g0.samples[1].util_pct, 100);
+  EXPECT_DOUBLE_EQ(g0.samples[2].util_pct, 80);
+  const SmiSample& s1 = g0.samples[1];  // `| N/A   55C    P0   355W / 400W |  40530MiB / 81920MiB |   100%   Default |`
+  EXPECT_DOUBLE_EQ(s1.temp_c, 55);
+  EXPECT_DOUBLE_EQ(s1.power_w, 355);
+  EXPECT_DOUBLE_EQ(s1.mem_used_mib, 40530);
+  EXPECT_EQ(s1.line, 40u);  // the GPU's first line in the second table
+  // The same log with the clock at UTC+1: 10:15:01 local is 09:15:01 UTC.
+  SmiReadOptions east;
+  east.utc_offset_s = 3600;
+  EXPECT_EQ(parse_fixture("table-535-slurm.log", east).gpus[0].samples[0].time_ns, (kTable535S - 3600) * kNs);
+}
+
+TEST(SmiLogParser, TableOlderLayoutWithoutMigLine) {
+  // Driver 418's narrower layout (`| N/A 34C P0 41W / 300W | 0MiB / 16130MiB | 0% Default |`, no
+  // MIG M. line, truncated names), six tables 5 s apart as `nvidia-smi -l 5` writes them.
+  const SmiLog log = parse_fixture("table-418-unused-gpu.log");
+  const SmiSource& src = log.sources[0];
+  EXPECT_EQ(src.format, SmiFormat::kSmiTable);
+  EXPECT_EQ(src.skipped_lines, 0u);
+  ASSERT_EQ(log.gpus.size(), 2u);
+  EXPECT_EQ(log.gpus[0].name, "Tesla V100-SXM2...");
+  const std::vector<double> util0 = {0, 96, 98, 100, 94, 92};
+  const std::vector<double> power0 = {41, 250, 260, 270, 255, 245};
+  ASSERT_EQ(log.gpus[0].samples.size(), 6u);
+  ASSERT_EQ(log.gpus[1].samples.size(), 6u);
+  for (std::size_t k = 0; k < 6; ++k) {
+    const SmiSample& s = log.gpus[0].samples[k];
+    EXPECT_EQ(s.time_ns, (kTable418S + 5 * static_cast<std::int64_t>(k)) * kNs) << k;
+    EXPECT_DOUBLE_EQ(s.util_pct, util0[k]) << k;
+    EXPECT_DOUBLE_EQ(s.power_w, power0[k]) << k;
+    EXPECT_DOUBLE_EQ(s.power_limit_w, 300) << k;
+    EXPECT_DOUBLE_EQ(s.mem_used_mib, k == 0 ? 0 : 15000) << k;
+    EXPECT_DOUBLE_EQ(s.mem_total_mib, 16130) << k;
+    const SmiSample& idle = log.gpus[1].samples[k];
+    EXPECT_DOUBLE_EQ(idle.util_pct, 0) << k;
+    EXPECT_DOUBLE_EQ(idle.mem_used_mib, 0) << k;
+    EXPECT_DOUBLE_EQ(idle.temp_c, 36) << k;
+  }
+}
+
+TEST(SmiLogParser, TableMigDevicesAreNotGpus) {
+  // Driver 550's wider layout; GPU 1 in MIG mode prints GPU-Util N/A, and the `MIG devices:` table
+  // below (`|  1    1   0   0  |  30112MiB / 40448MiB | ...`) holds slices, not GPUs.
+  const SmiLog log = parse_fixture("table-550-mig.log");
+  const SmiSource& src = log.sources[0];
+  EXPECT_EQ(src.skipped_lines, 0u);
+  EXPECT_EQ(src.not_available, 2u);  // GPU 1's utilisation in each of the two tables
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiGpu& g0 = log.gpus[0];
+  const SmiGpu& g1 = log.gpus[1];
+  EXPECT_EQ(g0.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(g1.bus_id, "00000000:2A:00.0");
+  ASSERT_EQ(g0.samples.size(), 2u);
+  ASSERT_EQ(g1.samples.size(), 2u);
+  EXPECT_EQ(g0.samples[1].time_ns, (kTable550S + 10) * kNs);
+  EXPECT_DOUBLE_EQ(g0.samples[0].util_pct, 97);
+  EXPECT_DOUBLE_EQ(g0.samples[1].util_pct, 99);
+  EXPECT_DOUBLE_EQ(g0.samples[1].power_w, 530);
+  EXPECT_DOUBLE_EQ(g0.samples[1].power_limit_w, 700);
+  EXPECT_DOUBLE_EQ(g0.samples[1].mem_used_mib, 60440);
+  EXPECT_DOUBLE_EQ(g0.samples[1].mem_total_mib, 81559);
+  EXPECT_TRUE(std::isnan(g1.samples[0].util_pct));
+  EXPECT_DOUBLE_EQ(g1.samples[0].mem_used_mib, 30112);  // the GPU's, not its slice's 40448 total
+  EXPECT_DOUBLE_EQ(g1.samples[0].mem_total_mib, 81559);
+  EXPECT_DOUBLE_EQ(g1.samples[0].temp_c, 38);
+}
+
+// One table of driver 535's layout: a GPU at `util` %, its date line given apart.
+std::string one_table(const std::string& date_line, int util) {
+  return date_line + "\n" +
+         "+---------------------------------------------------------------------------------------+\n"
+         "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+         "|=========================================+======================+======================|\n"
+         "|   0  NVIDIA A100-SXM4-80GB          On  | 00000000:07:00.0 Off |                    0 |\n" +
+         fmt::format("| N/A   33C    P0              62W / 400W |      4MiB / 81920MiB |    {:>3}%      Default |\n",
+                     util) +
+         "+-----------------------------------------+----------------------+----------------------+\n";
+}
+
+TEST(SmiLogParser, TableWithoutDateLinesIsInSampleOrder) {
+  // A script that greps the table away from its date: samples k x --interval apart.
+  SmiReadOptions o;
+  o.interval_s = 5;
+  const SmiLog log = parse_smi_text(one_table("", 10) + one_table("", 20) + one_table("", 30), "nodate.log", o);
+  ASSERT_EQ(log.gpus.size(), 1u);
+  const SmiGpu& g = log.gpus[0];
+  EXPECT_FALSE(g.absolute_time);
+  ASSERT_EQ(g.samples.size(), 3u);
+  EXPECT_EQ(g.samples[2].time_ns, 10 * kNs);
+  EXPECT_DOUBLE_EQ(g.samples[2].util_pct, 30);
+  // `watch nvidia-smi` redirected to a file: its header carries the date, screens start with
+  // terminal control sequences.
+  const std::string watch =
+      one_table("\x1b[?1049h\x1b[H\x1b[2JEvery 2.0s: nvidia-smi                  gpu017: Mon Jan 31 12:00:00 2022",
+                40) +
+      one_table("\x1b[H\x1b[2JEvery 2.0s: nvidia-smi                  gpu017: Mon Jan 31 12:00:02 2022", 50);
+  const SmiLog w = parse_smi_text(watch, "watch.log");
+  ASSERT_EQ(w.gpus.size(), 1u);
+  ASSERT_EQ(w.gpus[0].samples.size(), 2u);
+  EXPECT_TRUE(w.gpus[0].absolute_time);
+  EXPECT_EQ(w.gpus[0].samples[1].time_ns, (kTable418S + 2) * kNs);
+  EXPECT_DOUBLE_EQ(w.gpus[0].samples[1].util_pct, 50);
+  EXPECT_EQ(w.sources[0].skipped_lines, 0u);
+}
+
+TEST(SmiLogParser, TableFanPercentIsNotTheUtilisation) {
+  // A GPU with a fan prints its speed first (`30%`); GPU-Util is the % after Memory-Usage. `ERR!`
+  // (a reading the driver failed to take) is not available.
+  const std::string table =
+      "| NVIDIA-SMI 535.104.05             Driver Version: 535.104.05   CUDA Version: 12.2     |\n"
+      "|   0  NVIDIA GeForce RTX 3090        Off | 00000000:01:00.0  On |                  N/A |\n"
+      "| 30%   45C    P2             120W / 350W |  10240MiB / 24576MiB |     98%      Default |\n"
+      "|   1  NVIDIA GeForce RTX 3090        Off | 00000000:02:00.0 Off |                  N/A |\n"
+      "| 41%   ERR!   P2             ERR! / 350W |  10240MiB / 24576MiB |     12%      Default |\n";
+  const SmiLog log = parse_smi_text(table, "rtx.log");
+  ASSERT_EQ(log.gpus.size(), 2u);
+  const SmiSample& s = log.gpus[0].samples.at(0);
+  EXPECT_EQ(log.gpus[0].name, "NVIDIA GeForce RTX 3090");
+  EXPECT_DOUBLE_EQ(s.util_pct, 98);
+  EXPECT_DOUBLE_EQ(s.temp_c, 45);
+  EXPECT_DOUBLE_EQ(s.power_w, 120);
+  EXPECT_DOUBLE_EQ(s.power_limit_w, 350);
+  EXPECT_DOUBLE_EQ(s.mem_used_mib, 10240);
+  EXPECT_DOUBLE_EQ(s.mem_total_mib, 24576);
+  const SmiSample& err = log.gpus[1].samples.at(0);
+  EXPECT_DOUBLE_EQ(err.util_pct, 12);
+  EXPECT_TRUE(std::isnan(err.power_w));
+  EXPECT_DOUBLE_EQ(err.power_limit_w, 350);
+  EXPECT_TRUE(std::isnan(err.temp_c));
+  EXPECT_EQ(log.sources[0].not_available, 1u);  // the power draw (a lone ERR! temperature is not counted)
+}
+
+TEST(SmiLogParser, TableDamageIsCountedNeverFatal) {
+  const std::string date = "Mon Jan 31 12:00:00 2022";
+  std::string text = one_table(date, 50);
+  // A GPU's first line whose readings line never comes (the job's output cut the table), a
+  // readings line of garbage, a `|` line of the job's own, and a table cut inside its last row.
+  text += "|   1  NVIDIA A100-SXM4-80GB          On  | 00000000:0F:00.0 Off |                    0 |\n";
+  text += "| epoch | loss | lr |\n";
+  text += "|   2  NVIDIA A100-SXM4-80GB          On  | 00000000:10:00.0 Off |                    0 |\n";
+  text += "| zz | yy | xx |\n";
+  text += one_table("Mon Jan 31 12:00:05 2022", 70);
+  text += "|   3  NVIDIA A100-SXM4-80GB          On  | 00000000:11:00.0 Off |";
+  const SmiLog log = parse_smi_text(text, "damaged.log");
+  const SmiSource& src = log.sources[0];
+  // GPU 1's readings line is the job's `| epoch | loss | lr |` (no value, skipped), GPU 2's is
+  // garbage (skipped); GPU 3's first line is cut short of its third cell: not a GPU line.
+  EXPECT_EQ(src.skipped_lines, 3u);
+  ASSERT_EQ(log.gpus.size(), 1u);
+  ASSERT_EQ(log.gpus[0].samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(log.gpus[0].samples[1].util_pct, 70);
+  // A version line and no GPU row: read, no sample (the CLI exits 2 on it).
+  const SmiLog empty = parse_smi_text(one_table(date, 0).substr(0, 200), "header-only.log");
+  EXPECT_EQ(empty.sources[0].samples, 0u);
+}
+
+TEST(SmiLogParser, ARefusedLogNamesTheFileTheLineAndTheCommandThatWritesOne) {
+  try {
+    parse_smi_text("\nepoch 1 step 100 loss 2.31\nepoch 1 step 200 loss 2.10\n", "train.out");
+    FAIL() << "a training log was read as a GPU utilisation log";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("train.out: not a GPU utilisation log"), std::string::npos) << what;
+    EXPECT_NE(what.find("line 2 (`epoch 1 step 100 loss 2.31`)"), std::string::npos) << what;
+    EXPECT_NE(what.find("nvidia-smi --query-gpu=timestamp,index,name,utilization.gpu,memory.used,memory.total,"
+                        "power.draw,temperature.gpu --format=csv -l 1"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("nvidia-smi -l 5"), std::string::npos) << what;
   }
 }
 

@@ -1595,7 +1595,7 @@ TEST(BrokenInputs, AllocatorSnapshots) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// GPU utilisation logs: `ferret smi` reads lines of text in seven layouts, with the NCCL reader's
+// GPU utilisation logs: `ferret smi` reads lines of text in eight layouts, with the NCCL reader's
 // promises: no crash, no hang, output bounded by the log, byte-identical --json, damage counted,
 // a message naming the file on exit 2.
 
@@ -1671,8 +1671,9 @@ TEST(BrokenInputs, SmiLogs) {
                  "every layout cut, ragged rows, [N/A], garbage and binary lines, megabyte lines, thousands of GPUs "
                  "and processes, control characters in names, an empty file, cut compression");
   const std::string dir = std::string(FERRET_SOURCE_DIR) + "/tests/data/smi/";
-  for (const char* name : {"query-two-gpus.csv", "dmon-dt.txt", "pmon.txt", "dcgmi-dmon.txt", "dcgm-exporter.prom",
-                           "rocm-smi.csv", "amd-smi.csv"}) {
+  for (const char* name :
+       {"query-two-gpus.csv", "dmon-dt.txt", "pmon.txt", "dcgmi-dmon.txt", "dcgm-exporter.prom", "rocm-smi.csv",
+        "amd-smi.csv", "table-535-slurm.log", "table-418-unused-gpu.log", "table-550-mig.log"}) {
     const std::string sound = read_file(dir + name);
     tally.check(std::string(name) + " as written", sound, false);
     tally.check(std::string(name) + " cut inside its last line", sound.substr(0, sound.size() - 7), false);
