@@ -33,6 +33,7 @@ enum NameFlag : std::uint16_t {
   kStep = 64,         // ProfilerStep#N
   kCopyLaunch = 128,  // an async copy launch (may block: a copy to pageable memory)
   kSyncCopy = 256,    // a synchronous memcpy / memset call
+  kCommKernel = 512,  // an NCCL / RCCL communication kernel
 };
 
 class Names {
@@ -50,6 +51,7 @@ class Names {
       f = kKnown;
       if (is_host_sync_call(n) || is_sync_copy_call(n)) f |= kSyncCall;
       if (is_sync_copy_call(n)) f |= kSyncCopy;
+      if (is_communication_kernel(n)) f |= kCommKernel;
       if (is_host_sync_op(n)) f |= kSyncOp;
       if (is_launch_call(n)) f |= kLaunch;
       if (is_launch_call(n) && contains(n, "Memcpy")) f |= kCopyLaunch;
@@ -278,8 +280,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   std::vector<Interval> compute_busy;
   if (changes.remove_exposed_communication) {
     for (EventIndex e : rel.gpu_events)
-      if (model.kind[e] == EventKind::kKernel && !is_communication_kernel(model.name_of(e)) &&
-          ctx.counts_gpu_event(model, e))
+      if (model.kind[e] == EventKind::kKernel && !(names.flags(e) & kCommKernel) && ctx.counts_gpu_event(model, e))
         compute_busy.push_back({model.ts_ns[e], model.end_ns(e)});
     merge_intervals(compute_busy);
   }
@@ -295,8 +296,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   // Scaled duration of a GPU activity.
   auto gpu_duration = [&](EventIndex g, EventIndex launch) -> std::int64_t {
     const std::int64_t dur = model.dur_ns[g];
-    if (model.kind[g] == EventKind::kKernel && changes.remove_exposed_communication &&
-        is_communication_kernel(model.name_of(g))) {
+    if (model.kind[g] == EventKind::kKernel && changes.remove_exposed_communication && (names.flags(g) & kCommKernel)) {
       ++result.touched.communication;
       return covered_length(compute_busy, model.ts_ns[g], model.end_ns(g));
     }

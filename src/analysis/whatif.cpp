@@ -28,10 +28,14 @@ namespace {
 std::pair<std::int32_t, std::int64_t> busiest_device_work(const TraceModel& model, const AnalysisContext& ctx,
                                                           bool without_communication) {
   std::map<std::int32_t, std::vector<Interval>> busy;
+  std::vector<std::int8_t> communication(without_communication ? model.strings.size() : 0, -1);  // by name
   for (const EventIndex e : model.relations.gpu_events) {
     if (!is_device_work(model.kind[e]) || !ctx.device_selected(model.pid[e])) continue;
-    if (without_communication && model.kind[e] == EventKind::kKernel && is_communication_kernel(model.name_of(e)))
-      continue;
+    if (without_communication && model.kind[e] == EventKind::kKernel) {
+      std::int8_t& c = communication[model.name[e]];
+      if (c < 0) c = is_communication_kernel(model.name_of(e)) ? 1 : 0;
+      if (c == 1) continue;
+    }
     const std::int64_t start = std::max(model.ts_ns[e], ctx.window_start_ns);
     const std::int64_t end = std::min(model.end_ns(e), ctx.window_end_ns);
     if (end > start) busy[model.pid[e]].push_back({start, end});
@@ -45,7 +49,8 @@ std::pair<std::int32_t, std::int64_t> busiest_device_work(const TraceModel& mode
 }  // namespace
 
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
-                            const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order) {
+                            const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order,
+                            DeviceWorkFloors* floors) {
   WhatIfResult result;
   result.changes = changes;
   result.has_steps = ctx.has_steps;
@@ -54,7 +59,14 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
   std::vector<std::int64_t> base, predicted;
   const std::size_t count = std::min(baseline_step_ns.size(), changed.steps.size());
   if (changes.speedups.empty() && count > 0) {
-    const auto [device, work] = busiest_device_work(model, ctx, changes.remove_exposed_communication);
+    const int k = changes.remove_exposed_communication ? 1 : 0;
+    DeviceWorkFloors local;
+    DeviceWorkFloors& f = floors != nullptr ? *floors : local;
+    if (!f.computed[k]) {
+      f.value[k] = busiest_device_work(model, ctx, changes.remove_exposed_communication);
+      f.computed[k] = true;
+    }
+    const auto [device, work] = f.value[k];
     result.floor_device = device;
     result.device_floor_ns = work / static_cast<std::int64_t>(count);
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/analysis.h"
@@ -43,8 +44,15 @@ struct WhatIfResult {
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes);
 // The same against a baseline already re-timed (the critical path's steps, in order): one
 // re-timing instead of two, for the diagnosis, which asks for several changes of one trace.
+// The busiest device's own work in the window, with and without communication kernels: the same
+// for every change of one window, so the diagnosis computes it once for all its what-ifs.
+struct DeviceWorkFloors {
+  bool computed[2] = {false, false};               // [without_communication]
+  std::pair<std::int32_t, std::int64_t> value[2];  // device, work
+};
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
-                            const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order = nullptr);
+                            const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order = nullptr,
+                            DeviceWorkFloors* floors = nullptr);
 
 // "--remove NAME": dataloader, host-sync, sync-copy, launch-overhead or exposed-communication into `changes`.
 // Throws OptionError naming the accepted values.

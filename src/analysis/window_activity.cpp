@@ -167,6 +167,39 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
          span.end - span.start});
     all_one_time.push_back(span);
   }
+  // The first launch of each kernel that took long loaded its code (lazy module loading, a
+  // library's first call building its handles and loading its kernels: 1.3 s under a first
+  // cudnn_convolution, 8.6 ms for a first hipLaunchKernel); later launches of it take microseconds.
+  {
+    const Relations& rel = model.relations;
+    std::vector<bool> launched_before(model.strings.size(), false);
+    std::vector<std::size_t> order(rel.launches.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return model.ts_ns[rel.launches[a]] < model.ts_ns[rel.launches[b]];
+    });
+    std::vector<Interval> spans;
+    std::uint64_t count = 0;
+    for (const std::size_t i : order) {
+      if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;
+      const EventIndex call = rel.launches[i];
+      const EventIndex gpu = rel.launch_gpu[rel.launch_gpu_begin[i]];
+      if (model.kind[gpu] != EventKind::kKernel) continue;
+      const StrId kernel = model.name[gpu];
+      if (launched_before[kernel]) continue;
+      launched_before[kernel] = true;
+      if (model.dur_ns[call] < kFirstLaunchLoadMinNs || !in_window(model.ts_ns[call]) || call == first_runtime)
+        continue;
+      spans.push_back({model.ts_ns[call], std::min(we, model.end_ns(call))});
+      ++count;
+    }
+    if (!spans.empty()) {
+      all_one_time.insert(all_one_time.end(), spans.begin(), spans.end());
+      merge_intervals(spans);
+      r.first_launch_load_ns = total_length(spans);
+      r.one_time.push_back({"kernel code loading (first launch of a kernel)", count, r.first_launch_load_ns});
+    }
+  }
   for (int c = 0; c < kOneTimeClassCount; ++c) {
     auto& spans = one_time[static_cast<std::size_t>(c)];
     if (spans.empty()) continue;

@@ -27,6 +27,10 @@ inline constexpr double kOneTimeShare = 0.5;
 // - a first CUDA/HIP runtime call this long is lazy context creation (typically 0.1-10 s; an
 //   ordinary call takes microseconds).
 inline constexpr std::int64_t kContextCreationMinNs = 50'000'000;
+// - a kernel's first launch this long loaded its code (lazy loading, CUDA_MODULE_LOADING=LAZY, the
+//   default since CUDA 11.7; a library's first call): an ordinary launch takes 5-20 us, so 1 ms is
+//   fifty of them.
+inline constexpr std::int64_t kFirstLaunchLoadMinNs = 1'000'000;
 // - a micro-benchmark: iterations inferred from a loop of at most this many top-level operators
 //   (one operator timed in a loop, perhaps with its input's copy or a sync op): no training or
 //   inference step, so the device idling between calls is the benchmark's design, not the host's fault.
@@ -57,6 +61,7 @@ struct WindowActivityResult {
   std::vector<OneTimeCost> one_time;
   std::int64_t one_time_ns = 0;
   double one_time_share = 0;
+  std::int64_t first_launch_load_ns = 0;  // of which kernels' first launches that loaded code
   // Blocking calls at the window's edges waiting on work from outside it (AnalysisContext).
   std::vector<EdgeWait> edge_waits;
   std::int64_t edge_wait_ns = 0;

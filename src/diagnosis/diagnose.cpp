@@ -41,12 +41,13 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
   const bool gpu_work = a.hot_spots.gpu_activities > 0;
   std::vector<std::int64_t> baseline;  // the critical path re-timed the unchanged steps already
   for (const CriticalPathStep& s : a.critical_path.steps) baseline.push_back(s.duration_ns);
+  DeviceWorkFloors floors;  // one pass over the device's work for all the findings' what-ifs
   for (Finding& f : findings) {
     const RetimeChanges changes = fix_change_of(f);
     if (!changes_anything(changes)) continue;
     if (!gpu_work && (changes.remove_host_sync || changes.remove_sync_copies || changes.remove_launch_overhead))
       continue;
-    const WhatIfResult w = analyze_whatif(*a.model, a.context, changes, baseline, &a.step_order);
+    const WhatIfResult w = analyze_whatif(*a.model, a.context, changes, baseline, &a.step_order, &floors);
     // Means, as the rules' shares: "81% of each step" and "predicted 5.2x" then speak of one step.
     if (w.baseline_mean_ns <= 0 || w.predicted_mean_ns <= 0) continue;
     f.predicted_speedup = w.baseline_mean_ns / w.predicted_mean_ns;

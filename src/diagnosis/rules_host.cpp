@@ -64,9 +64,12 @@ std::string latency_bound_text(const RooflineResult& r, double& share_of_gpu) {
 }
 
 void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofline, const GpuTimelineResult& timeline,
-                       std::vector<Finding>& out) {
+                       std::int64_t first_launch_load_ns, std::vector<Finding>& out) {
   const LaunchRegime& l = h.launch;
   if (l.regime != HostRegime::kLaunchBound || h.window_ns <= 0) return;
+  // Launch time that is mostly kernels' first launches loading their code is a cold start: warming
+  // up before profiling removes it, CUDA graphs would not (window_activity.h counts it one-time).
+  if (2 * first_launch_load_ns >= l.launch_call_ns) return;
   // Bound: CUDA graphs / fusion remove the host's issue time from the GPU's critical path, so at most
   // the GPU idle time spent waiting for the host to issue work comes back.
   const double share = share_of(l.idle.issuing_ns(), h.window_ns);
@@ -515,7 +518,7 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
 }  // namespace
 
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
-  rule_launch_bound(a.host_blockers, a.roofline, a.timeline, out);
+  rule_launch_bound(a.host_blockers, a.roofline, a.timeline, a.window_activity.first_launch_load_ns, out);
   rule_host_sync(a.host_blockers, a.context, out);
   rule_allocator(a.host_blockers, out);
   rule_pageable_copy(a.host_blockers, out);

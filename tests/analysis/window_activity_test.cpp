@@ -96,6 +96,37 @@ TEST(WindowActivity, InitialisationWindowByHand) {
   EXPECT_EQ(r.one_time[2].ns, 50000000);   // module loading
 }
 
+// A kernel's first launch that loads its code is one-time; later launches of the same kernel, and
+// a long launch of a kernel seen before, are not. Two steps of 10 ms (us below): conv_k's first
+// launch [100, 1,437) holds 1,337 us (under a first cudnn_convolution), gemm_k's first [2,000,
+// 2,005) is ordinary; in step 2 conv_k launches in 5 us and gemm_k in 2,000 us (a full queue,
+// not a load). One-time: 1,337 us of 20,000 = 6.7%: steady.
+TEST(WindowActivity, FirstLaunchThatLoadsCodeIsOneTime) {
+  const TraceModel m = load_trace_text(trace({
+      span("user_annotation", "ProfilerStep#1", 1, 1, 0, 10000),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 50, 5, corr(9)),
+      span("kernel", "warm_k", 0, 7, 60, 10, corr(9)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 100, 1337, corr(1)),
+      span("kernel", "conv_k", 0, 7, 1440, 100, corr(1)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 2000, 5, corr(2)),
+      span("kernel", "gemm_k", 0, 7, 2010, 100, corr(2)),
+      span("user_annotation", "ProfilerStep#2", 1, 1, 10000, 10000),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 10050, 5, corr(8)),
+      span("kernel", "warm_k", 0, 7, 10060, 10, corr(8)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 10100, 5, corr(3)),
+      span("kernel", "conv_k", 0, 7, 10110, 100, corr(3)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 12000, 2000, corr(4)),
+      span("kernel", "gemm_k", 0, 7, 14010, 100, corr(4)),
+  }));
+  const WindowActivityResult r = analyze(m);
+  EXPECT_EQ(r.activity, WindowActivity::kSteady);
+  ASSERT_EQ(r.one_time.size(), 1u);
+  EXPECT_NE(r.one_time[0].what.find("first launch"), std::string::npos) << r.one_time[0].what;
+  EXPECT_EQ(r.one_time[0].count, 1u);
+  EXPECT_EQ(r.one_time[0].ns, 1'337'000);
+  EXPECT_NEAR(r.one_time_share, 1337.0 / 20000.0, 1e-9);
+}
+
 TEST(WindowActivity, OrdinaryStepsAreSteady) {
   const TraceModel m = load_trace_text(trace({
       span("user_annotation", "ProfilerStep#1", 1, 1, 0, 100),
