@@ -48,6 +48,14 @@ std::pair<std::int32_t, std::int64_t> busiest_device_work(const TraceModel& mode
 
 }  // namespace
 
+void fill_device_work_floor(const TraceModel& model, const AnalysisContext& ctx, bool without_communication,
+                            DeviceWorkFloors& floors) {
+  const int k = without_communication ? 1 : 0;
+  if (floors.computed[k]) return;
+  floors.value[k] = busiest_device_work(model, ctx, without_communication);
+  floors.computed[k] = true;
+}
+
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
                             const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order,
                             DeviceWorkFloors* floors) {
@@ -59,14 +67,10 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
   std::vector<std::int64_t> base, predicted;
   const std::size_t count = std::min(baseline_step_ns.size(), changed.steps.size());
   if (changes.speedups.empty() && count > 0) {
-    const int k = changes.remove_exposed_communication ? 1 : 0;
     DeviceWorkFloors local;
     DeviceWorkFloors& f = floors != nullptr ? *floors : local;
-    if (!f.computed[k]) {
-      f.value[k] = busiest_device_work(model, ctx, changes.remove_exposed_communication);
-      f.computed[k] = true;
-    }
-    const auto [device, work] = f.value[k];
+    fill_device_work_floor(model, ctx, changes.remove_exposed_communication, f);
+    const auto [device, work] = f.value[changes.remove_exposed_communication ? 1 : 0];
     result.floor_device = device;
     result.device_floor_ns = work / static_cast<std::int64_t>(count);
   }

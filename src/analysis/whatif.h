@@ -50,6 +50,9 @@ struct DeviceWorkFloors {
   bool computed[2] = {false, false};               // [without_communication]
   std::pair<std::int32_t, std::int64_t> value[2];  // device, work
 };
+// Computes floors.value[without_communication] once (no-op when computed).
+void fill_device_work_floor(const TraceModel& model, const AnalysisContext& ctx, bool without_communication,
+                            DeviceWorkFloors& floors);
 WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx, const RetimeChanges& changes,
                             const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order = nullptr,
                             DeviceWorkFloors* floors = nullptr);

@@ -1,8 +1,13 @@
 #include "diagnosis/diagnose.h"
 
+#include <algorithm>
+#include <thread>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "analysis/whatif.h"
+#include "diagnosis/device_fixes.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -41,15 +46,25 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
   const bool gpu_work = a.hot_spots.gpu_activities > 0;
   std::vector<std::int64_t> baseline;  // the critical path re-timed the unchanged steps already
   for (const CriticalPathStep& s : a.critical_path.steps) baseline.push_back(s.duration_ns);
-  DeviceWorkFloors floors;  // one pass over the device's work for all the findings' what-ifs
+  std::vector<std::pair<Finding*, RetimeChanges>> work;
   for (Finding& f : findings) {
-    const RetimeChanges changes = fix_change_of(f);
+    RetimeChanges changes = fix_change_of(f);
     if (!changes_anything(changes)) continue;
     if (!gpu_work && (changes.remove_host_sync || changes.remove_sync_copies || changes.remove_launch_overhead))
       continue;
-    const WhatIfResult w = analyze_whatif(*a.model, a.context, changes, baseline, &a.step_order, &floors);
+    work.emplace_back(&f, std::move(changes));
+  }
+  if (work.empty()) return;
+  // One pass over the device's work for all the what-ifs (both floors), before any thread reads them.
+  DeviceWorkFloors floors;
+  for (const auto& [finding, changes] : work)
+    if (changes.speedups.empty())
+      fill_device_work_floor(*a.model, a.context, changes.remove_exposed_communication, floors);
+  auto predict = [&](std::size_t i) {
+    Finding& f = *work[i].first;
+    const WhatIfResult w = analyze_whatif(*a.model, a.context, work[i].second, baseline, &a.step_order, &floors);
     // Means, as the rules' shares: "81% of each step" and "predicted 5.2x" then speak of one step.
-    if (w.baseline_mean_ns <= 0 || w.predicted_mean_ns <= 0) continue;
+    if (w.baseline_mean_ns <= 0 || w.predicted_mean_ns <= 0) return;
     f.predicted_speedup = w.baseline_mean_ns / w.predicted_mean_ns;
     // A bound below what the re-timed step shows was not a bound: a rule's share counts the idle
     // time its cause creates, while the step graph also lets the host run ahead once the cause is
@@ -58,6 +73,19 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
       f.max_speedup = f.predicted_speedup;
       f.time_share = 1.0 - 1.0 / f.predicted_speedup;
     }
+  };
+  // Each re-timing reads the model and writes its own finding: on a large trace, two at a time (as
+  // the analyses themselves, AnalysisOptions::concurrent).
+  const AnalysisOptions& o = a.context.options;
+  if (work.size() > 1 && o.concurrent && a.model->size() >= o.concurrent_min_events &&
+      std::thread::hardware_concurrency() > 1) {
+    std::thread second([&] {
+      for (std::size_t i = 1; i < work.size(); i += 2) predict(i);
+    });
+    for (std::size_t i = 0; i < work.size(); i += 2) predict(i);
+    second.join();
+  } else {
+    for (std::size_t i = 0; i < work.size(); ++i) predict(i);
   }
 }
 
@@ -82,6 +110,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_attention(analysis, d.findings);
   rules_operator(analysis, d.findings);
   rules_window(analysis, d.findings);
+  if (analysis.model != nullptr) fit_fixes_to_device(d.findings, device_features(*analysis.model));
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
   if (top == nullptr) {

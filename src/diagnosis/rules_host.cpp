@@ -463,7 +463,9 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
                 {"op_share_of_gpu_pct", share_to_pct(of_gpu), "%"},
                 {"op_share_of_window_pct", share_to_pct(share), "%"},
                 {"op_calls", static_cast<double>(op.calls), "count"}};
-  if (is_tensor_core_eligible_op(op.name)) {
+  // Precision fixes only for work not already on the matrix units in a reduced precision (an
+  // ampere_fp16_s16816gemm is fp16 on Tensor Cores already).
+  if (is_tensor_core_eligible_op(op.name) && (top_kernel == nullptr || !top_kernel->tensor_core)) {
     // Precision fixes in the device's terms: ROCm builds of PyTorch use the "cuda" device type and
     // map the cudnn flags to MIOpen; TF32 is an NVIDIA (Ampere on) format; of other devices ferret
     // knows no precision path, so it names the generic one.

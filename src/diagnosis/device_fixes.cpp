@@ -1,0 +1,88 @@
+#include "diagnosis/device_fixes.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/text.h"
+
+namespace ferret {
+
+namespace {
+
+bool mentions_any(std::string_view text, std::initializer_list<std::string_view> words) {
+  return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return contains(text, w); });
+}
+
+// fp16 named as such: "fp16", or "float16" not inside "bfloat16".
+bool mentions_fp16(std::string_view text) {
+  if (contains(text, "fp16")) return true;
+  for (std::size_t at = text.find("float16"); at != std::string_view::npos; at = text.find("float16", at + 1))
+    if (at == 0 || text[at - 1] != 'b') return true;
+  return false;
+}
+
+constexpr std::string_view kFp16LossScaling =
+    "fp16 autocast with loss scaling (this GPU has fp16 Tensor Cores, not bf16): `scaler = "
+    "torch.cuda.amp.GradScaler()`; `with torch.autocast(\"cuda\", dtype=torch.float16): loss = loss_fn(model(x), y)`; "
+    "`scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()` (inference: "
+    "`model.half()` or the same autocast)";
+
+}  // namespace
+
+DeviceFeatures device_features(const TraceModel& model) {
+  DeviceFeatures f;
+  for (const DeviceProperties& d : model.info.devices) {
+    if (d.compute_major < 0 || d.name.empty()) continue;
+    f.known = true;
+    f.name = d.name;
+    const bool amd = contains(d.name, "AMD") || contains(d.name, "Instinct") || contains(d.name, "Radeon");
+    if (amd) {
+      // CDNA2/3 (MI200, MI300) run bf16 on their matrix cores and flash attention; FP8 from MI300.
+      f.fp8 = contains(d.name, "MI300") || contains(d.name, "MI325") || contains(d.name, "MI355");
+      f.tf32 = false;  // an NVIDIA format
+      return f;
+    }
+    const int cc = d.compute_major * 10 + std::max(0, d.compute_minor);
+    f.bf16 = cc >= 80;
+    f.tf32 = cc >= 80;
+    f.fp8 = cc >= 89;
+    f.flash_attention = cc >= 80;
+    f.fp16_matrix = cc >= 70;
+    return f;
+  }
+  return f;
+}
+
+void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& device) {
+  if (!device.known) return;
+  for (Finding& f : findings) {
+    std::vector<std::string> kept;
+    std::size_t dropped = 0;
+    bool precision_dropped = false;
+    for (const std::string& fix : f.fixes) {
+      const bool bf16 = mentions_any(fix, {"bf16", "bfloat16"}) && !mentions_fp16(fix);
+      const bool tf32 = mentions_any(fix, {"TF32", "tf32", "set_float32_matmul_precision"});
+      const bool fp8 = mentions_any(fix, {"FP8", "fp8", "float8", "transformer_engine"});
+      const bool flash = mentions_any(fix, {"flash_attention_2", "flash-attn"});
+      if ((bf16 && !device.bf16) || (tf32 && !device.tf32) || (fp8 && !device.fp8) ||
+          (flash && !device.flash_attention)) {
+        ++dropped;
+        precision_dropped = precision_dropped || bf16 || tf32 || fp8;
+        continue;
+      }
+      kept.push_back(fix);
+    }
+    if (dropped == 0) continue;
+    const bool has_fp16 =
+        std::any_of(kept.begin(), kept.end(), [](const std::string& x) { return contains(x, "GradScaler"); });
+    if (precision_dropped && device.fp16_matrix && !has_fp16) kept.insert(kept.begin(), std::string(kFp16LossScaling));
+    f.fixes = std::move(kept);
+    f.detail += fmt::format(" {} fix{} left out: {} cannot run {}.", dropped, dropped == 1 ? "" : "es", device.name,
+                            !device.bf16  ? "bf16, TF32 or FP8"
+                            : !device.fp8 ? "FP8"
+                                          : "it");
+  }
+}
+
+}  // namespace ferret

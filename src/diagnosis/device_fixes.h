@@ -1,0 +1,36 @@
+// One check for every rule's fixes: a fix is offered only where the trace's device can run it.
+// bf16 and TF32 need an NVIDIA GPU of compute capability 8.0 or later (Ampere), FP8 8.9 or later
+// (Ada, Hopper, Blackwell) or an MI300-class AMD part, FlashAttention-2 (the flash-attn package)
+// 8.0 or later or AMD MI200/MI300; a Volta or Turing part (7.x) runs fp16 on its Tensor Cores with
+// loss scaling instead. Sources: NVIDIA CUDA C++ Programming Guide (compute capabilities, "Tensor
+// Cores"), the flash-attn README, AMD CDNA3 ISA guide (FP8 on MI300).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "diagnosis/finding.h"
+#include "model/trace_model.h"
+
+namespace ferret {
+
+struct DeviceFeatures {
+  bool known = false;  // a GPU whose capabilities the trace records
+  std::string name;
+  bool bf16 = true;
+  bool tf32 = true;
+  bool fp8 = true;
+  bool flash_attention = true;
+  bool fp16_matrix = true;  // fp16 on the matrix units (Tensor Cores since 7.0)
+};
+
+// The features of the trace's GPU (the first device with recorded properties); unknown (every fix
+// kept) for a CPU-only trace or a device without properties.
+DeviceFeatures device_features(const TraceModel& model);
+
+// Drops from each finding the fixes its device cannot run (a fix naming bf16 without fp16, TF32,
+// FP8, flash-attn); where a precision fix was dropped and the device has fp16 matrix units, the
+// fp16-with-loss-scaling fix takes its place, once. Counts what it dropped in the finding's detail.
+void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& device);
+
+}  // namespace ferret
