@@ -172,23 +172,20 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
   // cudnn_convolution, 8.6 ms for a first hipLaunchKernel); later launches of it take microseconds.
   {
     const Relations& rel = model.relations;
-    std::vector<bool> launched_before(model.strings.size(), false);
-    std::vector<std::size_t> order(rel.launches.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return model.ts_ns[rel.launches[a]] < model.ts_ns[rel.launches[b]];
-    });
-    std::vector<Interval> spans;
-    std::uint64_t count = 0;
-    for (const std::size_t i : order) {
+    // Per kernel name, its earliest launch: one pass, no sort.
+    std::vector<EventIndex> first_launch(model.strings.size(), kNoEvent);
+    for (std::size_t i = 0; i < rel.launches.size(); ++i) {
       if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;
-      const EventIndex call = rel.launches[i];
       const EventIndex gpu = rel.launch_gpu[rel.launch_gpu_begin[i]];
       if (model.kind[gpu] != EventKind::kKernel) continue;
-      const StrId kernel = model.name[gpu];
-      if (launched_before[kernel]) continue;
-      launched_before[kernel] = true;
-      if (model.dur_ns[call] < kFirstLaunchLoadMinNs || !in_window(model.ts_ns[call]) || call == first_runtime)
+      EventIndex& first = first_launch[model.name[gpu]];
+      if (first == kNoEvent || model.ts_ns[rel.launches[i]] < model.ts_ns[first]) first = rel.launches[i];
+    }
+    std::vector<Interval> spans;
+    std::uint64_t count = 0;
+    for (const EventIndex call : first_launch) {
+      if (call == kNoEvent || model.dur_ns[call] < kFirstLaunchLoadMinNs || !in_window(model.ts_ns[call]) ||
+          call == first_runtime)
         continue;
       spans.push_back({model.ts_ns[call], std::min(we, model.end_ns(call))});
       ++count;
