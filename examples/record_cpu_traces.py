@@ -7,6 +7,8 @@ Each scenario is a real PyTorch program with a known bottleneck:
   host-sync     a training loop that calls .item() on the loss every iteration
   unfused-attention  training a Transformer encoder layer: torch 1.13's multi-head attention
                 computes bmm -> softmax -> dropout -> bmm op by op (no fused attention kernel)
+  notebook      what a notebook records: a profile with no schedule and no step markers around
+                a few training iterations of a small MLP, the first (cold) one included
 
 Usage: /usr/bin/python3 examples/record_cpu_traces.py OUT_DIR [--steps N]
 Writes OUT_DIR/cpu-<scenario>.json.gz. Steps are marked with record_function("ProfilerStep#N"),
@@ -99,8 +101,25 @@ def unfused_attention(steps):
     return prof
 
 
+def notebook(steps):
+    # No record_function("ProfilerStep#N"): the iterations are only what the loop repeats (each
+    # optimizer.step() records Optimizer.step#SGD.step). The model is built inside the profile, as
+    # a notebook cell often does, so the first iteration also pays for the first calls.
+    with profiler.profile(record_shapes=True) as prof:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+        for _ in range(steps):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return prof
+
+
 SCENARIOS = {"input-bound": input_bound, "compute-bound": compute_bound, "host-sync": host_sync,
-             "unfused-attention": unfused_attention}
+             "unfused-attention": unfused_attention, "notebook": notebook}
 
 
 def main():

@@ -93,6 +93,25 @@ std::string gzip_bytes(const std::string& plain, int level) {
   return out;
 }
 
+std::string gunzip(const std::string& compressed) {
+  z_stream z{};
+  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  z.avail_in = static_cast<uInt>(compressed.size());
+  std::string out;
+  char buffer[1 << 16];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buffer);
+    z.avail_out = sizeof buffer;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buffer, sizeof buffer - z.avail_out);
+  }
+  EXPECT_EQ(rc, Z_STREAM_END);
+  inflateEnd(&z);
+  return out;
+}
+
 std::string zstd_bytes(const std::string& plain) {
   std::string out(ZSTD_compressBound(plain.size()), '\0');
   const std::size_t n = ZSTD_compress(out.data(), out.size(), plain.data(), plain.size(), 3);

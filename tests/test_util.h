@@ -52,6 +52,8 @@ std::string trace(const std::vector<std::string>& events);
 // One gzip member (zlib, level 6 unless given) and one zstd frame (level 3) of the given bytes.
 std::string gzip_bytes(const std::string& plain, int level = 6);
 std::string zstd_bytes(const std::string& plain);
+// The bytes of one gzip member (zlib), for tests that read a sample as a second reader would.
+std::string gunzip(const std::string& compressed);
 
 struct CommandResult {
   int exit_code = -1;

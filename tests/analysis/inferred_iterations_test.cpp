@@ -3,6 +3,7 @@
 // iterations; the cold first one is left out of the window and said. Hand-made traces, times in us.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,37 @@ TEST(InferredIterations, MicrobenchmarkLoopIsItsOwnWindow) {
     if (other["id"] == "microbenchmark-window") continue;
     EXPECT_LE(other["max_speedup"].get<double>(), 1.0) << other["id"];  // nothing to gain in a benchmark loop
   }
+}
+
+// A real notebook-style recording (examples/record_cpu_traces.py `notebook`, torch 1.13 on the
+// CPU): a profile with no schedule around five SGD iterations of an MLP built inside it. A second
+// reader of the file finds the Optimizer.step#SGD.step spans and the first top-level operator
+// after each; ferret's iterations start and end there, and the first is left out as cold.
+TEST(InferredIterations, NotebookRecordingWithoutASchedule) {
+  const std::string path = std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-notebook.json.gz";
+  const TraceModel m = load_trace(path);
+  ASSERT_EQ(m.relations.step_marker_kind, StepMarker::kOptimizer);
+  EXPECT_EQ(m.relations.step_marker, "Optimizer.step#SGD.step");
+  ASSERT_EQ(m.relations.steps.size(), 5u);
+
+  // The second reader: optimizer spans' ends (us, as written) in time order.
+  const nlohmann::json doc = nlohmann::json::parse(test::gunzip(test::read_file(path)));
+  std::vector<double> opt_end;
+  const nlohmann::json& events = doc.is_array() ? doc : doc["traceEvents"];  // the legacy export is an array
+  for (const nlohmann::json& e : events)
+    if (e.value("name", "") == "Optimizer.step#SGD.step")
+      opt_end.push_back(e["ts"].get<double>() + e["dur"].get<double>());
+  std::sort(opt_end.begin(), opt_end.end());
+  ASSERT_EQ(opt_end.size(), 5u);
+  for (std::size_t k = 0; k < 5; ++k)
+    EXPECT_NEAR(static_cast<double>(m.relations.steps[k].cpu_end_ns), opt_end[k] * 1e3, 1.0) << k;
+
+  const AnalysisContext ctx = make_analysis_context(m, {});
+  ASSERT_TRUE(ctx.cold_first_step.has_value());
+  ASSERT_EQ(ctx.steps.size(), 4u);
+  // The cold iteration (the model's first calls) is the slowest.
+  const std::int64_t cold = ctx.cold_first_step->end_ns - ctx.cold_first_step->start_ns;
+  for (const Step& s : ctx.steps) EXPECT_GT(cold, s.end_ns - s.start_ns);
 }
 
 }  // namespace inferred_iterations_test
