@@ -430,7 +430,7 @@ void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out) {
   if (it == rows.end()) return;
   const OpStat& op = *it;
   const std::int64_t op_ns = on_device ? op.device_self_ns : op.host_self_ns;
-  const std::int64_t of_ns = on_device ? h.device_ns : h.host_op_ns;
+  const std::int64_t of_ns = on_device ? h.attributed_device_ns : h.host_op_ns;  // the time ops account for
   const double share = std::min(1.0, share_of(op_ns, of_ns));
   const double of_window = std::min(1.0, share_of(op_ns, h.window_ns));
   const auto slow = std::find_if(slow_paths().begin(), slow_paths().end(),

@@ -305,14 +305,16 @@ bool op_or_ancestor(const TraceModel& m, EventIndex e, Pred pred) {
 // running stats by design).
 bool is_training_mode_op(const TraceModel& m, EventIndex e) {
   const std::string_view name = m.name_of(e);
+  if (name == "aten::bernoulli_" || name == "aten::bernoulli")
+    return op_or_ancestor(m, m.relations.parent[e], is_dropout_op);
+  const bool fused_dropout = name == "aten::native_dropout" || name == "aten::_fused_dropout";
+  if (!fused_dropout && !is_batch_norm_op(name)) return false;  // parse arguments only where they decide
   const OpArgs* args = m.op_args_of(e);
   const auto concrete = args != nullptr ? parse_input_types(m.strings.view(args->concrete_inputs))
                                         : std::optional<std::vector<std::string>>{};
-  if (name == "aten::native_dropout" || name == "aten::_fused_dropout")
+  if (fused_dropout)
     return !(concrete && concrete->size() > 2 && (*concrete)[2] == "False");  // native_dropout(input, p, train)
-  if (name == "aten::bernoulli_" || name == "aten::bernoulli")
-    return op_or_ancestor(m, m.relations.parent[e], is_dropout_op);
-  if (!is_batch_norm_op(name) || !concrete || concrete->size() <= 5 || (*concrete)[5] != "True") return false;
+  if (!concrete || concrete->size() <= 5 || (*concrete)[5] != "True") return false;
   // (input, weight, bias, running_mean, running_var, training, ...): running_mean recorded.
   const auto dims = parse_input_dims(m.strings.view(args->input_dims));
   if (!dims || dims->size() <= 3 || (*dims)[3].empty()) return false;

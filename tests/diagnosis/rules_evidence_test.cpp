@@ -171,6 +171,32 @@ TEST(InferenceInTrainingMode, CudnnTrainingKernelsWithoutShapes) {
       << f->title;
 }
 
+// Real traces (tests/data/evidence/record_forward_modes.py, PyTorch 1.13 on the CPU): five no_grad
+// forwards of a small CNN with dropout, in training mode and after model.eval(). Recorded, so only
+// what the recording fixes is checked: which rule fires and on which op.
+std::string evidence_path(const std::string& name) {
+  return std::string(FERRET_SOURCE_DIR) + "/tests/data/evidence/" + name;
+}
+
+TEST(InferenceInTrainingMode, RecordedForwardInTrainingMode) {
+  const Diagnosis d = diagnose(analyze_trace(load_trace(evidence_path("forward-train.json.gz")), {}));
+  const Finding* f = find(d, "inference-in-training-mode");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("5 dropout calls drawing masks"), std::string::npos) << f->title;
+  EXPECT_GT(f->time_share, 0.0);
+}
+
+TEST(TopCost, RecordedEvalForwardNamesTheSlowConvolution) {
+  const Diagnosis d = diagnose(analyze_trace(load_trace(evidence_path("forward-eval.json.gz")), {}));
+  EXPECT_EQ(find(d, "inference-in-training-mode"), nullptr);  // eval: aten::dropout draws nothing
+  EXPECT_FALSE(d.verdict.bottleneck_found);
+  const Finding* f = find(d, "top-cost");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("aten::_slow_conv2d_forward"), std::string::npos) << f->title;
+  EXPECT_NE(d.verdict.headline.find("the largest cost is aten::_slow_conv2d_forward"), std::string::npos)
+      << d.verdict.headline;
+}
+
 }  // namespace rules_evidence_test
 }  // namespace
 }  // namespace ferret
