@@ -1,6 +1,8 @@
 #include "diagnosis/diagnose.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "analysis/whatif.h"
 #include "diagnosis/device_fixes.h"
 #include "diagnosis/rules.h"
+#include "diagnosis/verdict.h"
 
 namespace ferret {
 
@@ -114,9 +117,21 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
   if (top == nullptr) {
+    // No rule crossed its threshold: that is not "healthy". The largest cost is named anyway, as
+    // an informational finding ranked among the minor ones (docs/RULES.md, "The verdict").
+    const bool minor_findings = !d.findings.empty();
+    rule_top_cost(analysis, d.findings);
+    rank_findings(d.findings);
+    const auto cost =
+        std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "top-cost"; });
+    std::string largest;
+    if (cost != d.findings.end()) {
+      largest = "; " + cost->title;
+      largest[2] = static_cast<char>(std::tolower(static_cast<unsigned char>(largest[2])));  // "; the largest ..."
+    }
     d.verdict.bottleneck_found = false;
-    d.verdict.headline = fmt::format("No bottleneck found over {}: no rule crossed its threshold{}.",
-                                     describe_window(analysis), d.findings.empty() ? "" : " (minor findings below)");
+    d.verdict.headline = fmt::format("No rule crossed its threshold over {}{}{}.", describe_window(analysis), largest,
+                                     minor_findings ? " (minor findings below)" : "");
     return d;
   }
   d.verdict = verdict_of(*top);

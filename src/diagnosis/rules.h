@@ -22,6 +22,9 @@ void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);        // tra
 void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out);  // unfused-attention
 void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out);   // gemm-shape (the roofline's groups)
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);     // capture / initialisation / edge waits
+// top-cost: the operator with the most self time, informational; diagnose() calls it only when no
+// finding is the verdict, so that no report reads as "nothing costs anything" (rules_host.cpp).
+void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out);
 
 // Where the GPU idled: the longest gaps in its busy union, over the devices (one, or all: -1).
 Occurrences gpu_idle_sites(const GpuTimelineResult& timeline, int device = -1);

@@ -23,6 +23,9 @@ constexpr double kCpuPrecisionStep = 2.0;
 void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out) {
   const HotSpotsResult& h = a.hot_spots;
   if (h.gpu_activities > 0 || h.window_ns <= 0) return;
+  // Kernel launches with no device record are a broken capture (device-activity-missing), not a
+  // CPU-only job: the host's matmul ops there only launched the work.
+  if (a.window_activity.kernel_launches > 0) return;
   std::int64_t matmul_ns = 0;
   std::string top_op;
   std::int64_t top_ns = 0;

@@ -3,6 +3,8 @@
 // HotSpotsResult. docs/rules/host.md describes each rule, its threshold and its source.
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -377,6 +379,98 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
       "medium, >= 15% high";
   out.push_back(std::move(f));
 }
+
+// top-cost. No threshold: it is written only when no finding became the verdict (diagnose.cpp), so
+// that "no rule crossed its threshold" never reads as "nothing costs anything". It names the
+// operator that holds the most self time - device self time where the trace has GPU work, host
+// self time without - and bounds no gain: a cost is not a waste until a rule says why.
+struct SlowPath {
+  std::string_view name_part;  // a substring of the operator's name
+  std::string_view what;       // why it is slow, for the detail
+  std::vector<std::string_view> fixes;
+};
+
+// Operators that are PyTorch's own slow fallbacks: their time is a fix waiting to be made. The
+// reference convolutions (im2col + GEMM, `slow_conv*`, formerly `thnn_conv*`) run when oneDNN
+// (CPU) or cuDNN/MIOpen (GPU) does not take the call: PyTorch's CPU heuristic leaves float32 NCHW
+// convolutions with batch 1 and small filters to them, and float64, disabled backends or a build
+// without them always do (aten/src/ATen/native/Convolution.cpp, use_mkldnn / use_cudnn).
+const std::vector<SlowPath>& slow_paths() {
+  static const std::vector<SlowPath> paths = {
+      {"slow_conv",
+       "PyTorch's slow fallback convolution (im2col + GEMM), used when neither oneDNN (CPU) nor cuDNN/MIOpen (GPU) "
+       "takes the call: float64 inputs, disabled or missing backends, or - on the CPU - float32 NCHW inputs of batch 1 "
+       "with small filters, which PyTorch's heuristic leaves to it",
+       {"Check the fast path is there: `torch.backends.mkldnn.is_available(), torch.backends.mkldnn.enabled` (CPU) or "
+        "`torch.backends.cudnn.is_available(), torch.backends.cudnn.enabled` (GPU)",
+        "Let oneDNN take the convolutions: `model = model.to(memory_format=torch.channels_last); x = "
+        "x.to(memory_format=torch.channels_last)`",
+        "Run in float32 or bfloat16, not float64: `model.float()` (or `with torch.autocast(\"cpu\", "
+        "dtype=torch.bfloat16):` on CPUs with AVX-512 BF16 / AMX)",
+        "model = torch.compile(model)  # or export to ONNX Runtime / OpenVINO for CPU inference"}},
+      {"thnn_conv",
+       "PyTorch's slow fallback convolution (im2col + GEMM, THNN), used when neither oneDNN nor cuDNN takes the call",
+       {"Check the fast path is there: `torch.backends.mkldnn.enabled`, `torch.backends.cudnn.enabled`",
+        "Let oneDNN take the convolutions: `model = model.to(memory_format=torch.channels_last)`",
+        "Run in float32 or bfloat16, not float64: `model.float()`"}},
+  };
+  return paths;
+}
+
+}  // namespace
+
+void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const HotSpotsResult& h = a.hot_spots;
+  if (h.window_ns <= 0) return;
+  // On the device when there is device work: the GPU's time is what a step waits for. A graph-replay
+  // row is many operators' work; a hot-operator finding already names the top one.
+  const bool on_device = h.gpu_activities > 0 && h.attributed_device_ns > 0;
+  if (on_device && std::any_of(out.begin(), out.end(), [](const Finding& f) { return f.id == "hot-operator"; })) return;
+  const std::vector<OpStat>& rows = on_device ? h.ops_by_device : h.ops_by_host;
+  const auto it = std::find_if(rows.begin(), rows.end(), [&](const OpStat& o) {
+    return !o.graph_replay && (on_device ? o.device_self_ns : o.host_self_ns) > 0;
+  });
+  if (it == rows.end()) return;
+  const OpStat& op = *it;
+  const std::int64_t op_ns = on_device ? op.device_self_ns : op.host_self_ns;
+  const std::int64_t of_ns = on_device ? h.attributed_device_ns : h.host_op_ns;  // the time ops account for
+  const double share = std::min(1.0, share_of(op_ns, of_ns));
+  const double of_window = std::min(1.0, share_of(op_ns, h.window_ns));
+  const auto slow = std::find_if(slow_paths().begin(), slow_paths().end(),
+                                 [&](const SlowPath& p) { return op.name.find(p.name_part) != std::string::npos; });
+  const bool is_slow_path = slow != slow_paths().end();
+  Finding f;
+  f.id = "top-cost";
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.severity = Severity::kInfo;
+  f.title = fmt::format("The largest cost is {}: {:.0f}% of the {} time in operators ({} call{}, {}){}", op.name,
+                        share_to_pct(share), on_device ? "GPU" : "host", op.calls, op.calls == 1 ? "" : "s",
+                        human_duration(op_ns), is_slow_path ? ", PyTorch's slow fallback path" : "");
+  f.detail = fmt::format(
+      "No rule judged a cause in this {}, but its time still goes somewhere: {} holds {:.2f} ms of {} self time, "
+      "{:.0f}% of the {:.2f} ms spent in operators and {:.0f}% of the {:.2f} ms {}.{} This is where time goes, not a "
+      "waste a rule measured; a faster operator there is the first place to gain.",
+      window_noun(a), op.name, ns_to_ms(op_ns), on_device ? "device" : "host", share_to_pct(share), ns_to_ms(of_ns),
+      share_to_pct(of_window), ns_to_ms(h.window_ns), window_noun(a),
+      is_slow_path ? fmt::format(" It is {}.", slow->what) : std::string());
+  f.evidence = {{"op_ms", ns_to_ms(op_ns), "ms"},
+                {"op_share_pct", share_to_pct(share), "%"},
+                {"op_share_of_window_pct", share_to_pct(of_window), "%"},
+                {"op_calls", static_cast<double>(op.calls), "count"}};
+  if (is_slow_path)
+    for (std::string_view fix : slow->fixes) f.fixes.emplace_back(fix);
+  f.fixes.push_back(
+      "See its shapes and callers: profile with `record_shapes=True, with_stack=True` and print "
+      "`prof.key_averages(group_by_input_shape=True).table(sort_by=\"self_" +
+      std::string(on_device ? "cuda" : "cpu") + "_time_total\", row_limit=10)`");
+  f.threshold = "none: named when no finding is the verdict (ferret)";
+  f.time_share = share;
+  f.max_speedup = 1.0;  // a cost, not a measured waste: no bound
+  out.push_back(std::move(f));
+}
+
+namespace {
 
 // hot-operator. One operator (by name; collectives excepted) runs >= 25% of the GPU time launched
 // from ops and >= 1% of the window. No peer sets a level; ferret's: at a quarter of GPU time one

@@ -3,11 +3,14 @@
 // the operators spend above their roofline, or the launch time the what-if re-times away: docs/RULES.md "Gain bounds".
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "analysis/input_shapes.h"
 #include "analysis/whatif.h"
 #include "base/units.h"
 #include "diagnosis/rules.h"
@@ -261,11 +264,169 @@ void rule_elementwise_chain(const TraceAnalysis& a, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// inference-in-training-mode. A trace with no backward pass and no optimizer step anywhere (no
+// autograd engine, no `*Backward*` / `*_backward` op, no Optimizer.* span) is inference; in it,
+// dropout that draws its mask (aten::native_dropout, aten::_fused_dropout, aten::bernoulli_ under a
+// dropout op: PyTorch's dropout returns its input untouched in eval mode) and batch norm that
+// computes batch statistics and updates its running stats (training=True with running stats in
+// "Concrete Inputs"; on the GPU the training kernels: cuDNN bn_fw_tr*, native
+// batch_norm_collect_statistics, MIOpen BatchNormFwdTrain) mean the model runs in training mode:
+// slower, and its outputs change from call to call. Threshold: any such op in the window - the
+// results are wrong whatever the time - with its time as the gain bound.
+bool is_training_trace_name(std::string_view name) {
+  return name.find("Backward") != std::string_view::npos || name.find("_backward") != std::string_view::npos ||
+         name.find("autograd::engine") != std::string_view::npos || name.rfind("Optimizer.", 0) == 0 ||
+         name.rfind("Optimizer#", 0) == 0 || name.find("optimizer.step") != std::string_view::npos;
+}
+
+bool is_dropout_op(std::string_view name) { return name.find("dropout") != std::string_view::npos; }
+
+bool is_batch_norm_op(std::string_view name) {
+  return name == "aten::batch_norm" || name == "aten::_batch_norm_impl_index" || name == "aten::native_batch_norm" ||
+         name == "aten::cudnn_batch_norm" || name == "aten::miopen_batch_norm";
+}
+
+bool is_batch_norm_training_kernel(std::string_view name) {
+  return name.find("bn_fw_tr") != std::string_view::npos ||
+         name.find("batch_norm_collect_statistics") != std::string_view::npos ||
+         name.find("BatchNormFwdTrain") != std::string_view::npos;
+}
+
+// Whether an op or one of its enclosing ops satisfies `pred`.
+template <typename Pred>
+bool op_or_ancestor(const TraceModel& m, EventIndex e, Pred pred) {
+  for (int depth = 0; e != kNoEvent && depth < 64; ++depth, e = m.relations.parent[e])
+    if (m.kind[e] == EventKind::kCpuOp && pred(m.name_of(e))) return true;
+  return false;
+}
+
+// A training-mode op by its own record: dropout drawing a mask, or batch norm with training=True
+// and running statistics to update (instance norm calls batch norm with training=True and no
+// running stats by design).
+bool is_training_mode_op(const TraceModel& m, EventIndex e) {
+  const std::string_view name = m.name_of(e);
+  if (name == "aten::bernoulli_" || name == "aten::bernoulli")
+    return op_or_ancestor(m, m.relations.parent[e], is_dropout_op);
+  const bool fused_dropout = name == "aten::native_dropout" || name == "aten::_fused_dropout";
+  if (!fused_dropout && !is_batch_norm_op(name)) return false;  // parse arguments only where they decide
+  const OpArgs* args = m.op_args_of(e);
+  const auto concrete = args != nullptr ? parse_input_types(m.strings.view(args->concrete_inputs))
+                                        : std::optional<std::vector<std::string>>{};
+  if (fused_dropout)
+    return !(concrete && concrete->size() > 2 && (*concrete)[2] == "False");  // native_dropout(input, p, train)
+  if (!concrete || concrete->size() <= 5 || (*concrete)[5] != "True") return false;
+  // (input, weight, bias, running_mean, running_var, training, ...): running_mean recorded.
+  const auto dims = parse_input_dims(m.strings.view(args->input_dims));
+  if (!dims || dims->size() <= 3 || (*dims)[3].empty()) return false;
+  return !op_or_ancestor(m, e, [](std::string_view n) { return n.find("instance_norm") != std::string_view::npos; });
+}
+
+void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const TraceModel& m = *a.model;
+  const AnalysisContext& ctx = a.context;
+  if (ctx.window_ns() <= 0 || m.relations.parent.size() != m.size()) return;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const EventKind k = m.kind[static_cast<EventIndex>(i)];
+    if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kPythonFunction) &&
+        is_training_trace_name(m.name_of(static_cast<EventIndex>(i))))
+      return;  // a training trace: dropout and batch statistics are meant
+  }
+  // The training-mode ops of the window, outermost only (dropout -> native_dropout counts once),
+  // by kind; their host time per thread never overlaps, being outermost.
+  std::vector<bool> marked(m.size(), false);
+  std::uint64_t dropout_calls = 0, batch_norm_calls = 0;
+  std::int64_t host_ns = 0;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    if (m.kind[e] != EventKind::kCpuOp || m.phase[e] != 'X') continue;
+    const std::int64_t t = m.ts_ns[e];
+    if (t < ctx.window_start_ns || t >= ctx.window_end_ns || !is_training_mode_op(m, e)) continue;
+    // The call the model made (aten::dropout around bernoulli_, aten::batch_norm around
+    // cudnn_batch_norm) holds the whole cost: the mask's multiply, the statistics pass.
+    EventIndex root = e;
+    for (EventIndex p = m.relations.parent[e]; p != kNoEvent && m.kind[p] == EventKind::kCpuOp &&
+                                               (is_dropout_op(m.name_of(p)) || is_batch_norm_op(m.name_of(p)));
+         p = m.relations.parent[p])
+      root = p;
+    marked[root] = true;
+  }
+  auto marked_above = [&](EventIndex e) {
+    for (EventIndex p = m.relations.parent[e]; p != kNoEvent; p = m.relations.parent[p])
+      if (marked[p]) return true;
+    return false;
+  };
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    if (!marked[i] || marked_above(e)) continue;
+    ++(is_batch_norm_op(m.name_of(e)) ? batch_norm_calls : dropout_calls);
+    host_ns += m.dur_ns[e];
+  }
+  // Device time: kernels launched under a training-mode op, and batch-norm training kernels by name
+  // (a trace without "Concrete Inputs" still names them).
+  std::int64_t device_ns = 0;
+  std::uint64_t bn_training_kernels = 0;
+  const Relations& rel = m.relations;
+  for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
+    const EventIndex ge = rel.gpu_events[g];
+    if (m.kind[ge] != EventKind::kKernel || !ctx.counts_gpu_event(m, ge)) continue;
+    const std::int64_t t = m.ts_ns[ge];
+    if (t < ctx.window_start_ns || t >= ctx.window_end_ns) continue;
+    const EventIndex launch = rel.gpu_launcher[g];
+    const EventIndex op = launch != kNoEvent ? rel.parent[launch] : kNoEvent;
+    const bool under_marked = op != kNoEvent && (marked[op] || marked_above(op));
+    const bool bn_kernel =
+        is_batch_norm_training_kernel(m.name_of(ge)) &&
+        !op_or_ancestor(m, op, [](std::string_view n) { return n.find("instance_norm") != std::string_view::npos; });
+    if (!under_marked && !bn_kernel) continue;
+    if (bn_kernel && !under_marked) ++bn_training_kernels;
+    device_ns += m.dur_ns[ge];
+  }
+  if (dropout_calls + batch_norm_calls + bn_training_kernels == 0) return;
+  const bool on_device = a.hot_spots.gpu_activities > 0;
+  const std::int64_t cost_ns = on_device ? device_ns : host_ns;
+  const double share = std::min(1.0, static_cast<double>(cost_ns) / static_cast<double>(ctx.window_ns()));
+  std::string what;
+  if (dropout_calls > 0)
+    what = fmt::format("{} dropout call{} drawing masks", dropout_calls, dropout_calls == 1 ? "" : "s");
+  if (batch_norm_calls + bn_training_kernels > 0)
+    what += fmt::format("{}{} batch norm{} computing batch statistics", what.empty() ? "" : " and ",
+                        batch_norm_calls + bn_training_kernels, batch_norm_calls + bn_training_kernels == 1 ? "" : "s");
+  Finding f;
+  f.id = "inference-in-training-mode";
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kFramework;
+  f.severity = Severity::kMedium;
+  f.title = fmt::format(
+      "Inference runs in training mode: {} ({} of {} time, {:.1f}% of the {}); outputs change "
+      "from call to call",
+      what, human_duration(cost_ns), on_device ? "GPU" : "host", share_to_pct(share), window_noun(a));
+  f.detail = fmt::format(
+      "This {} has no backward pass and no optimizer step, yet the model runs as in training: {}. In eval mode "
+      "dropout returns its input untouched and batch norm normalises with its running statistics; in training mode "
+      "dropout zeroes random activations and batch norm uses each batch's statistics and overwrites the running "
+      "ones, so predictions are noisy and depend on the batch, and the extra work costs {:.2f} ms {} time.",
+      window_noun(a), what, ns_to_ms(static_cast<double>(cost_ns)), on_device ? "of GPU" : "of host");
+  f.evidence = {{"dropout_calls", static_cast<double>(dropout_calls), "count"},
+                {"batch_norm_training_calls", static_cast<double>(batch_norm_calls + bn_training_kernels), "count"},
+                {"training_mode_ms", ns_to_ms(static_cast<double>(cost_ns)), "ms"},
+                {"training_mode_share_pct", share_to_pct(share), "%"}};
+  f.fixes = {"Switch the model to eval mode before serving or evaluating: `model.eval()`",
+             "Run inference without autograd as well: `with torch.inference_mode(): out = model(x)` (inference_mode "
+             "does not switch dropout or batch norm off: it goes with model.eval(), not instead of it)"};
+  f.threshold =
+      "any dropout mask or batch-norm statistics update in a window of a trace with no backward pass and no "
+      "optimizer step (ferret: wrong results whatever the time)";
+  f.time_share = share;
+  f.max_speedup = amdahl_speedup(share);  // eval mode skips at most all of it
+  out.push_back(std::move(f));
+}
+
 }  // namespace
 
 void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_gemm_shape(a, out);
   rule_elementwise_chain(a, out);
+  rule_inference_in_training_mode(a, out);
 }
 
 }  // namespace ferret

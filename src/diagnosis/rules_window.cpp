@@ -2,6 +2,8 @@
 // steady state, and a blocking call at its edge waits on work from outside it. Said first, so
 // that no other finding is read as a description of the steady state (docs/WINDOWS.md).
 #include <algorithm>
+#include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -133,6 +135,93 @@ void rule_edge_wait(const TraceAnalysis& a, const WindowActivityResult& w, std::
   out.push_back(std::move(f));
 }
 
+// device-activity-missing. Threshold: at least kMissingDeviceMinLaunches kernel launch calls in
+// the window outside any stream capture, and kernels recorded for at most kMissingDeviceMaxShare of
+// them. Every eager launch runs one kernel, so a trace that records (almost) none of them lost its
+// device side: the profiler's CUPTI/roctracer half never delivered. Read as it stands, such a trace
+// shows an idle GPU and a host that does nothing but launch - a wrong "bottleneck".
+// Ten launches: fewer could be a script that touched the GPU once at the window's edge, where the
+// kernels may fall outside the window; a model's forward pass launches hundreds.
+constexpr std::uint64_t kMissingDeviceMinLaunches = 10;
+// 1%: a capture that works records about one kernel per launch, and a buffer that overflowed late
+// in the run still keeps its first records; at or under 1% nothing usable reached the trace.
+constexpr double kMissingDeviceMaxShare = 0.01;
+
+bool is_kernel_launch_call(std::string_view name) {
+  return name.find("LaunchKernel") != std::string_view::npos ||
+         name.find("LaunchCooperativeKernel") != std::string_view::npos;  // cuda*, hip*, hipModule*, cu*
+}
+
+void rule_device_activity_missing(const TraceAnalysis& a, const WindowActivityResult& w, std::vector<Finding>& out) {
+  const std::uint64_t eager_launches = w.kernel_launches - std::min(w.kernel_launches, w.captured_launches);
+  if (eager_launches < kMissingDeviceMinLaunches) return;
+  if (static_cast<double>(w.kernels_executed) > kMissingDeviceMaxShare * static_cast<double>(eager_launches)) return;
+  const TraceModel& m = *a.model;
+  const AnalysisContext& ctx = a.context;
+  // CUPTI's range profiler (torch.profiler's experimental_config with profiler_metrics) records
+  // one cuda_profiler_range per kernel instead of kernel activity: the device side is there, as
+  // counters, by the user's choice.
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m.category_of(static_cast<EventIndex>(i)) == "cuda_profiler_range") return;
+  // The launch call the program used most, to name it as the trace does (cudaLaunchKernel,
+  // hipLaunchKernel, cuLaunchKernel, ...).
+  std::map<std::string_view, std::uint64_t> calls_by_name;
+  for (const EventIndex launch : m.relations.launches) {
+    const std::string_view name = m.name_of(launch);
+    const std::int64_t t = m.ts_ns[launch];
+    if (is_kernel_launch_call(name) && t >= ctx.window_start_ns && t < ctx.window_end_ns) ++calls_by_name[name];
+  }
+  std::string_view launch_name = "kernel launch";
+  std::uint64_t most = 0;
+  for (const auto& [name, calls] : calls_by_name)
+    if (calls > most) most = calls, launch_name = name;
+  const bool rocm = m.info.platform == Platform::kRocm || launch_name.substr(0, 3) == "hip";
+  const std::size_t device_records = m.relations.gpu_events.size();
+  Finding f;
+  f.id = "device-activity-missing";
+  f.dimension = Dimension::kBenchmark;
+  f.layer = Layer::kMacro;
+  f.severity = Severity::kHigh;
+  f.title = fmt::format(
+      "The trace recorded no device activity: {} kernel launch{} ({}) and {} kernel{} - the capture is broken, so "
+      "no bottleneck can be read from it",
+      eager_launches, eager_launches == 1 ? "" : "es", launch_name, w.kernels_executed,
+      w.kernels_executed == 1 ? "" : "s");
+  f.detail = fmt::format(
+      "The host launched {} kernels in this {} but the profiler recorded {} of them running{}. The device half of "
+      "the trace comes from {}; when it records nothing, the usual causes are: the device activity was not "
+      "requested (torch.profiler.profile(activities=[ProfilerActivity.CPU]) only); another profiler held the "
+      "tracing interface ({}), which allows one subscriber per process; the activity buffers overflowed or were "
+      "dropped; or the process stopped (crash, kill, timeout) before the profiler flushed them. GPU utilisation, "
+      "kernel times and the host's share would all be read off a trace without its device side; no other finding "
+      "below describes the program.",
+      eager_launches, window_noun(a), w.kernels_executed == 0 ? "none" : fmt::format("{}", w.kernels_executed),
+      device_records == 0 ? " (no kernel, copy or fill at all)" : "", rocm ? "roctracer/rocprofiler" : "CUPTI",
+      rocm ? "rocprof, rocprofv3 or omnitrace wrapping the run"
+           : "Nsight Systems or Nsight Compute wrapping the run, or DCGM's profiling metrics on the node");
+  f.evidence = {{"kernel_launches", static_cast<double>(eager_launches), "count"},
+                {"kernels_recorded", static_cast<double>(w.kernels_executed), "count"},
+                {"device_activities_in_trace", static_cast<double>(device_records), "count"},
+                {"launches_without_gpu_in_trace", static_cast<double>(m.relations.launches_without_gpu), "count"}};
+  f.fixes = {
+      "Ask for device activity: `torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, "
+      "torch.profiler.ProfilerActivity.CUDA])` (ROCm builds use ProfilerActivity.CUDA too)",
+      rocm ? "Run without another tracer on the process: no rocprof/rocprofv3/omnitrace wrapper while "
+             "torch.profiler records"
+           : "Run without another CUPTI client: no nsys/ncu wrapper while torch.profiler records, and pause "
+             "DCGM profiling metrics on the node (`dcgmi profile --pause`, `dcgmi profile --resume` after)",
+      "Let the profiler finish: leave the `with torch.profiler.profile(...)` block (or call prof.stop()) before the "
+      "process exits, and export the trace after it; a crash or kill mid-run loses the device records",
+      "Keep the window short so the activity buffers hold it: torch.profiler.schedule(wait=1, warmup=1, active=3) "
+      "with prof.step() each iteration"};
+  f.threshold = fmt::format(
+      ">= {} kernel launch calls outside stream capture and kernels recorded for <= {:.0f}% of them (ferret)",
+      kMissingDeviceMinLaunches, 100 * kMissingDeviceMaxShare);
+  f.time_share = 0;
+  f.max_speedup = 1.0;  // nothing measured: nothing to gain
+  out.push_back(std::move(f));
+}
+
 }  // namespace
 
 // microbenchmark-window. Iterations inferred from a loop of at most kMicrobenchmarkMaxOps top-level
@@ -197,6 +286,7 @@ void rule_microbenchmark(const TraceAnalysis& a, const WindowActivityResult& w, 
 }
 
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out) {
+  rule_device_activity_missing(a, a.window_activity, out);
   rule_graph_capture(a, a.window_activity, out);
   rule_initialisation(a, a.window_activity, out);
   rule_microbenchmark(a, a.window_activity, out);

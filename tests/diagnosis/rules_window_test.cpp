@@ -125,6 +125,71 @@ TEST(RulesWindow, TinyLaunchesBeforeAnEdgeWaitDoNotHideIt) {
   EXPECT_EQ(a.context.window_start_ns, 493120000);
 }
 
+// A forward pass whose launches the profiler saw and whose kernels it did not: `n` launch calls
+// named `launch` under one operator, 1 us apart, and the kernels of the first `kernels` of them.
+std::string launches_without_kernels(int n, int kernels, const std::string& launch = "cudaLaunchKernel") {
+  std::vector<std::string> events = {span("cpu_op", "aten::conv2d", 1, 1, 0, 10.0 * n + 10)};
+  for (int i = 0; i < n; ++i) {
+    events.push_back(span("cuda_runtime", launch, 1, 1, 10.0 * i + 1, 5, corr(i + 1)));
+    if (i < kernels) events.push_back(span("kernel", "k", 0, 7, 10.0 * i + 3, 4, corr(i + 1)));
+  }
+  return trace(events);
+}
+
+TEST(RulesWindow, LaunchesWithoutAnyKernelAreABrokenCaptureSaidFirst) {
+  // 260 launches, no device record at all: the case of a profile taken without
+  // ProfilerActivity.CUDA, or under nsys.
+  const TraceModel m = load_trace_text(launches_without_kernels(260, 0));
+  const Diagnosis d = diagnose(analyze_trace(m, {}));
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings.front();
+  EXPECT_EQ(f.id, "device-activity-missing");
+  EXPECT_EQ(d.verdict.finding_id, "device-activity-missing");
+  EXPECT_FALSE(d.verdict.bottleneck_found);
+  EXPECT_EQ(d.verdict.headline.find("No bottleneck found"), std::string::npos) << d.verdict.headline;
+  EXPECT_NE(d.verdict.headline.find("260 kernel launches (cudaLaunchKernel) and 0 kernels"), std::string::npos)
+      << d.verdict.headline;
+  // Why (not requested, another CUPTI client, a crash before the flush) and the fix.
+  EXPECT_NE(f.detail.find("CUPTI"), std::string::npos);
+  EXPECT_NE(f.detail.find("Nsight"), std::string::npos);
+  EXPECT_NE(f.detail.find("before the profiler flushed"), std::string::npos);
+  EXPECT_NE(f.fixes.front().find("ProfilerActivity.CUDA"), std::string::npos);
+  // Not a CPU-only job: the host's conv only launched the work it would have run.
+  EXPECT_FALSE(has_finding(d, "matmul-dominated"));
+  for (std::size_t k = 1; k < d.findings.size(); ++k) EXPECT_EQ(d.findings[k].max_speedup, 1.0) << d.findings[k].id;
+}
+
+TEST(RulesWindow, HipLaunchesWithoutKernelsNameRocmTools) {
+  const TraceModel m = load_trace_text(launches_without_kernels(12, 0, "hipLaunchKernel"));
+  const Diagnosis d = diagnose(analyze_trace(m, {}));
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings.front();
+  ASSERT_EQ(f.id, "device-activity-missing");
+  EXPECT_NE(f.title.find("12 kernel launches (hipLaunchKernel)"), std::string::npos) << f.title;
+  EXPECT_NE(f.detail.find("roctracer"), std::string::npos);
+  EXPECT_NE(f.detail.find("rocprof"), std::string::npos);
+}
+
+TEST(RulesWindow, DeviceActivityMissingNeedsTenLaunchesAndAlmostNoKernel) {
+  // 9 launches: under the threshold (a script's edge).
+  EXPECT_FALSE(has_finding(diagnose(analyze_trace(load_trace_text(launches_without_kernels(9, 0)), {})),
+                           "device-activity-missing"));
+  // 200 launches, 2 kernels: 1% recorded, still broken.
+  EXPECT_TRUE(has_finding(diagnose(analyze_trace(load_trace_text(launches_without_kernels(200, 2)), {})),
+                          "device-activity-missing"));
+  // 200 launches, 3 kernels: 1.5%, some device record reached the trace; not this finding.
+  EXPECT_FALSE(has_finding(diagnose(analyze_trace(load_trace_text(launches_without_kernels(200, 3)), {})),
+                           "device-activity-missing"));
+  // A healthy trace: every launch ran.
+  EXPECT_FALSE(has_finding(diagnose(analyze_trace(load_trace_text(launches_without_kernels(50, 50)), {})),
+                           "device-activity-missing"));
+}
+
+TEST(RulesWindow, CpuOnlyCorpusTraceIsNoBrokenCapture) {
+  FERRET_REQUIRE_CORPUS(path, "cpu-only.pt.trace.json.gz");
+  EXPECT_FALSE(has_finding(diagnose(analyze_trace(load_trace(path), {})), "device-activity-missing"));
+}
+
 }  // namespace rules_window_test
 }  // namespace
 }  // namespace ferret

@@ -1,0 +1,202 @@
+// When the evidence cannot answer, or no rule names a cause: the largest cost is still named
+// (top-cost), and inference that runs in training mode is told apart from training.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_analysis.h"
+#include "diagnosis/diagnose.h"
+#include "ingest/trace_loader.h"
+#include "test_util.h"
+
+namespace ferret {
+namespace {
+namespace rules_evidence_test {
+
+using test::corr;
+using test::span;
+using test::trace;
+
+const Finding* find(const Diagnosis& d, const std::string& id) {
+  const auto it = std::find_if(d.findings.begin(), d.findings.end(), [&](const Finding& f) { return f.id == id; });
+  return it == d.findings.end() ? nullptr : &*it;
+}
+
+Diagnosis diagnose_text(const std::vector<std::string>& events) {
+  return diagnose(analyze_trace(load_trace_text(trace(events)), {}));
+}
+
+TEST(TopCost, SlowConvolutionIsNamedWhenNoRuleFires) {
+  // A CPU forward: conv2d (40 us self) around PyTorch's fallback convolution (760 us), then relu
+  // (200 us): 1,000 us in operators over a 1,000 us trace. conv2d's 4% is far from matmul-dominated.
+  const Diagnosis d = diagnose_text({
+      span("cpu_op", "aten::conv2d", 1, 1, 0, 800),
+      span("cpu_op", "aten::_slow_conv2d_forward", 1, 1, 20, 760),
+      span("cpu_op", "aten::relu", 1, 1, 800, 200),
+  });
+  EXPECT_FALSE(d.verdict.bottleneck_found);
+  const Finding* f = find(d, "top-cost");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_DOUBLE_EQ(f->max_speedup, 1.0);
+  EXPECT_NEAR(f->time_share, 0.76, 1e-9);  // 760 / 1,000
+  EXPECT_NE(f->title.find("aten::_slow_conv2d_forward: 76% of the host time in operators (1 call, 760.000 us)"),
+            std::string::npos)
+      << f->title;
+  EXPECT_NE(f->title.find("slow fallback"), std::string::npos);
+  EXPECT_NE(f->detail.find("oneDNN"), std::string::npos);
+  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(),
+                          [](const std::string& s) { return s.find("channels_last") != std::string::npos; }));
+  // The headline never reads as "healthy": it names the cost.
+  EXPECT_NE(d.verdict.headline.find("No rule crossed its threshold"), std::string::npos) << d.verdict.headline;
+  EXPECT_NE(d.verdict.headline.find("; the largest cost is aten::_slow_conv2d_forward: 76%"), std::string::npos)
+      << d.verdict.headline;
+  EXPECT_EQ(d.verdict.headline.find("minor findings"), std::string::npos) << d.verdict.headline;
+}
+
+TEST(TopCost, NotWrittenBesideAVerdict) {
+  // 600 us of 1,000 in a matmul on the CPU: matmul-dominated is the verdict; no top-cost.
+  const Diagnosis d = diagnose_text({
+      span("cpu_op", "aten::mm", 1, 1, 0, 600),
+      span("cpu_op", "aten::relu", 1, 1, 600, 400),
+  });
+  EXPECT_TRUE(d.verdict.bottleneck_found);
+  EXPECT_EQ(find(d, "top-cost"), nullptr);
+}
+
+// An inference forward on the CPU: linear 500 us, dropout 200 us (bernoulli_ 140 us, div_ 40 us
+// inside it), relu 300 us; 1,000 us in all. `extra` adds events (a backward op, ...).
+std::vector<std::string> cpu_forward_with_dropout(const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> events = {
+      span("cpu_op", "aten::linear", 1, 1, 0, 500),       span("cpu_op", "aten::dropout", 1, 1, 500, 200),
+      span("cpu_op", "aten::bernoulli_", 1, 1, 510, 140), span("cpu_op", "aten::div_", 1, 1, 650, 40),
+      span("cpu_op", "aten::relu", 1, 1, 700, 300),
+  };
+  events.insert(events.end(), extra.begin(), extra.end());
+  return events;
+}
+
+TEST(InferenceInTrainingMode, DropoutDrawingMasksInInference) {
+  const Diagnosis d = diagnose_text(cpu_forward_with_dropout());
+  const Finding* f = find(d, "inference-in-training-mode");
+  ASSERT_NE(f, nullptr);
+  // The whole aten::dropout call (200 us of 1,000): the mask and its multiply.
+  EXPECT_NEAR(f->time_share, 0.2, 1e-9);
+  EXPECT_NEAR(f->max_speedup, 1.25, 1e-9);  // 1 / (1 - 0.2)
+  EXPECT_NE(f->title.find("1 dropout call drawing masks (200.000 us of host time, 20.0% of the trace)"),
+            std::string::npos)
+      << f->title;
+  EXPECT_NE(f->fixes.front().find("model.eval()"), std::string::npos);
+  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(),
+                          [](const std::string& s) { return s.find("torch.inference_mode()") != std::string::npos; }));
+}
+
+TEST(InferenceInTrainingMode, TrainingTracesAreLeftAlone) {
+  // A backward op anywhere in the trace makes it training: dropout is meant.
+  EXPECT_EQ(find(diagnose_text(cpu_forward_with_dropout(
+                     {span("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 2, 2, 1000, 100)})),
+                 "inference-in-training-mode"),
+            nullptr);
+  EXPECT_EQ(
+      find(diagnose_text(cpu_forward_with_dropout({span("cpu_op", "aten::convolution_backward", 1, 1, 1000, 50)})),
+           "inference-in-training-mode"),
+      nullptr);
+  EXPECT_EQ(find(diagnose_text(
+                     cpu_forward_with_dropout({span("user_annotation", "Optimizer.step#SGD.step", 1, 1, 1000, 50)})),
+                 "inference-in-training-mode"),
+            nullptr);
+}
+
+TEST(InferenceInTrainingMode, EvalDropoutDrawsNothing) {
+  // In eval mode aten::dropout returns its input: no bernoulli_ below it.
+  EXPECT_EQ(
+      find(diagnose_text({span("cpu_op", "aten::linear", 1, 1, 0, 500), span("cpu_op", "aten::dropout", 1, 1, 500, 2),
+                          span("cpu_op", "aten::relu", 1, 1, 502, 300)}),
+           "inference-in-training-mode"),
+      nullptr);
+  // native_dropout recorded with train=False.
+  EXPECT_EQ(find(diagnose_text({span("cpu_op", "aten::native_dropout", 1, 1, 0, 100,
+                                     R"("Concrete Inputs": ["", "0.1", "False"])"),
+                                span("cpu_op", "aten::relu", 1, 1, 100, 300)}),
+                 "inference-in-training-mode"),
+            nullptr);
+}
+
+std::string batch_norm_args(const char* training, const char* running_mean_dims) {
+  return std::string(R"("Input Dims": [[8, 64, 32, 32], [64], [64], )") + running_mean_dims +
+         R"(, [64], [], [], [], []], "Concrete Inputs": ["", "", "", "", "", ")" + training +
+         R"(", "0.1", "1e-05", "True"])";
+}
+
+TEST(InferenceInTrainingMode, BatchNormUpdatingRunningStatistics) {
+  // batch_norm 300 us (its native_batch_norm inside) of a 1,000 us forward, training=True with
+  // running stats: one call, 30%.
+  const Diagnosis d = diagnose_text({
+      span("cpu_op", "aten::batch_norm", 1, 1, 0, 300, batch_norm_args("True", "[64]")),
+      span("cpu_op", "aten::native_batch_norm", 1, 1, 10, 280, batch_norm_args("True", "[64]")),
+      span("cpu_op", "aten::relu", 1, 1, 300, 700),
+  });
+  const Finding* f = find(d, "inference-in-training-mode");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->time_share, 0.3, 1e-9);
+  EXPECT_NE(f->title.find("1 batch norm computing batch statistics (300.000 us of host time, 30.0% of the trace)"),
+            std::string::npos)
+      << f->title;
+  // training=False (eval), or no running stats (instance norm, track_running_stats=False): no finding.
+  for (const auto& [training, mean] : {std::pair{"False", "[64]"}, std::pair{"True", "[]"}})
+    EXPECT_EQ(find(diagnose_text({span("cpu_op", "aten::batch_norm", 1, 1, 0, 300, batch_norm_args(training, mean)),
+                                  span("cpu_op", "aten::relu", 1, 1, 300, 700)}),
+                   "inference-in-training-mode"),
+              nullptr)
+        << training << " " << mean;
+}
+
+TEST(InferenceInTrainingMode, CudnnTrainingKernelsWithoutShapes) {
+  // No record_shapes: the cuDNN forward-training kernel (40 us of a 1,000 us window) says it.
+  const Diagnosis d = diagnose_text({
+      span("cpu_op", "aten::linear", 1, 1, 0, 1000),
+      span("cpu_op", "aten::cudnn_batch_norm", 1, 1, 100, 50),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 110, 5, corr(1)),
+      span("kernel", "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>", 0, 7, 120, 40, corr(1)),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 200, 5, corr(2)),
+      span("kernel", "gemm_kernel", 0, 7, 210, 700, corr(2)),
+  });
+  const Finding* f = find(d, "inference-in-training-mode");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->time_share, 0.04, 1e-9);  // 40 us of GPU time over the 1,000 us window
+  EXPECT_NE(f->title.find("1 batch norm computing batch statistics (40.000 us of GPU time, 4.0% of the trace)"),
+            std::string::npos)
+      << f->title;
+}
+
+// Real traces (tests/data/evidence/record_forward_modes.py, PyTorch 1.13 on the CPU): five no_grad
+// forwards of a small CNN with dropout, in training mode and after model.eval(). Recorded, so only
+// what the recording fixes is checked: which rule fires and on which op.
+std::string evidence_path(const std::string& name) {
+  return std::string(FERRET_SOURCE_DIR) + "/tests/data/evidence/" + name;
+}
+
+TEST(InferenceInTrainingMode, RecordedForwardInTrainingMode) {
+  const Diagnosis d = diagnose(analyze_trace(load_trace(evidence_path("forward-train.json.gz")), {}));
+  const Finding* f = find(d, "inference-in-training-mode");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("5 dropout calls drawing masks"), std::string::npos) << f->title;
+  EXPECT_GT(f->time_share, 0.0);
+}
+
+TEST(TopCost, RecordedEvalForwardNamesTheSlowConvolution) {
+  const Diagnosis d = diagnose(analyze_trace(load_trace(evidence_path("forward-eval.json.gz")), {}));
+  EXPECT_EQ(find(d, "inference-in-training-mode"), nullptr);  // eval: aten::dropout draws nothing
+  EXPECT_FALSE(d.verdict.bottleneck_found);
+  const Finding* f = find(d, "top-cost");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("aten::_slow_conv2d_forward"), std::string::npos) << f->title;
+  EXPECT_NE(d.verdict.headline.find("the largest cost is aten::_slow_conv2d_forward"), std::string::npos)
+      << d.verdict.headline;
+}
+
+}  // namespace rules_evidence_test
+}  // namespace
+}  // namespace ferret
