@@ -67,6 +67,13 @@ constexpr PathCategory kLaneCategory[4] = {PathCategory::kSyncWait, PathCategory
 
 CriticalPathResult analyze_critical_path(const TraceModel& model, const AnalysisContext& ctx,
                                          StepGraphOrder* order_out) {
+  // Communication kernels by name, memoised: a busy device's path runs through most of its kernels.
+  std::vector<std::int8_t> communication_name(model.strings.size(), -1);
+  auto communication = [&](EventIndex e) {
+    std::int8_t& c = communication_name[model.name[e]];
+    if (c < 0) c = is_communication_kernel(model.name_of(e)) ? 1 : 0;
+    return c == 1;
+  };
   CriticalPathResult result;
   result.has_steps = ctx.has_steps;
   const RetimeResult graph = retime_steps(model, ctx, {}, nullptr, order_out);
@@ -207,10 +214,9 @@ CriticalPathResult analyze_critical_path(const TraceModel& model, const Analysis
           node = g.previous;
           continue;
         }
-        const PathCategory own = k == EventKind::kSync ? PathCategory::kKernelGaps
-                                 : (k == EventKind::kKernel && is_communication_kernel(model.name_of(g.event)))
-                                     ? PathCategory::kCommunication
-                                     : PathCategory::kGpuCompute;
+        const PathCategory own = k == EventKind::kSync                                 ? PathCategory::kKernelGaps
+                                 : (k == EventKind::kKernel && communication(g.event)) ? PathCategory::kCommunication
+                                                                                       : PathCategory::kGpuCompute;
         add(own, g.start_ns, t);
         t = std::min(t, g.start_ns);
         if (g.binding == GpuBinding::kStream) {

@@ -82,9 +82,16 @@ class Names {
     return s;
   }
   // Whether a kernel selected through its op is one the speedup scales.
+  // Memoised per (kernel name, speedup): the predicate scans the name, and a trace launches the
+  // same few hundred kernels a million times.
   bool kernel_kept(EventIndex kernel, int s) {
     const RetimeChanges::Speedup& sp = changes_.speedups[static_cast<std::size_t>(s)];
-    return !sp.kernels || sp.kernels(model_.name_of(kernel));
+    if (!sp.kernels) return true;
+    if (kept_.empty()) kept_.assign(model_.strings.size() * changes_.speedups.size(), -1);
+    std::int8_t& k =
+        kept_[static_cast<std::size_t>(model_.name[kernel]) * changes_.speedups.size() + static_cast<std::size_t>(s)];
+    if (k < 0) k = sp.kernels(model_.name_of(kernel)) ? 1 : 0;
+    return k == 1;
   }
 
  private:
@@ -92,6 +99,7 @@ class Names {
   const RetimeChanges& changes_;
   std::vector<std::uint16_t> flags_;
   std::vector<std::int32_t> speedup_;  // per name: the speedup's index, -1 none, -2 not looked up
+  std::vector<std::int8_t> kept_;      // per (name, speedup): kernel_kept, -1 not looked up
 };
 
 // The host clock of one thread: original time -> re-timed time. Outside a changed region it is a
