@@ -370,9 +370,9 @@ JobDiagnosis diagnose_job(const JobAnalysis& job) {
 
   if (top != nullptr) {
     d.verdict = verdict_of(*top);
-    d.verdict.headline = top->max_speedup > 1.005 ? fmt::format("{}. Fixing it can make the job up to {:.2f}x faster.",
-                                                                top->title, top->max_speedup)
-                                                  : top->title + ".";
+    // The bound is a ceiling, shown beside the finding, not in the headline (docs/RULES.md, the
+    // verdict, 5): no job-level what-if predicts it yet.
+    d.verdict.headline = top->title + ".";
   } else if (!d.rank_verdicts.empty()) {
     // Low-severity job findings are no verdict (as for one trace), but they are not nothing.
     const auto& common = d.rank_verdicts.front();
