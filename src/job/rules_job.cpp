@@ -162,7 +162,10 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
       shares.push_back(static_cast<double>(r.exposed_comm_ns) / static_cast<double>(r.window_ns));
   if (shares.size() < 2) return;
   std::sort(shares.begin(), shares.end());
-  double median = shares[shares.size() / 2];
+  // The median of an even count is the mean of the middle two (shares[n / 2] alone is the larger
+  // one: with two ranks, the maximum).
+  const std::size_t mid = shares.size() / 2;
+  double median = shares.size() % 2 == 1 ? shares[mid] : (shares[mid - 1] + shares[mid]) / 2;
   // With a straggler, the others' exposed communication is mostly waiting for it (its own rule);
   // what remains exposed on the straggler, which waits for nobody, is the communication itself.
   const Straggler* reported = reported_straggler(job);
@@ -177,6 +180,7 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
     time_by_kind[c.kind] += c.mean_duration_ns * static_cast<std::int64_t>(c.calls);
   const std::int64_t sharded = time_by_kind[Collective::kAllGather] + time_by_kind[Collective::kReduceScatter];
   const std::int64_t allreduce = time_by_kind[Collective::kAllReduce];
+  const std::int64_t all_to_all = time_by_kind[Collective::kAllToAll];
   Finding f;
   f.id = "job-exposed-communication";
   f.dimension = Dimension::kDistributed;
@@ -196,7 +200,21 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
   f.evidence = {{"median_exposed_pct", 100 * median, "%"},
                 {"min_exposed_pct", 100 * shares.front(), "%"},
                 {"max_exposed_pct", 100 * shares.back(), "%"}};
-  if (sharded > allreduce) {
+  if (all_to_all > sharded && all_to_all > allreduce) {
+    // Embedding tables sharded across ranks (torchrec, DLRM): the all-to-alls move lookups and
+    // their gradients, which DDP buckets do not touch.
+    f.fixes = {
+        "All-to-alls dominate (sharded embeddings: torchrec, DLRM): pipeline the input distribution with the "
+        "previous batch's compute - torchrec's `TrainPipelineSparseDist(model, optimizer, device)` overlaps the "
+        "sparse all-to-all with the dense forward/backward.",
+        "Re-plan the sharding so fewer lookups cross ranks: `EmbeddingShardingPlanner(topology=Topology(world_size, "
+        "compute_device=\"cuda\"))` with row-wise or table-wise-row-wise sharding for the large tables, "
+        "data-parallel for the small ones (no all-to-all at all).",
+        "Send less per lookup: fp16/bf16 embedding communication (`qcomm_codecs_registry` with "
+        "`CommType.FP16` / `CommType.BF16`) halves the all-to-all bytes.",
+        "Keep the all-to-alls on NVLink where possible: table-wise-row-wise sharding keeps a table's rows inside "
+        "one node."};
+  } else if (sharded > allreduce) {
     f.fixes = {
         "FSDP / ZeRO: all-gathers and reduce-scatters dominate. Prefetch the next all-gather "
         "(FSDP(forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE)), use larger wrapping "

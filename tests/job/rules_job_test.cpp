@@ -150,6 +150,31 @@ TEST(RulesJob, ExposedAllGatherAndReduceScatterGiveTheShardingFixes) {
   EXPECT_FALSE(any_fix_mentions(*f, "bucket_cap_mb"));
 }
 
+// Sharded embeddings (torchrec, DLRM): two 16 MiB all-to-alls of 3 ms per step: 6% exposed, and
+// the fixes are the all-to-all ones (pipelined input distribution, a sharding plan), not DDP's.
+TEST(RulesJob, ExposedAllToAllGivesTheEmbeddingFixes) {
+  const std::vector<PlannedCall> calls = {{Collective::kAllToAll, 16 * kMiB}, {Collective::kAllToAll, 16 * kMiB}};
+  const JobDiagnosis d = diagnose_job(analyze_job(make_ranks(4, 4, calls, 3, 0, kNobodyLate)));
+  const Finding* f = find(d, "job-exposed-communication");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->time_share, 0.06);
+  EXPECT_TRUE(any_fix_mentions(*f, "TrainPipelineSparseDist"));
+  EXPECT_TRUE(any_fix_mentions(*f, "EmbeddingShardingPlanner"));
+  EXPECT_FALSE(any_fix_mentions(*f, "bucket_cap_mb"));
+  EXPECT_FALSE(any_fix_mentions(*f, "HYBRID_SHARD"));
+}
+
+// Two ranks, 6% and 10% of their time in exposed communication: the median is 8%, not the larger.
+TEST(RulesJob, MedianOfAnEvenRankCountIsTheMeanOfTheMiddleTwo) {
+  const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB}, {Collective::kAllReduce, 64 * kMiB}};
+  std::vector<RankResult> ranks = make_ranks(2, 4, calls, 3, 0, kNobodyLate);
+  ranks[1].exposed_comm_ns = ranks[1].window_ns / 10;
+  const JobDiagnosis d = diagnose_job(analyze_job(ranks));
+  const Finding* f = find(d, "job-exposed-communication");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->time_share, 0.08, 1e-9);
+}
+
 TEST(RulesJob, ExposedCommunicationBelowFivePercentIsNotAFinding) {
   const std::vector<PlannedCall> calls = {{Collective::kAllReduce, 64 * kMiB}};
   const JobDiagnosis d = diagnose_job(analyze_job(make_ranks(4, 4, calls, 4.9, 0, kNobodyLate)));
