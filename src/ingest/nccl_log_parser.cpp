@@ -926,6 +926,52 @@ void NcclLogParser::feed_line(std::string_view line) {
   if (line.size() < 12) return;
   const NcclMarker marker = find_marker(line);
   if (marker.at == std::string_view::npos) return;
+  // Ranks writing to one stream glue lines together mid-line ("... Ring 00host:12:34 [1] NCCL
+  // INFO ..."): a second NCCL marker with its own host:pid:tid prefix starts a line of its own.
+  if (const std::size_t split = interleaved_split(line, marker.at); split != std::string_view::npos) {
+    ++src.interleaved_lines;
+    const std::string_view first = line.substr(0, split), rest = line.substr(split);
+    const NcclMarker a = find_marker(first), b = find_marker(rest);
+    feed_nccl_part(first, a.at, a.warn, a.bare_version);
+    feed_nccl_part(rest, b.at, b.warn, b.bare_version);
+    return;
+  }
+  feed_nccl_part(line, marker.at, marker.warn, marker.bare_version);
+}
+
+std::size_t NcclLogParser::interleaved_split(std::string_view line, std::size_t first_marker) const {
+  const std::size_t from = first_marker + 9;
+  if (from >= line.size()) return std::string_view::npos;
+  const NcclMarker next = find_marker(line.substr(from));
+  if (next.at == std::string_view::npos || next.bare_version) return std::string_view::npos;
+  // Back from the second marker: blanks, an optional "[dev]", blanks, then the host:pid:tid token.
+  std::size_t end = from + next.at;
+  while (end > from && is_space(line[end - 1])) --end;
+  if (end > from && line[end - 1] == ']') {
+    std::size_t open = end - 1;
+    while (open > from && line[open - 1] != '[') --open;
+    if (open == from) return std::string_view::npos;
+    end = open - 1;
+    while (end > from && is_space(line[end - 1])) --end;
+  }
+  std::size_t start = end;
+  while (start > from && !is_space(line[start - 1])) --start;
+  std::string_view token = line.substr(start, end - start);
+  std::string_view host, outer;
+  int pid = -1, tid = -1;
+  if (!split_host_pid_tid(token, host, pid, tid, outer)) return std::string_view::npos;
+  // Glued to the first line's text ("00host"): a host seen before ends the token's head.
+  const std::string_view head = token.substr(0, token.find(':'));
+  for (const std::string& known : log_.hosts)
+    if (!known.empty() && known.size() < head.size() && head.ends_with(known))
+      return start + head.size() - known.size();
+  return start > from ? start : std::string_view::npos;
+}
+
+void NcclLogParser::feed_nccl_part(std::string_view line, std::size_t marker_at, bool warn, bool bare_version) {
+  NcclSource& src = source();
+  if (marker_at == std::string_view::npos) return;
+  const NcclMarker marker{marker_at, warn, bare_version};
   ++src.nccl_lines;
 
   NcclOrigin origin;

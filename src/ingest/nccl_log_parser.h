@@ -78,6 +78,10 @@ class NcclLogParser {
   bool attribute_bare(std::string_view outer, NcclOrigin& origin) const;
   // Reads `host:pid:tid` at the end of `pre` (the line before the marker) into origin.
   void take_process(std::string_view line, std::string_view pre, NcclOrigin& origin);
+  // Where a second process's NCCL line starts inside `line` (its host:pid:tid prefix), or npos.
+  std::size_t interleaved_split(std::string_view line, std::size_t first_marker) const;
+  // One NCCL line whose marker ("NCCL INFO"/"WARN" or a bare version) is at `marker_at`.
+  void feed_nccl_part(std::string_view line, std::size_t marker_at, bool warn, bool bare_version);
   bool parse_message(std::string_view message, const NcclOrigin& origin);
   std::uint32_t intern_host(std::string_view host);
   std::uint32_t intern_transport(std::string_view via);

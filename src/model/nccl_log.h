@@ -200,7 +200,10 @@ struct NcclSource {
   std::uint64_t recognised = 0;
   std::uint64_t not_understood = 0;
   std::uint64_t long_lines = 0;  // lines cut at the parser's kMaxLineBytes
-  std::string damage;            // a truncated compressed stream, as the ByteSource reports it
+  // Lines holding another process's NCCL line glued on (ranks writing to one stream), split at
+  // the second line's prefix and read as two.
+  std::uint64_t interleaved_lines = 0;
+  std::string damage;  // a truncated compressed stream, as the ByteSource reports it
   // Lines ignored for an implausible value (nranks above kMaxNcclRanks, rank outside 0..nranks-1),
   // counted; the first kMaxImplausibleSamples described as "NAME:LINE: what was wrong".
   std::uint64_t implausible_lines = 0;

@@ -164,6 +164,10 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       out += wrap(fmt::format("{}: {} line{} longer than {} KiB cut", src.name, src.long_lines,
                               src.long_lines == 1 ? "" : "s", kMaxLineBytes / 1024),
                   st.width, "  ");
+    if (src.interleaved_lines > 0)
+      out += wrap(fmt::format("{}: {} line{} holding another rank's line glued on, split and read as two", src.name,
+                              src.interleaved_lines, src.interleaved_lines == 1 ? "" : "s"),
+                  st.width, "  ");
     if (!src.stopped.empty()) out += wrap(fmt::format("stopped: {}: {}", src.name, src.stopped), st.width, "  ");
     if (src.implausible_lines > 0) {
       out += wrap(fmt::format("{}: {} line{} with an implausible value ignored", src.name, src.implausible_lines,
@@ -369,6 +373,7 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                        {"recognised", src.recognised},
                        {"not_understood", src.not_understood},
                        {"long_lines", src.long_lines},
+                       {"interleaved_lines", src.interleaved_lines},
                        {"implausible_lines", src.implausible_lines},
                        {"implausible_samples", src.implausible_samples},
                        {"stopped", src.stopped},

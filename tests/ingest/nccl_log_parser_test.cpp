@@ -56,6 +56,27 @@ TEST(NcclLogParser, ToleratesLauncherPrefixesAndAMissingDevice) {
   EXPECT_EQ(log.total_recognised(), 6u);
 }
 
+// Two ranks writing to one stream glue their lines mid-line. Each glued line is split at the
+// second line's host:pid:tid prefix (after a known host, or at a blank) and read as two: rank 1's
+// Init COMPLETE is there, so no rank is missing; the split is counted.
+TEST(NcclLogParser, InterleavedLinesAreSplitAtTheSecondPrefix) {
+  const NcclLog log = parse_nccl_text(
+      "node1:11:11 [0] NCCL INFO cudaDriverVersion 12040\n"
+      "node1:12:12 [1] NCCL INFO cudaDriverVersion 12040\n"
+      "node1:11:11 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1a000 commId 0x9 - Init "
+      "COMPLETEnode1:12:12 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 1b000 commId 0x9 - Init COMPLETE\n"
+      "node1:11:11 [0] NCCL INFO Using network IB node1:12:12 [1] NCCL INFO Using network IB\n");
+  EXPECT_EQ(log.sources.at(0).interleaved_lines, 2u);
+  EXPECT_EQ(log.total_nccl_lines(), 6u);
+  ASSERT_EQ(log.comms.size(), 2u);
+  EXPECT_EQ(log.comms[0].rank, 0);
+  EXPECT_EQ(log.comms[1].rank, 1);
+  EXPECT_EQ(log.comms[1].origin.pid, 12);
+  EXPECT_EQ(log.host_name(log.comms[1].origin.host), "node1");  // not "COMPLETEnode1"
+  ASSERT_EQ(log.net.size(), 2u);
+  EXPECT_EQ(log.net[1].origin.pid, 12);
+}
+
 TEST(NcclLogParser, BareVersionGoesToThePreviousProcessOfTheSamePrefix) {
   const NcclLog log = parse_nccl_text(
       "[1,0]<stdout>:a:10:10 [0] NCCL INFO Using network IB\n"
