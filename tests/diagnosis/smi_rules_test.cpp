@@ -264,7 +264,8 @@ TEST(SmiRules, UnusedThresholdsAndTheOtherRulesBesideIt) {
   // Memory held with no work: something was placed on the GPU.
   SmiLog held = series({busy, idle});
   for (SmiSample& smp : held.gpus[1].samples) smp.mem_used_mib = 30000;
-  const Finding* placed = find(findings_of(held), "gpu-unused");
+  const std::vector<Finding> held_findings = findings_of(held);  // find() points into it
+  const Finding* placed = find(held_findings, "gpu-unused");
   ASSERT_NE(placed, nullptr);
   EXPECT_NE(placed->detail.find("Up to 30000 MiB of memory was held on it"), std::string::npos) << placed->detail;
 }
