@@ -197,6 +197,33 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
       r.one_time.push_back({"kernel code loading (first launch of a kernel)", count, r.first_launch_load_ns});
     }
   }
+  // The first DataLoader batch starts the workers (processes forked, datasets opened, the first
+  // prefetch filled): far longer than the batches after it, and paid once per epoch's iterator.
+  {
+    std::vector<EventIndex> batches;
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      const auto e = static_cast<EventIndex>(i);
+      if (model.phase[e] == 'X' && is_host_span(model.kind[e]) && in_window(model.ts_ns[e]) &&
+          model.name_of(e).starts_with("enumerate(DataLoader)#"))
+        batches.push_back(e);
+    }
+    if (batches.size() >= 3) {
+      std::sort(batches.begin(), batches.end(),
+                [&](EventIndex a, EventIndex b) { return model.ts_ns[a] < model.ts_ns[b]; });
+      std::vector<std::int64_t> rest;
+      for (std::size_t k = 1; k < batches.size(); ++k) rest.push_back(model.dur_ns[batches[k]]);
+      std::nth_element(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(rest.size() / 2), rest.end());
+      const std::int64_t median = rest[rest.size() / 2];
+      const EventIndex first = batches.front();
+      if (model.dur_ns[first] >= kFirstBatchMinNs &&
+          model.dur_ns[first] >= kFirstBatchFactor * std::max<std::int64_t>(median, 1)) {
+        const Interval span{model.ts_ns[first], std::min(we, model.end_ns(first))};
+        all_one_time.push_back(span);
+        r.one_time.push_back(
+            {"DataLoader start-up (the first batch: workers started, the prefetch filled)", 1, span.end - span.start});
+      }
+    }
+  }
   for (int c = 0; c < kOneTimeClassCount; ++c) {
     auto& spans = one_time[static_cast<std::size_t>(c)];
     if (spans.empty()) continue;

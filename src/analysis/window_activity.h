@@ -31,6 +31,11 @@ inline constexpr std::int64_t kContextCreationMinNs = 50'000'000;
 //   default since CUDA 11.7; a library's first call): an ordinary launch takes 5-20 us, so 1 ms is
 //   fifty of them.
 inline constexpr std::int64_t kFirstLaunchLoadMinNs = 1'000'000;
+// - the first DataLoader batch of a window is worker start-up when it takes 10 times the median of
+//   the batches after it and at least 10 ms (forking workers and opening datasets takes 0.1-10 s;
+//   a batch served from the prefetch queue, microseconds to milliseconds).
+inline constexpr std::int64_t kFirstBatchMinNs = 10'000'000;
+inline constexpr std::int64_t kFirstBatchFactor = 10;
 // - a micro-benchmark: iterations inferred from a loop of at most this many top-level operators
 //   (one operator timed in a loop, perhaps with its input's copy or a sync op): no training or
 //   inference step, so the device idling between calls is the benchmark's design, not the host's fault.

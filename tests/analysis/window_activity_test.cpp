@@ -127,6 +127,33 @@ TEST(WindowActivity, FirstLaunchThatLoadsCodeIsOneTime) {
   EXPECT_NEAR(r.one_time_share, 1337.0 / 20000.0, 1e-9);
 }
 
+// The first DataLoader batch starts the workers. Four steps (ms): step 1 [0, 400) waits 300 ms for
+// its batch, steps 2-4 (100 ms each) 2 ms. 300 >= 10 x 2 and >= 10 ms: one-time, 300 of 700 ms
+// (43%: still steady). A first batch of 15 ms (7.5 x 2) is an ordinary slow batch.
+TEST(WindowActivity, FirstDataLoaderBatchIsStartUp) {
+  auto steps = [](double first_batch_ms) {
+    std::vector<std::string> ev;
+    double t = 0;
+    for (int k = 0; k < 4; ++k) {
+      const double len = k == 0 ? 400'000 : 100'000;
+      ev.push_back(span("user_annotation", "ProfilerStep#" + std::to_string(k + 1), 1, 1, t, len));
+      ev.push_back(span("user_annotation", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 1, 1, t,
+                        k == 0 ? first_batch_ms * 1000 : 2'000));
+      t += len;
+    }
+    return load_trace_text(trace(ev));
+  };
+  const TraceModel cold = steps(300);
+  const WindowActivityResult r = analyze(cold);
+  EXPECT_EQ(r.activity, WindowActivity::kSteady);
+  ASSERT_EQ(r.one_time.size(), 1u);
+  EXPECT_NE(r.one_time[0].what.find("DataLoader start-up"), std::string::npos) << r.one_time[0].what;
+  EXPECT_EQ(r.one_time[0].ns, 300'000'000);
+  EXPECT_NEAR(r.one_time_share, 300.0 / 700.0, 1e-9);
+  const TraceModel slow = steps(15);
+  EXPECT_TRUE(analyze(slow).one_time.empty());
+}
+
 TEST(WindowActivity, OrdinaryStepsAreSteady) {
   const TraceModel m = load_trace_text(trace({
       span("user_annotation", "ProfilerStep#1", 1, 1, 0, 100),
