@@ -160,6 +160,13 @@ DeviceCausality device_causality(const TraceModel& model, const AnalysisContext&
     }
     d.device_waited_on_host_ns += host_part;
     d.neither_ns += g1 - g0 - blocked - host_part;
+    if (next < acts.size() && acts[next].start == g1 && ready_of[next] >= 0 && ready_of[next] <= g0 &&
+        g1 - g0 >= kStallMinNs) {
+      ++d.stalls;
+      d.stall_ns += g1 - g0;
+      const EventIndex launch = rel.launcher_of(acts[next].event);
+      if (model.name_of(launch).find("GraphLaunch") != std::string_view::npos) ++d.stalls_before_graph_work;
+    }
   };
   for (const Interval& b : busy) {
     account_gap(gap_start, b.start);

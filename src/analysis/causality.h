@@ -52,6 +52,8 @@ inline constexpr std::int64_t kLaunchLatencyMaxNs = 100'000;
 // loaded kernels are as long but find the queue short.
 inline constexpr std::int64_t kBlockedLaunchMinNs = 50'000;
 bool is_queue_blocked_launch(std::int64_t call_ns, std::int64_t call_end_ns, std::int64_t work_start_ns);
+// An idle gap shorter than the longest launch latency is the device's front end, not a stall.
+inline constexpr std::int64_t kStallMinNs = kLaunchLatencyMaxNs;
 // An activity starting within this of another stream's end, later than its own launch and stream
 // allowed, waited on that end.
 inline constexpr std::int64_t kDependencySlackNs = 10'000;
@@ -76,6 +78,12 @@ struct DeviceCausality {
   std::int64_t both_busy_ns = 0;
   std::int64_t neither_ns = 0;
   std::array<ReasonTotal, kStartReasonCount> reasons{};
+  // Stalls: idle gaps of at least kStallMinNs ended by work whose launch had returned before the gap
+  // began - the device sat idle with its next work queued, neither host nor traced work to blame
+  // (part of neither_ns, and of host_waited_on_device_ns where the host was blocked meanwhile).
+  std::uint64_t stalls = 0;
+  std::int64_t stall_ns = 0;
+  std::uint64_t stalls_before_graph_work = 0;  // of those, ended by work a graph launch queued
   std::uint64_t launched = 0;                  // activities with their launch in the trace
   std::int64_t median_launch_to_start_ns = 0;  // over those
   std::int64_t p90_launch_to_start_ns = 0;

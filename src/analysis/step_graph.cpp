@@ -378,9 +378,14 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
         launch_ready = std::max(launch_new + kLaunchLatencyNs, waited_new + (start - waited_end));
       } else if (has_prev) {
         // Nothing else ran before it: the gap is the device's (a bubble, a wait the trace does not
-        // show) and stays, after its stream; the launch, long done, binds nothing.
+        // show) and stays, after its stream; the launch, long done, binds nothing. Removing device
+        // stalls closes it to back-to-back.
         launch_ready = launch_new + kLaunchLatencyNs;
         stream_ready = st.end_new.back() + gap;
+        if (changes.remove_device_stalls) {
+          stream_ready = st.end_new.back() + kBackToBackGapNs;
+          ++result.touched.device_stalls;
+        }
       }
     }
     if (launch_ready >= stream_ready) {

@@ -49,6 +49,7 @@ struct RetimeChanges {
   bool remove_launch_overhead = false;        // launch calls take no host time
   bool remove_exposed_communication = false;  // communication not overlapped by compute is gone
   bool remove_sync_copies = false;            // synchronous (and blocking pageable) copies stop blocking the host
+  bool remove_device_stalls = false;  // the device no longer idles with its next work launched and nothing traced ahead
   struct Speedup {
     std::string pattern;  // substring of a kernel name, or of an op enclosing its launch / a CPU op
     double factor = 1;    // durations divided by this (> 0)
@@ -75,6 +76,7 @@ struct RetimeTouched {
   std::uint64_t host_syncs = 0;
   std::uint64_t launch_calls = 0;
   std::uint64_t communication = 0;            // communication kernels and host collectives shortened
+  std::uint64_t device_stalls = 0;            // activities that no longer wait out an unexplained gap
   std::vector<std::uint64_t> speedup_events;  // per RetimeChanges::speedups: kernels + CPU ops scaled
 };
 

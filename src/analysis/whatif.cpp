@@ -1,5 +1,6 @@
 #include "analysis/whatif.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -103,22 +104,52 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
   return result;
 }
 
+namespace {
+
+constexpr std::array<WhatIfRemoval, 6> kRemovals = {{
+    {"dataloader", &RetimeChanges::remove_dataloader, &RetimeTouched::dataloader_spans, "span",
+     "DataLoader waits take no time"},
+    {"host-sync", &RetimeChanges::remove_host_sync, &RetimeTouched::host_syncs, "call",
+     "synchronising calls take no time"},
+    {"sync-copy", &RetimeChanges::remove_sync_copies, &RetimeTouched::host_syncs, "call",
+     "synchronous and blocking copies no longer block the host"},
+    {"launch-overhead", &RetimeChanges::remove_launch_overhead, &RetimeTouched::launch_calls, "call",
+     "launch calls take no host time"},
+    {"exposed-communication", &RetimeChanges::remove_exposed_communication, &RetimeTouched::communication, "event",
+     "communication keeps only its overlap with compute"},
+    {"device-stalls", &RetimeChanges::remove_device_stalls, &RetimeTouched::device_stalls, "activity",
+     "the device no longer idles with its next work launched and nothing traced ahead of it"},
+}};
+
+}  // namespace
+
+std::span<const WhatIfRemoval> whatif_removal_table() { return kRemovals; }
+
+std::string whatif_removal_names() {
+  std::string out;
+  for (const WhatIfRemoval& r : kRemovals) out += (out.empty() ? "" : ", ") + std::string(r.name);
+  return out;
+}
+
+bool whatif_changes_anything(const RetimeChanges& changes) {
+  for (const WhatIfRemoval& r : kRemovals)
+    if (changes.*r.flag) return true;
+  return !changes.speedups.empty();
+}
+
+void merge_whatif_changes(RetimeChanges& into, const RetimeChanges& from) {
+  for (const WhatIfRemoval& r : kRemovals) into.*r.flag = into.*r.flag || from.*r.flag;
+  into.speedups.insert(into.speedups.end(), from.speedups.begin(), from.speedups.end());
+}
+
 void parse_whatif_removal(const std::string& text, RetimeChanges& changes) {
-  if (text == "dataloader")
-    changes.remove_dataloader = true;
-  else if (text == "host-sync")
-    changes.remove_host_sync = true;
-  else if (text == "launch-overhead")
-    changes.remove_launch_overhead = true;
-  else if (text == "exposed-communication")
-    changes.remove_exposed_communication = true;
-  else if (text == "sync-copy")
-    changes.remove_sync_copies = true;
-  else
-    throw OptionError(
-        fmt::format("--remove: '{}' is not a cause ferret can remove; use dataloader, host-sync, sync-copy, "
-                    "launch-overhead or exposed-communication",
-                    text));
+  for (const WhatIfRemoval& r : kRemovals)
+    if (text == r.name) {
+      changes.*r.flag = true;
+      return;
+    }
+  throw OptionError(
+      fmt::format("--remove: '{}' is not a cause ferret can remove; use {}", text, whatif_removal_names()));
 }
 
 constexpr double kMinSpeedup = 0.001, kMaxSpeedup = 1000;
@@ -147,11 +178,8 @@ void parse_whatif_speedup(const std::string& text, RetimeChanges& changes) {
 
 std::vector<std::string> whatif_removals(const RetimeChanges& changes) {
   std::vector<std::string> out;
-  if (changes.remove_dataloader) out.push_back("dataloader");
-  if (changes.remove_host_sync) out.push_back("host-sync");
-  if (changes.remove_sync_copies) out.push_back("sync-copy");
-  if (changes.remove_launch_overhead) out.push_back("launch-overhead");
-  if (changes.remove_exposed_communication) out.push_back("exposed-communication");
+  for (const WhatIfRemoval& r : kRemovals)
+    if (changes.*r.flag) out.emplace_back(r.name);
   return out;
 }
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,8 +59,24 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
                             const std::vector<std::int64_t>& baseline_step_ns, const StepGraphOrder* order = nullptr,
                             DeviceWorkFloors* floors = nullptr);
 
-// "--remove NAME": dataloader, host-sync, sync-copy, launch-overhead or exposed-communication into `changes`.
-// Throws OptionError naming the accepted values.
+// The causes a what-if can remove, one row each: the one place that names them, for `--remove`, its
+// help, the report's lines, JSON, and the diagnosis's rules (whose ids map to rows by `rule`).
+struct WhatIfRemoval {
+  std::string_view name;                  // `--remove NAME`
+  bool RetimeChanges::*flag;              // the change
+  std::uint64_t RetimeTouched::*touched;  // what it counts
+  std::string_view unit;                  // of the count ("span", "call", ...)
+  std::string_view effect;                // what the re-timing does, for the report
+};
+std::span<const WhatIfRemoval> whatif_removal_table();
+// "dataloader, host-sync, ...": the names, for help and messages.
+std::string whatif_removal_names();
+// Whether `changes` removes anything or speeds anything up.
+bool whatif_changes_anything(const RetimeChanges& changes);
+// `into` gains every removal and speed-up of `from`.
+void merge_whatif_changes(RetimeChanges& into, const RetimeChanges& from);
+
+// "--remove NAME": a name of the table into `changes`. Throws OptionError naming the accepted values.
 void parse_whatif_removal(const std::string& text, RetimeChanges& changes);
 // "--speedup PATTERN=K": a non-empty pattern and a finite factor K > 0. Throws OptionError.
 void parse_whatif_speedup(const std::string& text, RetimeChanges& changes);

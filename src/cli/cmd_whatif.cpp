@@ -44,13 +44,7 @@ void add_fix_of_finding(const TraceModel& model, const AnalysisOptions& options,
   std::string predicted;
   for (const Finding& f : d.findings) {
     if (f.id == id) {
-      const RetimeChanges fix = fix_change_of(f);
-      changes.remove_dataloader |= fix.remove_dataloader;
-      changes.remove_host_sync |= fix.remove_host_sync;
-      changes.remove_sync_copies |= fix.remove_sync_copies;
-      changes.remove_launch_overhead |= fix.remove_launch_overhead;
-      changes.remove_exposed_communication |= fix.remove_exposed_communication;
-      changes.speedups.insert(changes.speedups.end(), fix.speedups.begin(), fix.speedups.end());
+      merge_whatif_changes(changes, fix_change_of(f));
       if (f.predicted_speedup <= 0)
         throw OptionError(
             fmt::format("--fix: the diagnosis of {} cannot re-time the fix of '{}' (its gain is a "
@@ -112,9 +106,7 @@ void register_whatif(CLI::App& app) {
       "whatif", "Predict the step time if a cause were fixed: re-time each step's dependency graph with the change");
   cmd->add_option("trace", opt->trace, "Trace file (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
       ->required();
-  cmd->add_option(
-         "--remove", opt->remove,
-         "Remove a cause (repeatable): dataloader, host-sync, sync-copy, launch-overhead, exposed-communication")
+  cmd->add_option("--remove", opt->remove, "Remove a cause (repeatable): " + whatif_removal_names())
       ->allow_extra_args(false);
   cmd->add_option("--fix", opt->fix,
                   "Re-time the fix of a finding of `ferret analyze` (its id, e.g. no-tensor-cores): the change its "

@@ -34,12 +34,8 @@ void add_removal(const std::string& id, RetimeChanges& changes) {
   if (id == "host-sync") changes.remove_host_sync = true;
   if (id == "sync-copy") changes.remove_sync_copies = true;
   if (id == "launch-bound") changes.remove_launch_overhead = true;
+  if (id == "device-stall") changes.remove_device_stalls = true;
   if (id == "exposed-communication" || id == "communication-heavy") changes.remove_exposed_communication = true;
-}
-
-bool changes_anything(const RetimeChanges& c) {
-  return c.remove_dataloader || c.remove_host_sync || c.remove_sync_copies || c.remove_launch_overhead ||
-         c.remove_exposed_communication || !c.speedups.empty();
 }
 
 void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
@@ -52,7 +48,7 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
   std::vector<std::pair<Finding*, RetimeChanges>> work;
   for (Finding& f : findings) {
     RetimeChanges changes = fix_change_of(f);
-    if (!changes_anything(changes)) continue;
+    if (!whatif_changes_anything(changes)) continue;
     if (!gpu_work && (changes.remove_host_sync || changes.remove_sync_copies || changes.remove_launch_overhead))
       continue;
     work.emplace_back(&f, std::move(changes));
@@ -103,6 +99,7 @@ RetimeChanges fix_change_of(const Finding& f) {
 Diagnosis diagnose(const TraceAnalysis& analysis) {
   Diagnosis d;
   rules_step_time(analysis, d.findings);
+  rule_device_stall(analysis, d.findings);
   rules_data_pipeline(analysis, d.findings);
   rules_gpu_efficiency(analysis, d.findings);
   rules_host(analysis, d.findings);

@@ -21,9 +21,11 @@ constexpr std::array<std::string_view, 12> kCpuBoundCauses = {
     "input-bound",         "launch-bound",          "host-sync",        "sync-copy",
     "pageable-copy",       "pageable-copies",       "slow-host-copies", "allocator-in-steady-state",
     "communication-heavy", "exposed-communication", "low-busbw",        "host-preprocessing"};
+// A device idle with its work queued (device-stall) explains low utilization, not a slow host.
 constexpr auto kLowUtilizationCauses = [] {
-  std::array<std::string_view, kCpuBoundCauses.size() + 1> causes{};
+  std::array<std::string_view, kCpuBoundCauses.size() + 2> causes{};
   std::copy(kCpuBoundCauses.begin(), kCpuBoundCauses.end(), causes.begin());
+  causes[kCpuBoundCauses.size()] = "device-stall";
   causes.back() = "cpu-bound";
   return causes;
 }();
@@ -54,6 +56,7 @@ constexpr std::array kRules = {
              kRecordIdleGpu},
     RuleInfo{"cpu-bound", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kCpuBoundCauses, {}, kRecordIdleGpu},
     RuleInfo{"device-bound", S::kTrace, D::kCompute, "rules_step_time", R::kCause, {}},
+    RuleInfo{"device-stall", S::kTrace, D::kCompute, "rule_device_stall", R::kCause, {}},
     RuleInfo{"no-tensor-cores", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
     RuleInfo{"low-occupancy", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
     // Matmuls off Tensor Cores: no-tensor-cores measures the same precision step on the exact kernels.

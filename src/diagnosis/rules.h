@@ -22,6 +22,8 @@ void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);        // tra
 void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out);  // unfused-attention
 void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out);   // gemm-shape (the roofline's groups)
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);     // capture / initialisation / edge waits
+void rule_device_stall(const TraceAnalysis& a,
+                       std::vector<Finding>& out);  // idle with work queued (rules_device_stall.cpp)
 // top-cost: the operator with the most self time, informational; diagnose() calls it only when no
 // finding is the verdict, so that no report reads as "nothing costs anything" (rules_host.cpp).
 void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out);

@@ -152,8 +152,10 @@ bool waits_on_host(const Finding& f) {
 // to record them.
 void annotate_with_python_frames(const TraceAnalysis& a, std::vector<Finding>& out) {
   const PythonFramesResult& p = a.python_frames;
+  // A device that stalls with its work queued does not wait on the host's Python.
+  const bool stalled = std::any_of(out.begin(), out.end(), [](const Finding& f) { return f.id == "device-stall"; });
   for (Finding& f : out) {
-    if (!waits_on_host(f)) continue;
+    if (!waits_on_host(f) || (stalled && f.id == "low-gpu-utilization")) continue;
     if (!p.recorded) {
       // The legacy autograd export has no python_function events even with with_stack=True.
       const bool legacy = a.model != nullptr && a.model->info.generation == FormatGeneration::kLegacyAutograd;

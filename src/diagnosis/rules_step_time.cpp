@@ -69,6 +69,23 @@ Occurrences gpu_idle_sites(const GpuTimelineResult& timeline, int device) {
 
 namespace {
 
+// Whom the device's idle time waited on (analysis/causality.h): " While it idled, ..." or "".
+std::string who_waited_text(const CausalityResult& c, std::int32_t device) {
+  for (const DeviceCausality& d : c.devices) {
+    if (d.device != device || d.window_ns <= 0) continue;
+    const auto pct = [&](std::int64_t ns) {
+      return 100.0 * static_cast<double>(ns) / static_cast<double>(d.window_ns);
+    };
+    const std::int64_t host_blocked_idle = d.host_waited_on_device_ns - (d.busy_ns - d.both_busy_ns);
+    return fmt::format(
+        " While it idled, it waited on the host for {:.1f}% of the window; the host sat blocked on work the trace "
+        "does not show for {:.1f}%; for {:.1f}% neither waited on the other (a dependency, a stall with work "
+        "queued, the window's tail).",
+        pct(d.device_waited_on_host_ns), pct(host_blocked_idle), pct(d.neither_ns));
+  }
+  return "";
+}
+
 void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out) {
   const StepBreakdownResult& b = a.breakdown;
   for (const DeviceMetrics& d : a.gpu_metrics.devices) {
@@ -100,13 +117,14 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
     f.dimension = Dimension::kCompute;
     f.layer = Layer::kMacro;
     f.severity = utilization < kVeryLowUtilization ? Severity::kHigh : Severity::kMedium;
-    f.detail = fmt::format(
-        "Over {:.1f} ms of {} the device ran kernels for {:.1f} ms ({:.1f}%). Every idle interval is time the GPU "
-        "waited for the host.{}",
-        ns_to_ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : window_noun(a),
-        ns_to_ms(static_cast<double>(d.kernel_busy_ns)), d.utilization_pct,
-        cause_text.empty() ? ""
-                           : fmt::format(" While no GPU work ran, the step was in: {} (step breakdown).", cause_text));
+    f.detail = fmt::format("Over {:.1f} ms of {} the device ran kernels for {:.1f} ms ({:.1f}%).{}{}",
+                           ns_to_ms(static_cast<double>(d.window_ns)), a.context.has_steps ? "steps" : window_noun(a),
+                           ns_to_ms(static_cast<double>(d.kernel_busy_ns)), d.utilization_pct,
+                           who_waited_text(a.causality, d.device),
+                           cause_text.empty() ? ""
+                                              : fmt::format(" While no GPU work ran, the step was in: {} (step "
+                                                            "breakdown).",
+                                                            cause_text));
     f.evidence = {{"gpu_utilization_pct", d.utilization_pct, "%"},
                   {"gpu_idle_pct", 100 * idle, "%"},
                   {"kernel_busy_ms", ns_to_ms(static_cast<double>(d.kernel_busy_ns)), "ms"},

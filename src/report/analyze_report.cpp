@@ -143,6 +143,8 @@ std::string causality_line(const TraceAnalysis& a) {
   if (d.launched > 0)
     line += fmt::format("; launch to start: median {}, p90 {}", human_duration(d.median_launch_to_start_ns),
                         human_duration(d.p90_launch_to_start_ns));
+  if (d.stalls > 0)
+    line += fmt::format("; {} stall{} with work queued ({:.1f}%)", d.stalls, d.stalls == 1 ? "" : "s", pct(d.stall_ns));
   return line;
 }
 
@@ -334,17 +336,20 @@ json causality_json(const CausalityResult& c) {
       reasons[start_reason_name(static_cast<StartReason>(r))] = {{"activities", t.activities},
                                                                  {"delay_us", us(t.delay_ns)}};
     }
-    devices.push_back({{"device", d.device},
-                       {"window_us", us(d.window_ns)},
-                       {"busy_us", us(d.busy_ns)},
-                       {"device_waited_on_host_us", us(d.device_waited_on_host_ns)},
-                       {"host_waited_on_device_us", us(d.host_waited_on_device_ns)},
-                       {"both_busy_us", us(d.both_busy_ns)},
-                       {"neither_us", us(d.neither_ns)},
-                       {"launched", d.launched},
-                       {"median_launch_to_start_us", us(d.median_launch_to_start_ns)},
-                       {"p90_launch_to_start_us", us(d.p90_launch_to_start_ns)},
-                       {"start_reasons", reasons}});
+    devices.push_back(
+        {{"device", d.device},
+         {"window_us", us(d.window_ns)},
+         {"busy_us", us(d.busy_ns)},
+         {"device_waited_on_host_us", us(d.device_waited_on_host_ns)},
+         {"host_waited_on_device_us", us(d.host_waited_on_device_ns)},
+         {"both_busy_us", us(d.both_busy_ns)},
+         {"neither_us", us(d.neither_ns)},
+         {"stalls",
+          {{"count", d.stalls}, {"time_us", us(d.stall_ns)}, {"before_graph_work", d.stalls_before_graph_work}}},
+         {"launched", d.launched},
+         {"median_launch_to_start_us", us(d.median_launch_to_start_ns)},
+         {"p90_launch_to_start_us", us(d.p90_launch_to_start_ns)},
+         {"start_reasons", reasons}});
   }
   return {
       {"busiest_device", c.busiest < 0 ? json(nullptr) : json(c.devices[static_cast<std::size_t>(c.busiest)].device)},

@@ -24,19 +24,17 @@ std::vector<std::string> change_lines(const WhatIfResult& r) {
   std::vector<std::string> lines;
   const RetimeChanges& c = r.changes;
   const RetimeTouched& t = r.touched;
-  auto count = [](std::uint64_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); };
-  if (c.remove_dataloader)
-    lines.push_back("remove dataloader: DataLoader waits take no time (" + count(t.dataloader_spans, "span") + ")");
-  if (c.remove_host_sync)
-    lines.push_back("remove host-sync: synchronising calls take no time (" + count(t.host_syncs, "call") + ")");
-  if (c.remove_sync_copies && !c.remove_host_sync)
-    lines.push_back("remove sync-copy: synchronous and blocking copies no longer block the host (" +
-                    count(t.host_syncs, "call") + ")");
-  if (c.remove_launch_overhead)
-    lines.push_back("remove launch-overhead: launch calls take no host time (" + count(t.launch_calls, "call") + ")");
-  if (c.remove_exposed_communication)
-    lines.push_back("remove exposed-communication: communication keeps only its overlap with compute (" +
-                    count(t.communication, "event") + ")");
+  auto count = [](std::uint64_t n, std::string what) {
+    if (n != 1) what = what.back() == 'y' ? what.substr(0, what.size() - 1) + "ies" : what + "s";
+    return fmt::format("{} {}", n, what);
+  };
+  for (const WhatIfRemoval& removal : whatif_removal_table()) {
+    if (!(c.*removal.flag)) continue;
+    // Removing every sync removes the synchronous copies too: one line, one count.
+    if (removal.flag == &RetimeChanges::remove_sync_copies && c.remove_host_sync) continue;
+    lines.push_back(fmt::format("remove {}: {} ({})", removal.name, removal.effect,
+                                count(t.*removal.touched, std::string(removal.unit))));
+  }
   for (std::size_t i = 0; i < c.speedups.size(); ++i)
     lines.push_back(fmt::format("speedup '{}' x{:g}: matching kernels and CPU ops run {:g} times faster ({})",
                                 c.speedups[i].pattern, c.speedups[i].factor, c.speedups[i].factor,
@@ -45,8 +43,8 @@ std::vector<std::string> change_lines(const WhatIfResult& r) {
 }
 
 std::uint64_t touched_total(const WhatIfResult& r) {
-  std::uint64_t n =
-      r.touched.dataloader_spans + r.touched.host_syncs + r.touched.launch_calls + r.touched.communication;
+  std::uint64_t n = r.touched.dataloader_spans + r.touched.host_syncs + r.touched.launch_calls +
+                    r.touched.communication + r.touched.device_stalls;
   for (std::uint64_t s : r.touched.speedup_events) n += s;
   return n;
 }
@@ -75,7 +73,8 @@ json whatif_json(const TraceModel& model, const AnalysisContext& ctx, const What
          {{"dataloader_spans", r.touched.dataloader_spans},
           {"host_syncs", r.touched.host_syncs},
           {"launch_calls", r.touched.launch_calls},
-          {"communication", r.touched.communication}}}}},
+          {"communication", r.touched.communication},
+          {"device_stalls", r.touched.device_stalls}}}}},
       {"steps_count", r.steps.size()},
       {"baseline_step_us", r.steps.empty() ? json(nullptr) : json(us(r.baseline_step_ns))},
       {"predicted_step_us", r.steps.empty() ? json(nullptr) : json(us(r.predicted_step_ns))},

@@ -101,6 +101,8 @@ TEST(Causality, EachReasonAndTheWindowByHandForCudaAndHip) {
     EXPECT_EQ(d.launched, 6u);
     EXPECT_EQ(d.median_launch_to_start_ns, 85 * kUs);
     EXPECT_EQ(d.p90_launch_to_start_ns, 1045 * kUs);
+    // [15,40) follows work queued before it, but 25 us is a launch latency, not a stall.
+    EXPECT_EQ(d.stalls, 0u);
     // Per activity, in start order.
     ASSERT_EQ(r.activities.size(), 7u);
     const StartReason expected[] = {StartReason::kBeforeTrace, StartReason::kLaunch,      StartReason::kStreamBacklog,
