@@ -202,6 +202,7 @@ AttentionPatternsResult analyze_attention_patterns(const TraceModel& model, cons
         g.inside_sdpa_math = ops[i].inside_math;
       }
       ++g.calls;
+      g.stretches.emplace_back(first, last);
       g.pattern_ns += pattern_ns;
       g.matmul_ns += matmul_ns;
       ++i;  // the output matmul cannot also be the next pattern's score matmul
@@ -216,6 +217,54 @@ AttentionPatternsResult analyze_attention_patterns(const TraceModel& model, cons
       result.groups.begin(), result.groups.end(),
       [](const UnfusedAttentionGroup& a, const UnfusedAttentionGroup& b) { return a.pattern_ns > b.pattern_ns; });
   return result;
+}
+
+std::vector<EventIndex> attention_stretch_events(const TraceModel& model, const AnalysisContext& ctx,
+                                                 const AttentionPatternsResult& patterns) {
+  // The stretches per thread, as [start, end] with the level (parent) of their matmuls.
+  struct Stretch {
+    std::int64_t start, end;
+    EventIndex level;
+  };
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Stretch>> threads;
+  const Relations& rel = model.relations;
+  auto parent_of = [&](EventIndex e) { return rel.built && e < rel.parent.size() ? rel.parent[e] : kNoEvent; };
+  for (const UnfusedAttentionGroup& g : patterns.groups)
+    for (const auto& [first, last] : g.stretches)
+      threads[{model.pid[first], model.tid[first]}].push_back(
+          {model.ts_ns[first], model.end_ns(last), parent_of(first)});
+  for (auto& [thread, stretches] : threads)
+    std::sort(stretches.begin(), stretches.end(), [](const Stretch& a, const Stretch& b) { return a.start < b.start; });
+  // The stretch of `thread` holding time t, or nullptr.
+  auto holding = [&](std::int32_t pid, std::int32_t tid, std::int64_t t) -> const Stretch* {
+    const auto it = threads.find({pid, tid});
+    if (it == threads.end()) return nullptr;
+    const auto& v = it->second;
+    auto s = std::upper_bound(v.begin(), v.end(), t, [](std::int64_t x, const Stretch& st) { return x < st.start; });
+    if (s == v.begin()) return nullptr;
+    --s;
+    return t <= s->end ? &*s : nullptr;
+  };
+  std::vector<EventIndex> out;
+  if (patterns.on_gpu) {
+    for (std::size_t i = 0; i < rel.launches.size(); ++i) {
+      const EventIndex launch = rel.launches[i];
+      if (holding(model.pid[launch], model.tid[launch], model.ts_ns[launch]) == nullptr) continue;
+      for (std::uint32_t k = rel.launch_gpu_begin[i]; k < rel.launch_gpu_begin[i + 1]; ++k) {
+        const EventIndex g = rel.launch_gpu[k];
+        if (model.kind[g] != EventKind::kSync && ctx.counts_gpu_event(model, g)) out.push_back(g);
+      }
+    }
+  } else {
+    for (EventIndex e = 0; e < model.size(); ++e) {
+      if (model.kind[e] != EventKind::kCpuOp || model.phase[e] != 'X') continue;
+      const Stretch* s = holding(model.pid[e], model.tid[e], model.ts_ns[e]);
+      if (s != nullptr && model.end_ns(e) <= s->end && parent_of(e) == s->level) out.push_back(e);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace ferret

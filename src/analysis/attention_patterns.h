@@ -35,6 +35,8 @@ struct UnfusedAttentionGroup {
   std::uint64_t calls = 0;
   std::int64_t pattern_ns = 0;  // GPU time launched by the stretch (host time without GPU work)
   std::int64_t matmul_ns = 0;   // the part launched by the two matmuls
+  // Each call's score and output matmul ops (their thread, and the stretch from one to the other).
+  std::vector<std::pair<EventIndex, EventIndex>> stretches;
 };
 
 struct AttentionPatternsResult {
@@ -46,5 +48,11 @@ struct AttentionPatternsResult {
 };
 
 AttentionPatternsResult analyze_attention_patterns(const TraceModel& model, const AnalysisContext& ctx);
+
+// What fusing the groups' stretches re-times: on a GPU the activities launched from the stretches'
+// threads between the score matmul's start and the output matmul's end; on a CPU-only trace the
+// host ops of that thread in it at the matmuls' level (the outermost ops there). Ascending.
+std::vector<EventIndex> attention_stretch_events(const TraceModel& model, const AnalysisContext& ctx,
+                                                 const AttentionPatternsResult& patterns);
 
 }  // namespace ferret

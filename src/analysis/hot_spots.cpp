@@ -41,6 +41,9 @@ struct OpGroup {
   std::int64_t device_replayed_ns = 0;
   // A graph-replay row (name empty): replays whose capturing op is unknown, per graph id.
   bool replay_row = false;
+  // A no-operator row: GPU work named `name` launched with no op around its launch call.
+  bool no_operator = false;
+  StrId site = kEmptyStr;  // the innermost Python frame of its first launch
   bool hip = false;
   std::int64_t replay_graph = kNoId;
 };
@@ -127,8 +130,8 @@ std::vector<OpStat> top_k(std::vector<OpGroup>& groups, std::size_t k, Metric me
     const std::int64_t ma = metric(a), mb = metric(b);
     if (ma != mb) return ma > mb;
     if (a.host_self_ns != b.host_self_ns) return a.host_self_ns > b.host_self_ns;
-    return std::tie(a.name, a.dims, a.types, a.replay_graph) <
-           std::tie(b.name, b.dims, b.types, b.replay_graph);  // stable output
+    return std::tie(a.name, a.dims, a.types, a.replay_graph, a.no_operator) <
+           std::tie(b.name, b.dims, b.types, b.replay_graph, b.no_operator);  // stable output
   };
   const std::size_t n = std::min(k, groups.size());
   std::partial_sort(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(n), groups.end(), better);
@@ -137,7 +140,10 @@ std::vector<OpStat> top_k(std::vector<OpGroup>& groups, std::size_t k, Metric me
     const OpGroup& g = groups[i];
     OpStat s;
     s.name = g.replay_row ? replay_row_name(g) : std::string(model.strings.view(g.name));
+    if (g.no_operator) s.name.insert(0, "no operator: ");
     s.graph_replay = g.replay_row;
+    s.no_operator = g.no_operator;
+    if (g.no_operator && g.site != kEmptyStr) s.launch_site = std::string(model.strings.view(g.site));
     if (with_shapes && !g.replay_row) {
       s.input_dims = compact_json(model.strings.view(g.dims));
       s.input_types = compact_json(model.strings.view(g.types));
@@ -333,6 +339,45 @@ std::vector<OpGroup> attribute_graph_replays(const TraceModel& model, const Anal
   return replay_rows;
 }
 
+// Pass 3c: GPU work whose launch call (in the window) no op encloses, a row per activity name.
+std::vector<OpGroup> no_operator_rows(const TraceModel& model, const AnalysisContext& ctx, const TimeWindow& window,
+                                      HotSpotsResult& r) {
+  const Relations& rel = model.relations;
+  std::vector<OpGroup> rows;
+  std::unordered_map<StrId, std::uint32_t> row_of_name;
+  const bool has_replays = !rel.graph_replays.empty();
+  for (std::size_t li = 0; li < rel.launches.size(); ++li) {
+    if (rel.launch_op[li] != kNoEvent || rel.launch_gpu_begin[li] == rel.launch_gpu_begin[li + 1]) continue;
+    const EventIndex launch = rel.launches[li];
+    if (!window.contains(model.ts_ns[launch])) continue;
+    if (has_replays && rel.replay_of(rel.launch_gpu[rel.launch_gpu_begin[li]]) != nullptr) continue;
+    for (std::uint32_t g = rel.launch_gpu_begin[li]; g < rel.launch_gpu_begin[li + 1]; ++g) {
+      const EventIndex gpu = rel.launch_gpu[g];
+      if (!is_device_work(model.kind[gpu]) || !ctx.device_selected(model.pid[gpu])) continue;
+      auto [it, fresh] = row_of_name.try_emplace(model.name[gpu], static_cast<std::uint32_t>(rows.size()));
+      if (fresh) {
+        OpGroup row;
+        row.name = model.name[gpu];
+        row.no_operator = true;
+        for (EventIndex p = rel.parent.empty() ? kNoEvent : rel.parent[launch]; p != kNoEvent; p = rel.parent[p])
+          if (model.kind[p] == EventKind::kPythonFunction) {
+            row.site = model.name[p];
+            break;
+          }
+        rows.push_back(row);
+      }
+      OpGroup& row = rows[it->second];
+      const std::int64_t ns = std::max<std::int64_t>(0, model.dur_ns[gpu]);
+      if (g == rel.launch_gpu_begin[li]) ++row.calls;
+      row.device_self_ns += ns;
+      row.device_total_ns += ns;
+      ++row.kernels;
+      r.no_operator_device_ns += ns;
+    }
+  }
+  return rows;
+}
+
 // Pass 4: group by name, and by name + input shapes; rank.
 void rank_ops(const TraceModel& model, std::size_t top, std::vector<OpGroup> groups,
               const std::vector<OpGroup>& replay_rows, HotSpotsResult& r) {
@@ -508,6 +553,8 @@ HotSpotsResult analyze_hot_spots(const TraceModel& model, const AnalysisContext&
     add_host_self_time(model, table);
     add_launched_device_time(model, ctx, table);
     replay_rows = attribute_graph_replays(model, ctx, window, table, r);
+    std::vector<OpGroup> no_operator = no_operator_rows(model, ctx, window, r);
+    replay_rows.insert(replay_rows.end(), no_operator.begin(), no_operator.end());
     groups = std::move(table.groups());
   }  // the per-event index and the calls go before the kernel pass
   rank_ops(model, top, std::move(groups), replay_rows, r);

@@ -16,6 +16,10 @@
 // Kernels (GPU activity starting in the window): calls, total/mean/min/max, kernel-time-weighted
 // mean of CUPTI's "est. achieved occupancy %", Tensor Core use by name (analysis/tensor_cores.h),
 // and the operator -> launch call paths that launched them.
+// GPU work launched with no cpu_op around the launch call (custom extensions, Triton kernels
+// launched directly, cuBLAS called from C++) gets a row of its own per kernel name, marked
+// `no_operator`, with the Python frame it was launched from when the trace has one: such a kernel
+// holding most of the device's time is the operator the user must look at.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,10 @@ struct OpStat {
   std::uint64_t kernels = 0;            // GPU activities launched directly
   std::int64_t device_replayed_ns = 0;  // the part of device_self_ns replayed by CUDA/HIP graphs
   bool graph_replay = false;            // a row for graph replays whose capturing op is unknown
+  // A row for GPU work whose launch no cpu_op encloses (a C++/CUDA extension, a Triton kernel
+  // launched directly, a library called from C++), by the name of the work: `name` is the kernel's.
+  bool no_operator = false;
+  std::string launch_site;  // the innermost Python frame around its launches, "" when not recorded
 };
 
 struct KernelLaunchPath {
@@ -62,11 +70,19 @@ struct KernelStat {
 
 struct HotSpotsResult {
   std::int64_t window_ns = 0;
-  std::uint64_t op_calls = 0;                 // cpu ops starting in the window
-  std::int64_t host_op_ns = 0;                // host self time summed over all ops (= time inside ops)
-  std::uint64_t gpu_activities = 0;           // kernels, memcpys, memsets starting in the window
-  std::int64_t device_ns = 0;                 // their summed durations
-  std::int64_t attributed_device_ns = 0;      // the part launched from an op in the window, or replayed
+  std::uint64_t op_calls = 0;              // cpu ops starting in the window
+  std::int64_t host_op_ns = 0;             // host self time summed over all ops (= time inside ops)
+  std::uint64_t gpu_activities = 0;        // kernels, memcpys, memsets starting in the window
+  std::int64_t device_ns = 0;              // their summed durations
+  std::int64_t attributed_device_ns = 0;   // the part launched from an op in the window, replayed, or in
+                                           // no-operator rows (launched in the window with no op around)
+  std::int64_t no_operator_device_ns = 0;  // ... of which in no-operator rows
+  // GPU time that operators launched (or captured): a trace whose launches no op encloses at all
+  // (a C++ runtime, an export without operator records) has none, and then a no-operator row is
+  // not a kernel outside the operators but operators the trace did not record.
+  std::int64_t operator_device_ns() const {
+    return attributed_device_ns - no_operator_device_ns - replayed_unattributed_ns;
+  }
   std::int64_t replayed_device_ns = 0;        // GPU time replayed by graph launches in the window
   std::int64_t replayed_unattributed_ns = 0;  // ... of which in graph-replay rows (capturing op unknown)
   std::int64_t tensor_core_ns = 0;            // kernel time in Tensor Core kernels

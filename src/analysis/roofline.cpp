@@ -54,6 +54,43 @@ struct GroupKey {
   auto operator<=>(const GroupKey&) const = default;
 };
 
+GroupKey group_key(const TraceModel& model, EventIndex op) {
+  const OpArgs* args = model.op_args_of(op);
+  return {model.name[op], args ? args->input_dims : kEmptyStr, args ? args->input_types : kEmptyStr,
+          args ? args->concrete_inputs : kEmptyStr};
+}
+
+// Each GPU activity on `device` that an op in the window launched, with the op it is attributed
+// to (AttributionTarget): kernels, copies and fills, not graph replays (their op is the capture's)
+// nor communication kernels (the network bounds them, not the roofline's ceilings). fn(op, gpu).
+template <typename Fn>
+void for_each_attributed_gpu_work(const TraceModel& model, const AnalysisContext& ctx, int device, Fn&& fn) {
+  const Relations& rel = model.relations;
+  AttributionTarget target(model);
+  std::unordered_map<StrId, bool> communication_kernel;  // by kernel name id
+  EventIndex last_launch_op = kNoEvent, last_target = kNoEvent;
+  const bool has_replays = !rel.graph_replays.empty();
+  for (std::size_t li = 0; li < rel.launches.size(); ++li) {
+    const EventIndex op = rel.launch_op[li];
+    if (op == kNoEvent || !ctx.window().contains(model.ts_ns[op])) continue;
+    for (std::uint32_t g = rel.launch_gpu_begin[li]; g < rel.launch_gpu_begin[li + 1]; ++g) {
+      const EventIndex gpu = rel.launch_gpu[g];
+      if (!is_gpu_work_kind(model.kind[gpu]) || model.pid[gpu] != device || !ctx.counts_gpu_event(model, gpu)) continue;
+      if (has_replays && rel.replay_of(gpu) != nullptr) continue;
+      if (model.kind[gpu] == EventKind::kKernel) {
+        auto [it, fresh] = communication_kernel.try_emplace(model.name[gpu], false);
+        if (fresh) it->second = is_communication_kernel(model.strings.view(model.name[gpu]));
+        if (it->second) continue;
+      }
+      if (op != last_launch_op) {  // an op's launches come together: walk up once per op
+        last_launch_op = op;
+        last_target = target.of(op);
+      }
+      fn(last_target, gpu);
+    }
+  }
+}
+
 // GPU work launched by one op call, or summed over a group's calls.
 struct GpuWork {
   std::uint64_t activities = 0;  // kernels, memcpys, memsets
@@ -207,6 +244,39 @@ void classify(const DevicePeaks& peaks, int sms, const GpuWork& w, RooflineGroup
                  : "HBM bandwidth unknown";
 }
 
+// GPU work launched in the window with no op around the launch call (a C++/CUDA extension, a
+// Triton kernel launched directly): a group per activity name, "no operator: NAME", which the
+// roofline cannot place (no shapes), so that its time is not missing from the table.
+void add_no_operator_groups(const TraceModel& model, const AnalysisContext& ctx, RooflineResult& r) {
+  const Relations& rel = model.relations;
+  std::map<StrId, RooflineGroup> by_name;
+  const bool has_replays = !rel.graph_replays.empty();
+  for (std::size_t li = 0; li < rel.launches.size(); ++li) {
+    if (rel.launch_op[li] != kNoEvent || !ctx.window().contains(model.ts_ns[rel.launches[li]])) continue;
+    bool counted = false;
+    for (std::uint32_t g = rel.launch_gpu_begin[li]; g < rel.launch_gpu_begin[li + 1]; ++g) {
+      const EventIndex gpu = rel.launch_gpu[g];
+      if (!is_gpu_work_kind(model.kind[gpu]) || model.pid[gpu] != r.device || !ctx.counts_gpu_event(model, gpu))
+        continue;
+      if ((has_replays && rel.replay_of(gpu) != nullptr) ||
+          (model.kind[gpu] == EventKind::kKernel && is_communication_kernel(model.name_of(gpu))))
+        continue;
+      RooflineGroup& group = by_name[model.name[gpu]];
+      if (!counted) ++group.calls;
+      counted = true;
+      ++group.kernels;
+      const std::int64_t d = std::max<std::int64_t>(0, model.dur_ns[gpu]);
+      group.kernel_ns += d;
+      r.kernel_ns += d;
+    }
+  }
+  for (auto& [name, group] : by_name) {
+    group.op = "no operator: " + std::string(model.strings.view(name));
+    group.note = "launched with no operator around it: no shapes to place it";
+    r.groups.push_back(std::move(group));
+  }
+}
+
 }  // namespace
 
 const char* bound_name(Bound b) {
@@ -231,7 +301,6 @@ double precision_step_roofline_ns(const RooflineResult& r, const RooflineGroup& 
 
 RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& ctx) {
   RooflineResult r;
-  const Relations& rel = model.relations;
   r.device = pick_device(model, ctx);
   if (r.device < 0) return r;
   const DeviceProperties* props = find_device(model.info, r.device);
@@ -244,70 +313,41 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
       std::any_of(r.peaks.vector_tflops.begin(), r.peaks.vector_tflops.end(), [](auto f) { return f.has_value(); });
 
   // One pass over launches: GPU time per attributed op.
-  AttributionTarget target(model);
   std::unordered_map<StrId, bool> matrix_kernel;  // by kernel name id
-  // Communication kernels (NCCL, RCCL) are left out: the network bounds them, not these ceilings.
-  std::unordered_map<StrId, bool> communication_kernel;  // by kernel name id
   // Per attributed op: a dense event -> slot table (4 bytes per event) instead of a hash map.
   constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<std::uint32_t> slot_of;
   std::vector<EventIndex> slot_op;
   std::vector<GpuWork> per_op;
-  EventIndex last_launch_op = kNoEvent, last_target = kNoEvent;
-  const bool has_replays = !rel.graph_replays.empty();
-  for (std::size_t li = 0; li < rel.launches.size(); ++li) {
-    const EventIndex op = rel.launch_op[li];
-    if (op == kNoEvent || !ctx.window().contains(model.ts_ns[op])) continue;
-    EventIndex to = kNoEvent;
-    for (std::uint32_t g = rel.launch_gpu_begin[li]; g < rel.launch_gpu_begin[li + 1]; ++g) {
-      const EventIndex gpu = rel.launch_gpu[g];
-      if (!is_gpu_work_kind(model.kind[gpu]) || model.pid[gpu] != r.device || !ctx.counts_gpu_event(model, gpu))
-        continue;
-      if (has_replays && rel.replay_of(gpu) != nullptr) continue;
-      if (model.kind[gpu] == EventKind::kKernel) {
-        auto [it, fresh] = communication_kernel.try_emplace(model.name[gpu], false);
-        if (fresh) it->second = is_communication_kernel(model.strings.view(model.name[gpu]));
-        if (it->second) continue;
-      }
-      if (to == kNoEvent) {
-        if (op != last_launch_op) {  // an op's launches come together: walk up once per op
-          last_launch_op = op;
-          last_target = target.of(op);
-        }
-        to = last_target;
-        if (slot_of.empty()) slot_of.assign(model.size(), kNoSlot);
-        if (slot_of[to] == kNoSlot) {
-          slot_of[to] = static_cast<std::uint32_t>(per_op.size());
-          slot_op.push_back(to);
-          per_op.emplace_back();
-        }
-      }
-      GpuWork& a = per_op[slot_of[to]];
-      const std::int64_t d = std::max<std::int64_t>(0, model.dur_ns[gpu]);
-      a.ns += d;
-      ++a.activities;
-      if (model.kind[gpu] == EventKind::kKernel) {
-        ++a.kernels;
-        a.kernel_ns += d;
-        auto [it, fresh] = matrix_kernel.try_emplace(model.name[gpu], false);
-        if (fresh) it->second = is_tensor_core_kernel(model.strings.view(model.name[gpu]));
-        if (it->second) a.matrix_ns += d;
-        if (const KernelArgs* k = model.kernel_args_of(gpu); k != nullptr && k->grid[0] > 0)
-          a.max_grid = std::max<std::int64_t>(
-              a.max_grid, std::int64_t{k->grid[0]} * std::max(1, k->grid[1]) * std::max(1, k->grid[2]));
-      }
+  for_each_attributed_gpu_work(model, ctx, r.device, [&](EventIndex to, EventIndex gpu) {
+    if (slot_of.empty()) slot_of.assign(model.size(), kNoSlot);
+    if (slot_of[to] == kNoSlot) {
+      slot_of[to] = static_cast<std::uint32_t>(per_op.size());
+      slot_op.push_back(to);
+      per_op.emplace_back();
     }
-  }
+    GpuWork& a = per_op[slot_of[to]];
+    const std::int64_t d = std::max<std::int64_t>(0, model.dur_ns[gpu]);
+    a.ns += d;
+    ++a.activities;
+    if (model.kind[gpu] == EventKind::kKernel) {
+      ++a.kernels;
+      a.kernel_ns += d;
+      auto [it, fresh] = matrix_kernel.try_emplace(model.name[gpu], false);
+      if (fresh) it->second = is_tensor_core_kernel(model.strings.view(model.name[gpu]));
+      if (it->second) a.matrix_ns += d;
+      if (const KernelArgs* k = model.kernel_args_of(gpu); k != nullptr && k->grid[0] > 0)
+        a.max_grid = std::max<std::int64_t>(
+            a.max_grid, std::int64_t{k->grid[0]} * std::max(1, k->grid[1]) * std::max(1, k->grid[2]));
+    }
+  });
 
   // Groups by (op, dims, types, concrete inputs).
   std::map<GroupKey, Accum> groups;
   for (std::size_t i = 0; i < per_op.size(); ++i) {
     const EventIndex op = slot_op[i];
     const GpuWork& a = per_op[i];
-    const OpArgs* args = model.op_args_of(op);
-    const GroupKey key{model.name[op], args ? args->input_dims : kEmptyStr, args ? args->input_types : kEmptyStr,
-                       args ? args->concrete_inputs : kEmptyStr};
-    Accum& g = groups[key];
+    Accum& g = groups[group_key(model, op)];
     if (g.first_op == kNoEvent || op < g.first_op) g.first_op = op;
     ++g.calls;
     g.work.add(a);
@@ -321,6 +361,7 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
     g.op = std::string(model.strings.view(key.name));
     g.input_dims = compact_json_text(model.strings.view(key.dims));
     g.input_types = compact_json_text(model.strings.view(key.types));
+    g.first_op = acc.first_op;
     g.calls = acc.calls;
     g.kernels = acc.work.activities;
     g.kernel_ns = acc.work.ns;
@@ -344,10 +385,32 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
       g.note = g.note.empty() ? "device ceilings unknown" : g.note + "; device ceilings unknown";
     r.groups.push_back(std::move(g));
   }
+  add_no_operator_groups(model, ctx, r);
   std::sort(r.groups.begin(), r.groups.end(), [](const RooflineGroup& a, const RooflineGroup& b) {
     return std::tie(b.kernel_ns, a.op, a.input_dims) < std::tie(a.kernel_ns, b.op, b.input_dims);
   });
   return r;
+}
+
+std::vector<std::vector<EventIndex>> roofline_groups_gpu_events(const TraceModel& model, const AnalysisContext& ctx,
+                                                                const RooflineResult& r,
+                                                                const std::vector<const RooflineGroup*>& groups) {
+  std::vector<std::vector<EventIndex>> out(groups.size());
+  if (r.device < 0 || groups.empty()) return out;
+  std::map<GroupKey, std::size_t> wanted;
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    if (groups[i]->first_op != kNoEvent) wanted.emplace(group_key(model, groups[i]->first_op), i);
+  std::unordered_map<EventIndex, std::size_t> group_of_op;  // by attributed op; npos: none wanted
+  for_each_attributed_gpu_work(model, ctx, r.device, [&](EventIndex op, EventIndex gpu) {
+    auto [it, fresh] = group_of_op.try_emplace(op, std::string::npos);
+    if (fresh) {
+      const auto w = wanted.find(group_key(model, op));
+      if (w != wanted.end()) it->second = w->second;
+    }
+    if (it->second != std::string::npos) out[it->second].push_back(gpu);
+  });
+  for (std::vector<EventIndex>& events : out) std::sort(events.begin(), events.end());
+  return out;
 }
 
 }  // namespace ferret

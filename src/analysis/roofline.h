@@ -40,8 +40,9 @@ inline constexpr double kLatencyGridFraction = 0.5;
 
 struct RooflineGroup {
   std::string op;
-  std::string input_dims;   // "Input Dims" JSON text on one line
-  std::string input_types;  // "Input type" JSON text on one line
+  EventIndex first_op = kNoEvent;  // its first call: the key (name, dims, types) of every call
+  std::string input_dims;          // "Input Dims" JSON text on one line
+  std::string input_types;         // "Input type" JSON text on one line
   Dtype dtype = Dtype::kUnknown;
   OpKind kind = OpKind::kNone;
   std::uint64_t calls = 0;  // op calls that launched GPU work in the window
@@ -82,5 +83,11 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
 // device has no bf16 figure, e.g. V100), each operand and result at half the bytes: calls x
 // max(FLOPs / that peak, bytes / 2 / HBM bandwidth). -1 for other groups or unknown figures.
 double precision_step_roofline_ns(const RooflineResult& r, const RooflineGroup& g);
+
+// The GPU activities each of `groups` launched, as analyze_roofline attributed them (ascending per
+// group): what a fix of those very calls re-times. One pass over the launches.
+std::vector<std::vector<EventIndex>> roofline_groups_gpu_events(const TraceModel& model, const AnalysisContext& ctx,
+                                                                const RooflineResult& r,
+                                                                const std::vector<const RooflineGroup*>& groups);
 
 }  // namespace ferret

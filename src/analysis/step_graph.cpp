@@ -553,7 +553,13 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     } else if (!changes.speedups.empty() && !launches_gpu[e]) {
       // Host time: CPU ops for `--speedup`; runtime calls too when a fix names them (allocator calls).
       using Scope = RetimeChanges::Speedup::Scope;
-      const int s = names.speedup(e);
+      int s = -1;
+      for (std::size_t i = 0; i < changes.speedups.size() && s < 0; ++i) {
+        const RetimeChanges::Speedup& sp = changes.speedups[i];
+        if (sp.events && sp.scope == Scope::kHost && std::binary_search(sp.events->begin(), sp.events->end(), e))
+          s = static_cast<int>(i);
+      }
+      if (s < 0) s = names.speedup(e);
       const Scope scope = s >= 0 ? changes.speedups[static_cast<std::size_t>(s)].scope : Scope::kDevice;
       if (scope == Scope::kHost || (scope == Scope::kAny && !is_launch_api(k))) {
         ++result.touched.speedup_events[s];

@@ -62,12 +62,29 @@ void fix_speeds_up_device_work(Finding& f, std::string description, double selec
               RetimeChanges::Speedup::Scope::kDevice);
 }
 
+namespace {
+
+void add_event_speedup(Finding& f, std::string description, double selected_ns, double saved_ns,
+                       std::vector<EventIndex> events, RetimeChanges::Speedup::Scope scope) {
+  if (events.empty()) return;
+  const std::size_t before = f.fix.speedups.size();
+  add_speedup(f, std::move(description), selected_ns, saved_ns, {}, {}, scope);
+  if (f.fix.speedups.size() > before)
+    f.fix.speedups.back().events = std::make_shared<const std::vector<EventIndex>>(std::move(events));
+}
+
+}  // namespace
+
 void fix_speeds_up_device_events(Finding& f, std::string description, double selected_ns, double saved_ns,
                                  std::vector<EventIndex> events) {
-  if (events.empty()) return;
-  add_speedup(f, std::move(description), selected_ns, saved_ns, {}, {}, RetimeChanges::Speedup::Scope::kDevice);
-  if (!f.fix.speedups.empty() && !f.fix.speedups.back().events && !f.fix.speedups.back().selects)
-    f.fix.speedups.back().events = std::make_shared<const std::vector<EventIndex>>(std::move(events));
+  add_event_speedup(f, std::move(description), selected_ns, saved_ns, std::move(events),
+                    RetimeChanges::Speedup::Scope::kDevice);
+}
+
+void fix_speeds_up_host_events(Finding& f, std::string description, double selected_ns, double saved_ns,
+                               std::vector<EventIndex> events) {
+  add_event_speedup(f, std::move(description), selected_ns, saved_ns, std::move(events),
+                    RetimeChanges::Speedup::Scope::kHost);
 }
 
 void fix_speeds_up_host_ops(Finding& f, std::string description, double selected_ns, double saved_ns,

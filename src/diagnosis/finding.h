@@ -66,6 +66,9 @@ void fix_speeds_up_device_events(Finding& f, std::string description, double sel
                                  std::vector<EventIndex> events);
 void fix_speeds_up_host_ops(Finding& f, std::string description, double selected_ns, double saved_ns,
                             NamePredicate selects);
+// The very host ops (ascending), when the fix shortens some calls of a name only.
+void fix_speeds_up_host_events(Finding& f, std::string description, double selected_ns, double saved_ns,
+                               std::vector<EventIndex> events);
 
 // Amdahl: removing `share` of the time speeds up by 1 / (1 - share). Capped to avoid infinity.
 double amdahl_speedup(double share);

@@ -115,6 +115,16 @@ void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out) {
   }
   f.time_share = std::min(1.0, removable / static_cast<double>(window_ns));
   f.max_speedup = amdahl_speedup(f.time_share);
+  // The what-if: the stretches' work (GPU activities, or host ops on a CPU) shrunk by the removable
+  // part, re-timed in the step.
+  if (a.model != nullptr) {
+    std::vector<EventIndex> events = attention_stretch_events(*a.model, a.context, at);
+    if (at.on_gpu)
+      fix_speeds_up_device_events(f, "attention fused", static_cast<double>(at.pattern_ns), removable,
+                                  std::move(events));
+    else
+      fix_speeds_up_host_events(f, "attention fused", static_cast<double>(at.pattern_ns), removable, std::move(events));
+  }
   f.threshold = "matmul -> softmax -> matmul on attention shapes >= 5% of the window (ferret)";
   out.push_back(std::move(f));
 }

@@ -427,8 +427,10 @@ void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out) {
   const bool on_device = h.gpu_activities > 0 && h.attributed_device_ns > 0;
   if (on_device && std::any_of(out.begin(), out.end(), [](const Finding& f) { return f.id == "hot-operator"; })) return;
   const std::vector<OpStat>& rows = on_device ? h.ops_by_device : h.ops_by_host;
+  // Kernels launched outside operators count where operators launch the rest (hot-operator's rule).
+  const bool ops_launch = h.operator_device_ns() > 0;
   const auto it = std::find_if(rows.begin(), rows.end(), [&](const OpStat& o) {
-    return !o.graph_replay && (on_device ? o.device_self_ns : o.host_self_ns) > 0;
+    return !o.graph_replay && (!o.no_operator || ops_launch) && (on_device ? o.device_self_ns : o.host_self_ns) > 0;
   });
   if (it == rows.end()) return;
   const OpStat& op = *it;
@@ -521,8 +523,14 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
                        std::vector<Finding>& out) {
   if (hs.attributed_device_ns <= 0 || hs.window_ns <= 0) return;
   // A graph-replay row (its capturing ops unknown) is many operators' work, not one to optimize.
-  const auto it = std::find_if(hs.ops_by_device.begin(), hs.ops_by_device.end(),
-                               [](const OpStat& o) { return !is_communication_op(o.name) && !o.graph_replay; });
+  // A kernel launched outside operators is the user's own only where operators launch the rest: a
+  // trace whose launches no op encloses at all (a C++ inference runtime) did not record operators.
+  // torch.cuda._sleep's spin kernel waits on purpose (tests, overlap demos): nothing to speed up.
+  const bool ops_launch = hs.operator_device_ns() > 0;
+  const auto it = std::find_if(hs.ops_by_device.begin(), hs.ops_by_device.end(), [&](const OpStat& o) {
+    if (o.no_operator && (!ops_launch || o.name.find("::spin_kernel") != std::string::npos)) return false;
+    return !is_communication_op(o.name) && !o.graph_replay;
+  });
   if (it == hs.ops_by_device.end()) return;
   const OpStat& op = *it;
   const double of_gpu = share_of(op.device_self_ns, hs.attributed_device_ns);
@@ -530,21 +538,28 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
   // A quarter of a GPU that is almost never busy is no hot spot: the op must also hold >= 1% of
   // the wall time.
   if (of_gpu < kHotOperatorShare || share < kHostFloor) return;
+  // A no-operator row's name is "no operator: KERNEL"; its text names the kernel.
+  const std::string name = op.no_operator ? op.name.substr(std::string_view("no operator: ").size()) : op.name;
   Finding f;
   f.id = "hot-operator";
-  f.title = fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name,
-                        share_to_pct(of_gpu), op.calls, ns_to_ms(op.device_self_ns));
+  f.title = op.no_operator
+                ? fmt::format(
+                      "Hot kernel outside PyTorch's operators: {} runs {:.0f}% of the GPU time ({} launches, "
+                      "{:.2f} ms)",
+                      name, share_to_pct(of_gpu), op.calls, ns_to_ms(op.device_self_ns))
+                : fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name,
+                              share_to_pct(of_gpu), op.calls, ns_to_ms(op.device_self_ns));
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = of_gpu >= kHotOperatorMedium ? Severity::kMedium : Severity::kLow;
-  const KernelStat* top_kernel = nullptr;
+  const KernelStat* top_kernel = nullptr;  // a no-operator row is its kernel already
   for (const KernelStat& k : hs.kernels)
     for (const KernelLaunchPath& p : k.launched_by)
-      if (p.op == op.name && top_kernel == nullptr) top_kernel = &k;
+      if (!op.no_operator && p.op == op.name && top_kernel == nullptr) top_kernel = &k;
   f.detail = fmt::format(
-      "{} launched {} GPU activities for {:.2f} ms of the {:.2f} ms launched from operators ({:.1f}% of the "
-      "window){}{}.",
-      op.name, op.kernels, ns_to_ms(op.device_self_ns), ns_to_ms(hs.attributed_device_ns), share_to_pct(share),
+      "{} launched {} GPU activities for {:.2f} ms of the {:.2f} ms of GPU work launched in the window ({:.1f}% "
+      "of the window){}{}.",
+      name, op.kernels, ns_to_ms(op.device_self_ns), ns_to_ms(hs.attributed_device_ns), share_to_pct(share),
       op.device_replayed_ns > 0
           ? fmt::format(" ({:.0f}% of it replays of graph nodes it captured)",
                         100.0 * static_cast<double>(op.device_replayed_ns) / static_cast<double>(op.device_self_ns))
@@ -557,9 +572,43 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
                 {"op_share_of_gpu_pct", share_to_pct(of_gpu), "%"},
                 {"op_share_of_window_pct", share_to_pct(share), "%"},
                 {"op_calls", static_cast<double>(op.calls), "count"}};
-  // Precision fixes only for work not already on the matrix units in a reduced precision (an
-  // ampere_fp16_s16816gemm is fp16 on Tensor Cores already).
-  if (is_tensor_core_eligible_op(op.name) && (top_kernel == nullptr || !top_kernel->tensor_core)) {
+  if (op.no_operator) {
+    // No PyTorch operator launched it: the user's own kernel (an extension, Triton called directly)
+    // or a library called from C++. Its own profile, and a name and shapes for the profiler.
+    f.detail += fmt::format(
+        " No PyTorch operator encloses its launches{}: it is a custom kernel (a C++/CUDA extension, a Triton "
+        "kernel launched directly) or a library called from C++, so no operator finding can name it, and the "
+        "roofline has no shapes to place it.",
+        op.launch_site.empty() ? std::string() : fmt::format(" (launched from the Python frame {})", op.launch_site));
+    const std::string kernel = name.substr(0, name.find('('));
+    if (units == "Matrix Cores")
+      f.fixes = {
+          fmt::format("Profile the kernel itself: `rocprofv3 --kernel-trace --stats -- python train.py`, "
+                      "then `rocprof-compute profile -n ferret -k {} -- python train.py` for its bandwidth, FLOPs and "
+                      "occupancy against the roofline",
+                      kernel)};
+    else if (units.empty())
+      f.fixes = {
+          fmt::format("Profile the kernel itself with the device vendor's kernel profiler: its achieved "
+                      "bandwidth and FLOPs against the device's peaks tell whether {} is memory- or "
+                      "compute-bound",
+                      kernel)};
+    else
+      f.fixes = {
+          fmt::format("Profile the kernel itself: `ncu --set full -k regex:{} -c 5 python train.py` "
+                      "(Nsight Compute: achieved bandwidth and FLOPs against the roofline, occupancy, stall "
+                      "reasons)",
+                      kernel)};
+    if (kernel.rfind("triton", 0) == 0)
+      f.fixes.push_back(
+          "A Triton kernel: autotune its block sizes and warps (`@triton.autotune(configs=[...], key=[...])`) for "
+          "the shapes it runs");
+    f.fixes.push_back(
+        "Register it as an operator (`torch.library.custom_op`, or a `torch.profiler.record_function(\"name\")` "
+        "around the call) so that the profiler names it and records its shapes");
+  } else if (is_tensor_core_eligible_op(op.name) && (top_kernel == nullptr || !top_kernel->tensor_core)) {
+    // Precision fixes only for work not already on the matrix units in a reduced precision (an
+    // ampere_fp16_s16816gemm is fp16 on Tensor Cores already).
     // Precision fixes in the device's terms: ROCm builds of PyTorch use the "cuda" device type and
     // map the cudnn flags to MIOpen; TF32 is an NVIDIA (Ampere on) format; of other devices ferret
     // knows no precision path, so it names the generic one.
@@ -606,8 +655,8 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
     f.max_speedup = 1.0;
   }
   f.threshold =
-      "one operator (not a collective) >= 25% of the GPU time launched from operators and >= 1% of the "
-      "window (ferret); >= 50% medium";
+      "one operator (not a collective), or one kernel launched outside any operator, >= 25% of the GPU time "
+      "launched in the window and >= 1% of the window (ferret); >= 50% medium";
   out.push_back(std::move(f));
 }
 

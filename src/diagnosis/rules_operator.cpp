@@ -187,6 +187,18 @@ void rule_gemm_shape(const TraceAnalysis& a, std::vector<Finding>& out) {
   // The bound: the groups reach their roofline; no shape change makes a GEMM faster than that.
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
+  // The what-if: each group's very kernels down to its roofline, re-timed in the step.
+  if (a.model != nullptr) {
+    std::vector<const RooflineGroup*> groups;
+    for (const Hit& h : hits) groups.push_back(h.group);
+    std::vector<std::vector<EventIndex>> events = roofline_groups_gpu_events(*a.model, a.context, r, groups);
+    for (std::size_t i = 0; i < hits.size(); ++i) {
+      const double group_ns = static_cast<double>(hits[i].group->kernel_ns);
+      fix_speeds_up_device_events(f,
+                                  fmt::format("{} ({}) at its roofline", hits[i].group->op, dims_text(*hits[i].group)),
+                                  group_ns, group_ns - hits[i].ideal_ns, std::move(events[i]));
+    }
+  }
   f.threshold =
       "GEMM groups under 50% of their roofline with a shape cause (misaligned N/K, <= 16 rows, skinny), the time above "
       "the roofline >= 2% of the window (ferret; alignment: NVIDIA Deep Learning Performance Guide)";

@@ -480,7 +480,9 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
               {"device_self_us", round3(ns_to_us(static_cast<double>(op.device_self_ns)))},
               {"device_total_us", round3(ns_to_us(static_cast<double>(op.device_total_ns)))},
               {"device_replayed_us", round3(ns_to_us(static_cast<double>(op.device_replayed_ns)))},
-              {"graph_replay", op.graph_replay}};
+              {"graph_replay", op.graph_replay},
+              {"no_operator", op.no_operator},
+              {"launch_site", op.launch_site.empty() ? json(nullptr) : json(op.launch_site)}};
     if (!op.input_dims.empty()) o["input_dims"] = op.input_dims;
     if (!op.input_types.empty()) o["input_types"] = op.input_types;
     return o;
