@@ -50,15 +50,17 @@ void merge_into(PoolState& into, const PoolState& p) {
 }
 
 std::string frame_text(const std::vector<SnapshotFrame>& table, const std::vector<SnapshotFrameId>& frames) {
-  // The innermost frame in user code: skip torch's own files.
-  for (const SnapshotFrameId id : frames) {
-    const SnapshotFrame& f = table[id];
-    if (f.filename.find("torch/") == std::string::npos && f.filename != "??")
-      return fmt::format("{}:{} in {}", f.filename, f.line, f.name);
-  }
-  if (frames.empty()) return "";
-  const SnapshotFrame& f = table[frames.front()];
-  return fmt::format("{}:{} in {}", f.filename, f.line, f.name);
+  // The innermost frame in user code; else the innermost past the recording's machinery.
+  const SnapshotFrame* pick = nullptr;
+  for (const SnapshotFrameId id : frames)
+    if (is_user_frame(table[id])) {
+      pick = &table[id];
+      break;
+    }
+  for (std::size_t i = 0; pick == nullptr && i < frames.size(); ++i)
+    if (!is_allocator_machinery_frame(table[frames[i]])) pick = &table[frames[i]];
+  if (pick == nullptr && !frames.empty()) pick = &table[frames.front()];
+  return pick == nullptr ? "" : fmt::format("{}:{} in {}", pick->filename, pick->line, pick->name);
 }
 
 PinningSegment pinning_of(const SnapshotSegment& s, const std::vector<SnapshotFrame>& table) {
@@ -92,7 +94,12 @@ void walk_trace(const std::vector<AllocatorEvent>& trace, const std::vector<Snap
   std::int64_t active = d.total.active, reserved = d.total.reserved;
   d.peak_active = active;
   d.peak_reserved = reserved;
+  d.reserved_at_peak = reserved;
   std::vector<OomState> ooms;
+  // Segment bytes by the site that asked for them: the segment's own frames, else those of the
+  // allocation right after it (the one it was made for; walking back, the one seen last).
+  std::map<std::string, std::int64_t> grown;
+  const std::vector<SnapshotFrameId>* next_alloc_frames = nullptr;
   for (auto it = trace.rbegin(); it != trace.rend(); ++it) {
     const AllocatorEvent& e = *it;
     // The totals just after e are (active, reserved); undo e for the state before it.
@@ -100,16 +107,22 @@ void walk_trace(const std::vector<AllocatorEvent>& trace, const std::vector<Snap
       case AllocatorAction::kAlloc:
         ++d.allocs;
         active = saturating_sub(active, e.size);
+        next_alloc_frames = &e.frames;
         break;
       case AllocatorAction::kFreeCompleted:
         ++d.frees;
         active = saturating_add(active, e.size);
         break;
       case AllocatorAction::kSegmentAlloc:
-      case AllocatorAction::kSegmentMap:
+      case AllocatorAction::kSegmentMap: {
         ++d.segment_allocs;
         reserved = saturating_sub(reserved, e.size);
+        d.segment_alloc_bytes = saturating_add(d.segment_alloc_bytes, e.size);
+        const auto& asked = !e.frames.empty() || next_alloc_frames == nullptr ? e.frames : *next_alloc_frames;
+        std::int64_t& site = grown[frame_text(table, asked)];
+        site = saturating_add(site, e.size);
         break;
+      }
       case AllocatorAction::kSegmentFree:
       case AllocatorAction::kSegmentUnmap:
         ++d.segment_frees;
@@ -128,10 +141,18 @@ void walk_trace(const std::vector<AllocatorEvent>& trace, const std::vector<Snap
       }
       default: break;
     }
-    d.peak_active = std::max(d.peak_active, active);
+    if (active > d.peak_active) {
+      d.peak_active = active;
+      d.reserved_at_peak = reserved;
+    }
     d.peak_reserved = std::max(d.peak_reserved, reserved);
   }
   d.ooms.assign(ooms.rbegin(), ooms.rend());  // in time order
+  for (const auto& [frame, bytes] : grown) d.growth_sites.push_back({bytes, frame});
+  std::sort(d.growth_sites.begin(), d.growth_sites.end(), [](const Splitter& a, const Splitter& b) {
+    return a.size != b.size ? a.size > b.size : a.frame < b.frame;
+  });
+  if (d.growth_sites.size() > 3) d.growth_sites.resize(3);
 }
 
 }  // namespace

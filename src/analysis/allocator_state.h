@@ -44,6 +44,7 @@ struct PoolState {
   std::int64_t rounding_waste() const { return requested >= 0 ? saturating_sub(allocated, requested) : -1; }
 };
 
+// An allocation site: bytes, and the first user frame that asked for them.
 struct Splitter {
   std::int64_t size = 0;
   std::string frame;  // "file.py:12 in forward", "" when not recorded
@@ -81,6 +82,9 @@ struct DeviceAllocatorState {
   std::uint64_t segment_allocs = 0, segment_frees = 0;  // cudaMalloc / cudaFree (or map / unmap)
   std::int64_t peak_active = -1;                        // over the trace and the snapshot
   std::int64_t peak_reserved = -1;
+  std::int64_t reserved_at_peak = -1;    // reserved when active peaked: free then = this - peak_active
+  std::int64_t segment_alloc_bytes = 0;  // cudaMalloc'd (or mapped) in the trace
+  std::vector<Splitter> growth_sites;    // where those bytes were asked for, most first (at most 3)
   std::vector<OomState> ooms;
 };
 

@@ -24,11 +24,19 @@ constexpr double kFragmentedFreeShare = 0.20;
 constexpr std::int64_t kFragmentedMinFreeBytes = std::int64_t{1} << 30;
 constexpr double kFragmentedScatter = 0.50;
 
+// Judged at the peak where the device trace shows one before the snapshot: the blocks a step frees
+// after its peak stay cached for the next step (normal caching), so free memory at a snapshot taken
+// then says nothing about fragmentation unless the cache held as much free at the peak.
 void rule_fragmented_cache(const DeviceAllocatorState& d, std::vector<Finding>& out) {
   const PoolState& p = d.total;
   if (p.reserved <= 0 || p.inactive < kFragmentedMinFreeBytes) return;
   const double free_share = static_cast<double>(p.inactive) / static_cast<double>(p.reserved);
   if (free_share < kFragmentedFreeShare || p.external_fragmentation() <= kFragmentedScatter) return;
+  const bool peak_before = d.trace_entries > 0 && d.reserved_at_peak > 0 && d.peak_active > p.active;
+  const double free_at_peak = peak_before ? static_cast<double>(saturating_sub(d.reserved_at_peak, d.peak_active)) /
+                                                static_cast<double>(d.reserved_at_peak)
+                                          : free_share;
+  if (free_at_peak < kFragmentedFreeShare) return;
   Finding f;
   f.id = "allocator-fragmentation";
   f.title = fmt::format(
@@ -44,6 +52,13 @@ void rule_fragmented_cache(const DeviceAllocatorState& d, std::vector<Finding>& 
       "cannot use it and makes the allocator cudaMalloc a new segment (or fail with out of memory) while {:.1f} GiB "
       "sit idle.",
       100 * free_share, 100 * p.external_fragmentation(), bytes_to_mib(p.largest_free), bytes_to_gib(p.inactive));
+  f.detail += peak_before ? fmt::format(
+                                " At the peak of the device trace the cache held {:.0f}% of its {:.1f} GiB "
+                                "free as well: the free memory is not just the step's blocks kept for reuse.",
+                                100 * free_at_peak, bytes_to_gib(d.reserved_at_peak))
+                          : " This is the state at the snapshot; without a device trace "
+                            "(`torch.cuda.memory._record_memory_history()`) the peak is unknown, and a snapshot taken "
+                            "after a step holds the step's freed blocks as cache.";
   if (!d.pinning.empty())
     f.detail += fmt::format(" The segment pinning the most free memory holds {:.0f} MiB free around {:.0f} MiB in use",
                             bytes_to_mib(d.pinning.front().free_bytes), bytes_to_mib(d.pinning.front().active_bytes)) +
@@ -191,7 +206,8 @@ constexpr double kChurnShareOfAllocs = 0.05;
 
 void rule_segment_churn(const DeviceAllocatorState& d, std::vector<Finding>& out) {
   const std::uint64_t ops = d.segment_allocs + d.segment_frees;
-  if (ops < kChurnMinSegmentOps || d.allocs == 0) return;
+  // Emptied and refilled needs segments freed: a cache that only grew is cache-growth.
+  if (ops < kChurnMinSegmentOps || d.allocs == 0 || d.segment_frees == 0) return;
   const double share = static_cast<double>(ops) / static_cast<double>(d.allocs);
   if (share < kChurnShareOfAllocs) return;
   Finding f;
@@ -213,6 +229,49 @@ void rule_segment_churn(const DeviceAllocatorState& d, std::vector<Finding>& out
              "Pad variable shapes to a few buckets so blocks are reused",
              std::string(kExpandable) + " grows segments instead of allocating new ones"};
   f.threshold = ">= 50 segment allocs/frees and >= 5% of the allocations in the device trace (ferret)";
+  out.push_back(std::move(f));
+}
+
+// Cache growth: the device trace shows segments cudaMalloc'd and none freed, for >= 20% of what
+// the cache reserves at the snapshot (ferret's floor: the recording saw the cache fill, not a
+// stray segment). A pass that filled the cache (a first step, a warm-up) is growth, not churn;
+// the finding says what grew, by the first user frame that asked for the bytes. Informational.
+constexpr double kGrowthShareOfReserved = 0.20;
+
+void rule_cache_growth(const DeviceAllocatorState& d, std::vector<Finding>& out) {
+  // An out-of-memory in the trace is what matters there (rule_oom says how the cache stood).
+  if (d.segment_allocs == 0 || d.segment_frees > 0 || d.total.reserved <= 0 || !d.ooms.empty()) return;
+  const double share = static_cast<double>(d.segment_alloc_bytes) / static_cast<double>(d.total.reserved);
+  if (share < kGrowthShareOfReserved) return;
+  Finding f;
+  f.id = "cache-growth";
+  f.title =
+      fmt::format("The cache grew on device {}: {} segment{} ({:.0f} MiB) cudaMalloc'd while recorded, none freed",
+                  d.device, d.segment_allocs, d.segment_allocs == 1 ? "" : "s", bytes_to_mib(d.segment_alloc_bytes));
+  f.dimension = Dimension::kMemory;
+  f.layer = Layer::kFramework;
+  f.severity = Severity::kInfo;
+  std::string sites;
+  for (const Splitter& s : d.growth_sites)
+    sites += fmt::format("{}{} {:.0f} MiB", sites.empty() ? "" : ", ",
+                         s.frame.empty() ? std::string("(no frames recorded)") : s.frame, bytes_to_mib(s.size));
+  f.detail = fmt::format(
+      "While the device trace recorded, the allocator asked the driver for {:.0f}% of the {:.0f} MiB it reserves "
+      "at the snapshot and returned none: a pass that filled the cache (a first step, a warm-up), which the steps "
+      "after it reuse. This is growth, not churn (churn frees segments and allocates them again).{}",
+      100 * std::min(1.0, share), bytes_to_mib(d.total.reserved),
+      sites.empty() ? std::string() : " What grew: " + sites + ".");
+  f.evidence = {{"segment_allocs", static_cast<double>(d.segment_allocs), "count"},
+                {"segment_alloc_bytes", static_cast<double>(d.segment_alloc_bytes), "bytes"},
+                {"reserved_bytes", static_cast<double>(d.total.reserved), "bytes"}};
+  f.fixes = {
+      "To see the steady state, start recording after warm-up: call "
+      "`torch.cuda.memory._record_memory_history(max_entries=100000)` after the first iterations and dump the "
+      "snapshot after a later step",
+      "If every snapshot is larger than the last, something keeps tensors alive across steps: a list of losses kept "
+      "with their graphs (`losses.append(loss)` instead of `loss.item()`), caches keyed by shape, hooks holding "
+      "activations"};
+  f.threshold = "segments cudaMalloc'd, none freed, >= 20% of the reserved bytes at the snapshot (ferret)";
   out.push_back(std::move(f));
 }
 
@@ -497,6 +556,7 @@ void rules_allocator(const AllocatorStateResult& state, std::vector<Finding>& ou
     rule_oom(d, out);
     rule_fragmented_cache(d, out);
     rule_segment_churn(d, out);
+    rule_cache_growth(d, out);
   }
 }
 

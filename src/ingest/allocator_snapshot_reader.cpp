@@ -165,15 +165,26 @@ class Converter {
   std::vector<SnapshotFrameId> frames(const PickleValue* list) {
     std::vector<SnapshotFrameId> out;
     if (list == nullptr) return out;
+    // The innermost frames past the recording's machinery; once they are full, only the first user
+    // frame, when none of them is one (deep module nesting puts torch's frames first).
+    bool user = false;
     for (const PickleValue& f : list_of(list, "frames")) {
-      if (out.size() >= kSnapshotFramesKept) break;
       spend();
-      charge(sizeof(SnapshotFrameId));
       if (f.kind != PickleKind::kDict) {
         issue("frame that is not a dict, skipped");
         continue;
       }
-      out.push_back(frame_id(f));
+      const SnapshotFrameId id = frame_id(f);
+      const SnapshotFrame& frame = out_.frames[id];
+      if (is_allocator_machinery_frame(frame)) continue;
+      const bool is_user = is_user_frame(frame);
+      if (out.size() >= kSnapshotFramesKept && (user || !is_user)) {
+        if (user) break;
+        continue;
+      }
+      charge(sizeof(SnapshotFrameId));
+      out.push_back(id);
+      user = user || is_user;
     }
     return out;
   }

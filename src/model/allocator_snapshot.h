@@ -17,8 +17,16 @@ struct SnapshotFrame {
   std::int64_t line = -1;
   std::string name;
 };
-// Frames kept per block or action: the innermost ones say who allocated.
+// Frames kept per block or action: the innermost ones say who allocated - after the snapshot's
+// own machinery, and always with the first user frame among them.
 inline constexpr std::size_t kSnapshotFramesKept = 6;
+// The recording's machinery, not an allocation site: C++ frames (the caching allocator, the
+// traceback gatherer: CUDACachingAllocator.cpp, combined_traceback.cpp, memory_snapshot.cpp),
+// frames without a file ("??", "<unknown>", "<frozen ...>"), gather_with_cpp, torch/cuda/memory.py.
+bool is_allocator_machinery_frame(const SnapshotFrame& f);
+// Code the user wrote: not machinery, not torch's own Python (torch/nn/modules/...), not the
+// Python standard library (a lib/python3.x file outside site- or dist-packages).
+bool is_user_frame(const SnapshotFrame& f);
 // A frame is kept once per snapshot (AllocatorSnapshot::frames) and referred to by index: the same
 // few hundred frames recur on every block and trace entry.
 using SnapshotFrameId = std::uint32_t;

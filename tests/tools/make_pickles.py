@@ -153,3 +153,41 @@ for k in range(100):
                     {"action": "segment_free", "addr": a, "size": 2 * MiB, "stream": 0, "frames": []}]
 churn = {"segments": [], "device_traces": [churn_trace]}
 write("snapshot-churn.pickle", pickle.dumps(churn, protocol=4))
+
+# Fragmented at the snapshot, not at the peak: the state of `fragmented` (device 0: 3 GiB reserved,
+# 1124 MiB active) after a step whose trace allocated 1848 MiB and freed it again. Walked back, the
+# peak held 2972 MiB active in the same 3 GiB: 100 MiB free (3.3%), so the 1948 MiB free at the
+# snapshot is the step's blocks cached for the next one, not fragmentation.
+after_peak = dict(fragmented)
+after_peak["device_traces"] = [[
+    {"action": "alloc", "addr": a + 256 * MiB, "size": 1848 * MiB, "stream": 0, "frames": frames("train.py", 50, "step")},
+    {"action": "free_requested", "addr": a + 256 * MiB, "size": 1848 * MiB, "stream": 0, "frames": []},
+    {"action": "free_completed", "addr": a + 256 * MiB, "size": 1848 * MiB, "stream": 0, "frames": []},
+], []]
+write("snapshot-fragmented-after-peak.pickle", pickle.dumps(after_peak, protocol=4))
+
+# Growth: a first pass that only filled the cache. 12 segments of 20 MiB, each cudaMalloc'd for one
+# 20 MiB allocation and none freed: 8 asked for by train.py:12 in build_model (160 MiB), 4 by
+# data.py:30 in load (80 MiB). Each stack starts in the recording's machinery (the traceback
+# gatherer's and the allocator's C++ frames, a frame with no file), then torch's own Python, then
+# the user's frame; the segment entries carry no frames (the allocation after each one names it).
+machinery = [{"filename": "/pytorch/torch/csrc/profiler/combined_traceback.cpp", "line": 20,
+              "name": "torch::CapturedTraceback::gather"},
+             {"filename": "??", "line": 0, "name": "gather_with_cpp"},
+             {"filename": "/pytorch/c10/cuda/CUDACachingAllocator.cpp", "line": 1200,
+              "name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"},
+             {"filename": "/pytorch/torch/csrc/cuda/memory_snapshot.cpp", "line": 90, "name": "gather"}]
+torch_python = [{"filename": "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", "line": 1527,
+                 "name": "_call_impl"}] * 5
+growth_segments, growth_trace = [], []
+for k in range(12):
+    addr = a + k * 20 * MiB
+    user = ("train.py", 12, "build_model") if k < 8 else ("data.py", 30, "load")
+    stack = machinery + torch_python + [{"filename": user[0], "line": user[1], "name": user[2]}]
+    growth_segments.append({"device": 0, "address": addr, "total_size": 20 * MiB, "stream": 0,
+                            "segment_type": "large", "segment_pool_id": (0, 0),
+                            "blocks": [block(addr, 20 * MiB, "active_allocated", 20 * MiB, stack)]})
+    growth_trace += [{"action": "segment_alloc", "addr": addr, "size": 20 * MiB, "stream": 0, "frames": []},
+                     {"action": "alloc", "addr": addr, "size": 20 * MiB, "stream": 0, "frames": stack}]
+growth = {"segments": growth_segments, "device_traces": [growth_trace]}
+write("snapshot-growth.pickle", pickle.dumps(growth, protocol=4))
