@@ -36,6 +36,7 @@ enum OneTimeClass : int {
   kAutotuning,
   kCompilation,
   kOneTimeClassCount,
+  kFunctionQuery = kOneTimeClassCount,  // one-time only when long: see kFunctionQueryLoadMinNs
 };
 constexpr std::array<const char*, kOneTimeClassCount> kOneTimeNames = {
     "GPU code module loading", "device memory allocation (cudaMalloc/hipMalloc: first touch)",
@@ -45,6 +46,9 @@ constexpr std::array<const char*, kOneTimeClassCount> kOneTimeNames = {
 int one_time_class(EventKind kind, std::string_view name) {
   if (is_launch_api(kind)) {
     if (contains(name, "ModuleLoad") || contains(name, "LibraryLoad")) return kModuleLoad;
+    if (contains(name, "FuncGetAttribute") || contains(name, "GetFuncBySymbol") ||
+        contains(name, "ModuleGetFunction") || contains(name, "LibraryGetKernel"))
+      return kFunctionQuery;
     if ((contains(name, "Malloc") || contains(name, "MemCreate")) && !contains(name, "Async")) return kAllocation;
   }
   if (contains(name, "cudnnCreate") || contains(name, "cublasCreate") || contains(name, "cublasLtCreate") ||
@@ -121,6 +125,14 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
     }
     std::int8_t& cls = name_class[model.name[e]];
     if (cls == -2) cls = static_cast<std::int8_t>(one_time_class(k, name));
+    // A kernel attribute query that lasts loaded the kernel's module (lazy loading): a storm of
+    // them under the first calls of a library is code loading, not per-step work.
+    if (cls == kFunctionQuery) {
+      if (model.dur_ns[e] < kFunctionQueryLoadMinNs) continue;
+      one_time[kModuleLoad].push_back({t, std::min(we, model.end_ns(e))});
+      ++one_time_count[kModuleLoad];
+      continue;
+    }
     if (cls >= 0) {
       one_time[static_cast<std::size_t>(cls)].push_back({t, std::min(we, model.end_ns(e))});
       ++one_time_count[static_cast<std::size_t>(cls)];

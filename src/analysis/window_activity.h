@@ -31,6 +31,11 @@ inline constexpr std::int64_t kContextCreationMinNs = 50'000'000;
 //   default since CUDA 11.7; a library's first call): an ordinary launch takes 5-20 us, so 1 ms is
 //   fifty of them.
 inline constexpr std::int64_t kFirstLaunchLoadMinNs = 1'000'000;
+// - a kernel attribute or handle query (cudaFuncGetAttributes, hipFuncGetAttributes,
+//   cuModuleGetFunction, cudaGetFuncBySymbol, cuLibraryGetKernel) this long loaded the kernel's
+//   module (lazy loading loads on first use, a query included): an ordinary query takes about a
+//   microsecond, so 100 us is a hundred of them. Libraries issue thousands on their first calls.
+inline constexpr std::int64_t kFunctionQueryLoadMinNs = 100'000;
 // - the first DataLoader batch of a window is worker start-up when it takes 10 times the median of
 //   the batches after it and at least 10 ms (forking workers and opening datasets takes 0.1-10 s;
 //   a batch served from the prefetch queue, microseconds to milliseconds).

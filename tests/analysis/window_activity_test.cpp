@@ -127,6 +127,32 @@ TEST(WindowActivity, FirstLaunchThatLoadsCodeIsOneTime) {
   EXPECT_NEAR(r.one_time_share, 1337.0 / 20000.0, 1e-9);
 }
 
+// Lazy loading under a library's first calls: 1,500 cudaFuncGetAttributes of 400 us each (module
+// loads) in a 1 s step, then 1,500 more of 2 us (ordinary queries) in the next. The long ones are
+// GPU code module loading: 600 ms of the 1.103 s window (54%), an initialisation window; the short
+// ones are not one-time. hipFuncGetAttributes the same.
+TEST(WindowActivity, LongFunctionAttributeQueriesAreModuleLoading) {
+  for (const std::string query : {"cudaFuncGetAttributes", "hipFuncGetAttributes"}) {
+    std::vector<std::string> ev = {span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1'000'000),
+                                   span("user_annotation", "ProfilerStep#2", 1, 1, 1'000'000, 100'000)};
+    for (int i = 0; i < 1500; ++i) {
+      ev.push_back(span("cuda_runtime", query, 1, 1, 100.0 + 600.0 * i, 400));
+      ev.push_back(span("cuda_runtime", query, 1, 1, 1'000'100.0 + 60.0 * i, 2));
+    }
+    const std::string launch = query.substr(0, 3) == "hip" ? "hipLaunchKernel" : "cudaLaunchKernel";
+    ev.push_back(span("cuda_runtime", launch, 1, 1, 1'095'000, 5, corr(1)));
+    ev.push_back(span("kernel", "k", 0, 7, 1'095'010, 8'000, corr(1)));
+    const TraceModel m = load_trace_text(trace(ev));
+    const WindowActivityResult r = analyze(m);
+    ASSERT_EQ(r.window_ns, 1'103'010'000) << query;
+    ASSERT_EQ(r.one_time.size(), 1u) << query;
+    EXPECT_EQ(r.one_time[0].what, "GPU code module loading");
+    EXPECT_EQ(r.one_time[0].count, 1500u);
+    EXPECT_EQ(r.one_time[0].ns, 600'000'000);
+    EXPECT_EQ(r.activity, WindowActivity::kInitialisation) << query;
+  }
+}
+
 // The first DataLoader batch starts the workers. Four steps (ms): step 1 [0, 400) waits 300 ms for
 // its batch, steps 2-4 (100 ms each) 2 ms. 300 >= 10 x 2 and >= 10 ms: one-time, 300 of 700 ms
 // (43%: still steady). A first batch of 15 ms (7.5 x 2) is an ordinary slow batch.
