@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
+#include <tuple>
 
 #include "analysis/classify.h"
 #include "analysis/intervals.h"
@@ -396,6 +398,26 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
   }
   if (result.comm_device_ns > 0)
     result.overlap_share = static_cast<double>(result.overlapped_ns) / static_cast<double>(result.comm_device_ns);
+
+  // Peer waits: per (collective, bytes, group size, process group), the excess over the fastest
+  // call; of it, what costs time is the part in the kernel's exposed tail (docs/DISTRIBUTED.md).
+  std::map<std::tuple<int, std::int64_t, std::int32_t, StrId>, std::vector<const CollectiveCall*>> same_calls;
+  for (const CollectiveCall& c : result.calls)
+    if (c.bytes > 0 && c.kind != Collective::kBarrier && c.kind != Collective::kUnknown)
+      same_calls[{static_cast<int>(c.kind), c.bytes, c.group_size, c.process_group}].push_back(&c);
+  for (const auto& [key, calls] : same_calls) {
+    if (calls.size() < kPeerWaitMinCalls) continue;
+    std::int64_t fastest = calls.front()->dur_ns;
+    for (const CollectiveCall* c : calls) fastest = std::min(fastest, c->dur_ns);
+    for (const CollectiveCall* c : calls) {
+      const std::int64_t wait = c->dur_ns - fastest;
+      result.peer_wait_ns += wait;
+      result.peer_wait_basis_ns += c->dur_ns;
+      result.peer_wait_floor_ns += fastest;
+      result.peer_wait_exposed_ns += std::min(wait, std::max<std::int64_t>(0, c->exposed_ns - fastest));
+      result.peer_wait_exposed_basis_ns += c->exposed_ns;
+    }
+  }
 
   for (const Step& s : ctx.steps) {
     CommunicationStep row;

@@ -116,7 +116,20 @@ struct CommunicationResult {
   std::vector<CommunicationStep> steps;
   std::uint64_t sized_calls = 0;
   std::uint64_t calls_with_group = 0;
+  // Waiting inside collectives, estimated from one rank: calls of the same collective, size, group
+  // and process group move the same bytes, so the fastest of them bounds the transfer and the rest
+  // of each call's time is this rank waiting for its peers (or a contended link). Over the groups
+  // of at least kPeerWaitMinCalls sized calls; a lower bound (the fastest call may wait too).
+  std::int64_t peer_wait_ns = 0;
+  std::int64_t peer_wait_basis_ns = 0;  // the summed durations of those groups' calls
+  std::int64_t peer_wait_floor_ns = 0;  // the summed floors (fastest call x calls) of those groups
+  // The waiting that costs time: per call min(wait, exposed - fastest), the wait in the kernel's
+  // exposed tail (compute beside a collective ran before it); and those calls' exposed time.
+  std::int64_t peer_wait_exposed_ns = 0;
+  std::int64_t peer_wait_exposed_basis_ns = 0;
 };
+
+inline constexpr std::uint64_t kPeerWaitMinCalls = 3;
 
 // The NCCL kernels in the window with their collective, size and bandwidth (no time breakdown);
 // the hardware analysis uses it to compare bus bandwidth with the scale-up link.

@@ -104,6 +104,11 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
 // exposed-communication. Threshold: exposed (not overlapped by compute kernels) communication
 // >= 5% of step time, high >= 20% - ferret's, on XProf's levels for waiting time. HTA reports
 // the overlap but sets no threshold; the plugin's 10% counts hidden communication too.
+// When the same collectives of the same size vary so that at least half of their time is above
+// the fastest call's (CommunicationResult::peer_wait_ns, over groups covering at least half of the
+// communication) and at least half of their exposed time is such waiting, the rank mostly waits
+// for a late peer: it says so, and the fix is the late rank.
+constexpr double kPeerWaitShare = 0.5;
 void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& out) {
   const CommunicationResult& c = a.communication;
   if (!c.present || c.exposed_share < kExposedModerate) return;
@@ -124,6 +129,46 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
                 {"exposed_communication_ms_per_step", per_step_ms(a, c.exposed_ns), "ms"},
                 {"overlap_pct", share_to_pct(c.overlap_share), "%"},
                 {"communication_pct", share_to_pct(c.comm_share), "%"}};
+  // Mostly waiting for peers: the lever is the late rank, not the volume or the overlap.
+  const double waiting = c.peer_wait_basis_ns > 0 && 2 * c.peer_wait_basis_ns >= c.comm_device_ns
+                             ? static_cast<double>(c.peer_wait_ns) / static_cast<double>(c.peer_wait_basis_ns)
+                             : -1;
+  // Of the exposed time, the waiting: a wait hidden behind the rank's own compute costs nothing.
+  const double exposed_waiting =
+      waiting >= 0 && c.peer_wait_exposed_basis_ns > 0
+          ? static_cast<double>(c.peer_wait_exposed_ns) / static_cast<double>(c.peer_wait_exposed_basis_ns)
+          : -1;
+  const bool mostly_waiting = exposed_waiting >= kPeerWaitShare;
+  if (waiting >= 0) {
+    f.evidence.push_back({"peer_wait_pct_of_communication", share_to_pct(waiting), "%"});
+    f.detail += fmt::format(
+        " Calls of the same collective and size took {:.1f} ms in all where their fastest calls would have taken "
+        "{:.1f} ms: at least {:.0f}% of this communication is this rank waiting for a late peer (or a contended "
+        "link), not moving data; {:.0f}% of their exposed time is such waiting.",
+        ns_to_ms(c.peer_wait_basis_ns), ns_to_ms(c.peer_wait_floor_ns), share_to_pct(waiting),
+        share_to_pct(std::max(0.0, exposed_waiting)));
+    f.evidence.push_back({"peer_wait_pct_of_exposed", share_to_pct(std::max(0.0, exposed_waiting)), "%"});
+  }
+  if (mostly_waiting) {
+    f.title = fmt::format(
+        "Exposed communication: {:.0f}% {} waits on NCCL, mostly for a late peer ({:.0f}% of its exposed "
+        "collective time is waiting)",
+        share_to_pct(c.exposed_share), window_phrase(a), share_to_pct(exposed_waiting));
+    f.detail += " One rank's trace cannot say which peer is late; it is among the ranks whose traces were not given.";
+    f.fixes = {
+        "Find the late rank: `ferret analyze rank*.json.gz` with every rank's trace of the same steps names the "
+        "straggler and splits each collective into waiting and transfer",
+        "Common causes of one late rank: an uneven data shard or sequence lengths (bucket by length), a rank doing "
+        "extra work (logging, checkpointing, evaluation on rank 0 only), a slower or throttled GPU "
+        "(`nvidia-smi -q -d PERFORMANCE` on every node), a busy host",
+    };
+    f.time_share = c.exposed_share;
+    f.max_speedup = amdahl_speedup(c.exposed_share);
+    f.threshold = "exposed communication >= 5% of step time, >= 20% high (ferret, on XProf's levels)";
+    f.where = collective_sites(c, true);
+    out.push_back(std::move(f));
+    return;
+  }
   f.fixes = {
       "DDP: `DistributedDataParallel(model, bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)` - "
       "bigger buckets, no gradient copy, and a fixed bucket order so all-reduce starts during backward",

@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
+#include <fmt/format.h>
+
+#include "analysis/trace_analysis.h"
 #include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -224,6 +229,59 @@ TEST(RulesDistributed, ExposedCommunication) {
   out.clear();
   rules_distributed(with_comm(0.30, 0.04), out);
   EXPECT_EQ(find(out, "exposed-communication"), nullptr);
+}
+
+// One rank's trace, four steps of 10 ms (us): each runs a 1 ms GEMM then an AllReduce of the same
+// 40 MB bf16 buffer in group 8 (record_param_comms args) - 1,000 us in step 1, 9,000 in the others
+// when `late_peer`, else 1,000 in every step. The fastest call bounds the transfer: 24,000 of the
+// 28,000 us (85.7%) is waiting for a late peer.
+std::string allreduce_steps(bool late_peer) {
+  std::vector<std::string> ev;
+  int c = 1;
+  for (int k = 0; k < 4; ++k) {
+    const double s = k * 10'000.0, ar = late_peer && k > 0 ? 9'000.0 : 1'000.0;
+    ev.push_back(test::span("user_annotation", fmt::format("ProfilerStep#{}", k + 1), 1, 1, s, 10'000));
+    ev.push_back(test::span("cuda_runtime", "cudaLaunchKernel", 1, 1, s + 10, 5, test::corr(c)));
+    ev.push_back(test::span("kernel", "gemm", 0, 7, s + 20, 900, test::corr(c++)));
+    ev.push_back(test::span("cpu_op", "record_param_comms", 1, 1, s + 30, 20,
+                            R"("Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": 20000000, )"
+                            R"("Out msg nelems": 20000000, "Group size": 8)"));
+    ev.push_back(test::span("cuda_runtime", "cudaLaunchKernel", 1, 1, s + 35, 5, test::corr(c)));
+    ev.push_back(
+        test::span("kernel", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)", 0, 20, s + 950, ar, test::corr(c++)));
+  }
+  return test::trace(ev);
+}
+
+TEST(RulesDistributed, ExposedCommunicationMostlyWaitingForALatePeer) {
+  const TraceModel m = load_trace_text(allreduce_steps(true));
+  const TraceAnalysis a = analyze_trace(m, {});
+  EXPECT_EQ(a.communication.peer_wait_ns, 24'000'000);
+  EXPECT_EQ(a.communication.peer_wait_basis_ns, 28'000'000);
+  EXPECT_EQ(a.communication.peer_wait_floor_ns, 4'000'000);
+  // The GEMMs end before the AllReduces start: every call is exposed whole, so is its wait.
+  EXPECT_EQ(a.communication.peer_wait_exposed_ns, 24'000'000);
+  EXPECT_EQ(a.communication.peer_wait_exposed_basis_ns, 28'000'000);
+  std::vector<Finding> out;
+  rules_distributed(a, out);
+  const Finding* f = find(out, "exposed-communication");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("mostly for a late peer (86% of its exposed collective time is waiting)"), std::string::npos)
+      << f->title;
+  ASSERT_FALSE(f->fixes.empty());
+  EXPECT_NE(f->fixes.front().find("Find the late rank"), std::string::npos);
+  EXPECT_FALSE(any_fix_contains(*f, "bucket_cap_mb"));  // the volume is not the lever
+
+  // The same buffer at one speed: no waiting, the overlap and volume fixes.
+  const TraceModel even = load_trace_text(allreduce_steps(false));
+  const TraceAnalysis b = analyze_trace(even, {});
+  EXPECT_EQ(b.communication.peer_wait_ns, 0);
+  out.clear();
+  rules_distributed(b, out);
+  const Finding* g = find(out, "exposed-communication");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->title.find("late peer"), std::string::npos) << g->title;
+  EXPECT_TRUE(any_fix_contains(*g, "bucket_cap_mb"));
 }
 
 TraceAnalysis with_busbw(int group, double best_busbw, double link) {
