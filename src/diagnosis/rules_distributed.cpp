@@ -104,10 +104,10 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
 // exposed-communication. Threshold: exposed (not overlapped by compute kernels) communication
 // >= 5% of step time, high >= 20% - ferret's, on XProf's levels for waiting time. HTA reports
 // the overlap but sets no threshold; the plugin's 10% counts hidden communication too.
-// When the same collectives of the same size vary so that at least half of their time is above
-// the fastest call's (CommunicationResult::peer_wait_ns, over groups covering at least half of the
-// communication) and at least half of their exposed time is such waiting, the rank mostly waits
-// for a late peer: it says so, and the fix is the late rank.
+// When calls of the same collective and size (groups covering at least half of the communication)
+// spend at least half of their exposed time above the fastest call's duration
+// (CommunicationResult::peer_wait_exposed_ns), the rank mostly waits for a late peer: it says so,
+// and the fix is the late rank.
 constexpr double kPeerWaitShare = 0.5;
 void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& out) {
   const CommunicationResult& c = a.communication;
