@@ -8,6 +8,7 @@
 #include "analysis/attention_patterns.h"
 #include "analysis/causality.h"
 #include "analysis/communication.h"
+#include "analysis/cpu_gemm.h"
 #include "analysis/critical_path.h"
 #include "analysis/data_pipeline.h"
 #include "analysis/elementwise_chains.h"
@@ -44,6 +45,7 @@ struct TraceAnalysis {
   HardwareResult hardware;
   WindowActivityResult window_activity;
   AttentionPatternsResult attention;  // attention computed op by op (unfused)
+  CpuGemmRate cpu_gemm;               // the host's own GEMM rate (traces without device work only)
   // Why each device activity started when it did, and who waited on whom (analysis/causality.h).
   CausalityResult causality;
   // The critical path of each step and what bounds it (analysis/critical_path.h).

@@ -76,6 +76,7 @@ constexpr std::array kRules = {
     // Informational, written only when no finding is the verdict: it never competes for it.
     RuleInfo{"top-cost", S::kTrace, D::kCompute, "rule_top_cost", R::kCause, {}},
     RuleInfo{"host-preprocessing", S::kTrace, D::kDataPipeline, "rules_host_preprocessing", R::kCause, {}},
+    RuleInfo{"slow-cpu-matmul", S::kTrace, D::kCompute, "rules_cpu", R::kCause, {}},
     RuleInfo{"unfused-attention", S::kTrace, D::kCompute, "rules_attention", R::kCause, {}},
     RuleInfo{"gemm-shape", S::kTrace, D::kCompute, "rules_operator", R::kCause, {}},
     RuleInfo{"elementwise-chain", S::kTrace, D::kCompute, "rules_operator", R::kCause, {}},

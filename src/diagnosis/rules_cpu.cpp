@@ -1,5 +1,8 @@
 // Rules for traces without GPU work (CPU-only jobs, the legacy autograd export): the host's own
 // operator time is the compute.
+#include <algorithm>
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "analysis/tensor_cores.h"
@@ -66,8 +69,75 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
   out.push_back(std::move(f));
 }
 
+// slow-cpu-matmul. The host's own fp32/fp64 GEMMs of >= 100 MFLOP each (analysis/cpu_gemm.h) run
+// below 10 GFLOP/s fp32 (5 fp64) while GEMM calls hold >= 20% of the window. One core with AVX2 FMA
+// peaks at 32 fp32 FLOP per cycle (two 8-wide FMA units), ~100 GFLOP/s at 3 GHz, and OpenBLAS, MKL
+// or oneDNN reach most of it on such sizes; an unoptimised reference BLAS (netlib, a triple loop)
+// manages a few GFLOP/s. 10 is a tenth of one core's peak: below it, the library is the cause,
+// whatever the thread count. The gain: the GEMMs at 40 GFLOP/s fp32 (20 fp64), a conservative
+// single-core rate for an optimised BLAS. Threshold and rates: ferret's, from those peaks.
+constexpr double kSlowCpuGemmShare = 0.20;
+constexpr double kSlowCpuGemmGflops = 10, kOptimisedCpuGemmGflops = 40;
+
+bool is_blas_gemm_op(std::string_view n) {
+  return n == "aten::mm" || n == "aten::addmm" || n == "aten::bmm" || n == "aten::baddbmm";
+}
+
+bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const HotSpotsResult& h = a.hot_spots;
+  const CpuGemmRate& g = a.cpu_gemm;
+  if (h.gpu_activities > 0 || h.window_ns <= 0 || a.window_activity.kernel_launches > 0 || g.calls == 0) return false;
+  const double share = static_cast<double>(g.all_gemm_ns) / static_cast<double>(h.window_ns);
+  const double scale = g.fp64 ? 0.5 : 1.0;  // fp64 runs at half the fp32 rate on the same units
+  const double rate = g.gflops();
+  if (share < kSlowCpuGemmShare || rate < 0 || rate >= kSlowCpuGemmGflops * scale) return false;
+  const double target = kOptimisedCpuGemmGflops * scale;
+  Finding f;
+  f.id = "slow-cpu-matmul";
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.title = fmt::format(
+      "Slow CPU matrix multiplies: {} runs at {:.1f} GFLOP/s ({}), far below any optimised BLAS (tens of GFLOP/s on "
+      "one core): the BLAS library is the cost",
+      g.top_op, rate, g.fp64 ? "fp64" : "fp32");
+  f.detail = fmt::format(
+      "{} GEMM calls of at least 100 MFLOP each ({} {} the most timed) did {:.1f} GFLOP in {:.1f} ms: {:.1f} "
+      "GFLOP/s. One x86 core with AVX2 FMA peaks near 100 GFLOP/s fp32, and OpenBLAS, MKL or oneDNN reach most of "
+      "it on such sizes; a rate under {:.0f} is what an unoptimised reference BLAS (netlib) gives. GEMM calls take "
+      "{:.0f}% of the {}. At {:.0f} GFLOP/s they would take {:.1f} ms.",
+      g.calls, g.top_op, g.top_dims, g.flops / 1e9, static_cast<double>(g.ns) / 1e6, rate, kSlowCpuGemmGflops * scale,
+      100 * share, window_noun(a), target, g.flops / target / 1e6);
+  f.evidence = {{"gemm_gflops", rate, "GFLOP/s"},
+                {"gemm_calls", static_cast<double>(g.calls), "count"},
+                {"gemm_share_pct", 100 * share, "%"},
+                {"gemm_ms", static_cast<double>(g.all_gemm_ns) / 1e6, "ms"}};
+  f.fixes = {
+      "See which BLAS PyTorch calls: `print(torch.__config__.show())` (BLAS_INFO, LAPACK_INFO, \"USE_MKL\", "
+      "\"USE_MKLDNN\"); a distribution build linked to the reference BLAS (Debian's python3-torch with libblas3) "
+      "runs matmuls 10-50x slower than OpenBLAS or MKL",
+      "Use the PyPI wheel (`pip install torch --index-url https://download.pytorch.org/whl/cpu`: MKL and oneDNN on "
+      "x86), or point the system BLAS at OpenBLAS (`sudo update-alternatives --config libblas.so.3-$(uname "
+      "-m)-linux-gnu`)",
+      "Then give the math its cores: `torch.set_num_threads(<physical cores>)` (check `torch.get_num_threads()`)",
+      "If inputs hold denormal values, every BLAS slows down: `torch.set_flush_denormal(True)`"};
+  const double saved = static_cast<double>(g.all_gemm_ns) * std::max(0.0, 1.0 - rate / target);
+  f.time_share = std::min(1.0, saved / static_cast<double>(h.window_ns));
+  f.max_speedup = amdahl_speedup(f.time_share);
+  f.severity = share >= 0.5 ? Severity::kHigh : Severity::kMedium;
+  fix_speeds_up_host_ops(f, fmt::format("GEMMs at {:.0f} GFLOP/s", target), static_cast<double>(g.all_gemm_ns), saved,
+                         is_blas_gemm_op);
+  f.threshold =
+      "fp32 GEMMs >= 100 MFLOP under 10 GFLOP/s (fp64 5), GEMM calls >= 20% of the window (ferret: a tenth of one "
+      "AVX2 core's peak)";
+  out.push_back(std::move(f));
+  return true;
+}
+
 }  // namespace
 
-void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out) { rule_cpu_matmul_dominated(a, out); }
+void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out) {
+  // A slow BLAS is the cause: a precision step on top of it is not the first fix.
+  if (!rule_slow_cpu_matmul(a, out)) rule_cpu_matmul_dominated(a, out);
+}
 
 }  // namespace ferret
