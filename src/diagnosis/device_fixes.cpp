@@ -85,4 +85,64 @@ void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& d
   }
 }
 
+namespace {
+
+constexpr std::string_view kCompiledNextStep =
+    "The model is already compiled (Inductor kernels run): find what stays eager - graph breaks and recompiles "
+    "(`TORCH_LOGS=\"graph_breaks,recompiles\" python train.py`, or `torch._dynamo.explain(model)(x)`)";
+
+}  // namespace
+
+std::string WorkDone::what() const {
+  std::string out;
+  auto add = [&](const char* w) { out += (out.empty() ? "" : ", ") + std::string(w); };
+  if (compiled) add("torch.compile");
+  if (graphs) add("graph replay");
+  if (fused_optimizer) add("a fused optimizer");
+  return out;
+}
+
+WorkDone work_done(const TraceAnalysis& a) {
+  WorkDone d;
+  d.graphs = a.timeline.launch.graph_launches > 0;
+  d.compiled = a.elementwise_chains.compiled;
+  if (a.model == nullptr) return d;
+  const TraceModel& m = *a.model;
+  d.compiled = d.compiled || !m.inductor_kernels.empty();
+  // Interned names: each distinct op or kernel name once, not each event.
+  for (std::size_t id = 0; id < m.strings.size() && !(d.compiled && d.fused_optimizer); ++id) {
+    const std::string_view s = m.strings.view(static_cast<StrId>(id));
+    if (s.rfind("aten::_fused_adam", 0) == 0 || s.rfind("aten::_fused_sgd", 0) == 0) d.fused_optimizer = true;
+    if (s.rfind("triton_poi_", 0) == 0 || s.rfind("triton_per_", 0) == 0 || s.rfind("triton_red_", 0) == 0)
+      d.compiled = true;
+  }
+  return d;
+}
+
+void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done) {
+  if (!done.compiled && !done.graphs && !done.fused_optimizer) return;
+  for (Finding& f : findings) {
+    std::vector<std::string> kept;
+    std::size_t dropped = 0;
+    bool compile_dropped = false;
+    for (const std::string& fix : f.fixes) {
+      const bool graph_fix = mentions_any(fix, {"CUDAGraph", "torch.cuda.graph", "reduce-overhead"});
+      const bool compile_fix = contains(fix, "torch.compile(") && !contains(fix, "reduce-overhead");
+      if ((done.graphs && graph_fix) || (done.compiled && compile_fix) ||
+          (done.fused_optimizer && contains(fix, "fused=True"))) {
+        ++dropped;
+        compile_dropped = compile_dropped || (done.compiled && compile_fix);
+        continue;
+      }
+      kept.push_back(fix);
+    }
+    if (dropped == 0) continue;
+    if (compile_dropped && std::find(kept.begin(), kept.end(), kCompiledNextStep) == kept.end())
+      kept.emplace_back(kCompiledNextStep);
+    f.fixes = std::move(kept);
+    f.detail += fmt::format(" {} fix{} left out: the trace shows {} already in place.", dropped,
+                            dropped == 1 ? "" : "es", done.what());
+  }
+}
+
 }  // namespace ferret

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/trace_analysis.h"
 #include "diagnosis/finding.h"
 #include "model/trace_model.h"
 
@@ -32,5 +33,21 @@ DeviceFeatures device_features(const TraceModel& model);
 // FP8, flash-attn); where a precision fix was dropped and the device has fp16 matrix units, the
 // fp16-with-loss-scaling fix takes its place, once. Counts what it dropped in the finding's detail.
 void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& device);
+
+// What the trace shows already in place, so that no fix asks for it again (the next step instead).
+struct WorkDone {
+  bool compiled = false;         // torch.compile's Inductor (Triton) kernels run in the window
+  bool graphs = false;           // CUDA/HIP graphs are replayed in the window
+  bool fused_optimizer = false;  // a fused optimizer step runs (aten::_fused_adam_, _fused_adamw_, _fused_sgd_)
+  std::string what() const;      // "torch.compile, CUDA graphs", for the detail
+};
+WorkDone work_done(const TraceAnalysis& a);
+
+// Drops from each finding the fixes the trace shows done: compiling (where Inductor kernels run;
+// a "reduce-overhead" compile stays as the next step while no graph is replayed), CUDA/HIP graph
+// capture (where graphs replay), fused optimizers (where one runs). Where a compile fix went, the
+// next step - graph breaks and recompiles - takes its place once. Counts what it dropped in the
+// finding's detail.
+void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done);
 
 }  // namespace ferret

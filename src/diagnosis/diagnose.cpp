@@ -111,6 +111,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_operator(analysis, d.findings);
   rules_window(analysis, d.findings);
   if (analysis.model != nullptr) fit_fixes_to_device(d.findings, device_features(*analysis.model));
+  fit_fixes_to_work_done(d.findings, work_done(analysis));
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
   if (top == nullptr) {

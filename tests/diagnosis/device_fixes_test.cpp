@@ -77,6 +77,55 @@ TEST(DeviceFixes, VoltaGetsFp16NotBf16Tf32OrFp8) {
   EXPECT_EQ(hopper[0].fixes, f.fixes);
 }
 
+// What the trace shows done is not asked for again: a compiled model gets the next step (graph
+// breaks) instead of "compile"; replayed graphs drop graph capture; a fused optimizer drops
+// `fused=True`. A "reduce-overhead" compile stays while no graph replays (it adds them).
+TEST(WorkDone, FixesTheTraceShowsDoneAreLeftOut) {
+  Finding f;
+  f.id = "launch-bound";
+  f.fixes = {"Fuse small ops: `model = torch.compile(model)`",
+             "Replay the step as a CUDA graph: `model = torch.compile(model, mode=\"reduce-overhead\")`",
+             "Or capture by hand: `g = torch.cuda.CUDAGraph()`",
+             "Fused optimizer step: `torch.optim.AdamW(model.parameters(), lr=lr, fused=True)`",
+             "Raise the batch size"};
+  WorkDone compiled;
+  compiled.compiled = true;
+  std::vector<Finding> a = {f};
+  fit_fixes_to_work_done(a, compiled);
+  ASSERT_EQ(a[0].fixes.size(), 5u);
+  EXPECT_TRUE(contains(a[0].fixes[0], "reduce-overhead"));
+  EXPECT_TRUE(contains(a[0].fixes[4], "graph_breaks,recompiles")) << a[0].fixes[4];
+  EXPECT_TRUE(contains(a[0].detail, "1 fix left out: the trace shows torch.compile already in place"))
+      << a[0].detail;
+  WorkDone all;
+  all.compiled = all.graphs = all.fused_optimizer = true;
+  std::vector<Finding> b = {f};
+  fit_fixes_to_work_done(b, all);
+  ASSERT_EQ(b[0].fixes.size(), 2u);
+  EXPECT_EQ(b[0].fixes[0], "Raise the batch size");
+  EXPECT_TRUE(contains(b[0].detail, "4 fixes left out")) << b[0].detail;
+  EXPECT_TRUE(contains(b[0].detail, "torch.compile, graph replay, a fused optimizer")) << b[0].detail;
+  std::vector<Finding> c = {f};
+  fit_fixes_to_work_done(c, WorkDone{});
+  EXPECT_EQ(c[0].fixes, f.fixes);
+}
+
+// From a trace: Inductor's Triton kernels and aten::_fused_adamw_ are seen; nothing else is.
+TEST(WorkDone, ReadFromTheTrace) {
+  const TraceModel m = load_trace_text(test::trace({
+      test::span("user_annotation", "ProfilerStep#1", 1, 1, 0, 100),
+      test::span("cpu_op", "aten::_fused_adamw_", 1, 1, 10, 20),
+      test::span("cuda_runtime", "cuLaunchKernel", 1, 1, 40, 5, test::corr(1)),
+      test::span("kernel", "triton_poi_fused_add_0", 0, 7, 50, 5, test::corr(1)),
+  }));
+  const WorkDone d = work_done(analyze_trace(m, {}));
+  EXPECT_TRUE(d.compiled);
+  EXPECT_TRUE(d.fused_optimizer);
+  EXPECT_FALSE(d.graphs);
+  const WorkDone none = work_done(analyze_trace(with_device("NVIDIA H100 80GB HBM3", 9, 0), {}));
+  EXPECT_FALSE(none.compiled || none.graphs || none.fused_optimizer);
+}
+
 // A real V100 trace: no finding offers bf16 (without fp16), TF32 or FP8.
 TEST(DeviceFixesCorpus, VoltaTraceOffersNoFixItCannotRun) {
   FERRET_REQUIRE_CORPUS(path, "resnet-ddp-v100-2024-ns.pt.trace.json.gz");
