@@ -60,6 +60,7 @@ TraceAnalysis analyze_trace(const TraceModel& model, const AnalysisOptions& opti
   a.hardware = analyze_hardware(model, a.context);
   a.window_activity = analyze_window_activity(model, a.context);
   a.attention = analyze_attention_patterns(model, a.context);
+  a.workload = analyze_workload(model, a.context, a.window_activity);
   if (a.hot_spots.gpu_activities == 0) a.cpu_gemm = analyze_cpu_gemm_rate(model, a.context);
   if (worker.joinable()) {
     worker.join();

@@ -23,6 +23,7 @@
 #include "analysis/step_breakdown.h"
 #include "analysis/trace_summary.h"
 #include "analysis/window_activity.h"
+#include "analysis/workload.h"
 
 namespace ferret {
 
@@ -46,6 +47,7 @@ struct TraceAnalysis {
   WindowActivityResult window_activity;
   AttentionPatternsResult attention;  // attention computed op by op (unfused)
   CpuGemmRate cpu_gemm;               // the host's own GEMM rate (traces without device work only)
+  WorkloadResult workload;            // training, inference, serving, micro-benchmark (analysis/workload.h)
   // Why each device activity started when it did, and who waited on whom (analysis/causality.h).
   CausalityResult causality;
   // The critical path of each step and what bounds it (analysis/critical_path.h).

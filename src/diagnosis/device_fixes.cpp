@@ -145,4 +145,30 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
   }
 }
 
+void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload) {
+  const bool inference = workload == Workload::kInference || workload == Workload::kServing;
+  const bool training = workload == Workload::kTraining;
+  if (!inference && !training) return;
+  for (Finding& f : findings) {
+    std::vector<std::string> kept;
+    std::size_t dropped = 0;
+    for (const std::string& fix : f.fixes) {
+      const bool for_training = mentions_any(
+          fix, {"optimizer", "Optimizer", "zero_grad", "no_sync", "ccumulation", ".backward()", "bucket_cap_mb",
+                "register_comm_hook", "shuffle=True", "training loop", "ShardingStrategy", "backward_prefetch"});
+      const bool for_inference = mentions_any(fix, {"TensorRT", "torch_tensorrt"});
+      if ((inference && for_training) || (training && for_inference)) {
+        ++dropped;
+        continue;
+      }
+      kept.push_back(fix);
+    }
+    if (dropped == 0) continue;
+    f.fixes = std::move(kept);
+    f.detail += fmt::format(" {} fix{} left out: {} {}, and this window runs {}.", dropped, dropped == 1 ? "" : "es",
+                            dropped == 1 ? "it applies to" : "they apply to", inference ? "training" : "inference",
+                            workload_name(workload));
+  }
+}
+
 }  // namespace ferret

@@ -50,4 +50,9 @@ WorkDone work_done(const TraceAnalysis& a);
 // finding's detail.
 void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done);
 
+// Drops the fixes that do not fit the workload: on inference and serving, those for training
+// (optimizer steps, gradients, backward, DDP buckets, `shuffle`, "the training loop"); on training,
+// inference-engine exports (TensorRT). Counts what it dropped in the finding's detail.
+void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload);
+
 }  // namespace ferret

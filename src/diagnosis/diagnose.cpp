@@ -112,6 +112,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_window(analysis, d.findings);
   if (analysis.model != nullptr) fit_fixes_to_device(d.findings, device_features(*analysis.model));
   fit_fixes_to_work_done(d.findings, work_done(analysis));
+  fit_fixes_to_workload(d.findings, analysis.workload.kind);
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
   if (top == nullptr) {

@@ -128,6 +128,11 @@ std::string window_line(const TraceAnalysis& a) {
   return fmt::format("no ProfilerStep spans: the whole trace ({}) is one window", human_duration(c.window_ns()));
 }
 
+// "workload: training (1,204 backward ops, 4 optimizer steps)" (analysis/workload.h).
+std::string workload_line(const TraceAnalysis& a) {
+  return fmt::format("workload: {} ({})", workload_name(a.workload.kind), a.workload.evidence);
+}
+
 // Who waited on whom in the window, on the busiest device (analysis/causality.h); "" without GPU work.
 std::string causality_line(const TraceAnalysis& a) {
   const CausalityResult& c = a.causality;
@@ -204,6 +209,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   std::string out;
   out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), width), st.reset());
   out += fmt::format("{}\n", fit_width(window_line(a), width));
+  out += wrap(workload_line(a), width, "");
   if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, width, "");
   if (const std::string who = causality_line(a); !who.empty()) out += wrap(who, width, "");
   out += '\n';
@@ -367,6 +373,12 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
       {"source", window_source_name(c.source)},
       {"label", c.label},
       {"activity", window_activity_name(a.window_activity.activity)},
+      {"workload",
+       {{"kind", workload_name(a.workload.kind)},
+        {"evidence", a.workload.evidence},
+        {"backward_ops", a.workload.backward_ops},
+        {"optimizer_steps", a.workload.optimizer_steps},
+        {"server", a.workload.server.empty() ? json(nullptr) : json(a.workload.server)}}},
       {"start_us", round3(ns_to_us(static_cast<double>(c.window_start_ns)))},
       {"duration_us", round3(ns_to_us(static_cast<double>(c.window_ns())))},
       {"launched_before_trace",
@@ -578,6 +590,7 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   out += fmt::format("### ferret: {}\n\n", escape_markdown(trace_line(a)));
   out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline, /*in_table=*/false));
   out += fmt::format("{}\n\n", escape_markdown(window_line(a)));
+  out += fmt::format("{}\n\n", escape_markdown(workload_line(a)));
   if (const std::string notes = window_notes(a); !notes.empty()) out += fmt::format("{}\n\n", escape_markdown(notes));
   if (const std::string who = causality_line(a); !who.empty()) out += fmt::format("{}\n\n", escape_markdown(who));
   const StepBreakdownResult& b = a.breakdown;
