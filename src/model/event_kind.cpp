@@ -49,6 +49,16 @@ EventKind classify_span_category(std::string_view cat) {
   return EventKind::kOther;
 }
 
+EventKind classify_mtia_activity(std::string_view name) {
+  // MTIA's command processor records its waits, copies and event records beside its kernels, all
+  // in one category: a stream waiting on an event is a device-side wait (as CUDA's cuda_sync), a
+  // DMA request is a copy (HTA counts both as non-compute), an event record marks a point.
+  if (name == "event_wait") return EventKind::kSync;
+  if (name == "dma_request" || name.starts_with("dma_")) return EventKind::kMemcpy;
+  if (name == "event_record") return EventKind::kCudaEvent;
+  return EventKind::kKernel;
+}
+
 EventKind classify_event(char phase, std::string_view cat, bool has_cat, std::string_view name) {
   switch (phase) {
     case 'M': return EventKind::kMetadata;
@@ -62,6 +72,7 @@ EventKind classify_event(char phase, std::string_view cat, bool has_cat, std::st
     case 'X':
       // The legacy autograd export has no categories: every span is a CPU function.
       if (!has_cat) return EventKind::kCpuOp;
+      if (cat == "mtia_ccp_events") return classify_mtia_activity(name);
       return classify_span_category(cat);
     default: return EventKind::kOther;
   }

@@ -36,13 +36,16 @@ SPAN_KIND = {
     "cuda_runtime": "cuda_runtime", "Runtime": "cuda_runtime",
     "cuda_driver": "cuda_driver",
     "kernel": "kernel", "Kernel": "kernel",
-    "mtia_ccp_events": "kernel",  # MTIA: work on the device's command processors
+    "mtia_ccp_events": "kernel",  # MTIA: work on the device's command processors (but MTIA_KIND)
     "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
     "gpu_memset": "memset", "Memset": "memset",
     "cuda_sync": "sync",
     "cuda_event": "cuda_event",
     "overhead": "overhead",
 }
+# MTIA's command-processor activities by name: a stream's event wait is a device-side wait, a DMA
+# request a copy, an event record an event (HTA counts the first two as non-compute).
+MTIA_KIND = {"event_wait": "sync", "dma_request": "memcpy", "event_record": "cuda_event"}
 GPU_KINDS = {"kernel", "memcpy", "memset", "sync", "cuda_event", "gpu_user_annotation"}
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
@@ -53,6 +56,11 @@ def kind_of(e):
         if "cat" not in e:
             return "cpu_op"
         cat = e["cat"]
+        if cat == "mtia_ccp_events":
+            name = e.get("name")
+            if isinstance(name, str) and name.startswith("dma_"):
+                return "memcpy"
+            return MTIA_KIND.get(name, "kernel")
         if cat in SPAN_KIND:
             return SPAN_KIND[cat]
         # Other back ends name their API calls "<backend>_runtime" / "<backend>_driver" (mtia_runtime).
