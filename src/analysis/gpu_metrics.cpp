@@ -187,6 +187,7 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
       DeviceMetrics& m = it->second.metrics;
       m.device = id;
       m.window_ns = window_ns;
+      m.rocm = model.info.platform == Platform::kRocm;
       const auto listed = properties_of.find(id);
       const DeviceProperties* p = listed != properties_of.end() ? listed->second : one_model;
       if (p != nullptr) {
@@ -369,7 +370,7 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
 }
 
 bool device_is_amd(const DeviceMetrics& d) {
-  return contains(d.name, "AMD") || contains(d.name, "Radeon") || contains(d.name, "Instinct");
+  return d.rocm || contains(d.name, "AMD") || contains(d.name, "Radeon") || contains(d.name, "Instinct");
 }
 
 bool device_is_nvidia(const DeviceMetrics& d) {
@@ -381,6 +382,11 @@ bool device_is_nvidia(const DeviceMetrics& d) {
 std::string matrix_unit_name(const DeviceMetrics& d) {
   if (device_is_amd(d)) return "Matrix Cores";
   return device_is_nvidia(d) ? "Tensor Cores" : "";
+}
+
+std::string multiprocessor_name(const DeviceMetrics& d) {
+  if (device_is_amd(d)) return "CU";
+  return device_is_nvidia(d) ? "SM" : "compute-unit";
 }
 
 }  // namespace ferret

@@ -30,6 +30,7 @@ struct DeviceMetrics {
   int compute_major = -1;  // -1 when unknown
   int compute_minor = -1;
   int num_sms = -1;
+  bool rocm = false;  // the trace was recorded on ROCm (AMD), whatever the name says (it may be empty)
 
   std::int64_t window_ns = 0;          // the analysed window
   std::int64_t kernel_busy_ns = 0;     // union of kernels within the window
@@ -75,5 +76,7 @@ bool device_is_nvidia(const DeviceMetrics& d);
 // What the vendor calls its matrix units: "Tensor Cores" (NVIDIA), "Matrix Cores" (AMD CDNA, MFMA
 // instructions); "" for other devices, whose units ferret does not know and says nothing of.
 std::string matrix_unit_name(const DeviceMetrics& d);
+// The device's multiprocessors by the vendor's name: "SM" (NVIDIA), "CU" (AMD), "compute-unit".
+std::string multiprocessor_name(const DeviceMetrics& d);
 
 }  // namespace ferret

@@ -171,4 +171,61 @@ void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload) {
   }
 }
 
+namespace {
+
+// Replaces `from` by `to` in `text` outside backtick code spans.
+void replace_outside_code(std::string& text, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(text.size());
+  bool code = false;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '`') {
+      code = !code;
+      out += text[i++];
+      continue;
+    }
+    if (!code && text.compare(i, from.size(), from) == 0) {
+      out += to;
+      i += from.size();
+      continue;
+    }
+    out += text[i++];
+  }
+  text = std::move(out);
+}
+
+}  // namespace
+
+void fit_vocabulary_to_platform(std::vector<Finding>& findings, Platform platform) {
+  if (platform != Platform::kRocm && platform != Platform::kMtia) return;
+  const bool rocm = platform == Platform::kRocm;
+  struct Words {
+    std::string_view from, rocm, other;
+  };
+  // Prose, outside code spans.
+  static constexpr Words kProse[] = {{"CUDA/HIP graph", "HIP graph", "graph"},
+                                     {"CUDA graph", "HIP graph", "graph"},
+                                     {"CUDA runtime", "HIP runtime", "runtime"},
+                                     {"CUDA sync", "HIP sync", "sync"},
+                                     {"CUDA IPC", "HIP IPC", "IPC"},
+                                     {"CUDA context", "HIP context", "device context"},
+                                     {"Initialise CUDA", "Initialise HIP", "Initialise the device"},
+                                     {"C++/CUDA", "C++/HIP", "C++"},
+                                     {"Apex/Transformer Engine fused", "Apex fused", "fused"}};
+  // HIP's names of the runtime calls, in code too (an extension calls them by these names).
+  static constexpr std::string_view kApis[] = {"cudaMemcpyAsync", "cudaMemsetAsync", "cudaMemcpy", "cudaMemset"};
+  for (Finding& f : findings) {
+    auto fit = [&](std::string& text) {
+      for (const Words& w : kProse) replace_outside_code(text, w.from, rocm ? w.rocm : w.other);
+      if (!rocm) return;
+      for (std::string_view api : kApis)
+        for (std::size_t at = text.find(api); at != std::string::npos; at = text.find(api, at + 3))
+          text.replace(at, 4, "hip");
+    };
+    fit(f.title);
+    fit(f.detail);
+    for (std::string& fix : f.fixes) fit(fix);
+  }
+}
+
 }  // namespace ferret

@@ -50,6 +50,11 @@ WorkDone work_done(const TraceAnalysis& a);
 // finding's detail.
 void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done);
 
+// Words of another vendor outside code spans (`...`): on ROCm "CUDA graph", "CUDA runtime", "CUDA
+// sync", "CUDA IPC" become HIP's; on other accelerators (MTIA) the words without "CUDA". Code
+// stays: PyTorch's ROCm build keeps the `torch.cuda` names.
+void fit_vocabulary_to_platform(std::vector<Finding>& findings, Platform platform);
+
 // Drops the fixes that do not fit the workload: on inference and serving, those for training
 // (optimizer steps, gradients, backward, DDP buckets, `shuffle`, "the training loop"); on training,
 // inference-engine exports (TensorRT). Counts what it dropped in the finding's detail.

@@ -115,6 +115,8 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   fit_fixes_to_workload(d.findings, analysis.workload.kind);
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
+  // After folding (which adds what to record next) and before the headline quotes a title.
+  if (analysis.model != nullptr) fit_vocabulary_to_platform(d.findings, analysis.model->info.platform);
   if (top == nullptr) {
     // No rule crossed its threshold: that is not "healthy". The largest cost is named anyway, as
     // an informational finding ranked among the minor ones (docs/RULES.md, "The verdict").

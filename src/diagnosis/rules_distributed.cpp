@@ -218,10 +218,11 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.detail = fmt::format(
       "On GPU {}, the fastest {} of >= 16 MiB ({:.1f} MiB, group of {}) moved {:.1f} GB/s bus bandwidth (nccl-tests "
       "convention); the time-weighted mean over {} call{} was {:.1f} GB/s. The {} peak is {:.0f} GB/s per direction. "
-      "Traffic that should ride NVLink is taking a slower path (PCIe, shared memory through the host, or the network "
+      "Traffic that should ride {} is taking a slower path (PCIe, shared memory through the host, or the network "
       "socket transport), or a peer arrives late every time.",
       u.device, collective_name(u.kind), bytes_to_mib(static_cast<double>(u.best_large_bytes)), u.group_size,
-      u.best_large_busbw_gbps, u.calls, u.calls == 1 ? "" : "s", u.busbw_gbps, u.link, u.link_gbps);
+      u.best_large_busbw_gbps, u.calls, u.calls == 1 ? "" : "s", u.busbw_gbps, u.link, u.link_gbps, u.link);
+  const bool amd = u.link.find("Infinity") != std::string::npos;
   if (u.best_large_protocol == "LL") {
     // LL carries 4 data bytes per 8-byte store (the rest is a flag), so it tops out near half the
     // link; NCCL's tuner picks it for small messages only, unless told otherwise or it believes
@@ -240,9 +241,13 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   f.fixes = {
       "Check the transport NCCL picked: `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH torchrun ...` and look for "
       "`via P2P/IPC` or `NVLS` (good) versus `via SHM`, `NET/Socket` or `NET/IB : No device found` (slow path)",
-      "Check the topology: `nvidia-smi topo -m` (NV# between the GPUs, not PHB/SYS) and `nvidia-smi nvlink --status`",
-      "Do not disable peer-to-peer: unset `NCCL_P2P_DISABLE` / `NCCL_SHM_DISABLE`; in containers pass "
-      "`--ipc=host` (or a large `--shm-size`) so NCCL can use CUDA IPC",
+      amd ? "Check the topology: `rocm-smi --showtopo` (XGMI between the GPUs, not PCIE) and `amd-smi xgmi` (link "
+            "status and bandwidth)"
+          : "Check the topology: `nvidia-smi topo -m` (NV# between the GPUs, not PHB/SYS) and `nvidia-smi nvlink "
+            "--status`",
+      std::string("Do not disable peer-to-peer: unset `NCCL_P2P_DISABLE` / `NCCL_SHM_DISABLE`; in containers pass "
+                  "`--ipc=host` (or a large `--shm-size`) so NCCL can use ") +
+          (amd ? "HIP IPC" : "CUDA IPC"),
       "Remove protocol/algorithm overrides (`unset NCCL_PROTO NCCL_ALGO`); to test, `NCCL_PROTO=Simple` for "
       "large messages should raise bus bandwidth",
       "Across nodes: pin NCCL to the RDMA NICs - `NCCL_IB_HCA=mlx5 NCCL_SOCKET_IFNAME=<data-iface>` - and confirm "

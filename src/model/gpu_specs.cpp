@@ -132,8 +132,9 @@ GpuMatch match_gpu(const DeviceProperties& device) {
     if (count == 1) {
       out.spec = found;
       out.by_properties = true;
-      out.note = fmt::format("empty device name; matched {} by CC {}.{}, {} SMs and memory", found->model,
-                             device.compute_major, device.compute_minor, device.num_sms);
+      out.note =
+          fmt::format("empty device name; matched {} by CC {}.{}, {} {} and memory", found->model, device.compute_major,
+                      device.compute_minor, device.num_sms, found->vendor == "AMD" ? "CUs" : "SMs");
     } else {
       out.note = "empty device name and no unique match by properties: ceilings unknown";
     }

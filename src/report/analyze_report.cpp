@@ -246,7 +246,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
       const std::string units = matrix_unit_name(g);
       out += wrap(
           fmt::format(
-              "SM efficiency {} of the window, occupancy {} of kernel time{}",
+              "{} efficiency {} of the window, occupancy {} of kernel time{}", multiprocessor_name(g),
               g.sm_efficiency_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.sm_efficiency_pct),
               g.achieved_occupancy_pct < 0 ? std::string("n/a") : fmt::format("{:.1f}%", g.achieved_occupancy_pct),
               units.empty() ? std::string() : fmt::format(", {} {:.1f}% of kernel time", units, g.tensor_core_pct)),
@@ -440,7 +440,9 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"tensor_core_pct", round2(g.tensor_core_pct)},
                     {"tc_eligible_without_tc_pct", round2(g.tc_eligible_without_tc_pct)},
                     {"kernel_us", round3(ns_to_us(static_cast<double>(g.kernel_ns)))},
-                    {"kernels", g.kernels}});
+                    {"kernels", g.kernels},
+                    {"multiprocessor", multiprocessor_name(g)},
+                    {"matrix_units", matrix_unit_name(g).empty() ? json(nullptr) : json(matrix_unit_name(g))}});
   }
   j["gpus"] = gpus;
   const GpuTimelineResult& tl = reported_timeline(a);
@@ -605,9 +607,10 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   }
   if (!a.gpu_metrics.devices.empty()) {
     out += fmt::format(
-        "| GPU | busy, of the {} window{} | SM efficiency, of the window | occupancy, of kernel time | matrix "
+        "| GPU | busy, of the {} window{} | {} efficiency, of the window | occupancy, of kernel time | matrix "
         "units, of kernel time |\n|---|---:|---:|---:|---:|\n",
-        human_duration(a.gpu_metrics.devices.front().window_ns), escape_markdown(window_count_text(a)));
+        human_duration(a.gpu_metrics.devices.front().window_ns), escape_markdown(window_count_text(a)),
+        multiprocessor_name(a.gpu_metrics.devices.front()));
     for (const DeviceMetrics& g : a.gpu_metrics.devices)
       out += fmt::format(
           "| {} {} | {:.1f}% | {} | {} | {} |\n", g.device,

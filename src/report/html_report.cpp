@@ -286,8 +286,8 @@ function renderTrace(t, index) {
   if (t.gpus && t.gpus.length) {
     const gs = section("gpus" + (index ? "-" + index : ""), "GPUs");
     gs.append(table([{ label: "device", get: g => g.device }, { label: "name", get: g => g.name }, { label: "busy %", num: true, get: g => g.utilization_pct, fmt: v => num(v, 2) },
-      { label: "SM efficiency %", num: true, get: g => g.sm_efficiency_pct, fmt: v => num(v, 2) }, { label: "occupancy %", num: true, get: g => g.achieved_occupancy_pct, fmt: v => num(v, 2) },
-      { label: "tensor core %", num: true, get: g => g.tensor_core_pct, fmt: v => num(v, 2) }, { label: "kernel time", num: true, get: g => g.kernel_us, fmt: us }], t.gpus));
+      { label: (t.gpus[0].multiprocessor || "SM") + " efficiency %", num: true, get: g => g.sm_efficiency_pct, fmt: v => num(v, 2) }, { label: "occupancy %", num: true, get: g => g.achieved_occupancy_pct, fmt: v => num(v, 2) },
+      { label: (t.gpus[0].matrix_units || "matrix units") + " %", num: true, get: g => g.tensor_core_pct, fmt: v => num(v, 2) }, { label: "kernel time", num: true, get: g => g.kernel_us, fmt: us }], t.gpus));
   }
   const h = t.hot_spots || {};
   const ops = section("operators" + (index ? "-" + index : ""), "Top operators");
@@ -298,7 +298,7 @@ function renderTrace(t, index) {
   if ((h.kernels || []).length) {
     const ks = section("kernels" + (index ? "-" + index : ""), "Top kernels");
     ks.append(table([{ label: "kernel", name: true, get: r => r.name }, { label: "calls", num: true, get: r => r.calls, fmt: v => num(v, 0) }, { label: "total", num: true, get: r => r.total_us, fmt: us },
-      { label: "mean", num: true, get: r => r.mean_us, fmt: us }, { label: "occupancy %", num: true, get: r => r.mean_occupancy_pct, fmt: v => num(v, 1) }, { label: "tensor cores", get: r => r.tensor_core ? "yes" : "no" }], h.kernels, { filter: true, cls: "kernels" }));
+      { label: "mean", num: true, get: r => r.mean_us, fmt: us }, { label: "occupancy %", num: true, get: r => r.mean_occupancy_pct, fmt: v => num(v, 1) }, { label: (t.gpus && t.gpus.length && t.gpus[0].matrix_units) || "matrix units", get: r => r.tensor_core ? "yes" : "no" }], h.kernels, { filter: true, cls: "kernels" }));
   }
   const rf = t.roofline || {};
   if ((rf.groups || []).length) {
