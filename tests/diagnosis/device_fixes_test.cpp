@@ -95,8 +95,7 @@ TEST(WorkDone, FixesTheTraceShowsDoneAreLeftOut) {
   ASSERT_EQ(a[0].fixes.size(), 5u);
   EXPECT_TRUE(contains(a[0].fixes[0], "reduce-overhead"));
   EXPECT_TRUE(contains(a[0].fixes[4], "graph_breaks,recompiles")) << a[0].fixes[4];
-  EXPECT_TRUE(contains(a[0].detail, "1 fix left out: the trace shows torch.compile already in place"))
-      << a[0].detail;
+  EXPECT_TRUE(contains(a[0].detail, "1 fix left out: the trace shows torch.compile already in place")) << a[0].detail;
   WorkDone all;
   all.compiled = all.graphs = all.fused_optimizer = true;
   std::vector<Finding> b = {f};
