@@ -104,18 +104,27 @@ class Names {
 
 // The host clock of one thread: original time -> re-timed time. Outside a changed region it is a
 // shift; inside one (the outermost shortened span or synchronising call) a linear map.
+// With the host's overhead removed (RetimeChanges::remove_host_overhead) time outside a region
+// stops passing: the clock holds at the end of the latest region it kept.
 struct ThreadClock {
   std::int64_t shift = 0;
   std::int64_t last_top_end = INT64_MIN;  // end of its latest top-level span
   bool active = false;
-  bool sync = false;  // the active region is a synchronising call
+  bool sync = false;            // the active region is a synchronising call
+  bool held = false;            // time outside regions does not pass
+  std::int64_t at = INT64_MIN;  // held: the re-timed time it stands at (INT64_MIN: not yet placed)
   std::int64_t a = 0, a_new = 0, until = 0, until_new = 0;
   double factor = 1;
 
   std::int64_t map(std::int64_t t) {
     if (active && t >= until) {
       shift = until_new - until;
+      at = until_new;
       active = false;
+    }
+    if (!active && held) {
+      if (at == INT64_MIN) at = t + shift;
+      return at;
     }
     if (!active) return t + shift;
     if (sync) return std::min(a_new + (t - a), until_new);
@@ -211,7 +220,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   // Host spans under which GPU work was launched: a speedup of such an op scales its kernels, not
   // its host time (the host only issues them).
   std::vector<bool> launches_gpu(model.size(), false);
-  if (!changes.speedups.empty()) {
+  if (!changes.speedups.empty() || changes.remove_host_overhead) {
     for (std::size_t i = 0; i < rel.launches.size(); ++i) {
       if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;
       for (EventIndex p = rel.launches[i]; p != kNoEvent && !launches_gpu[p]; p = rel.parent[p]) launches_gpu[p] = true;
@@ -294,6 +303,11 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   }
 
   std::unordered_map<std::uint64_t, ThreadClock> clocks;
+  auto clock_of = [&](std::uint64_t thread) -> ThreadClock& {
+    auto [it, fresh] = clocks.try_emplace(thread);
+    if (fresh) it->second.held = changes.remove_host_overhead;
+    return it->second;
+  };
   // The training loop's thread: the one holding the steps.
   const bool has_main = ctx.has_steps;
   const std::uint64_t main_thread =
@@ -455,7 +469,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     const SweepItem item = item_at(n);
     if (item.event == kNoEvent) {
       Point& p = points[item.point];
-      p.mapped = clocks[p.thread].map(p.t);
+      p.mapped = clock_of(p.thread).map(p.t);
       continue;
     }
     const EventIndex e = item.event;
@@ -465,7 +479,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
       continue;
     }
     const std::uint64_t key = thread_key(model.pid[e], model.tid[e]);
-    ThreadClock& clock = clocks[key];  // node-based map: the reference outlives inserts
+    ThreadClock& clock = clock_of(key);  // node-based map: the reference outlives inserts
     const bool inside = clock.active && item.ts < clock.until;
     const EventIndex parent = rel.parent[e];
     const bool top_level = parent == kNoEvent || model.kind[parent] == EventKind::kPythonFunction;
@@ -474,9 +488,14 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
       // the training loop: it starts as much earlier or later as the loop's thread, but not
       // before its own previous work ends.
       clock.map(item.ts);
-      const std::int64_t via_main = clocks[main_thread].map(item.ts);
-      const std::int64_t own_floor = clock.last_top_end == INT64_MIN ? INT64_MIN : clock.last_top_end + clock.shift;
-      clock.shift = std::max(via_main, own_floor) - item.ts;
+      const std::int64_t via_main = clock_of(main_thread).map(item.ts);
+      if (clock.held) {
+        // Where its previous work left it, once it has done any.
+        clock.at = std::max(via_main, clock.last_top_end == INT64_MIN ? INT64_MIN : clock.at);
+      } else {
+        const std::int64_t own_floor = clock.last_top_end == INT64_MIN ? INT64_MIN : clock.last_top_end + clock.shift;
+        clock.shift = std::max(via_main, own_floor) - item.ts;
+      }
     }
     if (top_level) clock.last_top_end = std::max(clock.last_top_end, item.ts + item.dur);
     const std::int64_t start_new = clock.map(item.ts);
@@ -569,6 +588,21 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     if (factor != 1) {
       const std::int64_t end_new = start_new + std::llround(static_cast<double>(item.dur) * factor);
       clock.begin(item.ts, start_new, end, end_new, false);
+    } else if (clock.held) {
+      // What a captured graph's replay still leaves the host: DataLoader waits, collectives run on
+      // the host, and outermost operators (called from Python, not from another operator) or
+      // annotations that launch no device work: CPU computation, which a graph of device work does
+      // not replay. Everything else issues its work at no cost.
+      bool outermost = true;
+      for (EventIndex p = parent; p != kNoEvent && outermost; p = rel.parent[p])
+        outermost = model.kind[p] != EventKind::kCpuOp;
+      const bool cpu_work =
+          outermost && (k == EventKind::kCpuOp || k == EventKind::kUserAnnotation) && !launches_gpu[e];
+      if ((f & (kLoader | kGloo)) || cpu_work) {
+        clock.begin(item.ts, start_new, end, start_new + item.dur, false);
+      } else if (outermost && (k == EventKind::kCpuOp || is_launch_api(k))) {
+        ++result.touched.host_overhead_spans;
+      }
     }
   }
 

@@ -50,6 +50,10 @@ struct RetimeChanges {
   bool remove_exposed_communication = false;  // communication not overlapped by compute is gone
   bool remove_sync_copies = false;            // synchronous (and blocking pageable) copies stop blocking the host
   bool remove_device_stalls = false;  // the device no longer idles with its next work launched and nothing traced ahead
+  // The host issues the step's work with no per-operator cost, as a captured graph's replay does:
+  // its time stops passing except in what it must still do or wait for (syncs, DataLoader waits,
+  // collectives run on the host, top-level CPU operators that launch no device work).
+  bool remove_host_overhead = false;
   struct Speedup {
     std::string pattern;  // substring of a kernel name, or of an op enclosing its launch / a CPU op
     double factor = 1;    // durations divided by this (> 0)
@@ -77,6 +81,7 @@ struct RetimeTouched {
   std::uint64_t launch_calls = 0;
   std::uint64_t communication = 0;            // communication kernels and host collectives shortened
   std::uint64_t device_stalls = 0;            // activities that no longer wait out an unexplained gap
+  std::uint64_t host_overhead_spans = 0;      // top-level host spans whose time no longer passes
   std::vector<std::uint64_t> speedup_events;  // per RetimeChanges::speedups: kernels + CPU ops scaled
 };
 

@@ -106,7 +106,7 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
 
 namespace {
 
-constexpr std::array<WhatIfRemoval, 6> kRemovals = {{
+constexpr std::array<WhatIfRemoval, 7> kRemovals = {{
     {"dataloader", &RetimeChanges::remove_dataloader, &RetimeTouched::dataloader_spans, "span",
      "DataLoader waits take no time"},
     {"host-sync", &RetimeChanges::remove_host_sync, &RetimeTouched::host_syncs, "call",
@@ -119,6 +119,9 @@ constexpr std::array<WhatIfRemoval, 6> kRemovals = {{
      "communication keeps only its overlap with compute"},
     {"device-stalls", &RetimeChanges::remove_device_stalls, &RetimeTouched::device_stalls, "activity",
      "the device no longer idles with its next work launched and nothing traced ahead of it"},
+    {"host-overhead", &RetimeChanges::remove_host_overhead, &RetimeTouched::host_overhead_spans, "span",
+     "the host issues its work at no cost, as a captured graph replays it; syncs, DataLoader waits, host "
+     "collectives and CPU-only operators keep their time"},
 }};
 
 }  // namespace

@@ -27,14 +27,17 @@ std::string describe_window(const TraceAnalysis& a) {
   return fmt::format("{:.1f} ms of trace (no ProfilerStep spans)", static_cast<double>(ctx.window_ns()) / 1e6);
 }
 
-// The what-if change that removes a finding's cause: the four removals `ferret whatif --remove`
-// names, by id; any other rule states its fix's change itself (Finding::fix).
+// The what-if change that removes a finding's cause: the removals `ferret whatif --remove` names,
+// by id; any other rule states its fix's change itself (Finding::fix).
 void add_removal(const std::string& id, RetimeChanges& changes) {
   if (id == "input-bound") changes.remove_dataloader = true;
   if (id == "host-sync") changes.remove_host_sync = true;
   if (id == "sync-copy") changes.remove_sync_copies = true;
   if (id == "launch-bound") changes.remove_launch_overhead = true;
   if (id == "device-stall") changes.remove_device_stalls = true;
+  // The GPU waiting on the host's per-operator work: the fix (a captured graph, a compiled step)
+  // issues the step's work at no host cost.
+  if (id == "cpu-bound" || id == "low-gpu-utilization") changes.remove_host_overhead = true;
   if (id == "exposed-communication" || id == "communication-heavy") changes.remove_exposed_communication = true;
 }
 

@@ -44,7 +44,7 @@ std::vector<std::string> change_lines(const WhatIfResult& r) {
 
 std::uint64_t touched_total(const WhatIfResult& r) {
   std::uint64_t n = r.touched.dataloader_spans + r.touched.host_syncs + r.touched.launch_calls +
-                    r.touched.communication + r.touched.device_stalls;
+                    r.touched.communication + r.touched.device_stalls + r.touched.host_overhead_spans;
   for (std::uint64_t s : r.touched.speedup_events) n += s;
   return n;
 }
@@ -74,7 +74,8 @@ json whatif_json(const TraceModel& model, const AnalysisContext& ctx, const What
           {"host_syncs", r.touched.host_syncs},
           {"launch_calls", r.touched.launch_calls},
           {"communication", r.touched.communication},
-          {"device_stalls", r.touched.device_stalls}}}}},
+          {"device_stalls", r.touched.device_stalls},
+          {"host_overhead_spans", r.touched.host_overhead_spans}}}}},
       {"steps_count", r.steps.size()},
       {"baseline_step_us", r.steps.empty() ? json(nullptr) : json(us(r.baseline_step_ns))},
       {"predicted_step_us", r.steps.empty() ? json(nullptr) : json(us(r.predicted_step_ns))},

@@ -135,6 +135,48 @@ TEST(PredictedGains, BusyAcceleratorIsDeviceBound) {
 
 // Selected events, not names: a speedup naming two of the four GEMMs of step 1 scales those two
 // only (the same kernel name elsewhere keeps its time).
+// Four steps of 1240 us (us from each step's start). Ten aten::add [10 + 100i, +90) each launch
+// [20 + 100i, +5) a 10 us kernel starting 15 us after the launch call; then a CPU-only aten::index [1010, 1210) and
+// a sync [1220, 1230) that finds the device done. The device idles 1140 of 1240 us waiting on the
+// host: CPU-bound, ceiling Amdahl's. With the host's overhead gone (a captured graph's replay):
+// the launches all issue at the step's start, the kernels run 15 us after it and 4 us apart
+// ([15,25), [29,39) ... [141,151)), aten::index keeps its 200 us [0,200) and the sync its 10 us:
+// each step 210 us, predicted 1240 / 210 = 5.905x.
+std::string host_bound_steps() {
+  std::vector<std::string> ev;
+  int c = 1;
+  for (int k = 0; k < 4; ++k) {
+    const double s = k * 1240.0;
+    ev.push_back(host("user_annotation", fmt::format("ProfilerStep#{}", k + 1), s, 1240));
+    for (int i = 0; i < 10; ++i, ++c) {
+      ev.push_back(host("cpu_op", "aten::add", s + 10 + 100 * i, 90));
+      ev.push_back(host("cuda_runtime", "cudaLaunchKernel", s + 20 + 100 * i, 5, c));
+      ev.push_back(kernel("vectorized_elementwise_kernel", s + 35 + 100 * i, 10, c));
+    }
+    ev.push_back(host("cpu_op", "aten::index", s + 1010, 200));
+    ev.push_back(host("cuda_runtime", "cudaDeviceSynchronize", s + 1220, 10));
+  }
+  return document(ev);
+}
+
+TEST(PredictedGains, CpuBoundPredictsTheHostOverheadGone) {
+  const TraceModel m = load_trace_text(host_bound_steps());
+  const TraceAnalysis a = analyze_trace(m, {});
+  const Diagnosis d = diagnose(a);
+  const Finding* f = find(d, "cpu-bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->predicted_speedup, 1240.0 / 210.0, 1e-6);
+  // The ceiling: the 1140 us of each step the device waits, Amdahl's 1 / (1 - 1140/1240) = 12.4x.
+  EXPECT_NEAR(f->max_speedup, 1240.0 / 100.0, 0.2);
+  EXPECT_EQ(d.verdict.predicted_speedup, f->predicted_speedup);
+  RetimeChanges c;
+  parse_whatif_removal("host-overhead", c);
+  const WhatIfResult w = analyze_whatif(m, a.context, c);
+  EXPECT_EQ(w.predicted_step_ns, 210'000);
+  EXPECT_EQ(w.touched.host_overhead_spans, 40u);  // the aten::add spans (each launch inside its op)
+  EXPECT_FALSE(w.floor_binds);
+}
+
 TEST(PredictedGains, EventSpeedupTouchesOnlyItsEvents) {
   const TraceModel m = load_trace_text(gemm_steps(4000, false));
   const AnalysisContext ctx = make_analysis_context(m, {});
@@ -168,7 +210,8 @@ TEST(PredictedGains, WhatIfFixMatchesAnalyze) {
   // The sample's unfused attention is re-timed through its host ops (a CPU-only trace).
   traces.push_back(std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-unfused-attention.json.gz");
   bool corpus = true;
-  for (const char* name : {"resnet-ddp-v100-2024-ns.pt.trace.json.gz", "a100-rank3of8-2022.json.gz"}) {
+  for (const char* name : {"resnet-ddp-v100-2024-ns.pt.trace.json.gz", "a100-rank3of8-2022.json.gz",
+                           "cnn-ddp-a100-rank0of2-nccl.json.gz"}) {
     const std::string path = test::corpus_path(name);
     if (path.empty()) {
       std::fprintf(stderr, "SKIPPED (corpus trace %s absent)\n", name);
@@ -198,7 +241,13 @@ TEST(PredictedGains, WhatIfFixMatchesAnalyze) {
   EXPECT_GE(compared, 1);
   EXPECT_TRUE(compared_ids.count("unfused-attention"));
   // The A100 rank's misaligned GEMM groups, re-timed by their own kernels.
-  if (corpus) EXPECT_TRUE(compared_ids.count("gemm-shape"));
+  if (corpus) {
+    EXPECT_TRUE(compared_ids.count("gemm-shape"));
+  }
+  // The DDP rank's host-bound steps, re-timed with the host's overhead gone.
+  if (corpus) {
+    EXPECT_TRUE(compared_ids.count("cpu-bound"));
+  }
   // An id without a prediction is a usage error that names the ids with one.
   const test::CommandResult bad = test::run_ferret("whatif " + device_bound + " --fix no-such-finding");
   EXPECT_EQ(bad.exit_code, 2);
