@@ -4,9 +4,11 @@
 #include <cmath>
 #include <iterator>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/causality.h"
 #include "analysis/classify.h"
+#include "analysis/hardware.h"
 #include "analysis/host_blockers.h"
 #include "analysis/intervals.h"
 #include "base/text.h"
@@ -25,15 +27,16 @@ std::uint64_t thread_key(std::int32_t pid, std::int32_t tid) {
 // Per-name facts, memoised by interned name (names repeat millions of times).
 enum NameFlag : std::uint16_t {
   kKnown = 1,
-  kSyncCall = 2,      // *Synchronize, synchronous memcpy/memset calls
-  kSyncOp = 4,        // aten::item, aten::_local_scalar_dense
-  kLaunch = 8,        // kernel / graph launches, async copies and fills
-  kLoader = 16,       // enumerate(DataLoader)#...
-  kGloo = 32,         // gloo collectives: communication run on the host
-  kStep = 64,         // ProfilerStep#N
-  kCopyLaunch = 128,  // an async copy launch (may block: a copy to pageable memory)
-  kSyncCopy = 256,    // a synchronous memcpy / memset call
-  kCommKernel = 512,  // an NCCL / RCCL communication kernel
+  kSyncCall = 2,           // *Synchronize, synchronous memcpy/memset calls
+  kSyncOp = 4,             // aten::item, aten::_local_scalar_dense
+  kLaunch = 8,             // kernel / graph launches, async copies and fills
+  kLoader = 16,            // enumerate(DataLoader)#...
+  kGloo = 32,              // gloo collectives: communication run on the host
+  kStep = 64,              // ProfilerStep#N
+  kCopyLaunch = 128,       // an async copy launch (may block: a copy to pageable memory)
+  kSyncCopy = 256,         // a synchronous memcpy / memset call
+  kCommKernel = 512,       // an NCCL / RCCL communication kernel
+  kPageableUpload = 1024,  // a host-to-device copy from pageable memory
 };
 
 class Names {
@@ -58,6 +61,9 @@ class Names {
       if (is_dataloader_span(n)) f |= kLoader;
       if (n.starts_with("gloo:")) f |= kGloo;
       if (profiler_step_number(n) >= 0) f |= kStep;
+      if (const CopyKind c = parse_copy_name(n);
+          c.direction == CopyDirection::kHtoD && c.host_memory == HostMemory::kPageable)
+        f |= kPageableUpload;
     }
     return f;
   }
@@ -303,6 +309,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   }
 
   std::unordered_map<std::uint64_t, ThreadClock> clocks;
+  std::unordered_set<EventIndex> pinned_ops;  // operators whose pageable upload was pinned
   auto clock_of = [&](std::uint64_t thread) -> ThreadClock& {
     auto [it, fresh] = clocks.try_emplace(thread);
     if (fresh) it->second.held = changes.remove_host_overhead;
@@ -503,7 +510,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     const std::int64_t end = item.ts + item.dur;
 
     // The GPU work this call launched.
-    bool launched = false;
+    bool launched = false, pageable_upload = false;
     if (is_launch_api(k) && model.correlation[e] != kNoId) {
       auto it = std::lower_bound(rel.launches.begin(), rel.launches.end(), e);
       if (it != rel.launches.end() && *it == e) {
@@ -515,10 +522,29 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
             continue;
           retime_gpu(g, e, start_new);
           launched = true;
+          pageable_upload = pageable_upload || (names.flags(g) & kPageableUpload);
         }
       }
     }
     if (inside || item.dur <= 0 || (f & kStep)) continue;
+
+    // Pinned and non_blocking: the copy call returns once issued (an async launch's host time), and
+    // the stream sync its operator made after it (PyTorch's blocking `.to()`) goes.
+    if (changes.pin_pageable_uploads && !(f & kSyncOp)) {
+      const bool sync_after_upload =
+          (f & kSyncCall) && !(f & kSyncCopy) && parent != kNoEvent && pinned_ops.count(parent) > 0;
+      if ((pageable_upload && !(f & kSyncCopy)) || sync_after_upload) {
+        if (pageable_upload && parent != kNoEvent) pinned_ops.insert(parent);
+        ++result.touched.pageable_uploads;
+        if (sync_after_upload) {
+          clock.begin(item.ts, start_new, end, start_new, true);
+          result.syncs.push_back({e, start_new, start_new, kNoNode});
+        } else {
+          clock.begin(item.ts, start_new, end, start_new + std::min(item.dur, kAsyncCopyCallNs), false);
+        }
+        continue;
+      }
+    }
 
     // A change to this span's own time: the outermost one on its thread.
     const bool copy_sync = (f & kCopyLaunch) && launched && item.dur >= kSyncCopyMinWaitNs &&

@@ -35,6 +35,8 @@ namespace ferret {
 // stream frees up earlier: the launch-to-start latency of an idle GPU (~5 us; HTA's "kernel
 // launch delay" and NVIDIA's launch overhead figures are a few microseconds).
 inline constexpr std::int64_t kLaunchLatencyNs = 5'000;
+// The host time of an asynchronous copy call from pinned memory: a launch's (a few us).
+inline constexpr std::int64_t kAsyncCopyCallNs = 5'000;
 // Back-to-back kernels on a stream are separated by a couple of microseconds of GPU front-end
 // time; a longer gap is not the stream's own (ferret's level: twice the ~1-2 us seen in H100 traces).
 inline constexpr std::int64_t kBackToBackGapNs = 4'000;
@@ -54,6 +56,10 @@ struct RetimeChanges {
   // its time stops passing except in what it must still do or wait for (syncs, DataLoader waits,
   // collectives run on the host, top-level CPU operators that launch no device work).
   bool remove_host_overhead = false;
+  // Host-to-device copies from pageable memory become copies from pinned memory with
+  // `non_blocking=True`: their calls return once issued, and the stream syncs their operator made
+  // after them go. Device-to-host ones keep their wait: the host reads what they bring.
+  bool pin_pageable_uploads = false;
   struct Speedup {
     std::string pattern;  // substring of a kernel name, or of an op enclosing its launch / a CPU op
     double factor = 1;    // durations divided by this (> 0)
@@ -82,6 +88,7 @@ struct RetimeTouched {
   std::uint64_t communication = 0;            // communication kernels and host collectives shortened
   std::uint64_t device_stalls = 0;            // activities that no longer wait out an unexplained gap
   std::uint64_t host_overhead_spans = 0;      // top-level host spans whose time no longer passes
+  std::uint64_t pageable_uploads = 0;         // copy calls (and the syncs after them) that no longer block
   std::vector<std::uint64_t> speedup_events;  // per RetimeChanges::speedups: kernels + CPU ops scaled
 };
 

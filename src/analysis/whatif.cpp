@@ -106,7 +106,7 @@ WhatIfResult analyze_whatif(const TraceModel& model, const AnalysisContext& ctx,
 
 namespace {
 
-constexpr std::array<WhatIfRemoval, 7> kRemovals = {{
+constexpr std::array<WhatIfRemoval, 8> kRemovals = {{
     {"dataloader", &RetimeChanges::remove_dataloader, &RetimeTouched::dataloader_spans, "span",
      "DataLoader waits take no time"},
     {"host-sync", &RetimeChanges::remove_host_sync, &RetimeTouched::host_syncs, "call",
@@ -122,6 +122,9 @@ constexpr std::array<WhatIfRemoval, 7> kRemovals = {{
     {"host-overhead", &RetimeChanges::remove_host_overhead, &RetimeTouched::host_overhead_spans, "span",
      "the host issues its work at no cost, as a captured graph replays it; syncs, DataLoader waits, host "
      "collectives and CPU-only operators keep their time"},
+    {"pageable-uploads", &RetimeChanges::pin_pageable_uploads, &RetimeTouched::pageable_uploads, "call",
+     "host-to-device copies from pageable memory are pinned and non_blocking: their calls return once issued and "
+     "the stream syncs after them go"},
 }};
 
 }  // namespace

@@ -38,6 +38,7 @@ void add_removal(const std::string& id, RetimeChanges& changes) {
   // The GPU waiting on the host's per-operator work: the fix (a captured graph, a compiled step)
   // issues the step's work at no host cost.
   if (id == "cpu-bound" || id == "low-gpu-utilization") changes.remove_host_overhead = true;
+  if (id == "pageable-copy" || id == "pageable-copies") changes.pin_pageable_uploads = true;
   if (id == "exposed-communication" || id == "communication-heavy") changes.remove_exposed_communication = true;
 }
 

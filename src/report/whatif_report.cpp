@@ -44,7 +44,8 @@ std::vector<std::string> change_lines(const WhatIfResult& r) {
 
 std::uint64_t touched_total(const WhatIfResult& r) {
   std::uint64_t n = r.touched.dataloader_spans + r.touched.host_syncs + r.touched.launch_calls +
-                    r.touched.communication + r.touched.device_stalls + r.touched.host_overhead_spans;
+                    r.touched.communication + r.touched.device_stalls + r.touched.host_overhead_spans +
+                    r.touched.pageable_uploads;
   for (std::uint64_t s : r.touched.speedup_events) n += s;
   return n;
 }
@@ -75,7 +76,8 @@ json whatif_json(const TraceModel& model, const AnalysisContext& ctx, const What
           {"launch_calls", r.touched.launch_calls},
           {"communication", r.touched.communication},
           {"device_stalls", r.touched.device_stalls},
-          {"host_overhead_spans", r.touched.host_overhead_spans}}}}},
+          {"host_overhead_spans", r.touched.host_overhead_spans},
+          {"pageable_uploads", r.touched.pageable_uploads}}}}},
       {"steps_count", r.steps.size()},
       {"baseline_step_us", r.steps.empty() ? json(nullptr) : json(us(r.baseline_step_ns))},
       {"predicted_step_us", r.steps.empty() ? json(nullptr) : json(us(r.predicted_step_ns))},

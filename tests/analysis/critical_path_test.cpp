@@ -123,6 +123,39 @@ TEST(WhatIf, GpuStepRetimedByHand) {
   EXPECT_EQ(nothing.touched.speedup_events[0], 0u);
 }
 
+// A blocking `.to("cuda")` from pageable memory (us), as PyTorch records it:
+//   ProfilerStep#1 [0,200)
+//   aten::to [10,110) > cudaMemcpyAsync [15,95) -> copy [20,90) on stream 7; cudaStreamSynchronize [96,105)
+//   aten::relu [120,190) (CPU-only)
+// Pinned and non_blocking: the copy call keeps 5 us [15,20), the sync goes ([21,21)), aten::relu
+// moves 84 us earlier to [36,106), the step's span ends at 116; the copy keeps its [20,90): 116.
+// A device-to-host copy keeps its wait: 200.
+std::string pageable_copy_step(const std::string& copy) {
+  return trace({
+      host("user_annotation", "ProfilerStep#1", 0, 200),
+      host("cpu_op", "aten::to", 10, 100),
+      host("cuda_runtime", "cudaMemcpyAsync", 15, 80, 1),
+      host("cuda_runtime", "cudaStreamSynchronize", 96, 9),
+      host("cpu_op", "aten::relu", 120, 70),
+      gpu("gpu_memcpy", copy, 7, 20, 70, 1),
+  });
+}
+
+TEST(WhatIf, PinnedUploadsByHand) {
+  for (const bool upload : {true, false}) {
+    SCOPED_TRACE(upload);
+    const TraceModel m = load_trace_text(
+        pageable_copy_step(upload ? "Memcpy HtoD (Pageable -> Device)" : "Memcpy DtoH (Device -> Pageable)"));
+    const AnalysisContext ctx = make_analysis_context(m, {});
+    RetimeChanges c;
+    parse_whatif_removal("pageable-uploads", c);
+    const WhatIfResult w = analyze_whatif(m, ctx, c);
+    EXPECT_EQ(w.baseline_step_ns, 200'000);
+    EXPECT_EQ(w.predicted_step_ns, upload ? 116'000 : 200'000);
+    EXPECT_EQ(w.touched.pageable_uploads, upload ? 2u : 0u);  // the copy call and its sync
+  }
+}
+
 // Two CPU-only steps (us), the loader in the main process:
 //   ProfilerStep#1 [0,50):   enumerate(DataLoader) [2,22)  aten::mm [25,45)
 //   ProfilerStep#2 [50,110): enumerate(DataLoader) [51,91) aten::mm [92,105)

@@ -211,7 +211,7 @@ TEST(PredictedGains, WhatIfFixMatchesAnalyze) {
   traces.push_back(std::string(FERRET_SOURCE_DIR) + "/examples/traces/cpu-unfused-attention.json.gz");
   bool corpus = true;
   for (const char* name : {"resnet-ddp-v100-2024-ns.pt.trace.json.gz", "a100-rank3of8-2022.json.gz",
-                           "cnn-ddp-a100-rank0of2-nccl.json.gz"}) {
+                           "cnn-ddp-a100-rank0of2-nccl.json.gz", "resnet50-v100-torch19-dataloader.pt.trace.json.gz"}) {
     const std::string path = test::corpus_path(name);
     if (path.empty()) {
       std::fprintf(stderr, "SKIPPED (corpus trace %s absent)\n", name);
@@ -247,6 +247,7 @@ TEST(PredictedGains, WhatIfFixMatchesAnalyze) {
   // The DDP rank's host-bound steps, re-timed with the host's overhead gone.
   if (corpus) {
     EXPECT_TRUE(compared_ids.count("cpu-bound"));
+    EXPECT_TRUE(compared_ids.count("pageable-copy"));  // the V100's blocking uploads, pinned
   }
   // An id without a prediction is a usage error that names the ids with one.
   const test::CommandResult bad = test::run_ferret("whatif " + device_bound + " --fix no-such-finding");

@@ -10,6 +10,7 @@
 #include "diagnosis/verdict.h"
 
 #include "analysis/trace_analysis.h"
+#include "analysis/whatif.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -269,8 +270,7 @@ TEST(PredictedGain, InputBoundMatchesThePluginsDataLoaderShare) {
     }
     // Predicted exactly when the diagnosis has a change to re-time for its fix.
     const RetimeChanges c = fix_change_of(f);
-    const bool changes = c.remove_dataloader || c.remove_host_sync || c.remove_sync_copies ||
-                         c.remove_launch_overhead || c.remove_exposed_communication || !c.speedups.empty();
+    const bool changes = whatif_changes_anything(c);
     EXPECT_EQ(f.predicted_speedup > 0, changes) << f.id;
     if (f.predicted_speedup > 0) {
       EXPECT_GE(f.max_speedup + 1e-12, f.predicted_speedup) << f.id;
