@@ -362,16 +362,30 @@ void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding
       root = p;
     marked[root] = true;
   }
-  auto marked_above = [&](EventIndex e) {
-    for (EventIndex p = m.relations.parent[e]; p != kNoEvent; p = m.relations.parent[p])
-      if (marked[p]) return true;
-    return false;
+  // The outermost marked op at or above `e`, kNoEvent for none.
+  auto marked_root = [&](EventIndex e) {
+    EventIndex root = kNoEvent;
+    for (; e != kNoEvent; e = m.relations.parent[e])
+      if (marked[e]) root = e;
+    return root;
   };
+  // What eval mode leaves of each (the predicted gain): dropout nothing; batch norm one pass over
+  // its input (normalise with the running statistics) of the two training mode makes (statistics,
+  // then normalisation), so half its time.
+  struct Part {
+    std::vector<EventIndex> events;
+    std::int64_t ns = 0;
+  };
+  Part dropout_host, batch_norm_host, dropout_device, batch_norm_device;
   for (std::size_t i = 0; i < m.size(); ++i) {
     const auto e = static_cast<EventIndex>(i);
-    if (!marked[i] || marked_above(e)) continue;
-    ++(is_batch_norm_op(m.name_of(e)) ? batch_norm_calls : dropout_calls);
+    if (!marked[i] || marked_root(e) != e) continue;
+    const bool batch_norm = is_batch_norm_op(m.name_of(e));
+    ++(batch_norm ? batch_norm_calls : dropout_calls);
     host_ns += m.dur_ns[e];
+    Part& part = batch_norm ? batch_norm_host : dropout_host;
+    part.events.push_back(e);
+    part.ns += m.dur_ns[e];
   }
   // Device time: kernels launched under a training-mode op, and batch-norm training kernels by name
   // (a trace without "Concrete Inputs" still names them).
@@ -385,13 +399,17 @@ void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding
     if (t < ctx.window_start_ns || t >= ctx.window_end_ns) continue;
     const EventIndex launch = rel.gpu_launcher[g];
     const EventIndex op = launch != kNoEvent ? rel.parent[launch] : kNoEvent;
-    const bool under_marked = op != kNoEvent && (marked[op] || marked_above(op));
+    const EventIndex root = op != kNoEvent ? marked_root(op) : kNoEvent;
+    const bool under_marked = root != kNoEvent;
     const bool bn_kernel =
         is_batch_norm_training_kernel(m.name_of(ge)) &&
         !op_or_ancestor(m, op, [](std::string_view n) { return n.find("instance_norm") != std::string_view::npos; });
     if (!under_marked && !bn_kernel) continue;
     if (bn_kernel && !under_marked) ++bn_training_kernels;
     device_ns += m.dur_ns[ge];
+    Part& part = bn_kernel || is_batch_norm_op(m.name_of(root)) ? batch_norm_device : dropout_device;
+    part.events.push_back(ge);
+    part.ns += m.dur_ns[ge];
   }
   if (dropout_calls + batch_norm_calls + bn_training_kernels == 0) return;
   const bool on_device = a.hot_spots.gpu_activities > 0;
@@ -430,6 +448,21 @@ void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding
       "optimizer step (ferret: wrong results whatever the time)";
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);  // eval mode skips at most all of it
+  for (Part* part : {&dropout_host, &batch_norm_host, &dropout_device, &batch_norm_device})
+    std::sort(part->events.begin(), part->events.end());
+  const double dropout_ns = static_cast<double>(on_device ? dropout_device.ns : dropout_host.ns);
+  const double batch_norm_ns = static_cast<double>(on_device ? batch_norm_device.ns : batch_norm_host.ns);
+  if (on_device) {
+    fix_speeds_up_device_events(f, "dropout in eval mode (none)", dropout_ns, 0.999 * dropout_ns,
+                                std::move(dropout_device.events));
+    fix_speeds_up_device_events(f, "batch norm in eval mode (one pass of two)", batch_norm_ns, 0.5 * batch_norm_ns,
+                                std::move(batch_norm_device.events));
+  } else {
+    fix_speeds_up_host_events(f, "dropout in eval mode (none)", dropout_ns, 0.999 * dropout_ns,
+                              std::move(dropout_host.events));
+    fix_speeds_up_host_events(f, "batch norm in eval mode (one pass of two)", batch_norm_ns, 0.5 * batch_norm_ns,
+                              std::move(batch_norm_host.events));
+  }
   out.push_back(std::move(f));
 }
 

@@ -85,6 +85,8 @@ TEST(InferenceInTrainingMode, DropoutDrawingMasksInInference) {
   // The whole aten::dropout call (200 us of 1,000): the mask and its multiply.
   EXPECT_NEAR(f->time_share, 0.2, 1e-9);
   EXPECT_NEAR(f->max_speedup, 1.25, 1e-9);  // 1 / (1 - 0.2)
+  // Predicted: eval mode leaves the dropout nothing (a thousandth of its 200 us): 1000 / 800.2.
+  EXPECT_NEAR(f->predicted_speedup, 1000.0 / 800.2, 1e-4);
   EXPECT_NE(f->title.find("1 dropout call drawing masks (200.000 us of host time, 20.0% of the trace)"),
             std::string::npos)
       << f->title;
@@ -141,6 +143,8 @@ TEST(InferenceInTrainingMode, BatchNormUpdatingRunningStatistics) {
   const Finding* f = find(d, "inference-in-training-mode");
   ASSERT_NE(f, nullptr);
   EXPECT_NEAR(f->time_share, 0.3, 1e-9);
+  // Predicted: batch norm in eval mode makes one pass of the two (half its 300 us): 1000 / 850.
+  EXPECT_NEAR(f->predicted_speedup, 1000.0 / 850.0, 1e-4);
   EXPECT_NE(f->title.find("1 batch norm computing batch statistics (300.000 us of host time, 30.0% of the trace)"),
             std::string::npos)
       << f->title;
