@@ -47,11 +47,16 @@ std::vector<Interval> host_blocking(const TraceModel& model, const AnalysisConte
     const std::int64_t end = std::min(model.end_ns(call), ctx.window_end_ns);
     if (end > start) out.push_back({start, end});
   }
+  std::vector<std::int8_t> blocks(model.strings.size(), -1);  // per name: a synchronising call, -1 not looked up
   for (std::size_t i = 0; i < model.size(); ++i) {
     const auto e = static_cast<EventIndex>(i);
     if (!is_launch_api(model.kind[e]) || model.phase[e] != 'X') continue;
-    const std::string_view name = model.name_of(e);
-    if (!is_host_sync_call(name) && !is_sync_copy_call(name)) continue;
+    std::int8_t& b = blocks[model.name[e]];
+    if (b < 0) {
+      const std::string_view name = model.name_of(e);
+      b = is_host_sync_call(name) || is_sync_copy_call(name) ? 1 : 0;
+    }
+    if (b == 0) continue;
     const std::int64_t start = std::max(model.ts_ns[e], ctx.window_start_ns);
     const std::int64_t end = std::min(model.end_ns(e), ctx.window_end_ns);
     if (end > start) out.push_back({start, end});

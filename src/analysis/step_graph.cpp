@@ -41,11 +41,13 @@ enum NameFlag : std::uint16_t {
 
 class Names {
  public:
-  explicit Names(const TraceModel& model, const RetimeChanges& changes)
+  // `known`: the flags an earlier sweep of the same model classified (empty for none).
+  Names(const TraceModel& model, const RetimeChanges& changes, const std::vector<std::uint16_t>& known)
       : model_(model),
         changes_(changes),
-        flags_(model.strings.size(), 0),
+        flags_(known.size() == model.strings.size() ? known : std::vector<std::uint16_t>(model.strings.size(), 0)),
         speedup_(changes.speedups.empty() ? 0 : model.strings.size(), -2) {}
+  std::vector<std::uint16_t> take_flags() { return std::move(flags_); }
 
   std::uint16_t flags(EventIndex e) {
     std::uint16_t& f = flags_[model_.name[e]];
@@ -183,7 +185,8 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   result.touched.speedup_events.assign(changes.speedups.size(), 0);
   const Relations& rel = model.relations;
   if (!rel.built) return result;
-  Names names(model, changes);
+  static const std::vector<std::uint16_t> kNoFlags;
+  Names names(model, changes, order != nullptr && order->built ? order->name_flags : kNoFlags);
 
   // The steps, with the host span each one re-times from.
   std::vector<Point> points;
@@ -236,6 +239,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   // The sweep: host spans starting in the window, GPU activities without a launch call in it, and
   // the points whose re-timed time the steps need.
   std::vector<SweepItem> items;
+  std::vector<std::uint32_t>* launch_slots_out = nullptr;  // filled when this call builds the order
   if (order != nullptr && order->built) {
     points.clear();
     for (std::size_t p = 0; p < order->point_threads.size(); ++p)
@@ -285,6 +289,8 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
       for (std::size_t k = 0; k < items.size(); ++k)
         order_out->items[k] =
             items[k].event == kNoEvent ? (StepGraphOrder::kPointItem | items[k].point) : items[k].event;
+      order_out->launch_slots.assign(items.size(), StepGraphOrder::kNoLaunch);
+      launch_slots_out = &order_out->launch_slots;
     }
   }
   const bool ordered = order != nullptr && order->built;
@@ -512,9 +518,16 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     // The GPU work this call launched.
     bool launched = false, pageable_upload = false;
     if (is_launch_api(k) && model.correlation[e] != kNoId) {
-      auto it = std::lower_bound(rel.launches.begin(), rel.launches.end(), e);
-      if (it != rel.launches.end() && *it == e) {
-        const std::size_t li = static_cast<std::size_t>(it - rel.launches.begin());
+      std::uint32_t slot = StepGraphOrder::kNoLaunch;
+      if (ordered) {
+        slot = order->launch_slots[n];
+      } else {
+        auto it = std::lower_bound(rel.launches.begin(), rel.launches.end(), e);
+        if (it != rel.launches.end() && *it == e) slot = static_cast<std::uint32_t>(it - rel.launches.begin());
+      }
+      if (launch_slots_out != nullptr) (*launch_slots_out)[n] = slot;
+      if (slot != StepGraphOrder::kNoLaunch) {
+        const std::size_t li = slot;
         for (std::uint32_t j = rel.launch_gpu_begin[li]; j < rel.launch_gpu_begin[li + 1]; ++j) {
           const EventIndex g = rel.launch_gpu[j];
           if (!ctx.counts_gpu_event(model, g) || model.kind[g] == EventKind::kCudaEvent ||
@@ -646,6 +659,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     }
     r.end_ns = std::max({r.cpu_end_ns, step_gpu_end[s], r.start_ns});
   }
+  if (launch_slots_out != nullptr) order_out->name_flags = names.take_flags();
   return result;
 }
 

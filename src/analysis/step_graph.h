@@ -140,6 +140,12 @@ struct StepGraphOrder {
   std::vector<std::int64_t> point_times;
   std::vector<std::uint32_t> items;  // an event index, or kPointItem | point index
   static constexpr std::uint32_t kPointItem = 0x80000000u;
+  // Per item, a launch call's index in Relations::launches (kNoLaunch for any other item): each
+  // re-timing would otherwise search for it.
+  std::vector<std::uint32_t> launch_slots;
+  static constexpr std::uint32_t kNoLaunch = 0xFFFFFFFFu;
+  // Per interned name, what the graph needs to know of it (classified once, on the first sweep).
+  std::vector<std::uint16_t> name_flags;
 };
 
 // Re-times the window's steps (or the whole window as one pseudo-step) with `changes`. With no

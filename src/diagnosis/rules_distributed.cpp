@@ -162,22 +162,17 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
         "extra work (logging, checkpointing, evaluation on rank 0 only), a slower or throttled GPU "
         "(`nvidia-smi -q -d PERFORMANCE` on every node), a busy host",
     };
-    f.time_share = c.exposed_share;
-    f.max_speedup = amdahl_speedup(c.exposed_share);
-    f.threshold = "exposed communication >= 5% of step time, >= 20% high (ferret, on XProf's levels)";
-    f.where = collective_sites(c, true);
-    out.push_back(std::move(f));
-    return;
+  } else {
+    f.fixes = {
+        "DDP: `DistributedDataParallel(model, bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)` - "
+        "bigger buckets, no gradient copy, and a fixed bucket order so all-reduce starts during backward",
+        "Gradient accumulation with `model.no_sync()` on all but the last micro-batch",
+        "Keep all-reduce overlapped with backward: no `.item()` / host syncs or `torch.cuda.synchronize()` between "
+        "`loss.backward()` and the optimizer step",
+        "FSDP: `FullyShardedDataParallel(model, backward_prefetch=BackwardPrefetch.BACKWARD_PRE, "
+        "forward_prefetch=True, limit_all_gathers=True)`",
+    };
   }
-  f.fixes = {
-      "DDP: `DistributedDataParallel(model, bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)` - "
-      "bigger buckets, no gradient copy, and a fixed bucket order so all-reduce starts during backward",
-      "Gradient accumulation with `model.no_sync()` on all but the last micro-batch",
-      "Keep all-reduce overlapped with backward: no `.item()` / host syncs or `torch.cuda.synchronize()` between "
-      "`loss.backward()` and the optimizer step",
-      "FSDP: `FullyShardedDataParallel(model, backward_prefetch=BackwardPrefetch.BACKWARD_PRE, forward_prefetch=True, "
-      "limit_all_gathers=True)`",
-  };
   f.time_share = c.exposed_share;
   f.max_speedup = amdahl_speedup(c.exposed_share);
   f.threshold = "exposed communication >= 5% of step time, >= 20% high (ferret, on XProf's levels)";

@@ -106,7 +106,9 @@ class PackedInt64Column {
     store(blocks_[block], i & (kBlockSize - 1), std::min(kBlockSize, size_ - (block << kBlockBits)), value);
   }
 
-  std::int64_t operator[](std::size_t i) const {
+  // Inlined always: the analyses read timestamps in their inner loops, and the out-of-line call
+  // cost as much as the read (GCC's heuristics left it a call under LTO).
+  [[gnu::always_inline]] std::int64_t operator[](std::size_t i) const {
     const Block& b = blocks_[i >> kBlockBits];
     const std::size_t j = i & (kBlockSize - 1);
     if (b.narrow) {
