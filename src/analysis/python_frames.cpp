@@ -268,6 +268,7 @@ PythonFramesResult analyze_python_frames(const TraceModel& model, const Analysis
     if (const char* kind = names.kind(key)) {
       preprocessing.push_back(span);
       by_kind[kind].push_back(span);
+      r.preprocessing_events.push_back(e);
     }
   }
   for (std::uint32_t key = 0; key < rows.size(); ++key) {
@@ -281,6 +282,12 @@ PythonFramesResult analyze_python_frames(const TraceModel& model, const Analysis
   merge_intervals(all);
   merge_intervals(preprocessing);
   preprocessing = subtract(preprocessing, thread.loading);
+  // As the time above: frames inside a DataLoader wait are that wait's, not the loop's.
+  std::erase_if(r.preprocessing_events, [&](EventIndex e) {
+    const Interval span = clipped(model, w, e);
+    return covered_length(thread.loading, span.start, span.end) >= span.end - span.start;
+  });
+  std::sort(r.preprocessing_events.begin(), r.preprocessing_events.end());
   const std::vector<Interval> python_idle = intersect(all, idle);
   r.python_idle_ns = total_length(python_idle);
   r.python_only_idle_ns = total_length(subtract(python_idle, thread.ops));

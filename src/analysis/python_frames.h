@@ -51,6 +51,7 @@ struct PythonFramesResult {
   std::int64_t python_only_idle_ns = 0;          // ... and in no operator or runtime call (pure Python)
   std::int64_t preprocessing_ns = 0;             // wall time in preprocessing frames (union), outside DataLoader spans
   std::int64_t preprocessing_idle_ns = 0;        // GPU idle during it: what moving it off the critical path gains
+  std::vector<EventIndex> preprocessing_events;  // the preprocessing frames (ascending), for the what-if
   std::vector<PythonFrameStat> top;              // top-K by inclusive GPU idle
   std::vector<PythonFrameStat> top_self;         // top-K by self GPU idle (where the time is spent)
   std::vector<PythonFrameStat> preprocessing;    // top-K preprocessing frames by inclusive GPU idle

@@ -185,6 +185,19 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
   result.touched.speedup_events.assign(changes.speedups.size(), 0);
   const Relations& rel = model.relations;
   if (!rel.built) return result;
+  // Python frames a fix takes off the host (host-preprocessing's): the sweep then holds them too,
+  // so it cannot reuse an order made without them, nor hand one on.
+  std::vector<const RetimeChanges::Speedup*> python_speedups;
+  for (const RetimeChanges::Speedup& sp : changes.speedups)
+    if (sp.events && sp.scope == RetimeChanges::Speedup::Scope::kHost && !sp.events->empty() &&
+        model.kind[sp.events->front()] == EventKind::kPythonFunction)
+      python_speedups.push_back(&sp);
+  if (!python_speedups.empty()) order = order_out = nullptr;
+  auto python_selected = [&](EventIndex e) {
+    for (const RetimeChanges::Speedup* sp : python_speedups)
+      if (std::binary_search(sp->events->begin(), sp->events->end(), e)) return true;
+    return false;
+  };
   static const std::vector<std::uint16_t> kNoFlags;
   Names names(model, changes, order != nullptr && order->built ? order->name_flags : kNoFlags);
 
@@ -260,6 +273,8 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
         if (fresh) points.push_back({th, model.end_ns(e)});
         points[it->second].t = std::max(points[it->second].t, model.end_ns(e));
       }
+    } else if (k == EventKind::kPythonFunction && !python_speedups.empty() && python_selected(e)) {
+      items.push_back({ts, model.dur_ns[e], e, 0});
     } else if (is_gpu_activity(k) && k != EventKind::kCudaEvent && k != EventKind::kGpuUserAnnotation) {
       if (!ctx.counts_gpu_event(model, e)) continue;
       const EventIndex launch = rel.launcher_of(e);

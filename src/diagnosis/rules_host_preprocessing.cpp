@@ -135,8 +135,11 @@ void rule_host_preprocessing(const PythonFramesResult& p, std::vector<Finding>& 
       "copy it with `.to(\"cuda\", non_blocking=True)` from pinned memory");
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
-  // No what-if: the step graph re-times operators and runtime calls, not the Python frames around
-  // them, so it cannot take these frames off the thread; the bound stands alone.
+  // Predicted: the frames leave the launching thread (DataLoader workers run them beside the
+  // step), a thousandth of their time left; frames that launch device work stay (step graph).
+  const double preprocessing_ns = static_cast<double>(p.preprocessing_ns);
+  fix_speeds_up_host_events(f, "host preprocessing in DataLoader workers", preprocessing_ns, 0.999 * preprocessing_ns,
+                            p.preprocessing_events);
   f.threshold =
       "GPU idle while the launching thread runs preprocessing frames (tokenisers, decoding, resizing, pipeline "
       "pre/post-processing) >= 1% of the window (ferret); >= 3% medium, >= 15% high (XProf's host-overhead levels)";

@@ -126,6 +126,9 @@ TEST(HostPreprocessing, PipelinePreprocessingIsTheVerdict) {
   EXPECT_NEAR(evidence(f, "step_ms"), 382.0, 1e-9);
   EXPECT_NEAR(evidence(f, "gpu_idle_in_preprocessing_pct"), 100.0 * 218 / 382, 1e-9);  // 57.07%
   EXPECT_NEAR(f.max_speedup, 382.0 / 164.0, 1e-9);                                     // 2.329x
+  // Predicted: the preprocess frame keeps a thousandth of its 218 ms (0.218 ms); the forward, its
+  // kernels and the step's end move 217.782 ms earlier: 382 / 164.218 = 2.326x.
+  EXPECT_NEAR(f.predicted_speedup, 382.0 / 164.218, 1e-6);
   EXPECT_TRUE(mentions(f.title, "218.0 ms of each 382.0 ms step")) << f.title;
   EXPECT_TRUE(mentions(f.detail, "`decord/video_reader.py: get_batch` 118.0 ms")) << f.detail;
   EXPECT_TRUE(mentions(f.detail, "`PIL/Image.py: resize` 97.0 ms")) << f.detail;
