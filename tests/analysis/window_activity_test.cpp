@@ -222,6 +222,30 @@ TEST(EdgeWait, BlockingCallOpeningTheWindowIsCutOff) {
   EXPECT_EQ(b.steps[0].ns[static_cast<int>(StepCategory::kKernel)], 5000000);
 }
 
+// The other edge: a step launches a 5 ms kernel [0.2, 5.2 ms), then closes with a 20 ms
+// cudaDeviceSynchronize [9.5, 29.5 ms) during which no GPU work of the trace runs, 0.5 ms before
+// the step's end at 30 ms. The work launched before it (5 ms) is no wait on the trace's own work
+// after it (none): an edge wait at the end, cut off: the window ends at 9.5 ms (20.5 ms trimmed).
+TEST(EdgeWait, BlockingCallClosingTheWindowIsCutOff) {
+  const TraceModel m = load_trace_text(trace({
+      span("user_annotation", "ProfilerStep#1", 1, 1, 0, 30000),
+      span("cuda_runtime", "cudaLaunchKernel", 1, 1, 100, 10, corr(2)),
+      span("kernel", "k", 0, 7, 200, 5000, corr(2)),
+      span("cuda_runtime", "cudaDeviceSynchronize", 1, 1, 9500, 20000, corr(1)),
+  }));
+  const AnalysisContext ctx = make_analysis_context(m, {});
+  ASSERT_EQ(ctx.edge_waits.size(), 1u);
+  EXPECT_FALSE(ctx.edge_waits[0].at_start);
+  EXPECT_EQ(ctx.edge_waits[0].duration_ns, 20000000);
+  EXPECT_EQ(ctx.edge_waits[0].gpu_busy_ns, 0);
+  EXPECT_EQ(ctx.window_end_ns, 9500000);     // the wait's start
+  EXPECT_EQ(ctx.edge_trimmed_ns, 20500000);  // the 20 ms wait + 0.5 ms after it
+  const StepBreakdownResult b = analyze_step_breakdown(m, ctx);
+  ASSERT_EQ(b.steps.size(), 1u);
+  EXPECT_EQ(b.steps[0].duration_ns, 9500000);
+  EXPECT_EQ(b.steps[0].ns[static_cast<int>(StepCategory::kKernel)], 5000000);
+}
+
 TEST(EdgeWait, WaitWhileTheTracesOwnWorkRunsIsNotAnEdgeWait) {
   // The kernel launched at 0.05 ms runs during the sync: the sync waits on the window's own work.
   const TraceModel m = load_trace_text(trace({
