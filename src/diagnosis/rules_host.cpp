@@ -419,6 +419,8 @@ const std::vector<SlowPath>& slow_paths() {
 
 }  // namespace
 
+constexpr double kOutsideOpsShare = 0.10;
+
 void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out) {
   const HotSpotsResult& h = a.hot_spots;
   if (h.window_ns <= 0) return;
@@ -466,6 +468,32 @@ void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out) {
       "See its shapes and callers: profile with `record_shapes=True, with_stack=True` and print "
       "`prof.key_averages(group_by_input_shape=True).table(sort_by=\"self_" +
       std::string(on_device ? "cuda" : "cpu") + "_time_total\", row_limit=10)`");
+  // On the host, time in no operator at all (the breakdown's Other) is a cost no operator row
+  // shows: Python, or native code the profiler does not record - a C++ extension bound with
+  // pybind11 alone, NumPy, a tokenizer. Named beside the top operator from kOutsideOpsShare of the
+  // window, first when it is larger.
+  const double steps = static_cast<double>(std::max<std::size_t>(1, a.breakdown.steps.size()));
+  const auto outside_ns = static_cast<std::int64_t>(a.breakdown.average_of(StepCategory::kOther) * steps);
+  const double outside = std::min(1.0, share_of(outside_ns, h.window_ns));
+  if (!on_device && outside >= kOutsideOpsShare) {
+    const bool first = outside_ns > op_ns;
+    if (first)
+      f.title = fmt::format(
+          "The largest cost is host time outside every operator: {:.0f}% of the {} ({}), more than {} ({})",
+          share_to_pct(outside), window_noun(a), human_duration(outside_ns), op.name, human_duration(op_ns));
+    f.detail += fmt::format(
+        " {} {:.2f} ms ({:.0f}% of the {}) pass in no recorded operator: Python, or native code the profiler does "
+        "not see - a C++ extension bound with pybind11 alone, NumPy, a tokenizer.",
+        first ? "Larger still," : "Beside it,", ns_to_ms(outside_ns), share_to_pct(outside), window_noun(a));
+    f.evidence.push_back({"outside_ops_ms", ns_to_ms(outside_ns), "ms"});
+    f.evidence.push_back({"outside_ops_pct", share_to_pct(outside), "%"});
+    const auto at = first ? f.fixes.begin() : f.fixes.end();
+    f.fixes.insert(at, {"Name the code outside the operators: profile with `with_stack=True` (its Python frames), and "
+                        "wrap regions in `with torch.profiler.record_function(\"name\"):`",
+                        "Register a C++ extension's functions with the dispatcher (`TORCH_LIBRARY(ns, m) { "
+                        "m.def(\"op(Tensor x) -> Tensor\"); }` and call `torch.ops.ns.op(x)`) so the profiler "
+                        "records and names them"});
+  }
   f.threshold = "none: named when no finding is the verdict (ferret)";
   f.time_share = share;
   f.max_speedup = 1.0;  // a cost, not a measured waste: no bound

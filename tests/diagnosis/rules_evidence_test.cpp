@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
@@ -54,6 +57,19 @@ TEST(TopCost, SlowConvolutionIsNamedWhenNoRuleFires) {
   EXPECT_NE(d.verdict.headline.find("; the largest cost is aten::_slow_conv2d_forward: 76%"), std::string::npos)
       << d.verdict.headline;
   EXPECT_EQ(d.verdict.headline.find("minor findings"), std::string::npos) << d.verdict.headline;
+}
+
+// Two CPU ops of 100 us in a 600 us trace, Python between them: 400 us (67%) pass in no operator,
+// more than either op: the largest cost is named as that, the op beside it.
+TEST(TopCost, TimeOutsideOperatorsNamedFirstWhenLargest) {
+  const Diagnosis d =
+      diagnose_text({span("cpu_op", "aten::mm", 1, 1, 0, 100), span("cpu_op", "aten::add", 1, 1, 500, 100)});
+  const Finding* f = find(d, "top-cost");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->title.find("host time outside every operator: 67% of the trace (400.000 us), more than aten::mm"),
+            std::string::npos)
+      << f->title;
+  EXPECT_NE(f->fixes.front().find("with_stack=True"), std::string::npos);
 }
 
 TEST(TopCost, NotWrittenBesideAVerdict) {
@@ -188,6 +204,60 @@ TEST(InferenceInTrainingMode, RecordedForwardInTrainingMode) {
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->title.find("5 dropout calls drawing masks"), std::string::npos) << f->title;
   EXPECT_GT(f->time_share, 0.0);
+}
+
+// A C++ extension (tests/data/evidence/record_cpp_extension.py, PyTorch 1.13 on the CPU): the
+// same operator registered with the dispatcher (recorded as ferret_demo::row_norms) and bound with
+// pybind11 alone (not recorded). A second reader over the raw events: the registered op's self time
+// (its duration less its children's), and the time outside every operator (the trace's span less
+// the union of the operators' spans, all on one thread).
+TEST(TopCost, RecordedCppExtensionOperatorAndTimeOutsideOperators) {
+  const std::string path = evidence_path("cpp-extension.json.gz");
+  const nlohmann::json doc = nlohmann::json::parse(test::gunzip(test::read_file(path)));
+  const nlohmann::json& events = doc.is_array() ? doc : doc["traceEvents"];
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;  // ns
+  std::vector<std::pair<std::int64_t, std::int64_t>> ext;
+  for (const nlohmann::json& e : events) {
+    if (e.value("ph", "") != "X") continue;
+    const auto ts = static_cast<std::int64_t>(e["ts"].get<double>() * 1000);
+    const auto dur = static_cast<std::int64_t>(e["dur"].get<double>() * 1000);
+    spans.push_back({ts, ts + dur});
+    if (e["name"] == "ferret_demo::row_norms") ext.push_back({ts, ts + dur});
+  }
+  ASSERT_EQ(ext.size(), 5u);
+  std::sort(spans.begin(), spans.end());
+  std::int64_t union_ns = 0, covered_to = INT64_MIN, first = spans.front().first, last = first;
+  for (const auto& [a, b] : spans) {
+    if (b > std::max(a, covered_to)) union_ns += b - std::max(a, covered_to);
+    covered_to = std::max(covered_to, b);
+    last = std::max(last, b);
+  }
+  std::int64_t ext_self = 0;
+  for (const auto& [a, b] : ext) {
+    ext_self += b - a;
+    for (const auto& [c, d] : spans)
+      if (c >= a && d <= b && !(c == a && d == b)) ext_self -= d - c;  // its children (one level: aten::empty)
+  }
+  const std::int64_t outside = (last - first) - union_ns;
+
+  const TraceModel model = load_trace(path);
+  const TraceAnalysis a = analyze_trace(model, {});
+  const auto row = std::find_if(a.hot_spots.ops_by_host.begin(), a.hot_spots.ops_by_host.end(),
+                                [](const OpStat& o) { return o.name == "ferret_demo::row_norms"; });
+  ASSERT_NE(row, a.hot_spots.ops_by_host.end());
+  EXPECT_EQ(row->calls, 5u);
+  EXPECT_EQ(row->host_self_ns, ext_self);
+  const Diagnosis d = diagnose(a);
+  const Finding* f = find(d, "top-cost");
+  ASSERT_NE(f, nullptr);
+  double outside_ms = -1;
+  for (const Evidence& e : f->evidence)
+    if (e.name == "outside_ops_ms") outside_ms = e.value;
+  EXPECT_NEAR(outside_ms, static_cast<double>(outside) / 1e6, 1e-3);
+  EXPECT_GT(outside, (last - first) / 10);  // the pybind11 calls: a quarter of the trace
+  EXPECT_NE(f->detail.find("pybind11"), std::string::npos) << f->detail;
+  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(),
+                          [](const std::string& s) { return s.find("TORCH_LIBRARY") != std::string::npos; }));
 }
 
 TEST(TopCost, RecordedEvalForwardNamesTheSlowConvolution) {

@@ -162,7 +162,10 @@ TEST(VerdictPolicy, HeadlineMentionsMinorFindingsOnlyWhenSomeFollow) {
   EXPECT_EQ(none.findings.front().id, "top-cost");
   EXPECT_FALSE(none.verdict.bottleneck_found);
   EXPECT_EQ(none.verdict.headline.find("minor findings"), std::string::npos) << none.verdict.headline;
-  EXPECT_NE(none.verdict.headline.find("the largest cost is aten::relu"), std::string::npos) << none.verdict.headline;
+  // 900 of each 1,000 us pass in no operator: that is the largest cost, the op named beside it.
+  EXPECT_NE(none.verdict.headline.find("the largest cost is host time outside every operator: 90%"), std::string::npos)
+      << none.verdict.headline;
+  EXPECT_NE(none.verdict.headline.find("more than aten::relu"), std::string::npos) << none.verdict.headline;
 
   const Diagnosis minor = diagnose_events(reads, "reads");
   ASSERT_FALSE(minor.findings.empty());
