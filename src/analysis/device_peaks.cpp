@@ -49,6 +49,9 @@ constexpr std::string_view kA10 = "NVIDIA A10 datasheet, https://www.nvidia.com/
 constexpr std::string_view kMI250X =
     "AMD Instinct MI250X product page (one GCD: half the OAM module), "
     "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html";
+constexpr std::string_view kMI210 =
+    "AMD Instinct MI210 and MI250 product pages (an MI250 GCD is half the OAM module), "
+    "https://www.amd.com/en/products/accelerators/instinct/mi200/mi210.html";
 constexpr std::string_view kMI300X =
     "AMD Instinct MI300X datasheet, https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html";
 constexpr std::string_view kMI325X =
@@ -72,6 +75,7 @@ const PeakRow kPeaks[] = {
     {"L4",               {kBlank, kBlank, 60.0,   121.0,  121.0,  242.5,  242.5},  {kBlank, 30.3}, kL4},
     {"A10",              {kBlank, kBlank, 62.5,   125.0,  125.0,  kBlank, kBlank}, {kBlank, 31.2}, kA10},
     {"MI250X (per GCD)", {47.9,   kBlank, kBlank, 191.5,  191.5,  kBlank, 191.5},  {23.9, 23.9}, kMI250X},
+    {"MI210 / MI250 (per GCD)", {45.3, 45.3, kBlank, 181.0,  181.0,  kBlank, 181.0},  {22.6, 22.6}, kMI210},
     {"MI300X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI300X},
     {"MI325X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI325X},
 };

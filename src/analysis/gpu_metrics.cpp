@@ -10,6 +10,7 @@
 #include "analysis/intervals.h"
 #include "analysis/tensor_cores.h"
 #include "base/text.h"
+#include "model/gpu_specs.h"
 #include "model/relations.h"
 
 namespace ferret {
@@ -168,17 +169,10 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
       ++*last;
     }
   }
-  // The trace's device properties by id (the last entry for an id wins), looked up once per device
-  // rather than scanned: a trace may list as many devices as it has kernels.
-  std::unordered_map<int, const DeviceProperties*> properties_of;
-  for (const DeviceProperties& p : model.info.devices) properties_of[p.id] = &p;
-  // A device the properties do not list by id (a rank's kernels on device 3 with only device 0
-  // described) takes the properties of a node whose listed devices are all one model.
-  const DeviceProperties* one_model = model.info.devices.empty() ? nullptr : &model.info.devices.front();
-  for (const DeviceProperties& p : model.info.devices)
-    if (one_model != nullptr && (p.name != one_model->name || p.compute_major != one_model->compute_major ||
-                                 p.compute_minor != one_model->compute_minor))
-      one_model = nullptr;
+  // The trace's device properties by id, looked up once per device rather than scanned (a trace may
+  // list as many devices as it has kernels); a device they do not list by id takes those of a node
+  // whose listed devices are all one model (model/gpu_specs.h).
+  const DeviceIndex properties_of(model.info);
   std::map<int, DeviceAccumulator> devices;
   auto device_of = [&](int id) -> DeviceAccumulator& {
     auto [it, inserted] = devices.try_emplace(id);
@@ -188,8 +182,8 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
       m.device = id;
       m.window_ns = window_ns;
       m.rocm = model.info.platform == Platform::kRocm;
-      const auto listed = properties_of.find(id);
-      const DeviceProperties* p = listed != properties_of.end() ? listed->second : one_model;
+      const DeviceProperties* p = properties_of.find(id);
+      m.identified_by = identified_by(model.info, id);
       if (p != nullptr) {
         m.name = p->name;
         m.compute_major = p->compute_major;

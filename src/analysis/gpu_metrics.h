@@ -30,7 +30,8 @@ struct DeviceMetrics {
   int compute_major = -1;  // -1 when unknown
   int compute_minor = -1;
   int num_sms = -1;
-  bool rocm = false;  // the trace was recorded on ROCm (AMD), whatever the name says (it may be empty)
+  bool rocm = false;          // the trace was recorded on ROCm (AMD), whatever the name says (it may be empty)
+  std::string identified_by;  // how its model was found (model/gpu_specs.h identified_by)
 
   std::int64_t window_ns = 0;          // the analysed window
   std::int64_t kernel_busy_ns = 0;     // union of kernels within the window

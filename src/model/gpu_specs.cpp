@@ -51,9 +51,13 @@ constexpr std::array kTable = {
     GpuSpec{"A10", "NVIDIA", "A10", "", "A100|A10G", 8, 6, 72, 24, 0.60, 31.2, 62.5, 125, 125, kUnknown, "PCIe4 x16",
             32, "none", kUnknown},
     // ROCm names both parts "AMD Instinct MI250X/MI250": the CU count (110 per GCD) confirms
-    // MI250X; an MI250 (104 CUs per GCD) is not in this table and stays unknown.
+    // MI250X, 104 the MI250.
     GpuSpec{"MI250X (per GCD)", "AMD", "MI250X", "", "", 9, 0, 110, 64, 1.6, 23.9, kUnknown, 191.5, 191.5, kUnknown,
             "PCIe4", kUnknown, "Infinity Fabric GCD-GCD", 200},
+    // An MI250 GCD and an MI210 are the same CDNA2 die at the same clock (104 CUs, 64 GB of HBM2e
+    // at 1.6 TB/s): one row, whose figures are either's.
+    GpuSpec{"MI210 / MI250 (per GCD)", "AMD", "MI210|MI250", "", "", 9, 0, 104, 64, 1.6, 22.6, kUnknown, 181.0, 181.0,
+            kUnknown, "PCIe4 x16", 32, "Infinity Fabric", kUnknown},
     GpuSpec{"MI300X", "AMD", "MI300X", "", "", 9, 4, 304, 192, 5.3, 163.4, 653.7, 1307.4, 1307.4, 2614.9, "PCIe5 x16",
             64, "Infinity Fabric (7 links)", 448},
     GpuSpec{"MI325X", "AMD", "MI325X", "", "", 9, 4, 304, 256, 6.0, 163.4, 653.7, 1307.4, 1307.4, 2614.9, "PCIe5",
@@ -101,6 +105,8 @@ double memory_distance(const DeviceProperties& d, const GpuSpec& s) {
 }
 
 // Compute capability and SM count must agree where both sides know them.
+bool is_generic_device_name(std::string_view name) { return name == "AMD Radeon Graphics"; }
+
 bool properties_agree(const DeviceProperties& d, const GpuSpec& s) {
   if (d.compute_major >= 0 && (d.compute_major != s.cc_major || d.compute_minor != s.cc_minor)) return false;
   if (d.num_sms > 0 && s.sms > 0 && d.num_sms != s.sms) return false;
@@ -118,7 +124,9 @@ std::span<const GpuSpec> gpu_spec_table() { return kTable; }
 GpuMatch match_gpu(const DeviceProperties& device) {
   GpuMatch out;
   const std::string_view name = device.name;
-  if (name.empty()) {
+  // ROCm names parts it does not know "AMD Radeon Graphics" (an MI250 of ROCm 6.2): a name that
+  // says nothing, matched by the properties as an empty one.
+  if (name.empty() || is_generic_device_name(name)) {
     // No name: accept a row only when CC, SM count and memory all agree and no other row does.
     const GpuSpec* found = nullptr;
     int count = 0;
@@ -132,11 +140,12 @@ GpuMatch match_gpu(const DeviceProperties& device) {
     if (count == 1) {
       out.spec = found;
       out.by_properties = true;
-      out.note =
-          fmt::format("empty device name; matched {} by CC {}.{}, {} {} and memory", found->model, device.compute_major,
-                      device.compute_minor, device.num_sms, found->vendor == "AMD" ? "CUs" : "SMs");
+      out.note = fmt::format("{} device name; matched {} by CC {}.{}, {} {} and memory",
+                             name.empty() ? "empty" : "generic", found->model, device.compute_major,
+                             device.compute_minor, device.num_sms, found->vendor == "AMD" ? "CUs" : "SMs");
     } else {
-      out.note = "empty device name and no unique match by properties: ceilings unknown";
+      out.note = fmt::format("{} device name and no unique match by properties: ceilings unknown",
+                             name.empty() ? "empty" : "generic");
     }
     return out;
   }
@@ -176,20 +185,58 @@ GpuMatch match_gpu(const DeviceProperties& device) {
   return out;
 }
 
+namespace {
+
+bool same_model(const DeviceProperties& a, const DeviceProperties& b) {
+  return a.name == b.name && a.compute_major == b.compute_major && a.compute_minor == b.compute_minor &&
+         a.num_sms == b.num_sms && a.total_global_mem == b.total_global_mem;
+}
+
+// The first listed device when every listed device is the same model, else nullptr.
+const DeviceProperties* one_model(const TraceInfo& info) {
+  if (info.devices.empty()) return nullptr;
+  for (const DeviceProperties& d : info.devices)
+    if (!same_model(d, info.devices.front())) return nullptr;
+  return &info.devices.front();
+}
+
+}  // namespace
+
 const DeviceProperties* find_device(const TraceInfo& info, int device_id) {
   for (const DeviceProperties& d : info.devices)
     if (d.id == device_id) return &d;
-  return nullptr;
+  return one_model(info);
 }
 
-DeviceIndex::DeviceIndex(const TraceInfo& info) {
+DeviceIndex::DeviceIndex(const TraceInfo& info) : one_model_(one_model(info)) {
   by_id_.reserve(info.devices.size());
   for (const DeviceProperties& d : info.devices) by_id_.try_emplace(d.id, &d);
 }
 
 const DeviceProperties* DeviceIndex::find(int device_id) const {
   const auto it = by_id_.find(device_id);
-  return it != by_id_.end() ? it->second : nullptr;
+  return it != by_id_.end() ? it->second : one_model_;
+}
+
+std::string identified_by(const TraceInfo& info, int device_id) {
+  const DeviceProperties* p = find_device(info, device_id);
+  if (p == nullptr)
+    return info.devices.empty() ? "not identified: the trace lists no device properties"
+                                : fmt::format(
+                                      "not identified: no properties for device {}, and the {} listed are "
+                                      "not all one model",
+                                      device_id, info.devices.size());
+  const std::string whose =
+      p->id == device_id
+          ? fmt::format("properties of device {}", device_id)
+          : fmt::format("properties of device {}, the one model listed, for device {}", p->id, device_id);
+  const GpuMatch m = match_gpu(*p);
+  if (m.spec == nullptr) return fmt::format("not identified ({}): {}", whose, m.note);
+  if (m.by_properties)
+    return fmt::format("{} by CC {}.{}, {} {} and memory ({}; {})", m.spec->model, p->compute_major, p->compute_minor,
+                       p->num_sms, m.spec->vendor == "AMD" ? "CUs" : "SMs",
+                       p->name.empty() ? "an empty name" : fmt::format("the generic name \"{}\"", p->name), whose);
+  return fmt::format("{} by name \"{}\" ({})", m.spec->model, p->name, whose);
 }
 
 }  // namespace ferret

@@ -56,8 +56,11 @@ struct GpuMatch {
 // A device with an empty name is matched by its properties alone when exactly one row fits.
 GpuMatch match_gpu(const DeviceProperties& device);
 
-// The trace's device with this id (GPU events use the device index as pid), or nullptr. A linear
-// scan: per-device callers use DeviceIndex, since a trace may list as many devices as events.
+// The trace's properties of the device with this id (GPU events use the device index as pid): the
+// entry listed under that id, else - when every listed device is one model (same name, compute
+// capability, SM/CU count and memory) - the first entry: ROCm traces list devices from 0 while a
+// rank's kernels run on device 2 or 9. nullptr when neither. A linear scan: per-device callers use
+// DeviceIndex, since a trace may list as many devices as events.
 const DeviceProperties* find_device(const TraceInfo& info, int device_id);
 
 // find_device's answers (the first entry for an id) from a table built once.
@@ -68,6 +71,13 @@ class DeviceIndex {
 
  private:
   std::unordered_map<int, const DeviceProperties*> by_id_;
+  const DeviceProperties* one_model_ = nullptr;  // every listed device is this model
 };
+
+// How a device was identified, for the report: which properties and which clue of them matched
+// the table ("name \"NVIDIA H100 80GB HBM3\" (properties of device 0)", "CC 9.4, 304 CUs and
+// 192 GB (an empty name; properties of device 0, the one model listed, for device 9)"), or why
+// none did.
+std::string identified_by(const TraceInfo& info, int device_id);
 
 }  // namespace ferret

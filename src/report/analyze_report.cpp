@@ -442,7 +442,8 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                     {"kernel_us", round3(ns_to_us(static_cast<double>(g.kernel_ns)))},
                     {"kernels", g.kernels},
                     {"multiprocessor", multiprocessor_name(g)},
-                    {"matrix_units", matrix_unit_name(g).empty() ? json(nullptr) : json(matrix_unit_name(g))}});
+                    {"matrix_units", matrix_unit_name(g).empty() ? json(nullptr) : json(matrix_unit_name(g))},
+                    {"identified_by", g.identified_by}});
   }
   j["gpus"] = gpus;
   const GpuTimelineResult& tl = reported_timeline(a);

@@ -144,7 +144,7 @@ TEST(Hardware, NcclBusBandwidthAgainstNvlink) {
 
 TEST(Hardware, UnknownGpuLeavesPeaksUnknown) {
   const TraceModel m = load_trace_text(R"J({
-    "deviceProperties": [{"id": 0, "name": "AMD Radeon Graphics", "totalGlobalMem": 68702699520, "computeMajor": 9, "computeMinor": 0, "numSms": 104}],
+    "deviceProperties": [{"id": 0, "name": "AMD Radeon Graphics", "totalGlobalMem": 17163091968, "computeMajor": 11, "computeMinor": 0, "numSms": 48}],
     "traceEvents": [
     {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7, "ts": 0, "dur": 100, "args": {"bytes": 4000000}}
   ]})J");

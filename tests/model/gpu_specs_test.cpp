@@ -43,14 +43,19 @@ TEST(GpuSpecs, MatchesNamesSeenInRealTraces) {
   EXPECT_EQ(model_of(device("AMD Instinct MI300X VF", 9, 4, 304)), "MI300X");
   EXPECT_EQ(model_of(device("AMD Instinct MI325X", 9, 4, 304)), "MI325X");
   EXPECT_EQ(model_of(device("AMD Instinct MI250X/MI250", 9, 0, 110)), "MI250X (per GCD)");
+  // An MI250 GCD (104 CUs) and an MI210 share one row; ROCm 6.2's generic name for an MI250 is
+  // matched by its properties (CC 9.0, 104 CUs, 64 GB), as an empty name is.
+  EXPECT_EQ(model_of(device("AMD Instinct MI250X/MI250", 9, 0, 104)), "MI210 / MI250 (per GCD)");
+  EXPECT_EQ(model_of(device("AMD Instinct MI210", 9, 0, 104)), "MI210 / MI250 (per GCD)");
+  EXPECT_EQ(model_of(device("AMD Radeon Graphics", 9, 0, 104, 68702699520)), "MI210 / MI250 (per GCD)");
 }
 
 TEST(GpuSpecs, UnknownDevicesGetNoFigures) {
-  // Not in the vendor datasheets: the PCIe V100, the A10G, an MI250 (104 CUs per GCD), a consumer part.
+  // Not in the vendor datasheets: the PCIe V100, the A10G, consumer parts (ROCm's generic name for
+  // an RDNA3 card: CC 11.0, 48 CUs, matched by properties to no row).
   EXPECT_EQ(model_of(device("Tesla V100-PCIE-32GB", 7, 0, 80)), "none");
   EXPECT_EQ(model_of(device("NVIDIA A10G", 8, 6, 80)), "none");
-  EXPECT_EQ(model_of(device("AMD Instinct MI250X/MI250", 9, 0, 104)), "none");
-  EXPECT_EQ(model_of(device("AMD Radeon Graphics", 9, 0, 104, 68702699520)), "none");
+  EXPECT_EQ(model_of(device("AMD Radeon Graphics", 11, 0, 48, 17163091968)), "none");
   EXPECT_EQ(model_of(device("NVIDIA GeForce RTX 4090", 8, 9, 128)), "none");
   // A name that says H100 with properties that do not: no figures, and the note says why.
   const GpuMatch m = match_gpu(device("NVIDIA H100 80GB HBM3", 8, 0, 108));
@@ -130,8 +135,37 @@ TEST(GpuSpecs, FindDeviceById) {
   TraceInfo info;
   info.devices.push_back(device("a", 9, 0, 132));
   info.devices.back().id = 3;
-  EXPECT_NE(find_device(info, 3), nullptr);
+  EXPECT_EQ(find_device(info, 3), &info.devices[0]);
+  // Device 0 is not listed, but every listed device is one model: its properties (ROCm lists
+  // devices from 0 while a rank's kernels run on device 2 or 9).
+  EXPECT_EQ(find_device(info, 0), &info.devices[0]);
+  EXPECT_EQ(DeviceIndex(info).find(0), &info.devices[0]);
+  // Two models listed: an unlisted device is not guessed.
+  info.devices.push_back(device("b", 8, 0, 108));
+  info.devices.back().id = 4;
   EXPECT_EQ(find_device(info, 0), nullptr);
+  EXPECT_EQ(DeviceIndex(info).find(0), nullptr);
+  EXPECT_EQ(DeviceIndex(info).find(4), &info.devices[1]);
+}
+
+// How each device was identified, said in words (JSON gpus[].identified_by).
+TEST(GpuSpecs, IdentifiedBySaysWhichPropertiesAndWhichClue) {
+  TraceInfo info;
+  EXPECT_EQ(identified_by(info, 0), "not identified: the trace lists no device properties");
+  info.devices.push_back(device("AMD Instinct MI300X", 9, 4, 304, 206141652992));
+  info.devices.back().id = 0;
+  EXPECT_EQ(identified_by(info, 0), "MI300X by name \"AMD Instinct MI300X\" (properties of device 0)");
+  EXPECT_EQ(identified_by(info, 9),
+            "MI300X by name \"AMD Instinct MI300X\" (properties of device 0, the one model listed, for device 9)");
+  TraceInfo unnamed;
+  unnamed.devices.push_back(device("", 9, 4, 304, 206141652992));
+  unnamed.devices.back().id = 2;
+  EXPECT_EQ(identified_by(unnamed, 2), "MI300X by CC 9.4, 304 CUs and memory (an empty name; properties of device 2)");
+  TraceInfo mtia;
+  mtia.devices.push_back(device("ARTEMIS", -1, -1, -1));
+  mtia.devices.back().id = 17;
+  EXPECT_EQ(identified_by(mtia, 17).rfind("not identified (properties of device 17): ", 0), 0u)
+      << identified_by(mtia, 17);
 }
 
 }  // namespace gpu_specs_test
