@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_analysis.h"
 #include "base/input_error.h"
+#include "ingest/trace_loader.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -118,6 +124,55 @@ TEST(DevicePeaks, PeaksFileErrorsNameTheFileAndTheKey) {
   expect_error(R"({"matrix_tflop_per_s": 5})", "matrix_tflop_per_s");
   expect_error(R"({"device": 5})", "device");
   EXPECT_THROW(read_peaks_file(test::temp_path("no-such-peaks.json")), InputError);
+}
+
+// Every device family of the corpus, as its raw deviceProperties name it: the device that ran the
+// kernels is identified and its ceilings found, or the reason they are not is given. The sglang
+// rank's kernels run on device 9 with only device 0 listed; ROCm 6.2 names the MI250 "AMD Radeon
+// Graphics" (CC 9.0, 104 CUs, 64 GiB); the vLLM MI300X trace's names are empty.
+TEST(DevicePeaksCorpus, EveryFamilyIdentifiedOrSaidWhyNot) {
+  struct Case {
+    const char* trace;
+    const char* model;  // "" for none
+    const char* clue;   // in identified_by
+  };
+  const std::vector<Case> cases = {
+      {"resnet-ddp-v100-2024-ns.pt.trace.json.gz", "V100 SXM2", "by name"},
+      {"a100-rank3of8-2022.json.gz", "A100 SXM 40GB", "(properties of device 3)"},
+      {"h100-image-classifier-inference.json.gz", "H100 SXM5", "by name"},
+      {"b200-eager-rank0of8.json.gz", "B200", "by name"},
+      {"mi250-rocm62-toy.json.gz", "MI210 / MI250 (per GCD)", "the generic name \"AMD Radeon Graphics\""},
+      {"mi300-sglang-prefill-edge-wait.json.gz", "MI300X",
+       "properties of device 0, the one model listed, for device 9"},
+      {"mi300-vllm-decode-graph-capture.pt.trace.json.gz", "MI300X", "an empty name"},
+      {"mtia-inference-backlog.json.gz", "", "\"ARTEMIS\" is not in the GPU table"},
+  };
+  int seen = 0;
+  for (const Case& c : cases) {
+    const std::string path = test::corpus_path(c.trace);
+    if (path.empty()) {
+      std::fprintf(stderr, "SKIPPED (corpus trace %s absent)\n", c.trace);
+      continue;
+    }
+    ++seen;
+    SCOPED_TRACE(c.trace);
+    const TraceModel m = load_trace(path);
+    const TraceAnalysis a = analyze_trace(m, {});
+    ASSERT_FALSE(a.gpu_metrics.devices.empty());
+    const std::string& how = a.gpu_metrics.devices.front().identified_by;
+    EXPECT_NE(how.find(c.clue), std::string::npos) << how;
+    EXPECT_EQ(a.roofline.peaks.model, c.model);
+    if (*c.model != '\0') {
+      EXPECT_EQ(how.rfind(c.model, 0), 0u) << how;
+      EXPECT_TRUE(a.roofline.peaks.hbm_tb_per_s.has_value());
+      EXPECT_TRUE(a.roofline.peaks.matrix(Dtype::kBf16).has_value() ||
+                  a.roofline.peaks.matrix(Dtype::kFp16).has_value());
+    } else {
+      EXPECT_EQ(how.rfind("not identified", 0), 0u) << how;
+      EXPECT_FALSE(a.roofline.peaks.note.empty());
+    }
+  }
+  if (seen == 0) GTEST_SKIP() << "corpus absent";
 }
 
 }  // namespace device_peaks_test
