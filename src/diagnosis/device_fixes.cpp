@@ -69,6 +69,11 @@ void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& d
           (flash && !device.flash_attention)) {
         ++dropped;
         precision_dropped = precision_dropped || bf16 || tf32 || fp8;
+        const char* what = bf16 && !device.bf16   ? "bf16"
+                           : tf32 && !device.tf32 ? "TF32"
+                           : fp8 && !device.fp8   ? "FP8"
+                                                  : "FlashAttention";
+        f.fixes_left_out.push_back({fix, fmt::format("{} cannot run {}", device.name, what)});
         continue;
       }
       kept.push_back(fix);
@@ -78,10 +83,6 @@ void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& d
         std::any_of(kept.begin(), kept.end(), [](const std::string& x) { return contains(x, "GradScaler"); });
     if (precision_dropped && device.fp16_matrix && !has_fp16) kept.insert(kept.begin(), std::string(kFp16LossScaling));
     f.fixes = std::move(kept);
-    f.detail += fmt::format(" {} fix{} left out: {} cannot run {}.", dropped, dropped == 1 ? "" : "es", device.name,
-                            !device.bf16  ? "bf16, TF32 or FP8"
-                            : !device.fp8 ? "FP8"
-                                          : "it");
   }
 }
 
@@ -131,6 +132,10 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
       if ((done.graphs && graph_fix) || (done.compiled && compile_fix) ||
           (done.fused_optimizer && contains(fix, "fused=True"))) {
         ++dropped;
+        f.fixes_left_out.push_back({fix, fmt::format("the trace shows {} already in place",
+                                                     done.graphs && graph_fix       ? "graph replay"
+                                                     : done.compiled && compile_fix ? "torch.compile"
+                                                                                    : "a fused optimizer")});
         compile_dropped = compile_dropped || (done.compiled && compile_fix);
         continue;
       }
@@ -140,8 +145,6 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
     if (compile_dropped && std::find(kept.begin(), kept.end(), kCompiledNextStep) == kept.end())
       kept.emplace_back(kCompiledNextStep);
     f.fixes = std::move(kept);
-    f.detail += fmt::format(" {} fix{} left out: the trace shows {} already in place.", dropped,
-                            dropped == 1 ? "" : "es", done.what());
   }
 }
 
@@ -159,15 +162,14 @@ void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload) {
       const bool for_inference = mentions_any(fix, {"TensorRT", "torch_tensorrt"});
       if ((inference && for_training) || (training && for_inference)) {
         ++dropped;
+        f.fixes_left_out.push_back({fix, fmt::format("it applies to {}, and this window runs {}",
+                                                     inference ? "training" : "inference", workload_name(workload))});
         continue;
       }
       kept.push_back(fix);
     }
     if (dropped == 0) continue;
     f.fixes = std::move(kept);
-    f.detail += fmt::format(" {} fix{} left out: {} {}, and this window runs {}.", dropped, dropped == 1 ? "" : "es",
-                            dropped == 1 ? "it applies to" : "they apply to", inference ? "training" : "inference",
-                            workload_name(workload));
   }
 }
 
@@ -225,6 +227,26 @@ void fit_vocabulary_to_platform(std::vector<Finding>& findings, Platform platfor
     fit(f.title);
     fit(f.detail);
     for (std::string& fix : f.fixes) fit(fix);
+  }
+}
+
+void say_fixes_left_out(std::vector<Finding>& findings) {
+  for (Finding& f : findings) {
+    if (f.fixes_left_out.empty()) continue;
+    // Each reason once, in the order first met, with how many fixes it left out when several did.
+    std::vector<std::pair<std::string, std::size_t>> reasons;
+    for (const Finding::LeftOut& l : f.fixes_left_out) {
+      auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == l.because; });
+      if (it == reasons.end())
+        reasons.emplace_back(l.because, 1);
+      else
+        ++it->second;
+    }
+    std::string text;
+    for (const auto& [because, n] : reasons)
+      text += (text.empty() ? "" : "; ") + (reasons.size() > 1 && n > 1 ? fmt::format("{} ({})", because, n) : because);
+    const std::size_t n = f.fixes_left_out.size();
+    f.detail += fmt::format(" {} fix{} left out: {}.", n, n == 1 ? "" : "es", text);
   }
 }
 

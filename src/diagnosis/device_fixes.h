@@ -60,4 +60,8 @@ void fit_vocabulary_to_platform(std::vector<Finding>& findings, Platform platfor
 // inference-engine exports (TensorRT). Counts what it dropped in the finding's detail.
 void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload);
 
+// Appends to each finding's detail one sentence on the fixes left out of it (Finding::
+// fixes_left_out, after folding): how many, and why.
+void say_fixes_left_out(std::vector<Finding>& findings);
+
 }  // namespace ferret

@@ -119,6 +119,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   fit_fixes_to_workload(d.findings, analysis.workload.kind);
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
+  say_fixes_left_out(d.findings);
   // After folding (which adds what to record next) and before the headline quotes a title.
   if (analysis.model != nullptr) fit_vocabulary_to_platform(d.findings, analysis.model->info.platform);
   if (top == nullptr) {

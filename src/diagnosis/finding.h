@@ -34,6 +34,13 @@ struct Finding {
   std::string detail;  // a few sentences: what was measured and why it matters
   std::vector<Evidence> evidence;
   std::vector<std::string> fixes;  // concrete code or config a user can paste
+  // Fixes the rule wrote that do not fit this trace, each with why (the device cannot run it, the
+  // trace shows it already in place, the workload is another): said, never offered.
+  struct LeftOut {
+    std::string fix;
+    std::string because;
+  };
+  std::vector<LeftOut> fixes_left_out;
   // Share of the analysed wall time the cause accounts for (0..1), and the Amdahl bound on the
   // speed-up if the cause vanished: 1 / (1 - share). 1.0 when the gain cannot be bounded.
   double time_share = 0;

@@ -36,6 +36,14 @@ void add_fixes(Finding& into, const Finding& from) {
     if (std::find(into.fixes.begin(), into.fixes.end(), fix) == into.fixes.end()) into.fixes.push_back(fix);
 }
 
+// The fixes left out of a folded finding go with its detail, which counts them.
+void add_left_out(Finding& into, const Finding& from) {
+  for (const Finding::LeftOut& l : from.fixes_left_out)
+    if (std::none_of(into.fixes_left_out.begin(), into.fixes_left_out.end(),
+                     [&](const Finding::LeftOut& x) { return x.fix == l.fix; }))
+      into.fixes_left_out.push_back(l);
+}
+
 // A finding that says where its cause happens keeps its own places; one that does not takes those
 // of what folds into it.
 void add_where(Finding& into, const Finding& from) {
@@ -80,6 +88,7 @@ void merge_same_cause_key(std::vector<Finding>& findings) {
     if (expected_speedup(f) > expected_speedup(*same)) std::swap(*same, f);
     add_evidence(*same, f);
     add_fixes(*same, f);
+    add_left_out(*same, f);
     add_where(*same, f);
   }
   findings = std::move(kept);
@@ -184,6 +193,7 @@ void fold_findings(std::vector<Finding>& findings) {
     add_evidence(into, from);
     add_where(into, from);
     add_detail(into, from.detail);
+    add_left_out(into, from);
     // The same cause from another angle brings its fixes; a symptom's fixes are guesses its cause
     // replaces, unless they act on the symptom itself: then they come along, and the finding's
     // bound is the larger of the two fixes' bounds.

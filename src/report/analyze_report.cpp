@@ -670,6 +670,8 @@ nlohmann::ordered_json finding_json(const Finding& f) {
   json evidence = json::array();
   for (const Evidence& e : f.evidence)
     evidence.push_back({{"name", e.name}, {"value", round3(e.value)}, {"unit", e.unit}});
+  json left_out = json::array();
+  for (const Finding::LeftOut& l : f.fixes_left_out) left_out.push_back({{"fix", l.fix}, {"because", l.because}});
   return {{"id", f.id},
           {"title", f.title},
           {"dimension", dimension_name(f.dimension)},
@@ -678,6 +680,7 @@ nlohmann::ordered_json finding_json(const Finding& f) {
           {"detail", f.detail},
           {"evidence", evidence},
           {"fixes", f.fixes},
+          {"fixes_left_out", left_out},
           {"time_share", round3(f.time_share)},
           {"max_speedup", round2(f.max_speedup)},
           {"predicted_speedup",

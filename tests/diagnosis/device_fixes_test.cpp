@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "analysis/trace_analysis.h"
 #include "base/text.h"
@@ -70,7 +73,18 @@ TEST(DeviceFixes, VoltaGetsFp16NotBf16Tf32OrFp8) {
   EXPECT_TRUE(contains(fixes[0], "GradScaler")) << fixes[0];
   EXPECT_EQ(fixes[1], "Use fp16/bf16 inputs for the fused attention kernels");
   EXPECT_EQ(fixes[2], "Compile: `model = torch.compile(model)`");
-  EXPECT_TRUE(contains(findings[0].detail, "4 fixes left out")) << findings[0].detail;
+  say_fixes_left_out(findings);
+  EXPECT_TRUE(contains(findings[0].detail,
+                       "4 fixes left out: Tesla V100-SXM2-32GB cannot run bf16; Tesla V100-SXM2-32GB cannot run TF32; "
+                       "Tesla V100-SXM2-32GB cannot run FP8; Tesla V100-SXM2-32GB cannot run FlashAttention."))
+      << findings[0].detail;
+  // Each one kept with why, for the JSON (fixes_left_out), in the order written.
+  ASSERT_EQ(findings[0].fixes_left_out.size(), 4u);
+  EXPECT_EQ(findings[0].fixes_left_out[0].fix, f.fixes[0]);
+  EXPECT_EQ(findings[0].fixes_left_out[0].because, "Tesla V100-SXM2-32GB cannot run bf16");
+  EXPECT_EQ(findings[0].fixes_left_out[1].because, "Tesla V100-SXM2-32GB cannot run TF32");
+  EXPECT_EQ(findings[0].fixes_left_out[2].because, "Tesla V100-SXM2-32GB cannot run FP8");
+  EXPECT_EQ(findings[0].fixes_left_out[3].because, "Tesla V100-SXM2-32GB cannot run FlashAttention");
   // On an H100 every one of them stays, and nothing is added.
   std::vector<Finding> hopper = {f};
   fit_fixes_to_device(hopper, device_features(with_device("NVIDIA H100 80GB HBM3", 9, 0)));
@@ -95,15 +109,25 @@ TEST(WorkDone, FixesTheTraceShowsDoneAreLeftOut) {
   ASSERT_EQ(a[0].fixes.size(), 5u);
   EXPECT_TRUE(contains(a[0].fixes[0], "reduce-overhead"));
   EXPECT_TRUE(contains(a[0].fixes[4], "graph_breaks,recompiles")) << a[0].fixes[4];
-  EXPECT_TRUE(contains(a[0].detail, "1 fix left out: the trace shows torch.compile already in place")) << a[0].detail;
+  say_fixes_left_out(a);
+  EXPECT_TRUE(contains(a[0].detail, "1 fix left out: the trace shows torch.compile already in place.")) << a[0].detail;
   WorkDone all;
   all.compiled = all.graphs = all.fused_optimizer = true;
   std::vector<Finding> b = {f};
   fit_fixes_to_work_done(b, all);
   ASSERT_EQ(b[0].fixes.size(), 2u);
   EXPECT_EQ(b[0].fixes[0], "Raise the batch size");
-  EXPECT_TRUE(contains(b[0].detail, "4 fixes left out")) << b[0].detail;
-  EXPECT_TRUE(contains(b[0].detail, "torch.compile, graph replay, a fused optimizer")) << b[0].detail;
+  say_fixes_left_out(b);
+  EXPECT_TRUE(contains(b[0].detail,
+                       "4 fixes left out: the trace shows torch.compile already in place; the trace shows graph "
+                       "replay already in place (2); the trace shows a fused optimizer already in place."))
+      << b[0].detail;
+  ASSERT_EQ(b[0].fixes_left_out.size(), 4u);
+  EXPECT_EQ(b[0].fixes_left_out[0].because, "the trace shows torch.compile already in place");
+  EXPECT_EQ(b[0].fixes_left_out[1].because, "the trace shows graph replay already in place");
+  EXPECT_EQ(b[0].fixes_left_out[2].because, "the trace shows graph replay already in place");
+  EXPECT_EQ(b[0].fixes_left_out[3].because, "the trace shows a fused optimizer already in place");
+  EXPECT_EQ(b[0].fixes_left_out[3].fix, f.fixes[3]);
   std::vector<Finding> c = {f};
   fit_fixes_to_work_done(c, WorkDone{});
   EXPECT_EQ(c[0].fixes, f.fixes);
@@ -138,6 +162,40 @@ TEST(DeviceFixesCorpus, VoltaTraceOffersNoFixItCannotRun) {
       EXPECT_FALSE(contains(fix, "TF32") || contains(fix, "allow_tf32")) << f.id << ": " << fix;
       EXPECT_FALSE(contains(fix, "FP8") || contains(fix, "transformer_engine")) << f.id << ": " << fix;
     }
+}
+
+// The JSON's fixes_left_out and the detail's sentence are one list: on corpus traces where
+// findings fold into others (an H100 inference server, a B200 rank, a deep-queue recommender), each
+// finding's detail counts exactly its fixes_left_out, and none of them is also offered.
+TEST(FixesLeftOutCorpus, JsonListAndDetailAgree) {
+  int seen = 0, with_left_out = 0;
+  for (const char* name : {"h100-image-classifier-inference.json.gz", "b200-eager-rank0of8.json.gz",
+                           "a100-recsys-rank0-deep-queue.json.gz", "resnet-ddp-v100-2024-ns.pt.trace.json.gz"}) {
+    const std::string path = test::corpus_path(name);
+    if (path.empty()) {
+      std::fprintf(stderr, "SKIPPED (corpus trace %s absent)\n", name);
+      continue;
+    }
+    ++seen;
+    const test::CommandResult r = test::run_ferret("analyze --json " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(r.out);
+    for (const nlohmann::json& f : doc["traces"][0]["findings"]) {
+      const std::string detail = f["detail"];
+      std::size_t counted = 0;
+      const std::regex sentence("(\\d+) fix(es)? left out");
+      for (auto it = std::sregex_iterator(detail.begin(), detail.end(), sentence); it != std::sregex_iterator(); ++it)
+        counted += std::stoul((*it)[1]);
+      EXPECT_EQ(counted, f["fixes_left_out"].size()) << name << " " << f["id"];
+      for (const nlohmann::json& l : f["fixes_left_out"]) {
+        EXPECT_FALSE(l["because"].get<std::string>().empty());
+        for (const nlohmann::json& fix : f["fixes"]) EXPECT_NE(fix, l["fix"]) << name << " " << f["id"];
+      }
+      if (!f["fixes_left_out"].empty()) ++with_left_out;
+    }
+  }
+  if (seen == 0) GTEST_SKIP() << "corpus absent";
+  EXPECT_GE(with_left_out, 1);
 }
 
 }  // namespace device_fixes_test
