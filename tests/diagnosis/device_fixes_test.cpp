@@ -55,6 +55,14 @@ TEST(DeviceFixes, FeaturesByComputeCapabilityAndVendor) {
   EXPECT_FALSE(device_features(load_trace_text(R"({"traceEvents": []})")).known);
 }
 
+void expect_left_out(const Finding& f, const std::vector<Finding::LeftOut>& expected) {
+  ASSERT_EQ(f.fixes_left_out.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(f.fixes_left_out[i].fix, expected[i].fix) << i;
+    EXPECT_EQ(f.fixes_left_out[i].because, expected[i].because) << i;
+  }
+}
+
 // On a V100: bf16, TF32, FP8 and flash-attn fixes go; a fix offering fp16 or bf16 stays; the fp16
 // loss-scaling fix takes the precision fixes' place, first; the detail counts what went.
 TEST(DeviceFixes, VoltaGetsFp16NotBf16Tf32OrFp8) {
@@ -79,12 +87,10 @@ TEST(DeviceFixes, VoltaGetsFp16NotBf16Tf32OrFp8) {
                        "Tesla V100-SXM2-32GB cannot run FP8; Tesla V100-SXM2-32GB cannot run FlashAttention."))
       << findings[0].detail;
   // Each one kept with why, for the JSON (fixes_left_out), in the order written.
-  ASSERT_EQ(findings[0].fixes_left_out.size(), 4u);
-  EXPECT_EQ(findings[0].fixes_left_out[0].fix, f.fixes[0]);
-  EXPECT_EQ(findings[0].fixes_left_out[0].because, "Tesla V100-SXM2-32GB cannot run bf16");
-  EXPECT_EQ(findings[0].fixes_left_out[1].because, "Tesla V100-SXM2-32GB cannot run TF32");
-  EXPECT_EQ(findings[0].fixes_left_out[2].because, "Tesla V100-SXM2-32GB cannot run FP8");
-  EXPECT_EQ(findings[0].fixes_left_out[3].because, "Tesla V100-SXM2-32GB cannot run FlashAttention");
+  expect_left_out(findings[0], {{f.fixes[0], "Tesla V100-SXM2-32GB cannot run bf16"},
+                                {f.fixes[1], "Tesla V100-SXM2-32GB cannot run TF32"},
+                                {f.fixes[2], "Tesla V100-SXM2-32GB cannot run FP8"},
+                                {f.fixes[3], "Tesla V100-SXM2-32GB cannot run FlashAttention"}});
   // On an H100 every one of them stays, and nothing is added.
   std::vector<Finding> hopper = {f};
   fit_fixes_to_device(hopper, device_features(with_device("NVIDIA H100 80GB HBM3", 9, 0)));
@@ -122,12 +128,10 @@ TEST(WorkDone, FixesTheTraceShowsDoneAreLeftOut) {
                        "4 fixes left out: the trace shows torch.compile already in place; the trace shows graph "
                        "replay already in place (2); the trace shows a fused optimizer already in place."))
       << b[0].detail;
-  ASSERT_EQ(b[0].fixes_left_out.size(), 4u);
-  EXPECT_EQ(b[0].fixes_left_out[0].because, "the trace shows torch.compile already in place");
-  EXPECT_EQ(b[0].fixes_left_out[1].because, "the trace shows graph replay already in place");
-  EXPECT_EQ(b[0].fixes_left_out[2].because, "the trace shows graph replay already in place");
-  EXPECT_EQ(b[0].fixes_left_out[3].because, "the trace shows a fused optimizer already in place");
-  EXPECT_EQ(b[0].fixes_left_out[3].fix, f.fixes[3]);
+  expect_left_out(b[0], {{f.fixes[0], "the trace shows torch.compile already in place"},
+                         {f.fixes[1], "the trace shows graph replay already in place"},
+                         {f.fixes[2], "the trace shows graph replay already in place"},
+                         {f.fixes[3], "the trace shows a fused optimizer already in place"}});
   std::vector<Finding> c = {f};
   fit_fixes_to_work_done(c, WorkDone{});
   EXPECT_EQ(c[0].fixes, f.fixes);
