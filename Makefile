@@ -10,12 +10,12 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libsimdjson-dev libcli11-dev libfmt-dev nlohmann-json3-dev \
 	libisal-dev zlib1g-dev libzstd-dev zstd gzip \
 	libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev libtorch-dev \
-	python3 python3-torch python3-dev python3-numpy pybind11-dev dpkg-dev chromium \
+	python3 python3-torch python3-dev python3-numpy python3-venv pybind11-dev dpkg-dev chromium \
 	clang libclang-rt-14-dev clang-format \
 	libopenmpi-dev openmpi-bin \
 	time bc
 
-.PHONY: setup build install package test demo bench bench-job test-asan fuzz fuzz-ci fuzz-long reliability clean format format-check
+.PHONY: setup venv build install package test demo bench bench-job test-asan fuzz fuzz-ci fuzz-long reliability clean format format-check
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
@@ -32,6 +32,20 @@ setup:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(DEB_PACKAGES); \
 	else echo "setup: all packages present"; fi
+	@$(MAKE) --no-print-directory venv
+
+# The test environment with today's PyTorch: a virtual environment on Debian's /usr/bin/python3
+# (the interpreter the ferret module is built for) with the pinned PyPI packages of
+# python/requirements-torch2.txt. The tests run the Python suite with it as well as with Debian's
+# torch 1.13. Rebuilt when the requirements change; pip's cache makes a rebuild cheap.
+VENV ?= build/venv
+venv: $(VENV)/.installed
+$(VENV)/.installed: python/requirements-torch2.txt
+	rm -rf $(VENV)
+	/usr/bin/python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r python/requirements-torch2.txt
+	$(VENV)/bin/python -c "import torch; print('venv: torch', torch.__version__, 'in $(VENV)')"
+	touch $@
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)

@@ -4,6 +4,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "analysis/classify.h"
@@ -263,11 +264,89 @@ DeviceIntervals& device_slot(std::vector<DeviceIntervals>& slots, std::int32_t d
   return slots.back();
 }
 
+// One call from its event, device and resolved kind and size, with its bandwidths.
+CollectiveCall make_call(const TraceModel& model, EventIndex e, std::int32_t device, const Resolved& r) {
+  CollectiveCall c;
+  c.kernel = e;
+  c.device = device;
+  c.kind = r.kind;
+  c.start_ns = model.ts_ns[e];
+  c.dur_ns = model.dur_ns[e];
+  c.bytes = r.bytes;
+  c.group_size = r.group;
+  c.process_group = r.process_group;
+  c.seq = r.seq;
+  if (c.bytes >= 0 && c.dur_ns > 0) {
+    c.algbw_gbps = static_cast<double>(c.bytes) / static_cast<double>(c.dur_ns);  // bytes/ns = GB/s
+    // A group of one moves nothing: no bus bandwidth to speak of.
+    const double factor = c.group_size >= 2 ? bus_factor(c.kind, c.group_size) : -1;
+    if (factor >= 0) c.busbw_gbps = c.algbw_gbps * factor;
+  }
+  return c;
+}
+
+bool is_gloo_span(std::string_view name) { return name.starts_with("gloo:"); }
+
+// Operators that only hand a collective over or wait for one: a thread inside them hides no
+// communication.
+bool is_collective_call_op(std::string_view name) {
+  return name.starts_with("c10d::") || name.starts_with("gloo:") || name.starts_with("nccl:") ||
+         name == "record_param_comms" || name.find("wait") != std::string_view::npos;
+}
+
+// gloo collectives: each `gloo:<collective>` span (on one of gloo's own threads, CPU tensors) is
+// a call on kHostCollectiveDevice, sized from its recorded input like an nccl: annotation. What
+// hides it is operator time on the process's other threads - the training thread computing while
+// the collective runs; the rest of its time the training thread waits (DDP's end of backward).
+void scan_gloo(const TraceModel& model, const AnalysisContext& ctx, std::vector<CollectiveCall>& calls,
+               std::vector<DeviceIntervals>& slots) {
+  const std::int64_t ws = ctx.window_start_ns, we = ctx.window_end_ns;
+  std::vector<std::int8_t> gloo_name(model.strings.size(), -1);
+  std::set<std::pair<std::int32_t, std::int32_t>> gloo_threads;
+  std::vector<Interval> comm;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    const EventKind k = model.kind[e];
+    if ((k != EventKind::kUserAnnotation && k != EventKind::kCpuOp) || model.phase[e] != 'X') continue;
+    const StrId name = model.name[e];
+    if (gloo_name[name] < 0) gloo_name[name] = is_gloo_span(model.strings.view(name)) ? 1 : 0;
+    if (gloo_name[name] != 1) continue;
+    gloo_threads.insert({model.pid[e], model.tid[e]});
+    const std::int64_t start = model.ts_ns[e], end = start + model.dur_ns[e];
+    if (end <= ws || start >= we || model.dur_ns[e] <= 0) continue;
+    comm.push_back({std::max(start, ws), std::min(end, we)});
+    if (start < ws) continue;  // a call belongs to the window it starts in
+    Resolved r;
+    r.group = model.info.distributed.world_size > 0 ? model.info.distributed.world_size : -1;
+    apply_annotation(model, e, r);
+    calls.push_back(make_call(model, e, kHostCollectiveDevice, r));
+  }
+  if (comm.empty()) return;
+  std::set<std::int32_t> gloo_pids;
+  for (const auto& [pid, tid] : gloo_threads) gloo_pids.insert(pid);
+  DeviceIntervals& slot = device_slot(slots, kHostCollectiveDevice);
+  slot.comm = std::move(comm);
+  std::vector<std::int8_t> handover(model.strings.size(), -1);
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    if (model.kind[e] != EventKind::kCpuOp || model.phase[e] != 'X' || !gloo_pids.contains(model.pid[e])) continue;
+    if (gloo_threads.contains({model.pid[e], model.tid[e]})) continue;
+    const std::int64_t start = model.ts_ns[e], end = start + model.dur_ns[e];
+    if (end <= ws || start >= we) continue;
+    const StrId name = model.name[e];
+    if (handover[name] < 0) handover[name] = is_collective_call_op(model.strings.view(name)) ? 1 : 0;
+    if (handover[name] == 1) continue;
+    slot.compute.push_back({std::max(start, ws), std::min(end, we)});
+  }
+}
+
 // One pass over the kernels: communication calls (resolved), and per device the communication
-// and compute intervals clipped to the window. `slots` may be null when only calls are wanted.
+// and compute intervals clipped to the window. `slots` may be null when only calls are wanted;
+// with them, gloo's host collectives join the calls (scan_gloo).
 std::vector<CollectiveCall> scan(const TraceModel& model, const AnalysisContext& ctx,
                                  std::vector<DeviceIntervals>* slots) {
   std::vector<CollectiveCall> calls;
+  if (slots != nullptr) scan_gloo(model, ctx, calls, *slots);
   // Names are interned: classify each distinct kernel name once.
   std::vector<std::int8_t> comm_name(model.strings.size(), -1);
   const std::int64_t ws = ctx.window_start_ns, we = ctx.window_end_ns;
@@ -287,23 +366,8 @@ std::vector<CollectiveCall> scan(const TraceModel& model, const AnalysisContext&
     }
     if (!comm || start < ws) continue;  // a call belongs to the window it starts in
     const Resolved r = resolve(model, e);
-    CollectiveCall c;
-    c.kernel = e;
-    c.device = device;
-    c.kind = r.kind;
-    c.start_ns = start;
-    c.dur_ns = model.dur_ns[e];
-    c.bytes = r.bytes;
-    c.group_size = r.group;
+    CollectiveCall c = make_call(model, e, device, r);
     c.protocol = nccl_protocol(model.strings.view(name));
-    c.process_group = r.process_group;
-    c.seq = r.seq;
-    if (c.bytes >= 0 && c.dur_ns > 0) {
-      c.algbw_gbps = static_cast<double>(c.bytes) / static_cast<double>(c.dur_ns);  // bytes/ns = GB/s
-      // A group of one moves nothing: no bus bandwidth to speak of.
-      const double factor = c.group_size >= 2 ? bus_factor(c.kind, c.group_size) : -1;
-      if (factor >= 0) c.busbw_gbps = c.algbw_gbps * factor;
-    }
     calls.push_back(c);
   }
   std::sort(calls.begin(), calls.end(), [](const CollectiveCall& a, const CollectiveCall& b) {
@@ -329,6 +393,9 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
   std::vector<DeviceIntervals> slots;
   result.calls = scan(model, ctx, &slots);
   result.present = !result.calls.empty();
+  result.on_host = result.present && std::all_of(result.calls.begin(), result.calls.end(), [](const CollectiveCall& c) {
+                     return c.device == kHostCollectiveDevice;
+                   });
 
   // Per collective.
   std::array<CollectiveStats, kCollectiveCount> stats{};

@@ -46,10 +46,14 @@ double bus_factor(Collective c, int group_size);
 // "float", "long", "unsigned char", ...); 0 when unknown.
 int dtype_size(std::string_view dtype);
 
-// One NCCL kernel.
+// The device of a collective that runs on the host (gloo): CPU tensors, the collective's own
+// threads, no kernel.
+inline constexpr std::int32_t kHostCollectiveDevice = -1;
+
+// One NCCL kernel, or one gloo collective (its `gloo:<name>` span on a gloo thread).
 struct CollectiveCall {
-  EventIndex kernel = kNoEvent;
-  std::int32_t device = -1;
+  EventIndex kernel = kNoEvent;  // the kernel, or the gloo span
+  std::int32_t device = -1;      // kHostCollectiveDevice for gloo
   Collective kind = Collective::kUnknown;
   std::int64_t start_ns = 0;
   std::int64_t dur_ns = 0;
@@ -99,8 +103,11 @@ struct CommunicationStep {
 };
 
 struct CommunicationResult {
-  bool present = false;  // any communication kernels in the window
-  std::string backend;   // distributedInfo
+  bool present = false;  // any communication kernels (or gloo collectives) in the window
+  // Every call in the window is a gloo collective on the host: exposure is then the collectives'
+  // time that the process's other threads (the training thread) spend in no operator.
+  bool on_host = false;
+  std::string backend;  // distributedInfo
   int rank = -1;
   int world_size = -1;
   std::vector<CollectiveCall> calls;           // in the window, by start time
@@ -132,7 +139,8 @@ struct CommunicationResult {
 inline constexpr std::uint64_t kPeerWaitMinCalls = 3;
 
 // The NCCL kernels in the window with their collective, size and bandwidth (no time breakdown);
-// the hardware analysis uses it to compare bus bandwidth with the scale-up link.
+// the hardware analysis uses it to compare bus bandwidth with the scale-up link (gloo's host
+// collectives are left out: they cross no device link).
 std::vector<CollectiveCall> collect_collectives(const TraceModel& model, const AnalysisContext& ctx);
 
 CommunicationResult analyze_communication(const TraceModel& model, const AnalysisContext& ctx);

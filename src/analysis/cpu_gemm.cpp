@@ -36,6 +36,8 @@ CpuGemmRate analyze_cpu_gemm_rate(const TraceModel& model, const AnalysisContext
     if (args == nullptr || args->input_dims == kEmptyStr) continue;
     const OpCost cost = op_cost({name, model.strings.view(args->input_dims), model.strings.view(args->input_types),
                                  model.strings.view(args->concrete_inputs), -1, -1});
+    if (cost.dtype == Dtype::kBf16 || cost.dtype == Dtype::kFp16) r.reduced_precision_ns += model.dur_ns[e];
+    if (cost.dtype == Dtype::kFp16) r.fp16_ns += model.dur_ns[e];
     if (cost.flops < kCpuGemmMinFlops || (cost.dtype != Dtype::kFp32 && cost.dtype != Dtype::kFp64)) continue;
     ++r.calls;
     r.ns += model.dur_ns[e];

@@ -23,6 +23,10 @@ struct CpuGemmRate {
   std::string top_op;            // the op with the most time among them
   std::string top_dims;          // its most timed input dims
   std::int64_t all_gemm_ns = 0;  // every mm/addmm/bmm/baddbmm call's time, shapes or not
+  // ... of which calls whose recorded operands are bf16 or fp16 (autocast or a model cast down),
+  // any size: the precision step a CPU rule would offer is taken there already.
+  std::int64_t reduced_precision_ns = 0;
+  std::int64_t fp16_ns = 0;                                                        // ... of which fp16
   double gflops() const { return ns > 0 ? flops / static_cast<double>(ns) : -1; }  // FLOP/ns = GFLOP/s
 };
 

@@ -37,6 +37,7 @@ enum NameFlag : std::uint16_t {
   kSyncCopy = 256,         // a synchronous memcpy / memset call
   kCommKernel = 512,       // an NCCL / RCCL communication kernel
   kPageableUpload = 1024,  // a host-to-device copy from pageable memory
+  kHandOver = 2048,        // c10d::*: a thread handing a collective to its process group
 };
 
 class Names {
@@ -62,6 +63,7 @@ class Names {
       if (is_launch_call(n) && contains(n, "Memcpy")) f |= kCopyLaunch;
       if (is_dataloader_span(n)) f |= kLoader;
       if (n.starts_with("gloo:")) f |= kGloo;
+      if (n.starts_with("c10d::")) f |= kHandOver;
       if (profiler_step_number(n) >= 0) f |= kStep;
       if (const CopyKind c = parse_copy_name(n);
           c.direction == CopyDirection::kHtoD && c.host_memory == HostMemory::kPageable)
@@ -114,9 +116,17 @@ class Names {
 // shift; inside one (the outermost shortened span or synchronising call) a linear map.
 // With the host's overhead removed (RetimeChanges::remove_host_overhead) time outside a region
 // stops passing: the clock holds at the end of the latest region it kept.
+// A thread woken by a collective's completion runs its next recorded operator within this: a
+// condition variable's wake-up takes microseconds and the Python before the next operator tens to
+// hundreds, but on a host whose cores the ranks share the woken thread waits for a core too (0.03
+// to 11 ms on the project's two-rank DDP-over-gloo sample, recorded on two cores). ferret's bound.
+constexpr std::int64_t kGlooWakeNs = 20'000'000;
+
 struct ThreadClock {
   std::int64_t shift = 0;
   std::int64_t last_top_end = INT64_MIN;  // end of its latest top-level span
+  std::int64_t last_end = INT64_MIN;      // end of its latest span of work (steps are not work)
+  std::int64_t handed_over = INT64_MAX;   // start of its first c10d:: operator (a collective handed over)
   bool active = false;
   bool sync = false;            // the active region is a synchronising call
   bool held = false;            // time outside regions does not pass
@@ -331,6 +341,47 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
 
   std::unordered_map<std::uint64_t, ThreadClock> clocks;
   std::unordered_set<EventIndex> pinned_ops;  // operators whose pageable upload was pinned
+  // gloo collectives swept so far: original start and end, re-timed end, process. A thread of that
+  // process that hands collectives over (c10d::), and did before one started, and resumes (or
+  // ends its step) within kGlooWakeNs of its end, idle since before that end, was waiting for it.
+  struct GlooEnd {
+    std::int64_t start, end, end_new;
+    std::int32_t pid;
+  };
+  std::vector<GlooEnd> gloo_ends;
+  // Whether the trace records hand-overs at all (c10d:: operators): a recording without them
+  // (operators left out) cannot say which thread handed a collective over, so any idle thread of
+  // the process may have waited.
+  bool handovers_recorded = false;
+  for (std::size_t id = 0; id < model.strings.size() && !handovers_recorded; ++id)
+    handovers_recorded = model.strings.view(static_cast<StrId>(id)).starts_with("c10d::");
+  // DDP on CPU tensors: the training thread ends backward, then waits (in no operator) for its
+  // buckets' gloo all-reduce; it resumes when the latest collective it waited for ends. Re-timed,
+  // it resumes when both its own previous work and that collective's re-timed end allow.
+  auto wait_for_gloo = [&](ThreadClock& clock, std::int64_t ts, std::int32_t pid) {
+    // The sweep runs in start order: a collective that ended over kGlooWakeNs ago wakes no one now.
+    std::erase_if(gloo_ends, [&](const GlooEnd& g) { return ts - g.end > kGlooWakeNs; });
+    const GlooEnd* waited = nullptr;
+    for (auto it = gloo_ends.rbegin(); it != gloo_ends.rend(); ++it) {
+      if (it->pid != pid || it->end > ts || it->end <= clock.last_end ||
+          (handovers_recorded && clock.handed_over > it->start))
+        continue;
+      if (waited == nullptr || it->end > waited->end) waited = &*it;
+    }
+    if (waited == nullptr) return;
+    // The wake-up (and a core to run on) still takes what it took after the collective's end.
+    const std::int64_t wake = ts - waited->end;
+    const std::int64_t after_collective = waited->end_new + wake;
+    if (clock.held) {
+      clock.at = std::max(clock.at == INT64_MIN ? after_collective : clock.at, after_collective);
+      return;
+    }
+    clock.map(ts);  // closes a region that ended before ts
+    if (clock.active) return;
+    // A thread with no work before the wait (its step is all waiting) resumes with the collective.
+    const std::int64_t after_own = clock.last_end == INT64_MIN ? INT64_MIN : clock.last_end + clock.shift + wake;
+    clock.shift = std::max(after_own, after_collective) - ts;
+  };
   auto clock_of = [&](std::uint64_t thread) -> ThreadClock& {
     auto [it, fresh] = clocks.try_emplace(thread);
     if (fresh) it->second.held = changes.remove_host_overhead;
@@ -497,7 +548,11 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     const SweepItem item = item_at(n);
     if (item.event == kNoEvent) {
       Point& p = points[item.point];
-      p.mapped = clock_of(p.thread).map(p.t);
+      ThreadClock& clock = clock_of(p.thread);
+      // A step that ends right after a collective it waited for (nothing recorded after the wait).
+      if (!gloo_ends.empty() && !(clock.active && p.t < clock.until))
+        wait_for_gloo(clock, p.t, static_cast<std::int32_t>(p.thread >> 32));
+      p.mapped = clock.map(p.t);
       continue;
     }
     const EventIndex e = item.event;
@@ -525,10 +580,17 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
         clock.shift = std::max(via_main, own_floor) - item.ts;
       }
     }
-    if (top_level) clock.last_top_end = std::max(clock.last_top_end, item.ts + item.dur);
-    const std::int64_t start_new = clock.map(item.ts);
     const std::uint16_t f = names.flags(e);
+    const bool work = !(f & kStep) && item.dur > 0;
+    if (work && !(f & kGloo) && !gloo_ends.empty() && !inside) wait_for_gloo(clock, item.ts, model.pid[e]);
+    if (top_level) clock.last_top_end = std::max(clock.last_top_end, item.ts + item.dur);
+    if (work) clock.last_end = std::max(clock.last_end, item.ts + item.dur);
+    if (f & kHandOver) clock.handed_over = std::min(clock.handed_over, item.ts);
+    const std::int64_t start_new = clock.map(item.ts);
     const std::int64_t end = item.ts + item.dur;
+    if ((f & kGloo) && !inside)
+      gloo_ends.push_back(
+          {item.ts, end, changes.remove_exposed_communication ? start_new : start_new + item.dur, model.pid[e]});
 
     // The GPU work this call launched.
     bool launched = false, pageable_upload = false;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "analysis/intervals.h"
 #include "base/text.h"
@@ -57,6 +59,10 @@ int one_time_class(EventKind kind, std::string_view name) {
     return kHandles;
   if (contains(name, "cudnnFind") || contains(name, "FindConvolution") || contains(name, "miopenFind"))
     return kAutotuning;
+  // torch 2.x records Dynamo's and Inductor's timed phases as operators.
+  if (kind == EventKind::kCpuOp &&
+      (name == "entire_frame_compile" || name == "entire_backward_compile" || name.ends_with(" (dynamo_timed)")))
+    return kCompilation;
   if (kind == EventKind::kPythonFunction &&
       (contains(name, "_inductor/compile_fx") || contains(name, "_dynamo/convert_frame") ||
        contains(name, "triton/compiler") || contains(name, "_inductor/codecache") ||
@@ -83,6 +89,99 @@ bool device_mostly_idle(const TraceModel& model, const AnalysisContext& ctx) {
   return true;
 }
 
+// "F/R" at the start of `text` -> {F, R}; {-1, -1} when it is not there.
+std::pair<int, int> frame_and_compile(std::string_view text) {
+  int frame = -1, compile = -1;
+  const char* const last = text.data() + text.size();
+  const auto [slash, e1] = std::from_chars(text.data(), last, frame);
+  if (e1 != std::errc() || slash == last || *slash != '/') return {-1, -1};
+  if (std::from_chars(slash + 1, last, compile).ec != std::errc()) return {-1, -1};
+  return {frame, compile};
+}
+
+// "Torch-Compiled Region: 0/1" (a call of compiled code) or a compile phase's record of its id,
+// "dynamo_data: compile_id=1/1" (torch 2.x): {frame, compilation}, {-1, -1} for other names.
+std::pair<int, int> compiled_region_ids(std::string_view name) {
+  constexpr std::string_view kRegion = "Torch-Compiled Region: ";
+  if (name.starts_with(kRegion)) return frame_and_compile(name.substr(kRegion.size()));
+  return {-1, -1};
+}
+std::pair<int, int> compile_id_of(std::string_view name) {
+  constexpr std::string_view kId = "compile_id=";
+  const auto at = name.find(kId);
+  if (at == std::string_view::npos) return {-1, -1};
+  return frame_and_compile(name.substr(at + kId.size()));
+}
+
+CompileActivity compile_activity(const TraceModel& model, std::vector<EventIndex> spans, const AnalysisContext& ctx) {
+  CompileActivity c;
+  const std::int64_t we = ctx.window_end_ns;
+  std::sort(spans.begin(), spans.end(), [&](EventIndex a, EventIndex b) {
+    return model.ts_ns[a] != model.ts_ns[b] ? model.ts_ns[a] < model.ts_ns[b] : model.dur_ns[a] > model.dur_ns[b];
+  });
+  // The outermost spans: those not inside an earlier one of their thread.
+  std::map<std::pair<std::int32_t, std::int32_t>, std::int64_t> covered_until;
+  std::vector<Interval> all;
+  for (const EventIndex e : spans) {
+    std::int64_t& until = covered_until[{model.pid[e], model.tid[e]}];
+    if (model.ts_ns[e] < until) continue;
+    until = model.end_ns(e);
+    c.outermost.push_back(e);
+    all.push_back({model.ts_ns[e], std::min(we, model.end_ns(e))});
+  }
+  std::vector<Interval> merged = all;
+  merge_intervals(merged);
+  c.ns = total_length(merged);
+  c.blocks = merged.size();
+  std::int64_t without_ns = 0;
+  for (const Step& step : ctx.steps) {
+    if (covered_length(merged, step.start_ns, step.end_ns) > 0) continue;
+    ++c.steps_without;
+    without_ns += step.end_ns - step.start_ns;
+    if (c.first_step_without < 0) c.first_step_without = step.number;
+    c.last_step_without = step.number;
+  }
+  if (c.steps_without > 0) c.steps_without_mean_ns = without_ns / static_cast<std::int64_t>(c.steps_without);
+  // Frames called: the compiled regions of the window. Which compilation each stretch was: the
+  // compile id its phases record inside it (torch 2.x); compilation R >= 1 of a frame is a
+  // recompile. Without ids (older torch), no stretch is called a recompile.
+  struct IdMark {
+    std::int64_t ts;
+    int frame, compile;
+  };
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<IdMark>> ids;
+  std::vector<std::int8_t> name_kind(model.strings.size(), -1);  // 0 other, 1 region, 2 compile id
+  std::set<int> frames;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    if (!is_host_span(model.kind[e]) || !ctx.window().contains(model.ts_ns[e])) continue;
+    std::int8_t& kind = name_kind[model.name[e]];
+    const std::string_view name = model.name_of(e);
+    if (kind < 0) kind = compiled_region_ids(name).first >= 0 ? 1 : compile_id_of(name).first >= 0 ? 2 : 0;
+    if (kind == 1) frames.insert(compiled_region_ids(name).first);
+    if (kind == 2) {
+      const auto [frame, compile] = compile_id_of(name);
+      frames.insert(frame);
+      ids[{model.pid[e], model.tid[e]}].push_back({model.ts_ns[e], frame, compile});
+    }
+  }
+  c.frames = static_cast<std::uint32_t>(frames.size());
+  std::set<std::pair<int, int>> recompiled, compiled;
+  for (const EventIndex e : c.outermost) {
+    auto it = ids.find({model.pid[e], model.tid[e]});
+    if (it == ids.end()) continue;
+    for (const IdMark& m : it->second) {
+      if (m.ts < model.ts_ns[e] || m.ts >= model.end_ns(e)) continue;
+      (m.compile >= 1 ? recompiled : compiled).insert({m.frame, m.compile});
+      if (m.compile >= 1) c.recompile_ns += std::min(we, model.end_ns(e)) - model.ts_ns[e];
+      break;
+    }
+  }
+  c.recompiles = static_cast<std::uint32_t>(recompiled.size());
+  c.first_compiles = static_cast<std::uint32_t>(compiled.size());
+  return c;
+}
+
 }  // namespace
 
 WindowActivityResult analyze_window_activity(const TraceModel& model, const AnalysisContext& ctx) {
@@ -105,6 +204,7 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
   std::vector<std::pair<std::pair<std::int32_t, std::int32_t>, std::int64_t>> launches;
   std::array<std::vector<Interval>, kOneTimeClassCount> one_time;
   std::array<std::uint64_t, kOneTimeClassCount> one_time_count{};
+  std::vector<EventIndex> one_time_events;  // compile spans in the window, in event order
   EventIndex first_runtime = kNoEvent;
   std::vector<std::int8_t> name_class(model.strings.size(), -2);  // -2: not classified yet
   for (std::size_t i = 0; i < model.size(); ++i) {
@@ -136,6 +236,7 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
     if (cls >= 0) {
       one_time[static_cast<std::size_t>(cls)].push_back({t, std::min(we, model.end_ns(e))});
       ++one_time_count[static_cast<std::size_t>(cls)];
+      if (cls == kCompilation) one_time_events.push_back(e);
     }
   }
 
@@ -244,6 +345,9 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
     r.one_time.push_back(
         {kOneTimeNames[static_cast<std::size_t>(c)], one_time_count[static_cast<std::size_t>(c)], total_length(spans)});
   }
+  r.compile = compile_activity(model, one_time_events, ctx);
+  for (OneTimeCost& cost : r.one_time)  // compiling counts its stretches, not its nested phases
+    if (cost.what == kOneTimeNames[kCompilation]) cost.count = r.compile.blocks;
   std::stable_sort(r.one_time.begin(), r.one_time.end(),
                    [](const OneTimeCost& a, const OneTimeCost& b) { return a.ns > b.ns; });
   merge_intervals(all_one_time);

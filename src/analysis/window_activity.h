@@ -55,6 +55,26 @@ struct OneTimeCost {
   std::int64_t ns = 0;  // wall time (union of its spans)
 };
 
+// torch.compile at work inside the window: Dynamo and Inductor compiling (the compile phases torch
+// 2.x records as operators, "entire_frame_compile", "entire_backward_compile", "NAME
+// (dynamo_timed)", or the compiler's Python frames). torch numbers compilations F/R - frame F's
+// compilation R - in its compiled regions' names ("Torch-Compiled Region: F/R") and in the
+// phases' records ("dynamo_data: compile_id=F/R"): R >= 1 is a recompile (a guard failed: a new
+// shape, dtype or specialised value).
+struct CompileActivity {
+  std::int64_t ns = 0;                // wall time compiling (union of the spans)
+  std::uint64_t blocks = 0;           // separate stretches of compiling
+  std::vector<EventIndex> outermost;  // the outermost compile spans, in time order (the what-if's)
+  std::uint32_t frames = 0;           // distinct frames F among the compiled regions the window calls
+  std::uint32_t recompiles = 0;       // distinct compilations F/R with R >= 1 that compiled here
+  std::uint32_t first_compiles = 0;   // ... with R == 0
+  std::int64_t recompile_ns = 0;      // wall time of the stretches that recompiled
+  // The analysed steps with no compiling in them: how many, and their mean duration (0 when none).
+  std::uint64_t steps_without = 0;
+  std::int64_t steps_without_mean_ns = 0;
+  std::int64_t first_step_without = -1, last_step_without = -1;  // their ProfilerStep numbers
+};
+
 struct WindowActivityResult {
   WindowActivity activity = WindowActivity::kUnknown;
   std::int64_t window_ns = 0;
@@ -72,6 +92,7 @@ struct WindowActivityResult {
   std::int64_t one_time_ns = 0;
   double one_time_share = 0;
   std::int64_t first_launch_load_ns = 0;  // of which kernels' first launches that loaded code
+  CompileActivity compile;                // of which torch.compile compiling
   // Blocking calls at the window's edges waiting on work from outside it (AnalysisContext).
   std::vector<EdgeWait> edge_waits;
   std::int64_t edge_wait_ns = 0;

@@ -116,6 +116,8 @@ WorkDone work_done(const TraceAnalysis& a) {
     if (s.rfind("aten::_fused_adam", 0) == 0 || s.rfind("aten::_fused_sgd", 0) == 0) d.fused_optimizer = true;
     if (s.rfind("triton_poi_", 0) == 0 || s.rfind("triton_per_", 0) == 0 || s.rfind("triton_red_", 0) == 0)
       d.compiled = true;
+    // Compiled code on any device (Inductor's C++ on a CPU too): torch names each call of it.
+    if (s.starts_with("Torch-Compiled Region") || s == "CompiledFunction") d.compiled = true;
   }
   return d;
 }
@@ -128,7 +130,9 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
     bool compile_dropped = false;
     for (const std::string& fix : f.fixes) {
       const bool graph_fix = mentions_any(fix, {"CUDAGraph", "torch.cuda.graph", "reduce-overhead"});
-      const bool compile_fix = contains(fix, "torch.compile(") && !contains(fix, "reduce-overhead");
+      // Adding compilation, not tuning a compile already there (dynamic shapes, whole graphs).
+      const bool compile_fix =
+          contains(fix, "torch.compile(") && !mentions_any(fix, {"reduce-overhead", "dynamic=True", "fullgraph=True"});
       if ((done.graphs && graph_fix) || (done.compiled && compile_fix) ||
           (done.fused_optimizer && contains(fix, "fused=True"))) {
         ++dropped;

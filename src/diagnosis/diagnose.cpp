@@ -114,6 +114,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   rules_attention(analysis, d.findings);
   rules_operator(analysis, d.findings);
   rules_window(analysis, d.findings);
+  rules_compile(analysis, d.findings);
   if (analysis.model != nullptr) fit_fixes_to_device(d.findings, device_features(*analysis.model));
   fit_fixes_to_work_done(d.findings, work_done(analysis));
   fit_fixes_to_workload(d.findings, analysis.workload.kind);

@@ -17,10 +17,11 @@ using S = RuleSource;
 // allocator calls, and - on a rank of a job - waiting for the other ranks, which the host does in
 // c10d waits and blocking launches around the collectives. Low utilization with no cause but a
 // CPU-bound host is that one symptom, told more precisely: it folds into cpu-bound.
-constexpr std::array<std::string_view, 12> kCpuBoundCauses = {
+constexpr std::array<std::string_view, 13> kCpuBoundCauses = {
     "input-bound",         "launch-bound",          "host-sync",        "sync-copy",
     "pageable-copy",       "pageable-copies",       "slow-host-copies", "allocator-in-steady-state",
-    "communication-heavy", "exposed-communication", "low-busbw",        "host-preprocessing"};
+    "communication-heavy", "exposed-communication", "low-busbw",        "host-preprocessing",
+    "compile-in-window"};
 // A device idle with its work queued (device-stall) explains low utilization, not a slow host.
 constexpr auto kLowUtilizationCauses = [] {
   std::array<std::string_view, kCpuBoundCauses.size() + 2> causes{};
@@ -39,8 +40,8 @@ constexpr std::string_view kRecordIdleGpu =
     "schedule=torch.profiler.schedule(wait=1, warmup=2, active=5))` (several steady steps, Python frames, shapes), "
     "once with `torch.cuda.set_sync_debug_mode(\"warn\")` to print every hidden CUDA sync; then analyze the new trace";
 constexpr std::string_view kRecordJobCommunication =
-    "No rule named why communication stays exposed; record the transport: `NCCL_DEBUG=INFO "
-    "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH` logs from every rank (`ferret nccl LOG...` reads them), and traces of every "
+    "No rule named why communication stays exposed; on NCCL, record the transport: `NCCL_DEBUG=INFO "
+    "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH` logs from every rank (`ferret nccl LOG...` reads them); and traces of every "
     "rank with `record_shapes=True` so message sizes show";
 
 constexpr std::array kRules = {
@@ -96,6 +97,7 @@ constexpr std::array kRules = {
     RuleInfo{"initialisation-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"microbenchmark-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"window-edge-wait", S::kTrace, D::kBenchmark, "rules_window", R::kCause, {}},
+    RuleInfo{"compile-in-window", S::kTrace, D::kCompute, "rules_compile", R::kCause, {}},
     // All ranks of a job (diagnose_job()).
     RuleInfo{"rank-straggler", S::kJob, D::kDistributed, "rule_straggler", R::kCause, {}},
     RuleInfo{"job-exposed-communication",

@@ -2,6 +2,7 @@
 // its threshold and the threshold's source written beside it; docs/RULES.md lists them all.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "analysis/trace_analysis.h"
@@ -22,6 +23,10 @@ void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out);        // tra
 void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out);  // unfused-attention
 void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out);   // gemm-shape (the roofline's groups)
 void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);     // capture / initialisation / edge waits
+void rules_compile(const TraceAnalysis& a, std::vector<Finding>& out);    // compile-in-window
+// What compile-in-window and a window mostly spent compiling say of it, and their fixes (rules_compile.cpp).
+std::string compile_detail(const CompileActivity& c);
+std::vector<std::string> compile_fixes(const CompileActivity& c);
 void rule_device_stall(const TraceAnalysis& a,
                        std::vector<Finding>& out);  // idle with work queued (rules_device_stall.cpp)
 // top-cost: the operator with the most self time, informational; diagnose() calls it only when no

@@ -39,8 +39,41 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
   }
   const double share = static_cast<double>(matmul_ns) / static_cast<double>(h.window_ns);
   if (share <= kCpuMatmulDominates) return;
+  // Most GEMM time already in bf16/fp16 (autocast, or a model cast down): the precision step is
+  // taken, and nothing in the trace bounds what threads, AMX or an accelerator would add.
+  const CpuGemmRate& g = a.cpu_gemm;
+  const bool reduced = g.all_gemm_ns > 0 && g.reduced_precision_ns * 2 >= g.all_gemm_ns;
+  const char* reduced_dtype = g.fp16_ns * 2 > g.reduced_precision_ns ? "fp16" : "bf16";
   Finding f;
   f.id = "matmul-dominated";
+  f.dimension = Dimension::kCompute;
+  f.layer = Layer::kOperator;
+  f.severity = share > 0.7 ? Severity::kHigh : Severity::kMedium;
+  f.evidence = {{"matmul_conv_share_pct", share * 100, "%"},
+                {"matmul_conv_ms", static_cast<double>(matmul_ns) / 1e6, "ms"},
+                {"window_ms", static_cast<double>(h.window_ns) / 1e6, "ms"}};
+  f.fixes = {"torch.set_num_threads(<physical cores>)  # check torch.get_num_threads(); intra-op threads do the math",
+             "with torch.autocast(\"cpu\", dtype=torch.bfloat16): ...  # on CPUs with AVX-512 BF16 / AMX",
+             "model = torch.compile(model)  # or export to ONNX Runtime / OpenVINO for inference",
+             "run on a GPU: model.to(\"cuda\") with torch.autocast(\"cuda\", dtype=torch.bfloat16)"};
+  if (reduced) {
+    const double reduced_pct = 100.0 * static_cast<double>(g.reduced_precision_ns) / static_cast<double>(g.all_gemm_ns);
+    f.title =
+        fmt::format("Compute-bound on the CPU: matmul/conv ops take {:.0f}% of the time ({} leads), already in {}",
+                    share * 100, top_op, reduced_dtype);
+    f.detail = fmt::format(
+        "No GPU work in this trace; {:.1f} ms of host self time in the window is spent in matrix multiplications and "
+        "convolutions, and {:.0f}% of the GEMM time already runs in {}. What more intra-op threads, AMX or an "
+        "accelerator would gain depends on the machine, which the trace does not describe: no gain is bounded.",
+        static_cast<double>(matmul_ns) / 1e6, reduced_pct, reduced_dtype);
+    f.evidence.push_back({"reduced_precision_gemm_pct", reduced_pct, "%"});
+    f.fixes_left_out.push_back({f.fixes[1], fmt::format("the trace shows {:.0f}% of the GEMM time in {} already",
+                                                        reduced_pct, reduced_dtype)});
+    f.fixes.erase(f.fixes.begin() + 1);
+    f.threshold = "matmul/conv host self time > 50% of the window (ferret; as the GPU matmul-dominated rule)";
+    out.push_back(std::move(f));
+    return;
+  }
   // Lower precision makes the matmuls faster, not free: the rest of their time stays.
   f.time_share = share * (1.0 - 1.0 / kCpuPrecisionStep);
   f.max_speedup = amdahl_speedup(f.time_share);
@@ -50,21 +83,11 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
   f.title = fmt::format(
       "Compute-bound on the CPU: matmul/conv ops take {:.0f}% of the time ({} leads); bf16 at most halves them",
       share * 100, top_op);
-  f.dimension = Dimension::kCompute;
-  f.layer = Layer::kOperator;
-  f.severity = share > 0.7 ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
       "No GPU work in this trace; {:.1f} ms of host self time in the window is spent in matrix multiplications and "
       "convolutions. bf16 on a CPU with AVX-512 BF16 at most doubles their rate, which bounds the gain at {:.2f}x; "
       "AMX, more intra-op threads or an accelerator can gain more, but the trace cannot tell how much.",
       static_cast<double>(matmul_ns) / 1e6, f.max_speedup);
-  f.evidence = {{"matmul_conv_share_pct", share * 100, "%"},
-                {"matmul_conv_ms", static_cast<double>(matmul_ns) / 1e6, "ms"},
-                {"window_ms", static_cast<double>(h.window_ns) / 1e6, "ms"}};
-  f.fixes = {"torch.set_num_threads(<physical cores>)  # check torch.get_num_threads(); intra-op threads do the math",
-             "with torch.autocast(\"cpu\", dtype=torch.bfloat16): ...  # on CPUs with AVX-512 BF16 / AMX",
-             "model = torch.compile(model)  # or export to ONNX Runtime / OpenVINO for inference",
-             "run on a GPU: model.to(\"cuda\") with torch.autocast(\"cuda\", dtype=torch.bfloat16)"};
   f.threshold = "matmul/conv host self time > 50% of the window (ferret; as the GPU matmul-dominated rule)";
   out.push_back(std::move(f));
 }

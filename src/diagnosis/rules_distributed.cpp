@@ -71,16 +71,19 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
   if (!c.present || c.comm_share <= kCommunicationHeavyShare) return;
   Finding f;
   f.id = "communication-heavy";
-  f.title = fmt::format("Communication-heavy: NCCL kernels run {:.0f}% {} ({:.0f}% exposed)",
-                        share_to_pct(c.comm_share), window_phrase(a), share_to_pct(c.exposed_share));
+  f.title = fmt::format("Communication-heavy: {} run {:.0f}% {} ({:.0f}% exposed)",
+                        c.on_host ? "gloo collectives" : "NCCL kernels", share_to_pct(c.comm_share), window_phrase(a),
+                        share_to_pct(c.exposed_share));
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kMacro;
   f.severity = exposed_severity(c.exposed_share);
   f.detail = fmt::format(
-      "Communication kernels were active {:.1f} ms {} ({:.1f} ms per step): {}. {:.0f}% of that time overlapped "
-      "compute kernels. The volume is the lever here: fewer or smaller collectives per sample.",
-      ns_to_ms(c.comm_ns), a.context.has_steps ? "over the steps" : std::string("in the ") + window_noun(a),
-      per_step_ms(a, c.comm_ns), top_collectives(c), share_to_pct(c.overlap_share));
+      "{} were active {:.1f} ms {} ({:.1f} ms per step): {}. {:.0f}% of that time overlapped {}. The volume is "
+      "the lever here: fewer or smaller collectives per sample.",
+      c.on_host ? "gloo collectives (on the host's gloo threads)" : "Communication kernels", ns_to_ms(c.comm_ns),
+      a.context.has_steps ? "over the steps" : std::string("in the ") + window_noun(a), per_step_ms(a, c.comm_ns),
+      top_collectives(c), share_to_pct(c.overlap_share),
+      c.on_host ? "operators on the training thread" : "compute kernels");
   f.evidence = {{"communication_pct", share_to_pct(c.comm_share), "%"},
                 {"exposed_communication_pct", share_to_pct(c.exposed_share), "%"},
                 {"overlap_pct", share_to_pct(c.overlap_share), "%"},
@@ -114,17 +117,21 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
   if (!c.present || c.exposed_share < kExposedModerate) return;
   Finding f;
   f.id = "exposed-communication";
-  f.title = fmt::format("Exposed communication: {:.0f}% {} waits on NCCL with no compute to hide it",
-                        share_to_pct(c.exposed_share), window_phrase(a));
+  const char* backend = c.on_host ? "gloo" : "NCCL";
+  f.title = fmt::format("Exposed communication: {:.0f}% {} waits on {} with no compute to hide it",
+                        share_to_pct(c.exposed_share), window_phrase(a), backend);
   f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = exposed_severity(c.exposed_share);
   f.detail = fmt::format(
-      "{:.1f} ms {} of communication ran with no compute kernel beside it on the same GPU; only {:.0f}% of "
-      "communication time overlapped compute. Collectives issued after backward finishes, or buckets too small to "
-      "start early, leave the GPU idle while gradients move.",
+      "{:.1f} ms {} of communication ran with {}; only {:.0f}% of communication time overlapped compute. "
+      "Collectives issued after backward finishes, or buckets too small to start early, leave the {} idle while "
+      "gradients move.",
       per_step_ms(a, c.exposed_ns), a.context.has_steps ? "per step" : std::string("in the ") + window_noun(a),
-      share_to_pct(c.overlap_share));
+      c.on_host ? "the training thread in no operator (gloo collectives run on their own threads; the training "
+                  "thread waits for them)"
+                : "no compute kernel beside it on the same GPU",
+      share_to_pct(c.overlap_share), c.on_host ? "training thread" : "GPU");
   f.evidence = {{"exposed_communication_pct", share_to_pct(c.exposed_share), "%"},
                 {"exposed_communication_ms_per_step", per_step_ms(a, c.exposed_ns), "ms"},
                 {"overlap_pct", share_to_pct(c.overlap_share), "%"},
@@ -151,9 +158,9 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
   }
   if (mostly_waiting) {
     f.title = fmt::format(
-        "Exposed communication: {:.0f}% {} waits on NCCL, mostly for a late peer ({:.0f}% of its exposed "
+        "Exposed communication: {:.0f}% {} waits on {}, mostly for a late peer ({:.0f}% of its exposed "
         "collective time is waiting)",
-        share_to_pct(c.exposed_share), window_phrase(a), share_to_pct(exposed_waiting));
+        share_to_pct(c.exposed_share), window_phrase(a), backend, share_to_pct(exposed_waiting));
     f.detail += " One rank's trace cannot say which peer is late; it is among the ranks whose traces were not given.";
     f.fixes = {
         "Find the late rank: `ferret analyze rank*.json.gz` with every rank's trace of the same steps names the "
@@ -173,6 +180,10 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
         "forward_prefetch=True, limit_all_gathers=True)`",
     };
   }
+  if (c.on_host && !mostly_waiting)
+    f.fixes.push_back(
+        "gloo moves CPU tensors over TCP sockets: across hosts, put it on the fastest interface "
+        "(`GLOO_SOCKET_IFNAME=<iface>`); with GPUs, keep the gradients on them and use the NCCL backend");
   f.time_share = c.exposed_share;
   f.max_speedup = amdahl_speedup(c.exposed_share);
   f.threshold = "exposed communication >= 5% of step time, >= 20% high (ferret, on XProf's levels)";

@@ -93,9 +93,23 @@ void rule_initialisation(const TraceAnalysis& a, const WindowActivityResult& w, 
   f.fixes = {"Profile the steady state: torch.profiler.schedule(wait=1, warmup=2, active=3) skips the first iterations",
              "Analyse the steady part of this trace: ferret analyze --window NAME (a record_function span) or "
              "--time A-B (ms from the trace start)",
-             "torch.compile: run a few iterations before profiling; compilation happens on the first call per shape",
-             "Initialise CUDA before timing (torch.cuda.init(), one warm-up iteration); with cudnn.benchmark=True the "
-             "first iterations of each input shape autotune"};
+             "torch.compile: run a few iterations before profiling; compilation happens on the first call per shape"};
+  if (a.hot_spots.gpu_activities > 0 || w.kernel_launches > 0)
+    f.fixes.emplace_back(
+        "Initialise CUDA before timing (torch.cuda.init(), one warm-up iteration); with cudnn.benchmark=True the "
+        "first iterations of each input shape autotune");
+  // Mostly torch.compile at work: that is what to say, and its fixes (a recompile has its own).
+  const CompileActivity& c = w.compile;
+  if (c.ns * 2 >= w.one_time_ns) {
+    f.title = fmt::format(
+        "This window is mostly torch.compile {}, not steady state: compiling takes {:.0f}% of it ({:.1f} of {:.1f} ms)",
+        c.recompiles > 0 ? "recompiling" : "compiling",
+        100.0 * static_cast<double>(c.ns) / static_cast<double>(w.window_ns), ns_to_ms(c.ns), ns_to_ms(w.window_ns));
+    f.detail = fmt::format("{}: {}. {}", what, compile_detail(c),
+                           "Compiling is paid once per frame and input signature (again after a failed guard); a "
+                           "profile of it says little about the compiled model's steps.");
+    f.fixes = compile_fixes(c);
+  }
   f.threshold = "one-time costs >= 50% of the window (ferret)";
   f.time_share = w.one_time_share;
   f.max_speedup = 1.0;  // not a cost of the steady state: nothing to gain there

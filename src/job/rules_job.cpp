@@ -193,7 +193,7 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
   f.title =
       fmt::format("Communication not hidden: on {} {:.0f}% of the time only collectives run", whose, 100 * median);
   f.detail = fmt::format(
-      "Over {} ranks, exposed communication (collectives with no compute kernel beside them) takes {:.0f}% of the "
+      "Over {} ranks, exposed communication (collectives with no compute beside them) takes {:.0f}% of the "
       "time on {} ({:.0f}% to {:.0f}% across ranks). Hiding it behind compute, or doing less of it, wins that time "
       "on every rank.",
       shares.size(), 100 * median, whose, 100 * shares.front(), 100 * shares.back());

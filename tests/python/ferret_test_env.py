@@ -7,7 +7,26 @@ import subprocess
 import tempfile
 import unittest
 
+# CTest's python_torch2.* tests set FERRET_TORCH_MAJOR=2: a run that found another torch (or none)
+# would pass while testing nothing new, so it fails here instead.
+_WANTED_TORCH = os.environ.get("FERRET_TORCH_MAJOR")
+if _WANTED_TORCH:
+    import torch as _torch
+    if _torch.__version__.split(".")[0] != _WANTED_TORCH:
+        raise RuntimeError(f"torch {_torch.__version__} imported where torch {_WANTED_TORCH}.x was wanted")
+    TORCH_VERSION = _torch.__version__
+
 FERRET = os.environ.get("FERRET_BINARY", "ferret")
+
+
+def recorded_format(torch_module):
+    """The trace format this torch's profiler writes: Kineto JSON from torch 2, the legacy autograd
+    export from Debian's torch 1.13 (built without Kineto)."""
+    return "kineto" if int(torch_module.__version__.split(".")[0]) >= 2 else "legacy-autograd"
+
+
+def format_family(name):
+    return "kineto" if name.startswith("kineto") else name
 SOURCE = os.environ.get("FERRET_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(SOURCE, "examples", "traces")
 

@@ -7,7 +7,7 @@ import statistics
 import unittest
 
 import ferret
-from ferret_test_env import TempDirTest, cli
+from ferret_test_env import TempDirTest, cli, format_family, recorded_format
 
 try:
     import torch
@@ -46,6 +46,7 @@ class Profile(TempDirTest):
         # warm-up step 0 recorded, steps 1-3 analysed; recording stopped after step 3.
         self.assertEqual(list(ferret.load(out).steps["number"]), [0, 1, 2, 3])
         trace = p.result["traces"][0]
+        self.assertEqual(format_family(trace["format"]), recorded_format(torch))
         self.assertEqual(trace["verdict"]["finding_id"], "input-bound", trace["verdict"])
         self.assertEqual(p.result, ferret.analyze(out, steps="1-", dataloaders=p.dataloaders))
         self.assertEqual(p.dataloaders, [{"batch_size": 8, "num_workers": 0, "pin_memory": False,

@@ -7,15 +7,16 @@ import sys
 import unittest
 
 import ferret
-from ferret_test_env import FERRET, TempDirTest, cli
+from ferret_test_env import FERRET, TempDirTest, cli, format_family, recorded_format
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts")
 PYTHON = sys.executable
 
 try:
-    import torch  # noqa: F401
+    import torch
     HAVE_TORCH = True
 except ImportError:
+    torch = None
     HAVE_TORCH = False
 
 
@@ -41,6 +42,7 @@ class Run(TempDirTest):
         with open(os.path.join(out, "report.json")) as f:
             self.assertEqual(json.load(f), report)
         trace = report["traces"][0]
+        self.assertEqual(format_family(trace["format"]), recorded_format(torch))
         self.assertEqual(trace["verdict"]["finding_id"], "input-bound")
         finding = next(f for f in trace["findings"] if f["id"] == "input-bound")
         self.assertIn("num_workers=0", finding["detail"])
