@@ -349,7 +349,10 @@ std::vector<std::pair<EventIndex, StrId>> unnested_syncs(const TraceModel& model
         break;
       }
       const EventKind pk = model.kind[p];
-      if (caller == kEmptyStr && !(flags.of(model.name[p]) & kStepMarker) &&
+      // A built-in's frame ("<built-in method item of Tensor object at 0x...>") is the call
+      // itself, not its caller: the Python frame around it is.
+      const bool builtin = pk == EventKind::kPythonFunction && model.name_of(p).starts_with("<built-in");
+      if (caller == kEmptyStr && !builtin && !(flags.of(model.name[p]) & kStepMarker) &&
           (pk == EventKind::kCpuOp || pk == EventKind::kUserAnnotation || pk == EventKind::kPythonFunction))
         caller = model.name[p];
     }

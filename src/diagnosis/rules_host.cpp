@@ -154,6 +154,13 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
     severity = host_severity(share);
   } else {
     if (!recurring) return;
+    // Reads the optimizer makes of its own step counters (torch/optim: `_get_value(step)`) read
+    // CPU tensors - the counters stay on the CPU unless `capturable=True` - so they will not wait
+    // for a GPU either: no finding on a CPU trace whose reads are all those.
+    std::uint64_t in_optimizer = 0;
+    for (const NamedTime& c : s.callers)
+      if (c.name.find("torch/optim/") != std::string::npos) in_optimizer += c.count;
+    if (in_optimizer == s.count) return;
     share = share_of(s.total_ns, h.window_ns);
   }
   Finding f;

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "analysis/trace_analysis.h"
 #include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -123,6 +125,33 @@ TEST(RulesHost, HostSyncOnCpuOnlyTraces) {
   EXPECT_EQ(f->severity, Severity::kInfo);
   a.host_blockers.syncs.steps_with_syncs = 1;
   EXPECT_EQ(find(run(a), "host-sync"), nullptr);
+  // Every read is the optimizer's own step counter (a CPU tensor on a GPU job too): no finding.
+  a.host_blockers.syncs.steps_with_syncs = 5;
+  a.host_blockers.syncs.callers = {{"torch/optim/optimizer.py(97): _get_value", 10, 30 * kMs}};
+  EXPECT_EQ(find(run(a), "host-sync"), nullptr);
+  // One read of the ten elsewhere: the finding stands.
+  a.host_blockers.syncs.callers = {{"torch/optim/optimizer.py(97): _get_value", 9, 27 * kMs},
+                                   {"train.py(42): train_step", 1, 3 * kMs}};
+  EXPECT_NE(find(run(a), "host-sync"), nullptr);
+}
+
+// The caller of a read is the Python frame around the built-in's own frame, which names the call
+// itself and an object address.
+TEST(RulesHost, ASyncsCallerIsTheFrameAroundTheBuiltIn) {
+  std::vector<std::string> ev;
+  for (int k = 0; k < 3; ++k) {
+    const double s = k * 1000.0;
+    ev.push_back(test::span("user_annotation", "ProfilerStep#" + std::to_string(k), 1, 1, s, 1000));
+    ev.push_back(test::span("python_function", "train.py(12): <module>", 1, 1, s + 10, 900));
+    ev.push_back(
+        test::span("python_function", "<built-in method item of Tensor object at 0x7f0a1b2c>", 1, 1, s + 20, 100));
+    ev.push_back(test::span("cpu_op", "aten::item", 1, 1, s + 30, 50));
+  }
+  const TraceModel m = load_trace_text(test::trace(ev));
+  const TraceAnalysis a = analyze_trace(m, {});
+  ASSERT_EQ(a.host_blockers.syncs.callers.size(), 1u);
+  EXPECT_EQ(a.host_blockers.syncs.callers.front().name, "train.py(12): <module>");
+  EXPECT_EQ(a.host_blockers.syncs.callers.front().count, 3u);
 }
 
 TraceAnalysis with_allocator(std::uint64_t steady_calls, std::int64_t steady_ns) {

@@ -224,6 +224,9 @@ class Torch2Samples(unittest.TestCase):
         peak = max(e["args"]["Total Allocated"] for e in mem)
         t = analyze(path)["traces"][0]
         self.assertEqual(t["memory"]["devices"][0]["peak_allocated_bytes"], peak)
+        # Adam reads its step counters with .item() (CPU tensors): no sync to report.
+        self.assertTrue(any(e.get("name") == "aten::item" for e in raw))
+        self.assertIsNone(finding(t, "host-sync"))
         # The Execution Trace and the memory timeline recorded beside it are kept for their readers.
         for extra in ("torch2-memory.et.json.gz", "torch2-memory-timeline.json.gz"):
             with gzip.open(example_file("evidence", extra), "rt") as f:
