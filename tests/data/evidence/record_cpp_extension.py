@@ -4,7 +4,9 @@
 # ferret_demo::row_norms) and bound with pybind11 alone (the profiler records nothing of it: its
 # time is host time outside every operator). Builds the extension with
 # torch.utils.cpp_extension.load_inline (a C++ compiler and torch's headers, ~20 s).
-# Run: /usr/bin/python3 record_cpp_extension.py (writes the .json.gz here).
+# Run: /usr/bin/python3 record_cpp_extension.py (torch 1.13, legacy export: cpp-extension.json.gz),
+# and build/venv/bin/python record_cpp_extension.py (torch 2.x, Kineto: cpp-extension.torch2.json.gz).
+# Writes the .json.gz here.
 import gzip
 import os
 import tempfile
@@ -47,7 +49,8 @@ with tempfile.TemporaryDirectory() as build:
                 h = model(x)
                 torch.ops.ferret_demo.row_norms(h)  # dispatched: recorded
                 ext.row_norms(h)  # pybind11 only: not recorded
-    plain = os.path.join(here, "cpp-extension.json")
+    suffix = ".torch2" if int(torch.__version__.split(".")[0]) >= 2 else ""
+    plain = os.path.join(here, f"cpp-extension{suffix}.json")
     prof.export_chrome_trace(plain)
     with open(plain, "rb") as f, gzip.open(plain + ".gz", "wb") as g:
         g.write(f.read())

@@ -1,7 +1,9 @@
-# Records the two traces of tests/diagnosis/rules_evidence_test.cpp with Debian's PyTorch 1.13
-# (legacy autograd export): five no_grad forwards of a small CNN (conv 3x3 at batch 1, which
-# PyTorch leaves to its slow fallback convolution; batch norm; dropout), once in training mode,
-# once after model.eval(). Run: /usr/bin/python3 record_forward_modes.py (writes the .json.gz here).
+# Records the two traces of tests/diagnosis/rules_evidence_test.cpp: five no_grad forwards of a small
+# CNN (conv 3x3 at batch 1, which PyTorch leaves to its slow fallback convolution; batch norm;
+# dropout), once in training mode, once after model.eval(). Run with Debian's PyTorch 1.13 (legacy
+# autograd export: forward-MODE.json.gz) and with the test environment's torch 2.x (Kineto:
+# forward-MODE.torch2.json.gz): /usr/bin/python3 record_forward_modes.py, then
+# build/venv/bin/python record_forward_modes.py. Writes the .json.gz here.
 import gzip
 import os
 
@@ -20,7 +22,8 @@ for mode in ("train", "eval"):
         for _ in range(5):
             with torch.no_grad():
                 model(x)
-    plain = os.path.join(here, f"forward-{mode}.json")
+    suffix = ".torch2" if int(torch.__version__.split(".")[0]) >= 2 else ""
+    plain = os.path.join(here, f"forward-{mode}{suffix}.json")
     prof.export_chrome_trace(plain)
     with open(plain, "rb") as f, gzip.open(plain + ".gz", "wb") as g:
         g.write(f.read())
