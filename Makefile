@@ -15,7 +15,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git \
 	libopenmpi-dev openmpi-bin \
 	time bc
 
-.PHONY: setup venv build install package test demo bench bench-job test-asan fuzz fuzz-ci fuzz-long reliability clean format format-check
+.PHONY: setup venv accuracy build install package test demo bench bench-job test-asan fuzz fuzz-ci fuzz-long reliability clean format format-check
 
 # Each libFuzzer harness runs FUZZ_SECONDS (60 by default) from the seeds in fuzz/seeds; crashes
 # land in build-fuzz/crashes/ and become regression tests.
@@ -73,6 +73,13 @@ test: $(BUILD)/build.ninja
 
 demo: build
 	$(BUILD)/ferret analyze examples/traces/cpu-input-bound.json.gz
+
+# The peers side by side (docs/PEERS.md): HolisticTraceAnalysis, run live in the test environment,
+# and ferret on every sample trace and, when present, the corpus beside the repository.
+CORPUS ?= ../shared/corpus
+accuracy: build venv
+	$(VENV)/bin/python tests/tools/peer_accuracy.py --ferret $(BUILD)/ferret --peers-doc docs/PEERS.md \
+	  examples/traces/*.json.gz $$(ls $(CORPUS)/*.json $(CORPUS)/*.json.gz 2>/dev/null)
 
 bench: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)

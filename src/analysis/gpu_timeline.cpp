@@ -79,8 +79,12 @@ class NameClasses {
 
   std::uint8_t type_of(EventIndex e) {
     const EventKind kind = model_.kind[e];
-    if (kind == EventKind::kMemcpy || kind == EventKind::kMemset) return kMemoryBit;
     const StrId id = model_.name[e];
+    if (definition_ == TimelineDefinition::kHta) {
+      if (type_[id] == 0) type_[id] = hta_type(model_.strings.view(id));
+      return type_[id];
+    }
+    if (kind == EventKind::kMemcpy || kind == EventKind::kMemset) return kMemoryBit;
     if (type_[id] == 0) {
       const std::string_view name = model_.strings.view(id);
       type_[id] = is_communication_kernel(name) ? kCommunicationBit : kComputationBit;
@@ -89,6 +93,18 @@ class NameClasses {
         type_[id] = kMemoryBit;
     }
     return type_[id];
+  }
+
+  // HTA's kernel types, by name alone (its utils: get_kernel_type): communication `^nccl.*Kernel`;
+  // memory `^Memcpy`, `^Memset` or `^dma` (MTIA's DMA requests); computation anything that matches
+  // none of `^nccl.*Kernel`, `.*Memcpy`, `^Memset`, `.*Sync`; the rest (waits: "Event Sync", a
+  // Memcpy not at the start) is busy but no type. MTIA's event_wait and event_record are compute.
+  static std::uint8_t hta_type(std::string_view name) {
+    const bool nccl_kernel = name.starts_with("nccl") && name.find("Kernel", 4) != std::string_view::npos;
+    if (nccl_kernel) return kCommunicationBit;
+    if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")) return kMemoryBit;
+    if (contains(name, "Memcpy") || contains(name, "Sync")) return kStreamWait;
+    return kComputationBit;
   }
 
   LaunchClass launch_of(EventIndex launcher) {
@@ -179,8 +195,11 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
   for (std::size_t g = 0; g < rel.gpu_events.size(); ++g) {
     const EventIndex e = rel.gpu_events[g];
     const EventKind kind = model.kind[e];
-    const bool hta_stream_wait = hta && kind == EventKind::kSync && model.tid[e] >= 0;
-    if (kind != EventKind::kKernel && kind != EventKind::kMemcpy && kind != EventKind::kMemset && !hta_stream_wait)
+    // HTA counts every GPU event with a stream: stream waits (cuda_sync, MTIA's event_wait) and
+    // MTIA's event records too, typed by name (NameClasses::hta_type).
+    const bool hta_stream_event =
+        hta && (kind == EventKind::kSync || kind == EventKind::kCudaEvent) && model.tid[e] >= 0;
+    if (kind != EventKind::kKernel && kind != EventKind::kMemcpy && kind != EventKind::kMemset && !hta_stream_event)
       continue;
     if (!ctx.device_selected(model.pid[e])) continue;
     // Work queued before profiling began is in no window (HTA drops it too: it has no launch).
@@ -223,7 +242,7 @@ std::vector<Activity> collect_activities(const TraceModel& model, const Analysis
         a.in_window = a.raw_start >= ctx.window_start_ns && a.raw_start < ctx.window_end_ns;
       }
     }
-    a.type = hta_stream_wait ? kStreamWait : names.type_of(e);
+    a.type = names.type_of(e);
     out.push_back(a);
   }
   if (hta) add_hta_host_kernel_ops(model, ctx, out);
