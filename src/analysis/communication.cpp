@@ -300,6 +300,12 @@ bool is_collective_call_op(std::string_view name) {
 // the collective runs; the rest of its time the training thread waits (DDP's end of backward).
 void scan_gloo(const TraceModel& model, const AnalysisContext& ctx, std::vector<CollectiveCall>& calls,
                std::vector<DeviceIntervals>& slots) {
+  // Names are interned: without a gloo name in the trace (NCCL jobs, single processes) no event
+  // needs a look.
+  bool any = false;
+  for (std::size_t id = 0; id < model.strings.size() && !any; ++id)
+    any = is_gloo_span(model.strings.view(static_cast<StrId>(id)));
+  if (!any) return;
   const std::int64_t ws = ctx.window_start_ns, we = ctx.window_end_ns;
   std::vector<std::int8_t> gloo_name(model.strings.size(), -1);
   std::set<std::pair<std::int32_t, std::int32_t>> gloo_threads;

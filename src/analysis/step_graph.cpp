@@ -349,12 +349,24 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     std::int32_t pid;
   };
   std::vector<GlooEnd> gloo_ends;
+  // Whether the trace names any gloo collective (interned names: one look at each): the waits on
+  // them are only tracked then, off the sweep's hot path otherwise.
+  bool gloo_in_trace = false;
+  for (std::size_t id = 0; id < model.strings.size() && !gloo_in_trace; ++id)
+    gloo_in_trace = model.strings.view(static_cast<StrId>(id)).starts_with("gloo:");
   // Whether the trace records hand-overs at all (c10d:: operators): a recording without them
   // (operators left out) cannot say which thread handed a collective over, so any idle thread of
   // the process may have waited.
-  bool handovers_recorded = false;
-  for (std::size_t id = 0; id < model.strings.size() && !handovers_recorded; ++id)
-    handovers_recorded = model.strings.view(static_cast<StrId>(id)).starts_with("c10d::");
+  // Looked up once, when the first gloo collective is swept (most traces have none).
+  int handovers_recorded = -1;
+  auto hand_overs_recorded = [&] {
+    if (handovers_recorded < 0) {
+      handovers_recorded = 0;
+      for (std::size_t id = 0; id < model.strings.size() && handovers_recorded == 0; ++id)
+        handovers_recorded = model.strings.view(static_cast<StrId>(id)).starts_with("c10d::") ? 1 : 0;
+    }
+    return handovers_recorded == 1;
+  };
   // DDP on CPU tensors: the training thread ends backward, then waits (in no operator) for its
   // buckets' gloo all-reduce; it resumes when the latest collective it waited for ends. Re-timed,
   // it resumes when both its own previous work and that collective's re-timed end allow.
@@ -364,7 +376,7 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
     const GlooEnd* waited = nullptr;
     for (auto it = gloo_ends.rbegin(); it != gloo_ends.rend(); ++it) {
       if (it->pid != pid || it->end > ts || it->end <= clock.last_end ||
-          (handovers_recorded && clock.handed_over > it->start))
+          (clock.handed_over > it->start && hand_overs_recorded()))
         continue;
       if (waited == nullptr || it->end > waited->end) waited = &*it;
     }
@@ -581,11 +593,13 @@ RetimeResult retime_steps(const TraceModel& model, const AnalysisContext& ctx, c
       }
     }
     const std::uint16_t f = names.flags(e);
-    const bool work = !(f & kStep) && item.dur > 0;
-    if (work && !(f & kGloo) && !gloo_ends.empty() && !inside) wait_for_gloo(clock, item.ts, model.pid[e]);
+    if (gloo_in_trace) {
+      const bool work = !(f & kStep) && item.dur > 0;
+      if (work && !(f & kGloo) && !gloo_ends.empty() && !inside) wait_for_gloo(clock, item.ts, model.pid[e]);
+      if (work) clock.last_end = std::max(clock.last_end, item.ts + item.dur);
+      if (f & kHandOver) clock.handed_over = std::min(clock.handed_over, item.ts);
+    }
     if (top_level) clock.last_top_end = std::max(clock.last_top_end, item.ts + item.dur);
-    if (work) clock.last_end = std::max(clock.last_end, item.ts + item.dur);
-    if (f & kHandOver) clock.handed_over = std::min(clock.handed_over, item.ts);
     const std::int64_t start_new = clock.map(item.ts);
     const std::int64_t end = item.ts + item.dur;
     if ((f & kGloo) && !inside)

@@ -115,6 +115,7 @@ std::pair<int, int> compile_id_of(std::string_view name) {
 
 CompileActivity compile_activity(const TraceModel& model, std::vector<EventIndex> spans, const AnalysisContext& ctx) {
   CompileActivity c;
+  if (spans.empty()) return c;  // nothing compiled in the window: no pass over the events
   const std::int64_t we = ctx.window_end_ns;
   std::sort(spans.begin(), spans.end(), [&](EventIndex a, EventIndex b) {
     return model.ts_ns[a] != model.ts_ns[b] ? model.ts_ns[a] < model.ts_ns[b] : model.dur_ns[a] > model.dur_ns[b];
