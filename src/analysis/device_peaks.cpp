@@ -54,6 +54,11 @@ constexpr std::string_view kMI210 =
     "https://www.amd.com/en/products/accelerators/instinct/mi200/mi210.html";
 constexpr std::string_view kMI300X =
     "AMD Instinct MI300X datasheet, https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html";
+constexpr std::string_view kGH200 =
+    "NVIDIA GH200 Grace Hopper Superchip product page and datasheet (its GPU is the H100's), "
+    "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/";
+constexpr std::string_view kMI300A =
+    "AMD Instinct MI300A product page, https://www.amd.com/en/products/accelerators/instinct/mi300/mi300a.html";
 constexpr std::string_view kMI325X =
     "AMD Instinct MI325X datasheet, https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html";
 
@@ -78,6 +83,9 @@ const PeakRow kPeaks[] = {
     {"MI210 / MI250 (per GCD)", {45.3, 45.3, kBlank, 181.0,  181.0,  kBlank, 181.0},  {22.6, 22.6}, kMI210},
     {"MI300X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI300X},
     {"MI325X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI325X},
+    {"GH200 96GB",       {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {34.0, 67.0}, kGH200},
+    {"GH200 144GB",      {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {34.0, 67.0}, kGH200},
+    {"MI300A",           {122.6,  kBlank, 490.3,  980.6,  980.6,  1961.2, 1961.2}, {61.3, 122.6}, kMI300A},
 };
 // clang-format on
 

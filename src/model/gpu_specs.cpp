@@ -38,6 +38,13 @@ constexpr std::array kTable = {
             "PCIe5 x16", 64, "NVLink4", 450},
     GpuSpec{"H200 SXM", "NVIDIA", "H200", "", "NVL|GH200", 9, 0, 132, 141, 4.8, 67, 494.5, 989.5, 989.5, 1979,
             "PCIe5 x16", 64, "NVLink4", 450},
+    // The GH200 superchip's GPU is an H100 (132 SMs, the SXM5 part's compute figures) with 96 GB of
+    // HBM3 or 144 GB of HBM3e, joined to its Grace CPU by NVLink-C2C (900 GB/s both ways): the two
+    // rows differ by memory, which the trace's properties give.
+    GpuSpec{"GH200 96GB", "NVIDIA", "GH200", "", "", 9, 0, 132, 96, 4.0, 67, 494.5, 989.5, 989.5, 1979, "NVLink-C2C",
+            450, "NVLink4", 450},
+    GpuSpec{"GH200 144GB", "NVIDIA", "GH200", "", "", 9, 0, 132, 144, 4.9, 67, 494.5, 989.5, 989.5, 1979, "NVLink-C2C",
+            450, "NVLink4", 450},
     GpuSpec{"GB200", "NVIDIA", "GB200", "", "", 10, 0, -1, 186, 8.0, 80, 1250, 2500, 2500, 5000, "NVLink-C2C", kUnknown,
             "NVLink5", 900},
     GpuSpec{"B200", "NVIDIA", "B200", "", "GB200", 10, 0, 148, 180, 8.0, 80, 1100, 2250, 2250, 4500, "PCIe5 x16", 64,
@@ -62,6 +69,11 @@ constexpr std::array kTable = {
             64, "Infinity Fabric (7 links)", 448},
     GpuSpec{"MI325X", "AMD", "MI325X", "", "", 9, 4, 304, 256, 6.0, 163.4, 653.7, 1307.4, 1307.4, 2614.9, "PCIe5",
             kUnknown, "Infinity Fabric (7 links)", 448},
+    // The MI300A APU: the MI300X's CDNA 3 compute dies at the same 2.1 GHz peak, 228 CUs (six
+    // XCDs of 38) beside 24 Zen 4 cores, sharing 128 GB of HBM3 with them: no host link to copy
+    // over. Its figures are the MI300X's times 228 / 304, as AMD prints them.
+    GpuSpec{"MI300A", "AMD", "MI300A", "", "", 9, 4, 228, 128, 5.3, 122.6, 490.3, 980.6, 980.6, 1961.2,
+            "on package (unified HBM)", kUnknown, "Infinity Fabric", kUnknown},
 };
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }

@@ -56,6 +56,19 @@ TEST(DevicePeaks, OtherParts) {
   const DevicePeaks v100 = device_peaks(device("Tesla V100-SXM2-32GB", 7, 0, 80), nullptr);
   EXPECT_DOUBLE_EQ(*v100.matrix(Dtype::kFp16), 125);
   EXPECT_FALSE(v100.matrix(Dtype::kBf16).has_value());  // V100 has no BF16
+  // Parts the corpus lacks, identified from properties alone: a GH200's GPU (an H100's compute, its
+  // own memory) and the MI300A (the MI300X's per-CU figures at 228 CUs: 1307.4 x 228 / 304).
+  const DevicePeaks gh = device_peaks(device("NVIDIA GH200 480GB", 9, 0, 132, 102'005'473'280), nullptr);
+  EXPECT_EQ(gh.model, "GH200 96GB");
+  EXPECT_DOUBLE_EQ(*gh.matrix(Dtype::kBf16), 989.5);
+  EXPECT_DOUBLE_EQ(*gh.matrix(Dtype::kFp8), 1979);
+  EXPECT_DOUBLE_EQ(*gh.hbm_tb_per_s, 4.0);
+  const DevicePeaks apu = device_peaks(device("AMD Instinct MI300A", 9, 4, 228, 137'438'953'472), nullptr);
+  EXPECT_EQ(apu.model, "MI300A");
+  EXPECT_NEAR(*apu.matrix(Dtype::kBf16), 1307.4 * 228 / 304, 0.1);
+  EXPECT_NEAR(*apu.matrix(Dtype::kFp8), 2614.9 * 228 / 304, 0.1);
+  EXPECT_NEAR(*apu.vector(Dtype::kFp64), 81.7 * 228 / 304, 0.1);
+  EXPECT_DOUBLE_EQ(*apu.hbm_tb_per_s, 5.3);
 }
 
 TEST(DevicePeaks, UnknownDeviceHasNoCeilings) {

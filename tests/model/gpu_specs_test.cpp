@@ -42,6 +42,17 @@ TEST(GpuSpecs, MatchesNamesSeenInRealTraces) {
   EXPECT_EQ(model_of(device("AMD Instinct MI300X", 9, 4, 304, 206141652992)), "MI300X");
   EXPECT_EQ(model_of(device("AMD Instinct MI300X VF", 9, 4, 304)), "MI300X");
   EXPECT_EQ(model_of(device("AMD Instinct MI325X", 9, 4, 304)), "MI325X");
+  // Devices the corpus lacks, by the names and properties their drivers report: the GH200's two
+  // memory sizes (96 GB HBM3: 4.0 TB/s; 144 GB HBM3e: 4.9 TB/s), told apart by memory; the MI300A.
+  const GpuMatch gh96 = match_gpu(device("NVIDIA GH200 480GB", 9, 0, 132, 102005473280));
+  ASSERT_NE(gh96.spec, nullptr);
+  EXPECT_EQ(gh96.spec->model, "GH200 96GB");
+  EXPECT_EQ(gh96.spec->hbm_tbps, 4.0);
+  const GpuMatch gh144 = match_gpu(device("NVIDIA GH200 144G HBM3e", 9, 0, 132, 152250000000));
+  ASSERT_NE(gh144.spec, nullptr);
+  EXPECT_EQ(gh144.spec->model, "GH200 144GB");
+  EXPECT_EQ(gh144.spec->hbm_tbps, 4.9);
+  EXPECT_EQ(model_of(device("AMD Instinct MI300A", 9, 4, 228, 137438953472)), "MI300A");
   EXPECT_EQ(model_of(device("AMD Instinct MI250X/MI250", 9, 0, 110)), "MI250X (per GCD)");
   // An MI250 GCD (104 CUs) and an MI210 share one row; ROCm 6.2's generic name for an MI250 is
   // matched by its properties (CC 9.0, 104 CUs, 64 GB), as an empty name is.
