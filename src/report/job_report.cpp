@@ -89,8 +89,9 @@ std::string job_line(const JobAnalysis& job) {
 
 std::string matching_line(const JobAnalysis& job) {
   const CollectiveMatching& m = job.matching;
-  if (m.collectives == 0) return "No communication kernels: nothing to match across ranks.";
-  std::string line = fmt::format("Collectives: {} kernels, {} matched in {} calls by {}", m.collectives,
+  if (m.collectives == 0) return "No collectives recorded (NCCL kernels or gloo spans): nothing to match across ranks.";
+  // Kernels on GPUs, gloo's spans on hosts: "recorded" fits both.
+  std::string line = fmt::format("Collectives: {} recorded, {} matched in {} calls by {}", m.collectives,
                                  m.matched_collectives, m.calls.size(), match_method_name(m.method));
   if (m.mismatches_dropped > 0) line += fmt::format(", {} dropped (ends disagree)", m.mismatches_dropped);
   line += fmt::format("; {} clock group{}", m.clock_groups, m.clock_groups == 1 ? "" : "s");
