@@ -37,7 +37,7 @@ setup:
 # The test environment with today's PyTorch: a virtual environment on Debian's /usr/bin/python3
 # (the interpreter the ferret module is built for) with the pinned PyPI packages of
 # python/requirements-torch2.txt. The tests run the Python suite with it as well as with Debian's
-# torch 1.13. Rebuilt when the requirements change; pip's cache makes a rebuild cheap.
+# torch 1.13. Rebuilt when the requirements change (about 1.5 minutes and 5.9 GB: docs/PYTHON.md).
 VENV ?= build/venv
 venv: $(VENV)/.installed
 $(VENV)/.installed: python/requirements-torch2.txt
