@@ -87,6 +87,9 @@ struct FindingSummary {
   std::vector<std::string> fixes;
   double time_share = 0;     // share of the analysed time the cause accounts for, 0..1
   double max_speedup = 1.0;  // Amdahl bound if the cause vanished
+  // One line per fix (same order): the finding's title, then the facts of the trace that make the
+  // fix fit (the op or shape it targets, the device runs it, the trace shows it not yet done).
+  std::vector<std::string> applies_because;
 };
 
 // A loaded trace. Cheap to copy (the model is shared and never changes after loading).

@@ -388,6 +388,28 @@ std::vector<CollectiveCall> collect_collectives(const TraceModel& model, const A
   return scan(model, ctx, nullptr);
 }
 
+ParallelStyleShare parallel_style(std::int64_t all_reduce_ns, std::int64_t sharded_ns, std::int64_t all_to_all_ns,
+                                  std::int64_t all_collectives_ns) {
+  ParallelStyleShare out;
+  if (all_collectives_ns <= 0) return out;
+  const std::int64_t top = std::max({all_reduce_ns, sharded_ns, all_to_all_ns});
+  if (2 * top < all_collectives_ns) return out;
+  out.style = top == all_to_all_ns ? ParallelStyle::kAllToAll
+              : top == sharded_ns  ? ParallelStyle::kSharded
+                                   : ParallelStyle::kReplicated;
+  out.share = static_cast<double>(top) / static_cast<double>(all_collectives_ns);
+  return out;
+}
+
+const char* parallel_style_phrase(ParallelStyle s) {
+  switch (s) {
+    case ParallelStyle::kReplicated: return "all-reduce (replicated gradients, as DDP)";
+    case ParallelStyle::kSharded: return "all-gather and reduce-scatter (sharded parameters, as FSDP or ZeRO)";
+    case ParallelStyle::kAllToAll: return "all-to-all (sharded embedding tables or experts)";
+    default: return "";
+  }
+}
+
 CommunicationResult analyze_communication(const TraceModel& model, const AnalysisContext& ctx) {
   CommunicationResult result;
   const DistributedInfo& dist = model.info.distributed;
@@ -443,6 +465,15 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
   }
   std::sort(result.by_collective.begin(), result.by_collective.end(),
             [](const CollectiveStats& a, const CollectiveStats& b) { return a.time_ns > b.time_ns; });
+  {
+    std::int64_t by_kind[kCollectiveCount] = {}, all = 0;
+    for (const CollectiveStats& s : result.by_collective)
+      by_kind[static_cast<int>(s.kind)] += s.time_ns, all += s.time_ns;
+    result.style = parallel_style(
+        by_kind[static_cast<int>(Collective::kAllReduce)],
+        by_kind[static_cast<int>(Collective::kAllGather)] + by_kind[static_cast<int>(Collective::kReduceScatter)],
+        by_kind[static_cast<int>(Collective::kAllToAll)], all);
+  }
 
   // Exposure: on each device, communication minus compute; across devices, the union (wall time
   // during which some device waits on communication that nothing hides).

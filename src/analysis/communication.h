@@ -102,6 +102,21 @@ struct CommunicationStep {
   double exposed_share = 0;
 };
 
+// How the job parallelises, as the time in its collectives tells it - which decides the fixes for
+// communication it cannot hide: all-reduce carries replicated gradients (DDP), all-gather with
+// reduce-scatter sharded parameters and gradients (FSDP, ZeRO), all-to-all sharded embedding tables
+// or experts (torchrec, DLRM, mixture-of-experts). The largest of the three, when it holds at least
+// half of the collective time; otherwise unknown (broadcasts, point-to-point, a mix).
+enum class ParallelStyle { kUnknown, kReplicated, kSharded, kAllToAll };
+struct ParallelStyleShare {
+  ParallelStyle style = ParallelStyle::kUnknown;
+  double share = 0;  // the style's collectives' share of all collective time
+};
+ParallelStyleShare parallel_style(std::int64_t all_reduce_ns, std::int64_t sharded_ns, std::int64_t all_to_all_ns,
+                                  std::int64_t all_collectives_ns);
+// "all-reduce (replicated gradients, as DDP)", ...; "" for unknown.
+const char* parallel_style_phrase(ParallelStyle s);
+
 struct CommunicationResult {
   bool present = false;  // any communication kernels (or gloo collectives) in the window
   // Every call in the window is a gloo collective on the host: exposure is then the collectives'
@@ -112,6 +127,7 @@ struct CommunicationResult {
   int world_size = -1;
   std::vector<CollectiveCall> calls;           // in the window, by start time
   std::vector<CollectiveStats> by_collective;  // by total time, descending
+  ParallelStyleShare style;                    // from by_collective's times
   std::int64_t window_ns = 0;
   std::int64_t comm_ns = 0;         // union over devices of communication kernel time
   std::int64_t exposed_ns = 0;      // union over devices of exposed communication

@@ -62,6 +62,13 @@ constexpr std::string_view kMI300A =
 constexpr std::string_view kMI325X =
     "AMD Instinct MI325X datasheet, https://www.amd.com/en/products/accelerators/instinct/mi300/mi325x.html";
 
+constexpr std::string_view kB300 =
+    "NVIDIA HGX B300 specifications (per GPU: the 8-GPU figures / 8), https://www.nvidia.com/en-us/data-center/hgx/";
+constexpr std::string_view kMI355X =
+    "AMD Instinct MI355X product page, https://www.amd.com/en/products/accelerators/instinct/mi350/mi355x.html";
+constexpr std::string_view kMI350X =
+    "AMD Instinct MI350X product page, https://www.amd.com/en/products/accelerators/instinct/mi350/mi350x.html";
+
 // clang-format off
 //                      matrix: fp64    fp32    tf32    bf16    fp16    fp8     int8      vector: fp64 fp32 (others blank)
 const PeakRow kPeaks[] = {
@@ -76,6 +83,7 @@ const PeakRow kPeaks[] = {
     {"H200 SXM",         {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {kBlank, 67.0}, kH200},
     {"GB200",            {40.0,   kBlank, 1250.0, 2500.0, 2500.0, 5000.0, 5000.0}, {40.0, 80.0}, kGB200},
     {"B200",             {40.0,   kBlank, 1100.0, 2250.0, 2250.0, 4500.0, 4500.0}, {40.0, 80.0}, kB200},
+    {"B300",             {1.25,   kBlank, 1125.0, 2250.0, 2250.0, 4500.0, kBlank}, {1.25, 75.0}, kB300},
     {"L40S",             {kBlank, kBlank, 183.0,  362.0,  362.0,  733.0,  733.0},  {kBlank, 91.6}, kL40S},
     {"L4",               {kBlank, kBlank, 60.0,   121.0,  121.0,  242.5,  242.5},  {kBlank, 30.3}, kL4},
     {"A10",              {kBlank, kBlank, 62.5,   125.0,  125.0,  kBlank, kBlank}, {kBlank, 31.2}, kA10},
@@ -83,6 +91,8 @@ const PeakRow kPeaks[] = {
     {"MI210 / MI250 (per GCD)", {45.3, 45.3, kBlank, 181.0,  181.0,  kBlank, 181.0},  {22.6, 22.6}, kMI210},
     {"MI300X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI300X},
     {"MI325X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI325X},
+    {"MI355X",           {78.6,   kBlank, kBlank, 2516.6, 2516.6, 5033.2, 5033.2}, {78.6, 157.3}, kMI355X},
+    {"MI350X",           {72.1,   kBlank, kBlank, 2306.9, 2306.9, 4613.7, 4613.7}, {72.1, 144.2}, kMI350X},
     {"GH200 96GB",       {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {34.0, 67.0}, kGH200},
     {"GH200 144GB",      {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {34.0, 67.0}, kGH200},
     {"MI300A",           {122.6,  kBlank, 490.3,  980.6,  980.6,  1961.2, 1961.2}, {61.3, 122.6}, kMI300A},

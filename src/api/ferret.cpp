@@ -133,8 +133,20 @@ const std::string& Analysis::verdict_id() const { return result_->diagnosis.verd
 std::vector<FindingSummary> Analysis::findings() const {
   std::vector<FindingSummary> out;
   for (const Finding& f : result_->diagnosis.findings) {
-    out.push_back({f.id, f.title, dimension_name(f.dimension), layer_name(f.layer), severity_name(f.severity), f.fixes,
-                   f.time_share, f.max_speedup});
+    FindingSummary s{f.id,
+                     f.title,
+                     dimension_name(f.dimension),
+                     layer_name(f.layer),
+                     severity_name(f.severity),
+                     {},
+                     f.time_share,
+                     f.max_speedup,
+                     {}};
+    for (const Fix& fix : f.fixes) {
+      s.fixes.push_back(fix.text);
+      s.applies_because.push_back(applies_because(f, fix));
+    }
+    out.push_back(std::move(s));
   }
   return out;
 }

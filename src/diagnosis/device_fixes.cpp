@@ -37,9 +37,12 @@ DeviceFeatures device_features(const TraceModel& model) {
     f.known = true;
     f.name = d.name;
     const bool amd = contains(d.name, "AMD") || contains(d.name, "Instinct") || contains(d.name, "Radeon");
+    f.amd = amd;
     if (amd) {
-      // CDNA2/3 (MI200, MI300) run bf16 on their matrix cores and flash attention; FP8 from MI300.
-      f.fp8 = contains(d.name, "MI300") || contains(d.name, "MI325") || contains(d.name, "MI355");
+      // CDNA2/3/4 (MI200, MI300, MI350) run bf16 on their matrix cores and flash attention; FP8
+      // from MI300 (gfx942, which the trace reports as 9.4; CDNA 4 is gfx950, 9.5).
+      f.fp8 = (d.compute_major == 9 && d.compute_minor >= 4) || contains(d.name, "MI300") ||
+              contains(d.name, "MI325") || contains(d.name, "MI35");
       f.tf32 = false;  // an NVIDIA format
       return f;
     }
@@ -57,14 +60,14 @@ DeviceFeatures device_features(const TraceModel& model) {
 void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& device) {
   if (!device.known) return;
   for (Finding& f : findings) {
-    std::vector<std::string> kept;
+    std::vector<Fix> kept;
     std::size_t dropped = 0;
     bool precision_dropped = false;
-    for (const std::string& fix : f.fixes) {
-      const bool bf16 = mentions_any(fix, {"bf16", "bfloat16"}) && !mentions_fp16(fix);
-      const bool tf32 = mentions_any(fix, {"TF32", "tf32", "set_float32_matmul_precision"});
-      const bool fp8 = mentions_any(fix, {"FP8", "fp8", "float8", "transformer_engine"});
-      const bool flash = mentions_any(fix, {"flash_attention_2", "flash-attn"});
+    for (Fix& fix : f.fixes) {
+      const bool bf16 = mentions_any(fix.text, {"bf16", "bfloat16"}) && !mentions_fp16(fix.text);
+      const bool tf32 = mentions_any(fix.text, {"TF32", "tf32", "set_float32_matmul_precision"});
+      const bool fp8 = mentions_any(fix.text, {"FP8", "fp8", "float8", "transformer_engine"});
+      const bool flash = mentions_any(fix.text, {"flash_attention_2", "flash-attn"});
       if ((bf16 && !device.bf16) || (tf32 && !device.tf32) || (fp8 && !device.fp8) ||
           (flash && !device.flash_attention)) {
         ++dropped;
@@ -73,15 +76,28 @@ void fit_fixes_to_device(std::vector<Finding>& findings, const DeviceFeatures& d
                            : tf32 && !device.tf32 ? "TF32"
                            : fp8 && !device.fp8   ? "FP8"
                                                   : "FlashAttention";
-        f.fixes_left_out.push_back({fix, fmt::format("{} cannot run {}", device.name, what)});
+        f.fixes_left_out.push_back({fix.text, fmt::format("{} cannot run {}", device.name, what)});
         continue;
       }
-      kept.push_back(fix);
+      // Kept because the device runs it: said, as the fact that makes the fix fit.
+      const char* runs = fp8 ? "FP8" : bf16 ? "bf16" : tf32 ? "TF32" : flash ? "FlashAttention-2" : nullptr;
+      if (runs != nullptr)
+        add_because(fix, fmt::format("{} runs {}{}", device.name, runs,
+                                     flash        ? ""
+                                     : device.amd ? " on its Matrix Cores"
+                                                  : " on its Tensor Cores"));
+      kept.push_back(std::move(fix));
     }
-    if (dropped == 0) continue;
+    if (dropped == 0) {
+      f.fixes = std::move(kept);
+      continue;
+    }
     const bool has_fp16 =
-        std::any_of(kept.begin(), kept.end(), [](const std::string& x) { return contains(x, "GradScaler"); });
-    if (precision_dropped && device.fp16_matrix && !has_fp16) kept.insert(kept.begin(), std::string(kFp16LossScaling));
+        std::any_of(kept.begin(), kept.end(), [](const Fix& x) { return contains(x.text, "GradScaler"); });
+    // fp16 takes the place of bf16 only: where bf16 runs (an MI300X without TF32) it stays the step.
+    if (precision_dropped && !device.bf16 && device.fp16_matrix && !has_fp16)
+      kept.insert(kept.begin(), Fix(std::string(kFp16LossScaling),
+                                    fmt::format("{} runs fp16, not bf16, on its Tensor Cores", device.name)));
     f.fixes = std::move(kept);
   }
 }
@@ -123,56 +139,61 @@ WorkDone work_done(const TraceAnalysis& a) {
 }
 
 void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done) {
-  if (!done.compiled && !done.graphs && !done.fused_optimizer) return;
   for (Finding& f : findings) {
-    std::vector<std::string> kept;
+    std::vector<Fix> kept;
     std::size_t dropped = 0;
     bool compile_dropped = false;
-    for (const std::string& fix : f.fixes) {
-      const bool graph_fix = mentions_any(fix, {"CUDAGraph", "torch.cuda.graph", "reduce-overhead"});
+    for (Fix& fix : f.fixes) {
+      const bool graph_fix = mentions_any(fix.text, {"CUDAGraph", "torch.cuda.graph", "reduce-overhead"});
       // Adding compilation, not tuning a compile already there (dynamic shapes, whole graphs).
-      const bool compile_fix =
-          contains(fix, "torch.compile(") && !mentions_any(fix, {"reduce-overhead", "dynamic=True", "fullgraph=True"});
-      if ((done.graphs && graph_fix) || (done.compiled && compile_fix) ||
-          (done.fused_optimizer && contains(fix, "fused=True"))) {
+      const bool compile_fix = contains(fix.text, "torch.compile(") &&
+                               !mentions_any(fix.text, {"reduce-overhead", "dynamic=True", "fullgraph=True"});
+      const bool fused_fix = contains(fix.text, "fused=True");
+      if ((done.graphs && graph_fix) || (done.compiled && compile_fix) || (done.fused_optimizer && fused_fix)) {
         ++dropped;
-        f.fixes_left_out.push_back({fix, fmt::format("the trace shows {} already in place",
-                                                     done.graphs && graph_fix       ? "graph replay"
-                                                     : done.compiled && compile_fix ? "torch.compile"
-                                                                                    : "a fused optimizer")});
+        f.fixes_left_out.push_back({fix.text, fmt::format("the trace shows {} already in place",
+                                                          done.graphs && graph_fix       ? "graph replay"
+                                                          : done.compiled && compile_fix ? "torch.compile"
+                                                                                         : "a fused optimizer")});
         compile_dropped = compile_dropped || (done.compiled && compile_fix);
         continue;
       }
-      kept.push_back(fix);
+      // Kept because the trace shows it not yet done.
+      if (graph_fix) add_because(fix, "no graph is replayed in the trace");
+      if (compile_fix) add_because(fix, "no compiled (Inductor) code runs in the trace");
+      if (fused_fix) add_because(fix, "the optimizer step runs unfused (no _fused_adam or _fused_sgd op)");
+      kept.push_back(std::move(fix));
     }
-    if (dropped == 0) continue;
-    if (compile_dropped && std::find(kept.begin(), kept.end(), kCompiledNextStep) == kept.end())
-      kept.emplace_back(kCompiledNextStep);
+    if (compile_dropped && std::find(kept.begin(), kept.end(), Fix(kCompiledNextStep)) == kept.end())
+      kept.emplace_back(std::string(kCompiledNextStep), "compiled (Inductor) code runs in the trace");
     f.fixes = std::move(kept);
   }
 }
 
-void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload) {
+void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload, std::string_view evidence) {
   const bool inference = workload == Workload::kInference || workload == Workload::kServing;
   const bool training = workload == Workload::kTraining;
   if (!inference && !training) return;
+  const std::string runs = evidence.empty() ? fmt::format("the trace runs {}", workload_name(workload))
+                                            : fmt::format("the trace runs {} ({})", workload_name(workload), evidence);
   for (Finding& f : findings) {
-    std::vector<std::string> kept;
+    std::vector<Fix> kept;
     std::size_t dropped = 0;
-    for (const std::string& fix : f.fixes) {
+    for (Fix& fix : f.fixes) {
       const bool for_training = mentions_any(
-          fix, {"optimizer", "Optimizer", "zero_grad", "no_sync", "ccumulation", ".backward()", "bucket_cap_mb",
-                "register_comm_hook", "shuffle=True", "training loop", "ShardingStrategy", "backward_prefetch"});
-      const bool for_inference = mentions_any(fix, {"TensorRT", "torch_tensorrt"});
+          fix.text, {"optimizer", "Optimizer", "zero_grad", "no_sync", "ccumulation", ".backward()", "bucket_cap_mb",
+                     "register_comm_hook", "shuffle=True", "training loop", "ShardingStrategy", "backward_prefetch"});
+      const bool for_inference = mentions_any(fix.text, {"TensorRT", "torch_tensorrt"});
       if ((inference && for_training) || (training && for_inference)) {
         ++dropped;
-        f.fixes_left_out.push_back({fix, fmt::format("it applies to {}, and this window runs {}",
-                                                     inference ? "training" : "inference", workload_name(workload))});
+        f.fixes_left_out.push_back(
+            {fix.text, fmt::format("it applies to {}, and this window runs {}", inference ? "training" : "inference",
+                                   workload_name(workload))});
         continue;
       }
-      kept.push_back(fix);
+      if (for_training || for_inference) add_because(fix, runs);
+      kept.push_back(std::move(fix));
     }
-    if (dropped == 0) continue;
     f.fixes = std::move(kept);
   }
 }
@@ -230,7 +251,10 @@ void fit_vocabulary_to_platform(std::vector<Finding>& findings, Platform platfor
     };
     fit(f.title);
     fit(f.detail);
-    for (std::string& fix : f.fixes) fit(fix);
+    for (Fix& fix : f.fixes) {
+      fit(fix.text);
+      for (std::string& b : fix.because) fit(b);
+    }
   }
 }
 

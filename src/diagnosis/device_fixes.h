@@ -23,6 +23,7 @@ struct DeviceFeatures {
   bool fp8 = true;
   bool flash_attention = true;
   bool fp16_matrix = true;  // fp16 on the matrix units (Tensor Cores since 7.0)
+  bool amd = false;         // its matrix units are Matrix Cores, not Tensor Cores
 };
 
 // The features of the trace's GPU (the first device with recorded properties); unknown (every fix
@@ -43,7 +44,8 @@ struct WorkDone {
 };
 WorkDone work_done(const TraceAnalysis& a);
 
-// Drops from each finding the fixes the trace shows done: compiling (where Inductor kernels run;
+// Drops from each finding the fixes the trace shows done (and says of those it keeps that the
+// trace shows them not done): compiling (where Inductor kernels run;
 // a "reduce-overhead" compile stays as the next step while no graph is replayed), CUDA/HIP graph
 // capture (where graphs replay), fused optimizers (where one runs). Where a compile fix went, the
 // next step - graph breaks and recompiles - takes its place once. Counts what it dropped in the
@@ -58,7 +60,8 @@ void fit_vocabulary_to_platform(std::vector<Finding>& findings, Platform platfor
 // Drops the fixes that do not fit the workload: on inference and serving, those for training
 // (optimizer steps, gradients, backward, DDP buckets, `shuffle`, "the training loop"); on training,
 // inference-engine exports (TensorRT). Counts what it dropped in the finding's detail.
-void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload);
+// A kept fix that names one workload says so, with `evidence` (what decided the workload).
+void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload, std::string_view evidence = {});
 
 // Appends to each finding's detail one sentence on the fixes left out of it (Finding::
 // fixes_left_out, after folding): how many, and why.

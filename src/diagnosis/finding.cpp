@@ -93,6 +93,24 @@ void fix_speeds_up_host_ops(Finding& f, std::string description, double selected
               RetimeChanges::Speedup::Scope::kHost);
 }
 
+std::string applies_because(const Finding& f, const Fix& fix) {
+  std::string out = f.title;
+  for (const std::string& b : fix.because) out += "; " + b;
+  return out;
+}
+
+std::vector<std::string> fix_texts(const Finding& f) {
+  std::vector<std::string> out;
+  out.reserve(f.fixes.size());
+  for (const Fix& fix : f.fixes) out.push_back(fix.text);
+  return out;
+}
+
+void add_because(Fix& fix, std::string fact) {
+  if (fact.empty() || std::find(fix.because.begin(), fix.because.end(), fact) != fix.because.end()) return;
+  fix.because.push_back(std::move(fact));
+}
+
 double amdahl_speedup(double share) {
   share = std::clamp(share, 0.0, 0.99);
   return 1.0 / (1.0 - share);

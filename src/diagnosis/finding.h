@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/intervals.h"
@@ -25,6 +26,21 @@ struct Evidence {
   std::string unit;  // "%", "us", "ms", "count", "GB/s", "bytes", ""
 };
 
+// A fix a user can paste, and the facts of this trace that make it fit (`because`): clauses with
+// numbers from the rule that wrote it (the op, shape or frame it targets) and from the checks that
+// kept it (the device runs it, the trace shows it not yet done, the workload needs it). Every fix
+// applies because of its finding; the JSON's applies_because leads with the finding's title.
+struct Fix {
+  std::string text;
+  std::vector<std::string> because;
+  Fix() = default;
+  Fix(std::string t) : text(std::move(t)) {}  // NOLINT: a fix is written as its text
+  Fix(const char* t) : text(t) {}             // NOLINT
+  explicit Fix(std::string_view t) : text(t) {}
+  Fix(std::string t, std::string why) : text(std::move(t)), because{std::move(why)} {}
+  bool operator==(const Fix& o) const { return text == o.text; }
+};
+
 struct Finding {
   std::string id;     // stable, kebab-case: "input-bound", "launch-bound", ...
   std::string title;  // one line with the key number: "Input-bound: 33% of each step waits for data"
@@ -33,7 +49,7 @@ struct Finding {
   Severity severity = Severity::kInfo;
   std::string detail;  // a few sentences: what was measured and why it matters
   std::vector<Evidence> evidence;
-  std::vector<std::string> fixes;  // concrete code or config a user can paste
+  std::vector<Fix> fixes;  // concrete code or config a user can paste, best first
   // Fixes the rule wrote that do not fit this trace, each with why (the device cannot run it, the
   // trace shows it already in place, the workload is another): said, never offered.
   struct LeftOut {
@@ -76,6 +92,13 @@ void fix_speeds_up_host_ops(Finding& f, std::string description, double selected
 // The very host ops (ascending), when the fix shortens some calls of a name only.
 void fix_speeds_up_host_events(Finding& f, std::string description, double selected_ns, double saved_ns,
                                std::vector<EventIndex> events);
+
+// Why a fix fits this trace, in one line: the finding's title, then the fix's own facts.
+std::string applies_because(const Finding& f, const Fix& fix);
+// The fixes' texts, in order.
+std::vector<std::string> fix_texts(const Finding& f);
+// Adds a fact to the fix's reasons, once.
+void add_because(Fix& fix, std::string fact);
 
 // Amdahl: removing `share` of the time speeds up by 1 / (1 - share). Capped to avoid infinity.
 double amdahl_speedup(double share);

@@ -26,7 +26,7 @@ void rules_window(const TraceAnalysis& a, std::vector<Finding>& out);     // cap
 void rules_compile(const TraceAnalysis& a, std::vector<Finding>& out);    // compile-in-window
 // What compile-in-window and a window mostly spent compiling say of it, and their fixes (rules_compile.cpp).
 std::string compile_detail(const CompileActivity& c);
-std::vector<std::string> compile_fixes(const CompileActivity& c);
+std::vector<Fix> compile_fixes(const CompileActivity& c);
 void rule_device_stall(const TraceAnalysis& a,
                        std::vector<Finding>& out);  // idle with work queued (rules_device_stall.cpp)
 // top-cost: the operator with the most self time, informational; diagnose() calls it only when no

@@ -22,8 +22,8 @@ constexpr double kCompileHigh = 0.20;
 
 }  // namespace
 
-std::vector<std::string> compile_fixes(const CompileActivity& c) {
-  std::vector<std::string> fixes;
+std::vector<Fix> compile_fixes(const CompileActivity& c) {
+  std::vector<Fix> fixes;
   if (c.recompiles > 0)
     fixes.emplace_back(
         "See which guard failed: `TORCH_LOGS=recompiles python train.py`; for a dimension that varies (batch, "

@@ -67,8 +67,8 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
         "accelerator would gain depends on the machine, which the trace does not describe: no gain is bounded.",
         static_cast<double>(matmul_ns) / 1e6, reduced_pct, reduced_dtype);
     f.evidence.push_back({"reduced_precision_gemm_pct", reduced_pct, "%"});
-    f.fixes_left_out.push_back({f.fixes[1], fmt::format("the trace shows {:.0f}% of the GEMM time in {} already",
-                                                        reduced_pct, reduced_dtype)});
+    f.fixes_left_out.push_back({f.fixes[1].text, fmt::format("the trace shows {:.0f}% of the GEMM time in {} already",
+                                                             reduced_pct, reduced_dtype)});
     f.fixes.erase(f.fixes.begin() + 1);
     f.threshold = "matmul/conv host self time > 50% of the window (ferret; as the GPU matmul-dominated rule)";
     out.push_back(std::move(f));

@@ -7,6 +7,7 @@
 
 #include "analysis/classify.h"
 #include "base/units.h"
+#include "diagnosis/communication_fixes.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -89,14 +90,7 @@ void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out)
                 {"overlap_pct", share_to_pct(c.overlap_share), "%"},
                 {"communication_ms", ns_to_ms(c.comm_ns), "ms"},
                 {"communication_calls", static_cast<double>(c.calls.size()), "count"}};
-  f.fixes = {
-      "Gradient accumulation: synchronize once per N micro-batches - "
-      "`with model.no_sync(): loss.backward()` for the first N-1, a plain `loss.backward()` on the last",
-      "Compress DDP gradients to bf16: `from torch.distributed.algorithms.ddp_comm_hooks import default_hooks; "
-      "model.register_comm_hook(None, default_hooks.bf16_compress_hook)`",
-      "Raise the per-GPU batch size (fewer steps, the same bytes per step)",
-      "FSDP across nodes: `sharding_strategy=ShardingStrategy.HYBRID_SHARD` keeps parameter all-gathers inside a node",
-  };
+  f.fixes = volume_fixes(c.style, c.on_host);
   f.time_share = c.exposed_share;
   f.max_speedup = amdahl_speedup(c.exposed_share);
   f.threshold = "communication > 10% of step time (TensorBoard plugin); severity by exposed share >= 5% / >= 20%";
@@ -170,20 +164,8 @@ void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& ou
         "(`nvidia-smi -q -d PERFORMANCE` on every node), a busy host",
     };
   } else {
-    f.fixes = {
-        "DDP: `DistributedDataParallel(model, bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)` - "
-        "bigger buckets, no gradient copy, and a fixed bucket order so all-reduce starts during backward",
-        "Gradient accumulation with `model.no_sync()` on all but the last micro-batch",
-        "Keep all-reduce overlapped with backward: no `.item()` / host syncs or `torch.cuda.synchronize()` between "
-        "`loss.backward()` and the optimizer step",
-        "FSDP: `FullyShardedDataParallel(model, backward_prefetch=BackwardPrefetch.BACKWARD_PRE, "
-        "forward_prefetch=True, limit_all_gathers=True)`",
-    };
+    f.fixes = overlap_fixes(c.style, c.on_host);
   }
-  if (c.on_host && !mostly_waiting)
-    f.fixes.push_back(
-        "gloo moves CPU tensors over TCP sockets: across hosts, put it on the fastest interface "
-        "(`GLOO_SOCKET_IFNAME=<iface>`); with GPUs, keep the gradients on them and use the NCCL backend");
   f.time_share = c.exposed_share;
   f.max_speedup = amdahl_speedup(c.exposed_share);
   f.threshold = "exposed communication >= 5% of step time, >= 20% high (ferret, on XProf's levels)";

@@ -53,8 +53,8 @@ bool enough_evidence(const DeviceMetrics& d, std::int64_t affected_kernel_ns) {
 }
 
 // The precision change a user can paste for this device.
-std::vector<std::string> precision_fixes(const DeviceMetrics& d) {
-  std::vector<std::string> fixes;
+std::vector<Fix> precision_fixes(const DeviceMetrics& d) {
+  std::vector<Fix> fixes;
   const bool nvidia = device_is_nvidia(d);
   if (nvidia && d.compute_major == 7) {
     fixes.push_back(

@@ -32,8 +32,14 @@ void add_evidence(Finding& into, const Finding& from) {
 }
 
 void add_fixes(Finding& into, const Finding& from) {
-  for (const std::string& fix : from.fixes)
-    if (std::find(into.fixes.begin(), into.fixes.end(), fix) == into.fixes.end()) into.fixes.push_back(fix);
+  for (const Fix& fix : from.fixes) {
+    const auto same = std::find(into.fixes.begin(), into.fixes.end(), fix);
+    if (same == into.fixes.end()) {
+      into.fixes.push_back(fix);
+      continue;
+    }
+    for (const std::string& b : fix.because) add_because(*same, b);
+  }
 }
 
 // The fixes left out of a folded finding go with its detail, which counts them.

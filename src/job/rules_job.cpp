@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "diagnosis/communication_fixes.h"
 #include "job/job_diagnosis.h"
 
 namespace ferret {
@@ -176,11 +177,16 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
   if (median < kExposedShare) return;
   // What the collectives are decides the fix.
   std::map<Collective, std::int64_t> time_by_kind;
-  for (const CollectiveCost& c : job.costs)
-    time_by_kind[c.kind] += c.mean_duration_ns * static_cast<std::int64_t>(c.calls);
-  const std::int64_t sharded = time_by_kind[Collective::kAllGather] + time_by_kind[Collective::kReduceScatter];
-  const std::int64_t allreduce = time_by_kind[Collective::kAllReduce];
-  const std::int64_t all_to_all = time_by_kind[Collective::kAllToAll];
+  std::int64_t all = 0;
+  for (const CollectiveCost& c : job.costs) {
+    const std::int64_t t = c.mean_duration_ns * static_cast<std::int64_t>(c.calls);
+    time_by_kind[c.kind] += t;
+    all += t;
+  }
+  const ParallelStyleShare style =
+      parallel_style(time_by_kind[Collective::kAllReduce],
+                     time_by_kind[Collective::kAllGather] + time_by_kind[Collective::kReduceScatter],
+                     time_by_kind[Collective::kAllToAll], all);
   Finding f;
   f.id = "job-exposed-communication";
   f.dimension = Dimension::kDistributed;
@@ -200,38 +206,7 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
   f.evidence = {{"median_exposed_pct", 100 * median, "%"},
                 {"min_exposed_pct", 100 * shares.front(), "%"},
                 {"max_exposed_pct", 100 * shares.back(), "%"}};
-  if (all_to_all > sharded && all_to_all > allreduce) {
-    // Embedding tables sharded across ranks (torchrec, DLRM): the all-to-alls move lookups and
-    // their gradients, which DDP buckets do not touch.
-    f.fixes = {
-        "All-to-alls dominate (sharded embeddings: torchrec, DLRM): pipeline the input distribution with the "
-        "previous batch's compute - torchrec's `TrainPipelineSparseDist(model, optimizer, device)` overlaps the "
-        "sparse all-to-all with the dense forward/backward.",
-        "Re-plan the sharding so fewer lookups cross ranks: `EmbeddingShardingPlanner(topology=Topology(world_size, "
-        "compute_device=\"cuda\"))` with row-wise or table-wise-row-wise sharding for the large tables, "
-        "data-parallel for the small ones (no all-to-all at all).",
-        "Send less per lookup: fp16/bf16 embedding communication (`qcomm_codecs_registry` with "
-        "`CommType.FP16` / `CommType.BF16`) halves the all-to-all bytes.",
-        "Keep the all-to-alls on NVLink where possible: table-wise-row-wise sharding keeps a table's rows inside "
-        "one node."};
-  } else if (sharded > allreduce) {
-    f.fixes = {
-        "FSDP / ZeRO: all-gathers and reduce-scatters dominate. Prefetch the next all-gather "
-        "(FSDP(forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE)), use larger wrapping "
-        "units, or shard within a node only (ShardingStrategy.HYBRID_SHARD) so that all-gathers stay on NVLink.",
-        "If memory allows, ShardingStrategy.SHARD_GRAD_OP (ZeRO-2) keeps parameters after the forward and drops "
-        "the backward all-gather.",
-        "Accumulate gradients over several micro-batches and synchronise once: with FSDP, `with model.no_sync():` "
-        "for all but the last micro-batch."};
-  } else {
-    f.fixes = {
-        "Overlap the gradient all-reduce with backward: DistributedDataParallel(model, bucket_cap_mb=50) "
-        "(try 25-100), gradient_as_bucket_view=True, and static_graph=True when the graph does not change.",
-        "Accumulate gradients: run `with model.no_sync():` for N-1 micro-batches and all-reduce once per N.",
-        "Send less: a compression hook (model.register_comm_hook(None, default_hooks.bf16_compress_hook)) or "
-        "PowerSGD for very large models.",
-        "If the model is large, shard it (FSDP or ZeRO) instead of replicating it."};
-  }
+  f.fixes = overlap_fixes(style, false);
   f.threshold = "median rank's exposed communication >= 5% of its time (XProf's moderate level for waiting time)";
   out.push_back(std::move(f));
 }

@@ -49,6 +49,10 @@ constexpr std::array kTable = {
             "NVLink5", 900},
     GpuSpec{"B200", "NVIDIA", "B200", "", "GB200", 10, 0, 148, 180, 8.0, 80, 1100, 2250, 2250, 4500, "PCIe5 x16", 64,
             "NVLink5", 900},
+    // Blackwell Ultra (sm_103). The GB300's GPU is the same die at other clocks and limits, and
+    // NVIDIA prints its figures per rack only: it stays unmatched rather than borrow these.
+    GpuSpec{"B300", "NVIDIA", "B300", "", "GB300", 10, 3, -1, 288, 8.0, 75, 1125, 2250, 2250, 4500, "PCIe", kUnknown,
+            "NVLink5", 900},
     GpuSpec{"L40S", "NVIDIA", "L40S", "", "", 8, 9, 142, 48, 0.864, 91.6, 183, 362, 362, 733, "PCIe4 x16", 32, "none",
             kUnknown},
     // "L4" is a substring of "L40S": the L40 family is excluded by name, and CC 8.9 confirms.
@@ -69,6 +73,12 @@ constexpr std::array kTable = {
             64, "Infinity Fabric (7 links)", 448},
     GpuSpec{"MI325X", "AMD", "MI325X", "", "", 9, 4, 304, 256, 6.0, 163.4, 653.7, 1307.4, 1307.4, 2614.9, "PCIe5",
             kUnknown, "Infinity Fabric (7 links)", 448},
+    // CDNA 4 (gfx950): 256 CUs (eight XCDs of 32), each doing twice a CDNA 3 CU's matrix work
+    // per clock; the MI355X runs them at up to 2.4 GHz, the MI350X at 2.2 GHz. No TF32 on CDNA 4.
+    GpuSpec{"MI355X", "AMD", "MI355X", "", "", 9, 5, 256, 288, 8.0, 157.3, kUnknown, 2516.6, 2516.6, 5033.2,
+            "PCIe5 x16", 64, "Infinity Fabric", kUnknown},
+    GpuSpec{"MI350X", "AMD", "MI350X", "", "", 9, 5, 256, 288, 8.0, 144.2, kUnknown, 2306.9, 2306.9, 4613.7,
+            "PCIe5 x16", 64, "Infinity Fabric", kUnknown},
     // The MI300A APU: the MI300X's CDNA 3 compute dies at the same 2.1 GHz peak, 228 CUs (six
     // XCDs of 38) beside 24 Zen 4 cores, sharing 128 GB of HBM3 with them: no host link to copy
     // over. Its figures are the MI300X's times 228 / 304, as AMD prints them.

@@ -649,6 +649,13 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
 // ---- Findings, shared with the job report ---------------------------------------------------
 
 namespace {
+// A fix's own facts after it, in the text and Markdown reports (its finding's title is the line above).
+std::string because_suffix(const Fix& fix) {
+  std::string out;
+  for (const std::string& b : fix.because) out += (out.empty() ? " (because " : "; ") + b;
+  return out.empty() ? out : out + ")";
+}
+
 const char* severity_color(const Style& s, Severity sev) {
   switch (sev) {
     case Severity::kHigh: return s.red();
@@ -670,6 +677,11 @@ nlohmann::ordered_json finding_json(const Finding& f) {
   json evidence = json::array();
   for (const Evidence& e : f.evidence)
     evidence.push_back({{"name", e.name}, {"value", round3(e.value)}, {"unit", e.unit}});
+  json fixes = json::array(), because = json::array();
+  for (const Fix& fix : f.fixes) {
+    fixes.push_back(fix.text);
+    because.push_back(applies_because(f, fix));
+  }
   json left_out = json::array();
   for (const Finding::LeftOut& l : f.fixes_left_out) left_out.push_back({{"fix", l.fix}, {"because", l.because}});
   return {{"id", f.id},
@@ -679,7 +691,8 @@ nlohmann::ordered_json finding_json(const Finding& f) {
           {"severity", severity_name(f.severity)},
           {"detail", f.detail},
           {"evidence", evidence},
-          {"fixes", f.fixes},
+          {"fixes", fixes},
+          {"applies_because", because},
           {"fixes_left_out", left_out},
           {"time_share", round3(f.time_share)},
           {"max_speedup", round2(f.max_speedup)},
@@ -709,7 +722,7 @@ std::string findings_text(const std::vector<Finding>& findings, const Style& st,
     for (const Evidence& e : f.evidence)
       ev += fmt::format("{}{}={}", ev.empty() ? "" : ", ", e.name, evidence_value_text(e.value, e.unit));
     if (!ev.empty()) out += wrap("evidence: " + ev, width, "      ");
-    for (const std::string& fix : f.fixes) out += wrap("fix: " + fix, width, "      ");
+    for (const Fix& fix : f.fixes) out += wrap("fix: " + fix.text + because_suffix(fix), width, "      ");
     if (with_rules && !f.threshold.empty()) out += wrap("rule: " + f.threshold, width, "      ");
   }
   return finish_text(out, st);
@@ -733,7 +746,8 @@ std::string findings_markdown(const std::vector<Finding>& findings, bool with_ru
       out += '\n';
     }
     out += "\n";
-    for (const std::string& fix : f.fixes) out += "- " + escape_markdown(fix, /*in_table=*/false) + "\n";
+    for (const Fix& fix : f.fixes)
+      out += "- " + escape_markdown(fix.text + because_suffix(fix), /*in_table=*/false) + "\n";
     if (with_rules && !f.threshold.empty())
       out += "\n_Rule: " + escape_markdown(f.threshold, /*in_table=*/false) + "_\n";
   }

@@ -148,9 +148,14 @@ function copyButton(text) {
 }
 
 // Fixes keep the `code` spans the rules write; each fix has its own copy button.
-function fixLine(text) {
+// A fix, and under it the facts of this trace that make it fit (its applies_because past the
+// finding's title, which heads the card already).
+function fixLine(text, why, title) {
   const code = el("code", {}, text);
-  return el("div", { "class": "fix" }, code, copyButton(text));
+  const line = el("div", { "class": "fix" }, code, copyButton(text));
+  const own = why && why.startsWith(title + "; ") ? why.slice(title.length + 2) : "";
+  if (own) line.append(el("div", { "class": "muted" }, "because " + own));
+  return line;
 }
 
 function findingCard(f, n) {
@@ -162,7 +167,7 @@ function findingCard(f, n) {
     el("p", {}, f.detail || ""));
   if (f.evidence && f.evidence.length)
     card.append(table([{ label: "evidence", get: e => e.name }, { label: "value", num: true, get: e => e.value, fmt: (v, e) => num(v, 3) + (e.unit && e.unit !== "count" ? " " + e.unit : "") }], f.evidence, { cls: "evidence" }));
-  if (f.fixes && f.fixes.length) { card.append(el("h3", {}, "Fix")); f.fixes.forEach(x => card.append(fixLine(x))); }
+  if (f.fixes && f.fixes.length) { card.append(el("h3", {}, "Fix")); f.fixes.forEach((x, i) => card.append(fixLine(x, (f.applies_because || [])[i], f.title))); }
   if (f.threshold) card.append(el("div", { "class": "muted" }, "threshold: " + f.threshold));
   return card;
 }

@@ -189,7 +189,7 @@ void add_findings(AnnotationEvents& out, const EventText& text, const TraceAnaly
     out.events.push_back(text.metadata("thread_sort_index", tid, "sort_index", std::to_string(rank)));
     std::string args = "{\"id\":" + json_string(f.id) + ",\"severity\":" + json_string(severity_name(f.severity)) +
                        ",\"headline\":" + json_string(f.title);
-    if (!f.fixes.empty()) args += ",\"fix\":" + json_string(f.fixes.front());
+    if (!f.fixes.empty()) args += ",\"fix\":" + json_string(f.fixes.front().text);
     if (f.predicted_speedup > 0) args += fmt::format(",\"predicted gain\":\"{:.2f}x\"", f.predicted_speedup);
     if (f.max_speedup > 1.005) args += fmt::format(",\"gain ceiling\":\"{:.2f}x\"", f.max_speedup);
     std::vector<Interval> places = disjoint(f.where.longest);

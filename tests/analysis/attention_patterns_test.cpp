@@ -86,7 +86,7 @@ TEST(AttentionPatterns, MatmulSoftmaxMatmulIsOneGroup) {
   EXPECT_NEAR(f->time_share, 0.075, 1e-9);
   EXPECT_NEAR(f->max_speedup, 1.0 / 0.925, 1e-9);
   EXPECT_NE(f->title.find("38%"), std::string::npos) << f->title;
-  EXPECT_NE(f->fixes.front().find("scaled_dot_product_attention"), std::string::npos);
+  EXPECT_NE(f->fixes.front().text.find("scaled_dot_product_attention"), std::string::npos);
 }
 
 TEST(AttentionPatterns, OnAKnownGpuTheGainIsBoundedByTheFusedKernelsRoofline) {
@@ -118,7 +118,7 @@ TEST(AttentionPatterns, SdpaMathFallbackIsNamed) {
   for (const Finding& f : d.findings)
     if (f.id == "unfused-attention") {
       EXPECT_NE(f.title.find("math path"), std::string::npos) << f.title;
-      EXPECT_NE(f.fixes.front().find("SDPBackend.FLASH_ATTENTION"), std::string::npos) << f.fixes.front();
+      EXPECT_NE(f.fixes.front().text.find("SDPBackend.FLASH_ATTENTION"), std::string::npos) << f.fixes.front().text;
     }
 }
 

@@ -69,6 +69,24 @@ TEST(DevicePeaks, OtherParts) {
   EXPECT_NEAR(*apu.matrix(Dtype::kFp8), 2614.9 * 228 / 304, 0.1);
   EXPECT_NEAR(*apu.vector(Dtype::kFp64), 81.7 * 228 / 304, 0.1);
   EXPECT_DOUBLE_EQ(*apu.hbm_tb_per_s, 5.3);
+  // CDNA 4 by its per-CU rates: 256 CUs x 2.4 GHz x 8,192 FP8 FLOP per clock (4,096 bf16, 256
+  // fp32 and 128 fp64 vector); the MI350X the same at 2.2 GHz. CDNA 4 has no TF32.
+  const DevicePeaks mi355 = device_peaks(device("AMD Instinct MI355X", 9, 5, 256, 309'237'645'312), nullptr);
+  EXPECT_EQ(mi355.model, "MI355X");
+  EXPECT_NEAR(*mi355.matrix(Dtype::kFp8), 256 * 2.4 * 8192 / 1e3, 0.1);
+  EXPECT_NEAR(*mi355.matrix(Dtype::kBf16), 256 * 2.4 * 4096 / 1e3, 0.1);
+  EXPECT_NEAR(*mi355.vector(Dtype::kFp32), 256 * 2.4 * 256 / 1e3, 0.1);
+  EXPECT_NEAR(*mi355.vector(Dtype::kFp64), 256 * 2.4 * 128 / 1e3, 0.1);
+  EXPECT_FALSE(mi355.matrix(Dtype::kTf32).has_value());
+  const DevicePeaks mi350 = device_peaks(device("AMD Instinct MI350X", 9, 5, 256), nullptr);
+  EXPECT_NEAR(*mi350.matrix(Dtype::kFp8), 256 * 2.2 * 8192 / 1e3, 0.1);
+  // B300: HGX B300's 8-GPU dense figures / 8 (bf16 18 PFLOP/s, FP8 36, FP64 10 TFLOP/s).
+  const DevicePeaks b300 = device_peaks(device("NVIDIA B300 SXM6 AC", 10, 3, 148, 287'000'000'000), nullptr);
+  EXPECT_EQ(b300.model, "B300");
+  EXPECT_DOUBLE_EQ(*b300.matrix(Dtype::kBf16), 18000.0 / 8);
+  EXPECT_DOUBLE_EQ(*b300.matrix(Dtype::kFp8), 36000.0 / 8);
+  EXPECT_DOUBLE_EQ(*b300.matrix(Dtype::kFp64), 10.0 / 8);
+  EXPECT_DOUBLE_EQ(*b300.hbm_tb_per_s, 8.0);
 }
 
 TEST(DevicePeaks, UnknownDeviceHasNoCeilings) {

@@ -93,8 +93,11 @@ TEST(GlooCommunication, AThreadThatHandsNoCollectiveOverWaitsForNone) {
     unrecorded.replace(at, 16, "aten::detach_");
   const TraceModel m2 = load_trace_text(unrecorded);
   const Diagnosis d2 = diagnose(analyze_trace(m2, {}));
-  for (const Finding& x : d2.findings)
-    if (x.id == "exposed-communication") EXPECT_NEAR(x.predicted_speedup, 100.0 / 70.0, 0.001);
+  for (const Finding& x : d2.findings) {
+    if (x.id == "exposed-communication") {
+      EXPECT_NEAR(x.predicted_speedup, 100.0 / 70.0, 0.001);
+    }
+  }
   const Diagnosis d = diagnose(a);
   const auto f = std::find_if(d.findings.begin(), d.findings.end(),
                               [](const Finding& x) { return x.id == "exposed-communication"; });

@@ -130,7 +130,7 @@ TEST(NcclSetup, SocketFallbackAcrossHosts) {
   EXPECT_EQ(evidence(*f, "socket_connections"), 8);
   EXPECT_EQ(evidence(*f, "hosts_without_ib"), 2);
   EXPECT_NE(f->detail.find("NCCL_IB_DISABLE=1"), std::string::npos);
-  EXPECT_EQ(f->fixes.front(), "Unset `NCCL_IB_DISABLE` (it is 1 here) on every host");
+  EXPECT_EQ(f->fixes.front().text, "Unset `NCCL_IB_DISABLE` (it is 1 here) on every host");
   EXPECT_EQ(fs.size(), 1u);
 }
 
@@ -214,7 +214,7 @@ TEST(NcclSetup, VersionDriverAndConfigMismatchesSlowInitAndAHungRank) {
   EXPECT_EQ(fs[2].severity, Severity::kMedium);
   EXPECT_EQ(evidence(fs[4], "init_seconds"), 12.30);
   EXPECT_EQ(evidence(fs[4], "slowest_phase_seconds"), 10.90);
-  EXPECT_NE(fs[4].fixes[0].find("NCCL_SOCKET_IFNAME"), std::string::npos);  // bootstrap dominates
+  EXPECT_NE(fs[4].fixes[0].text.find("NCCL_SOCKET_IFNAME"), std::string::npos);  // bootstrap dominates
 }
 
 TEST(NcclSetup, PerHostSettingsDifferingIsLow) {
@@ -369,7 +369,7 @@ TEST(NcclSetup, OneRankLogInfersPeersAndHosts) {
             std::string::npos)
       << f->detail;
   ASSERT_FALSE(f->fixes.empty());
-  EXPECT_NE(f->fixes.front().find("libibverbs1"), std::string::npos);
+  EXPECT_NE(f->fixes.front().text.find("libibverbs1"), std::string::npos);
   EXPECT_EQ(evidence(*f, "socket_peers"), 2);
   EXPECT_EQ(evidence(*f, "hosts"), 2);
 }

@@ -99,9 +99,9 @@ TEST(NoOperatorKernels, HotOperatorNamesTheKernelWithTheVendorsProfiler) {
     EXPECT_EQ(hot->severity, Severity::kMedium);  // >= 50% of the GPU time
     EXPECT_NE(hot->detail.find("ext.py(12): forward"), std::string::npos) << hot->detail;
     ASSERT_FALSE(hot->fixes.empty());
-    EXPECT_NE(hot->fixes.front().find(profiler), std::string::npos) << hot->fixes.front();
-    EXPECT_NE(hot->fixes.front().find("my_scan_kernel"), std::string::npos);
-    for (const std::string& fix : hot->fixes) EXPECT_EQ(fix.find("autocast"), std::string::npos) << fix;
+    EXPECT_NE(hot->fixes.front().text.find(profiler), std::string::npos) << hot->fixes.front().text;
+    EXPECT_NE(hot->fixes.front().text.find("my_scan_kernel"), std::string::npos);
+    for (const std::string& fix : fix_texts(*hot)) EXPECT_EQ(fix.find("autocast"), std::string::npos) << fix;
   }
 }
 

@@ -66,19 +66,19 @@ TEST(Workload, FixesFitTheWorkload) {
   std::vector<Finding> inference = {f};
   fit_fixes_to_workload(inference, Workload::kServing);
   ASSERT_EQ(inference[0].fixes.size(), 2u);
-  EXPECT_TRUE(contains(inference[0].fixes[0], "TensorRT"));
+  EXPECT_TRUE(contains(inference[0].fixes[0].text, "TensorRT"));
   say_fixes_left_out(inference);
   EXPECT_TRUE(contains(inference[0].detail, "2 fixes left out: it applies to training, and this window runs serving."))
       << inference[0].detail;
   ASSERT_EQ(inference[0].fixes_left_out.size(), 2u);
-  EXPECT_EQ(inference[0].fixes_left_out[1].fix, f.fixes[1]);
+  EXPECT_EQ(inference[0].fixes_left_out[1].fix, f.fixes[1].text);
   std::vector<Finding> training = {f};
   fit_fixes_to_workload(training, Workload::kTraining);
   ASSERT_EQ(training[0].fixes.size(), 3u);
   say_fixes_left_out(training);
   EXPECT_TRUE(contains(training[0].detail, "1 fix left out: it applies to inference, and this window runs training."));
   ASSERT_EQ(training[0].fixes_left_out.size(), 1u);
-  EXPECT_EQ(training[0].fixes_left_out[0].fix, f.fixes[2]);
+  EXPECT_EQ(training[0].fixes_left_out[0].fix, f.fixes[2].text);
   std::vector<Finding> unknown = {f};
   fit_fixes_to_workload(unknown, Workload::kUnknown);
   EXPECT_EQ(unknown[0].fixes, f.fixes);

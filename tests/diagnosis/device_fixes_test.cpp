@@ -15,6 +15,7 @@
 #include "base/text.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
+#include "report/format.h"
 #include "test_util.h"
 
 namespace ferret {
@@ -52,6 +53,10 @@ TEST(DeviceFixes, FeaturesByComputeCapabilityAndVendor) {
   const DeviceFeatures mi250 = device_features(with_device("AMD Instinct MI250X", 9, 0));
   EXPECT_TRUE(mi250.bf16);
   EXPECT_FALSE(mi250.fp8);
+  // FP8 by the architecture where the name is one ferret has no row for (gfx950: CDNA 4).
+  EXPECT_TRUE(device_features(with_device("AMD Instinct MI355X", 9, 5)).fp8);
+  EXPECT_TRUE(device_features(with_device("AMD Radeon Graphics", 9, 5)).fp8);
+  EXPECT_TRUE(device_features(with_device("NVIDIA B300 SXM6 AC", 10, 3)).fp8);
   EXPECT_FALSE(device_features(load_trace_text(R"({"traceEvents": []})")).known);
 }
 
@@ -76,25 +81,40 @@ TEST(DeviceFixes, VoltaGetsFp16NotBf16Tf32OrFp8) {
              "Compile: `model = torch.compile(model)`"};
   std::vector<Finding> findings = {f};
   fit_fixes_to_device(findings, device_features(with_device("Tesla V100-SXM2-32GB", 7, 0)));
-  const std::vector<std::string>& fixes = findings[0].fixes;
+  const std::vector<Fix>& fixes = findings[0].fixes;
   ASSERT_EQ(fixes.size(), 3u);
-  EXPECT_TRUE(contains(fixes[0], "GradScaler")) << fixes[0];
-  EXPECT_EQ(fixes[1], "Use fp16/bf16 inputs for the fused attention kernels");
-  EXPECT_EQ(fixes[2], "Compile: `model = torch.compile(model)`");
+  EXPECT_TRUE(contains(fixes[0].text, "GradScaler")) << fixes[0].text;
+  EXPECT_EQ(fixes[1].text, "Use fp16/bf16 inputs for the fused attention kernels");
+  EXPECT_EQ(fixes[2].text, "Compile: `model = torch.compile(model)`");
   say_fixes_left_out(findings);
   EXPECT_TRUE(contains(findings[0].detail,
                        "4 fixes left out: Tesla V100-SXM2-32GB cannot run bf16; Tesla V100-SXM2-32GB cannot run TF32; "
                        "Tesla V100-SXM2-32GB cannot run FP8; Tesla V100-SXM2-32GB cannot run FlashAttention."))
       << findings[0].detail;
   // Each one kept with why, for the JSON (fixes_left_out), in the order written.
-  expect_left_out(findings[0], {{f.fixes[0], "Tesla V100-SXM2-32GB cannot run bf16"},
-                                {f.fixes[1], "Tesla V100-SXM2-32GB cannot run TF32"},
-                                {f.fixes[2], "Tesla V100-SXM2-32GB cannot run FP8"},
-                                {f.fixes[3], "Tesla V100-SXM2-32GB cannot run FlashAttention"}});
+  expect_left_out(findings[0], {{f.fixes[0].text, "Tesla V100-SXM2-32GB cannot run bf16"},
+                                {f.fixes[1].text, "Tesla V100-SXM2-32GB cannot run TF32"},
+                                {f.fixes[2].text, "Tesla V100-SXM2-32GB cannot run FP8"},
+                                {f.fixes[3].text, "Tesla V100-SXM2-32GB cannot run FlashAttention"}});
   // On an H100 every one of them stays, and nothing is added.
   std::vector<Finding> hopper = {f};
   fit_fixes_to_device(hopper, device_features(with_device("NVIDIA H100 80GB HBM3", 9, 0)));
   EXPECT_EQ(hopper[0].fixes, f.fixes);
+  // ... each saying that the device runs it, after the finding's title; the V100's fp16 fix says why
+  // it took bf16's place. A fix the device check has no word for carries the title alone.
+  f.title = "Matmul-dominated";
+  hopper[0].title = f.title;
+  EXPECT_EQ(applies_because(hopper[0], hopper[0].fixes[0]),
+            "Matmul-dominated; NVIDIA H100 80GB HBM3 runs bf16 on its Tensor Cores");
+  EXPECT_EQ(applies_because(hopper[0], hopper[0].fixes[2]),
+            "Matmul-dominated; NVIDIA H100 80GB HBM3 runs FP8 on its Tensor Cores");
+  EXPECT_TRUE(hopper[0].fixes[4].because.empty());
+  EXPECT_EQ(applies_because(hopper[0], hopper[0].fixes[4]), "Matmul-dominated");
+  ASSERT_EQ(fixes[0].because.size(), 1u);
+  EXPECT_EQ(fixes[0].because[0], "Tesla V100-SXM2-32GB runs fp16, not bf16, on its Tensor Cores");
+  std::vector<Finding> mi300 = {f};
+  fit_fixes_to_device(mi300, device_features(with_device("AMD Instinct MI300X", 9, 4)));
+  EXPECT_EQ(mi300[0].fixes[0].because, std::vector<std::string>{"AMD Instinct MI300X runs bf16 on its Matrix Cores"});
 }
 
 // What the trace shows done is not asked for again: a compiled model gets the next step (graph
@@ -113,8 +133,8 @@ TEST(WorkDone, FixesTheTraceShowsDoneAreLeftOut) {
   std::vector<Finding> a = {f};
   fit_fixes_to_work_done(a, compiled);
   ASSERT_EQ(a[0].fixes.size(), 5u);
-  EXPECT_TRUE(contains(a[0].fixes[0], "reduce-overhead"));
-  EXPECT_TRUE(contains(a[0].fixes[4], "graph_breaks,recompiles")) << a[0].fixes[4];
+  EXPECT_TRUE(contains(a[0].fixes[0].text, "reduce-overhead"));
+  EXPECT_TRUE(contains(a[0].fixes[4].text, "graph_breaks,recompiles")) << a[0].fixes[4].text;
   say_fixes_left_out(a);
   EXPECT_TRUE(contains(a[0].detail, "1 fix left out: the trace shows torch.compile already in place.")) << a[0].detail;
   WorkDone all;
@@ -122,16 +142,16 @@ TEST(WorkDone, FixesTheTraceShowsDoneAreLeftOut) {
   std::vector<Finding> b = {f};
   fit_fixes_to_work_done(b, all);
   ASSERT_EQ(b[0].fixes.size(), 2u);
-  EXPECT_EQ(b[0].fixes[0], "Raise the batch size");
+  EXPECT_EQ(b[0].fixes[0].text, "Raise the batch size");
   say_fixes_left_out(b);
   EXPECT_TRUE(contains(b[0].detail,
                        "4 fixes left out: the trace shows torch.compile already in place; the trace shows graph "
                        "replay already in place (2); the trace shows a fused optimizer already in place."))
       << b[0].detail;
-  expect_left_out(b[0], {{f.fixes[0], "the trace shows torch.compile already in place"},
-                         {f.fixes[1], "the trace shows graph replay already in place"},
-                         {f.fixes[2], "the trace shows graph replay already in place"},
-                         {f.fixes[3], "the trace shows a fused optimizer already in place"}});
+  expect_left_out(b[0], {{f.fixes[0].text, "the trace shows torch.compile already in place"},
+                         {f.fixes[1].text, "the trace shows graph replay already in place"},
+                         {f.fixes[2].text, "the trace shows graph replay already in place"},
+                         {f.fixes[3].text, "the trace shows a fused optimizer already in place"}});
   std::vector<Finding> c = {f};
   fit_fixes_to_work_done(c, WorkDone{});
   EXPECT_EQ(c[0].fixes, f.fixes);
@@ -159,7 +179,7 @@ TEST(DeviceFixesCorpus, VoltaTraceOffersNoFixItCannotRun) {
   const TraceModel m = load_trace(path);
   const Diagnosis d = diagnose(analyze_trace(m, {}));
   for (const Finding& f : d.findings)
-    for (const std::string& fix : f.fixes) {
+    for (const std::string& fix : fix_texts(f)) {
       const bool bf16_only =
           (contains(fix, "bf16") || contains(fix, "bfloat16")) && !contains(fix, "fp16") && !contains(fix, "float16");
       EXPECT_FALSE(bf16_only) << f.id << ": " << fix;
@@ -200,6 +220,59 @@ TEST(FixesLeftOutCorpus, JsonListAndDetailAgree) {
   }
   if (seen == 0) GTEST_SKIP() << "corpus absent";
   EXPECT_GE(with_left_out, 1);
+}
+
+// Every fix says why it fits, in JSON and in Markdown alike: the JSON's applies_because holds one
+// line per fix that leads with its finding's title, and the fix's own facts after it are what the
+// Markdown prints after the fix, "(because ...)". A fix naming bf16 or FP8 on a GPU trace says the
+// device runs it, in the device's words (Tensor Cores on NVIDIA, Matrix Cores on AMD). On the
+// repository's samples (always there) and the corpus traces of both vendors (when present).
+TEST(AppliesBecause, JsonAndMarkdownAgreeAndSpeakTheDevicesWords) {
+  std::vector<std::pair<std::string, std::string>> traces;  // path, vendor
+  for (const char* s : {"synthetic-input-bound.json.gz", "synthetic-launch-bound.json.gz",
+                        "synthetic-communication-heavy.json.gz", "cpu-compute-bound.json.gz"})
+    traces.emplace_back(std::string(FERRET_SOURCE_DIR) + "/examples/traces/" + s, "NVIDIA");
+  for (const char* name : {"mi300-resnet-actckpt-rank0of8.json.gz", "b200-eager-rank0of8.json.gz",
+                           "resnet-ddp-v100-2024-ns.pt.trace.json.gz", "cnn-ddp-a100-rank0of2-nccl.json.gz"}) {
+    const std::string path = test::corpus_path(name);
+    if (path.empty()) {
+      std::fprintf(stderr, "SKIPPED (corpus trace %s absent)\n", name);
+      continue;
+    }
+    traces.emplace_back(path, std::string(name).starts_with("mi300") ? "AMD" : "NVIDIA");
+  }
+  std::size_t own_facts = 0, device_facts = 0;
+  for (const auto& [path, vendor] : traces) {
+    SCOPED_TRACE(path);
+    const test::CommandResult json = test::run_ferret("analyze --json " + path);
+    const test::CommandResult md = test::run_ferret("analyze --md " + path);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    ASSERT_EQ(md.exit_code, 0) << md.err;
+    const nlohmann::json doc = nlohmann::json::parse(json.out);
+    for (const nlohmann::json& f : doc["traces"][0]["findings"]) {
+      const std::string title = f["title"];
+      ASSERT_EQ(f["applies_because"].size(), f["fixes"].size()) << f["id"];
+      for (std::size_t i = 0; i < f["fixes"].size(); ++i) {
+        const std::string fix = f["fixes"][i], why = f["applies_because"][i];
+        ASSERT_EQ(why.rfind(title, 0), 0u) << why;
+        if (why.size() == title.size()) continue;
+        ASSERT_EQ(why.compare(title.size(), 2, "; "), 0) << why;
+        const std::string own = why.substr(title.size() + 2);
+        ++own_facts;
+        EXPECT_TRUE(contains(md.out, escape_markdown("(because " + own + ")", /*in_table=*/false))) << own;
+        const bool names_bf16 = (contains(fix, "bf16") || contains(fix, "bfloat16")) && !contains(fix, "fp16");
+        if (names_bf16 && vendor != "" && !contains(path, "cpu-")) {
+          EXPECT_TRUE(contains(own, "runs bf16") || contains(own, "runs FP8")) << fix << " / " << own;
+          ++device_facts;
+        }
+        EXPECT_FALSE(contains(own, vendor == "AMD" ? "Tensor Cores" : "Matrix Cores")) << own;
+      }
+    }
+  }
+  EXPECT_GT(own_facts, 0u);
+  if (traces.size() > 4) {
+    EXPECT_GT(device_facts, 0u);
+  }
 }
 
 }  // namespace device_fixes_test

@@ -72,14 +72,14 @@ TEST(RulesCompile, ARecompileInSteadyStepsByHand) {
   EXPECT_NEAR(f->time_share, 40.0 / 440.0, 1e-9);
   EXPECT_NE(f->title.find("1 recompilation took 40.0 ms"), std::string::npos) << f->title;
   EXPECT_NEAR(f->predicted_speedup, 440.0 / 400.0, 0.005) << f->title;
-  EXPECT_NE(f->fixes.front().find("TORCH_LOGS=recompiles"), std::string::npos);
+  EXPECT_NE(f->fixes.front().text.find("TORCH_LOGS=recompiles"), std::string::npos);
   // The steps to analyse instead are named, with their mean.
-  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(), [](const std::string& s) {
+  EXPECT_TRUE(std::ranges::any_of(fix_texts(*f), [](const std::string& s) {
     return s.find("--steps 0-3") != std::string::npos && s.find("100.00 ms") != std::string::npos;
   }));
   // The fixes tune the compile already there: none of them is dropped as "already compiled".
-  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(),
-                          [](const std::string& s) { return s.find("dynamic=True") != std::string::npos; }));
+  EXPECT_TRUE(std::ranges::any_of(fix_texts(*f),
+                                  [](const std::string& s) { return s.find("dynamic=True") != std::string::npos; }));
 }
 
 TEST(RulesCompile, AFirstCompileIsNotCalledARecompile) {
@@ -89,7 +89,7 @@ TEST(RulesCompile, AFirstCompileIsNotCalledARecompile) {
     const Finding* f = find(d, "compile-in-window");
     ASSERT_NE(f, nullptr) << with_id;
     EXPECT_NE(f->title.find("torch.compile compiled inside the window: 40.0 ms"), std::string::npos) << f->title;
-    EXPECT_EQ(f->fixes.front().find("TORCH_LOGS=recompiles"), std::string::npos);
+    EXPECT_EQ(f->fixes.front().text.find("TORCH_LOGS=recompiles"), std::string::npos);
   }
   // A compiled region numbered 1 without the compile's id: the region is the caller, not what
   // compiled (a resumed frame compiles inside its caller's region), so no recompile is claimed.
@@ -113,8 +113,8 @@ TEST(RulesCompile, AWindowMostlyCompilingSaysSoFirst) {
             std::string::npos)
       << f.title;
   EXPECT_EQ(find(d, "compile-in-window"), nullptr);
-  EXPECT_NE(f.fixes.front().find("TORCH_LOGS=recompiles"), std::string::npos);
-  for (const std::string& fix : f.fixes) EXPECT_EQ(fix.find("CUDA"), std::string::npos) << fix;
+  EXPECT_NE(f.fixes.front().text.find("TORCH_LOGS=recompiles"), std::string::npos);
+  for (const std::string& fix : fix_texts(f)) EXPECT_EQ(fix.find("CUDA"), std::string::npos) << fix;
 }
 
 TEST(RulesCompile, LittleCompilingIsNoFinding) {

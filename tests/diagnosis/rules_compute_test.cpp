@@ -73,8 +73,7 @@ std::optional<Finding> find(const std::vector<Finding>& findings, const std::str
 }
 
 bool any_fix_contains(const Finding& f, const std::string& text) {
-  return std::any_of(f.fixes.begin(), f.fixes.end(),
-                     [&](const std::string& fix) { return fix.find(text) != std::string::npos; });
+  return std::ranges::any_of(fix_texts(f), [&](const std::string& fix) { return fix.find(text) != std::string::npos; });
 }
 
 // Every finding carries what the report needs, and its gain is the Amdahl bound of its share.

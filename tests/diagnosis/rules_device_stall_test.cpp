@@ -81,7 +81,7 @@ TEST(DeviceStall, StallsWithWorkQueuedByHandForCudaAndHip) {
       EXPECT_NE(g.id, "launch-bound");
     }
     // The fixes fit the vendor's tools.
-    const std::string fixes = fmt::format("{}", fmt::join(f.fixes, "\n"));
+    const std::string fixes = fmt::format("{}", fmt::join(fix_texts(f), "\n"));
     EXPECT_NE(fixes.find(launch[0] == 'h' ? "rocprofv3" : "nsys"), std::string::npos) << fixes;
   }
 }

@@ -50,8 +50,8 @@ TEST(TopCost, SlowConvolutionIsNamedWhenNoRuleFires) {
       << f->title;
   EXPECT_NE(f->title.find("slow fallback"), std::string::npos);
   EXPECT_NE(f->detail.find("oneDNN"), std::string::npos);
-  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(),
-                          [](const std::string& s) { return s.find("channels_last") != std::string::npos; }));
+  EXPECT_TRUE(std::ranges::any_of(fix_texts(*f),
+                                  [](const std::string& s) { return s.find("channels_last") != std::string::npos; }));
   // The headline never reads as "healthy": it names the cost.
   EXPECT_NE(d.verdict.headline.find("No rule crossed its threshold"), std::string::npos) << d.verdict.headline;
   EXPECT_NE(d.verdict.headline.find("; the largest cost is aten::_slow_conv2d_forward: 76%"), std::string::npos)
@@ -69,7 +69,7 @@ TEST(TopCost, TimeOutsideOperatorsNamedFirstWhenLargest) {
   EXPECT_NE(f->title.find("host time outside every operator: 67% of the trace (400.000 us), more than aten::mm"),
             std::string::npos)
       << f->title;
-  EXPECT_NE(f->fixes.front().find("with_stack=True"), std::string::npos);
+  EXPECT_NE(f->fixes.front().text.find("with_stack=True"), std::string::npos);
 }
 
 TEST(TopCost, NotWrittenBesideAVerdict) {
@@ -106,9 +106,9 @@ TEST(InferenceInTrainingMode, DropoutDrawingMasksInInference) {
   EXPECT_NE(f->title.find("1 dropout call drawing masks (200.000 us of host time, 20.0% of the trace)"),
             std::string::npos)
       << f->title;
-  EXPECT_NE(f->fixes.front().find("model.eval()"), std::string::npos);
-  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(),
-                          [](const std::string& s) { return s.find("torch.inference_mode()") != std::string::npos; }));
+  EXPECT_NE(f->fixes.front().text.find("model.eval()"), std::string::npos);
+  EXPECT_TRUE(std::ranges::any_of(
+      fix_texts(*f), [](const std::string& s) { return s.find("torch.inference_mode()") != std::string::npos; }));
 }
 
 TEST(InferenceInTrainingMode, TrainingTracesAreLeftAlone) {
@@ -264,8 +264,8 @@ TEST_P(RecordedCppExtension, OperatorAndTimeOutsideOperators) {
   EXPECT_NEAR(outside_ms, static_cast<double>(outside) / 1e6, 1e-3);
   EXPECT_GT(outside, (last - first) / 10);  // the pybind11 calls: a quarter of the trace
   EXPECT_NE(f->detail.find("pybind11"), std::string::npos) << f->detail;
-  EXPECT_TRUE(std::any_of(f->fixes.begin(), f->fixes.end(),
-                          [](const std::string& s) { return s.find("TORCH_LIBRARY") != std::string::npos; }));
+  EXPECT_TRUE(std::ranges::any_of(fix_texts(*f),
+                                  [](const std::string& s) { return s.find("TORCH_LIBRARY") != std::string::npos; }));
 }
 
 INSTANTIATE_TEST_SUITE_P(TopCost, RecordedCppExtension, testing::Values(std::string(), std::string(".torch2")),

@@ -83,7 +83,7 @@ std::string inference_steps(int steps, const std::string& middle, const std::str
 }
 
 bool suggests_graphs_or_compile(const Finding& f) {
-  for (const std::string& fix : f.fixes)
+  for (const std::string& fix : fix_texts(f))
     if (mentions(fix, "CUDA graph") || mentions(fix, "torch.compile") || mentions(fix, "reduce-overhead") ||
         mentions(fix, "CUDAGraph"))
       return true;
@@ -133,7 +133,7 @@ TEST(HostPreprocessing, PipelinePreprocessingIsTheVerdict) {
   EXPECT_TRUE(mentions(f.detail, "`decord/video_reader.py: get_batch` 118.0 ms")) << f.detail;
   EXPECT_TRUE(mentions(f.detail, "`PIL/Image.py: resize` 97.0 ms")) << f.detail;
   EXPECT_FALSE(suggests_graphs_or_compile(f));
-  EXPECT_TRUE(mentions(f.fixes.front(), "num_workers"));
+  EXPECT_TRUE(mentions(f.fixes.front().text, "num_workers"));
   // No finding blames launch overhead for it.
   EXPECT_EQ(find(d, "launch-bound"), nullptr);
 }

@@ -21,7 +21,7 @@ const Finding* find(const std::vector<Finding>& v, const std::string& id) {
 }
 
 bool any_fix_contains(const Finding& f, const std::string& text) {
-  for (const std::string& fix : f.fixes)
+  for (const std::string& fix : fix_texts(f))
     if (fix.find(text) != std::string::npos) return true;
   return false;
 }

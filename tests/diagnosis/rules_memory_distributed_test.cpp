@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/trace_analysis.h"
+#include "diagnosis/communication_fixes.h"
 #include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -26,8 +27,7 @@ const Finding* find(const std::vector<Finding>& f, const std::string& id) {
 }
 
 bool any_fix_contains(const Finding& f, const std::string& text) {
-  return std::any_of(f.fixes.begin(), f.fixes.end(),
-                     [&](const std::string& s) { return s.find(text) != std::string::npos; });
+  return std::ranges::any_of(fix_texts(f), [&](const std::string& s) { return s.find(text) != std::string::npos; });
 }
 
 std::vector<Finding> run_all(const TraceAnalysis& a) {
@@ -235,7 +235,7 @@ TEST(RulesDistributed, ExposedCommunication) {
 // 40 MB bf16 buffer in group 8 (record_param_comms args) - 1,000 us in step 1, 9,000 in the others
 // when `late_peer`, else 1,000 in every step. The fastest call bounds the transfer: 24,000 of the
 // 28,000 us (85.7%) is waiting for a late peer.
-std::string allreduce_steps(bool late_peer) {
+std::string allreduce_steps(bool late_peer, std::string_view collective = "AllReduce") {
   std::vector<std::string> ev;
   int c = 1;
   for (int k = 0; k < 4; ++k) {
@@ -244,11 +244,12 @@ std::string allreduce_steps(bool late_peer) {
     ev.push_back(test::span("cuda_runtime", "cudaLaunchKernel", 1, 1, s + 10, 5, test::corr(c)));
     ev.push_back(test::span("kernel", "gemm", 0, 7, s + 20, 900, test::corr(c++)));
     ev.push_back(test::span("cpu_op", "record_param_comms", 1, 1, s + 30, 20,
-                            R"("Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": 20000000, )"
-                            R"("Out msg nelems": 20000000, "Group size": 8)"));
+                            fmt::format(R"("Collective name": "{}", "dtype": "BFloat16", "In msg nelems": 20000000, )"
+                                        R"("Out msg nelems": 20000000, "Group size": 8)",
+                                        collective)));
     ev.push_back(test::span("cuda_runtime", "cudaLaunchKernel", 1, 1, s + 35, 5, test::corr(c)));
-    ev.push_back(
-        test::span("kernel", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)", 0, 20, s + 950, ar, test::corr(c++)));
+    ev.push_back(test::span("kernel", fmt::format("ncclDevKernel_{}_Sum_bf16_RING_LL(x)", collective), 0, 20, s + 950,
+                            ar, test::corr(c++)));
   }
   return test::trace(ev);
 }
@@ -269,7 +270,7 @@ TEST(RulesDistributed, ExposedCommunicationMostlyWaitingForALatePeer) {
   EXPECT_NE(f->title.find("mostly for a late peer (86% of its exposed collective time is waiting)"), std::string::npos)
       << f->title;
   ASSERT_FALSE(f->fixes.empty());
-  EXPECT_NE(f->fixes.front().find("Find the late rank"), std::string::npos);
+  EXPECT_NE(f->fixes.front().text.find("Find the late rank"), std::string::npos);
   EXPECT_FALSE(any_fix_contains(*f, "bucket_cap_mb"));  // the volume is not the lever
 
   // The same buffer at one speed: no waiting, the overlap and volume fixes.
@@ -282,6 +283,61 @@ TEST(RulesDistributed, ExposedCommunicationMostlyWaitingForALatePeer) {
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->title.find("late peer"), std::string::npos) << g->title;
   EXPECT_TRUE(any_fix_contains(*g, "bucket_cap_mb"));
+}
+
+// The fixes follow how the job parallelises, as its collectives' time says: all-reduce (DDP) gets
+// DDP's buckets and no FSDP; all-gather (FSDP, ZeRO) gets prefetching and no DDP buckets; all-to-all
+// (sharded embeddings) gets torchrec's pipeline. Each such fix says which collectives carry the time.
+TEST(RulesDistributed, FixesFollowTheParallelStyle) {
+  struct Case {
+    const char* kernel;
+    ParallelStyle style;
+    const char* wanted;
+    const char* unwanted;
+  };
+  for (const Case& k : {Case{"AllReduce", ParallelStyle::kReplicated, "bucket_cap_mb", "backward_prefetch"},
+                        Case{"AllGather", ParallelStyle::kSharded, "backward_prefetch", "bucket_cap_mb"},
+                        Case{"SendRecv", ParallelStyle::kUnknown, "bucket_cap_mb", "TrainPipelineSparseDist"}}) {
+    SCOPED_TRACE(k.kernel);
+    const TraceModel m = load_trace_text(allreduce_steps(false, k.kernel));
+    const TraceAnalysis a = analyze_trace(m, {});
+    EXPECT_EQ(a.communication.style.style, k.style);
+    std::vector<Finding> out;
+    rules_distributed(a, out);
+    const Finding* f = find(out, "exposed-communication");
+    ASSERT_NE(f, nullptr);
+    EXPECT_TRUE(any_fix_contains(*f, k.wanted));
+    EXPECT_FALSE(any_fix_contains(*f, k.unwanted));
+    // Only the unknown style keeps both families (and its fixes say nothing of a style).
+    EXPECT_EQ(any_fix_contains(*f, "FullyShardedDataParallel") && any_fix_contains(*f, "DistributedDataParallel"),
+              k.style == ParallelStyle::kUnknown);
+    for (const Fix& fix : f->fixes) {
+      const std::string why = applies_because(*f, fix);
+      EXPECT_EQ(why.rfind(f->title, 0), 0u) << why;
+      EXPECT_EQ(why.find("carries 100% of the collective time") != std::string::npos,
+                k.style != ParallelStyle::kUnknown)
+          << why;
+    }
+  }
+  // The style by shares: the largest family needs half the collective time.
+  EXPECT_EQ(parallel_style(60, 30, 10, 100).style, ParallelStyle::kReplicated);
+  EXPECT_DOUBLE_EQ(parallel_style(60, 30, 10, 100).share, 0.6);
+  EXPECT_EQ(parallel_style(10, 50, 0, 100).style, ParallelStyle::kSharded);
+  EXPECT_EQ(parallel_style(0, 10, 70, 100).style, ParallelStyle::kAllToAll);
+  EXPECT_EQ(parallel_style(40, 30, 0, 100).style, ParallelStyle::kUnknown);  // broadcasts, sends: no style
+  EXPECT_EQ(parallel_style(0, 0, 0, 0).style, ParallelStyle::kUnknown);
+  // All-to-all and the volume fixes, each list for its style.
+  const ParallelStyleShare emb{ParallelStyle::kAllToAll, 0.8};
+  EXPECT_NE(overlap_fixes(emb, false).front().text.find("TrainPipelineSparseDist"), std::string::npos);
+  EXPECT_EQ(
+      overlap_fixes(emb, false).front().because,
+      std::vector<std::string>{"all-to-all (sharded embedding tables or experts) carries 80% of the collective time"});
+  for (const Fix& fix : volume_fixes({ParallelStyle::kSharded, 0.9}, false))
+    EXPECT_EQ(fix.text.find("comm_hook"), std::string::npos) << fix.text;  // a DDP hook: not for FSDP
+  // gloo on the host: no CUDA words, fp16 compression, the transport fix last.
+  const std::vector<Fix> host = overlap_fixes({ParallelStyle::kReplicated, 1.0}, true);
+  for (const Fix& fix : host) EXPECT_EQ(fix.text.find("cuda"), std::string::npos) << fix.text;
+  EXPECT_NE(host.back().text.find("GLOO_SOCKET_IFNAME"), std::string::npos);
 }
 
 TraceAnalysis with_busbw(int group, double best_busbw, double link) {

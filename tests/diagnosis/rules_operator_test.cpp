@@ -102,7 +102,7 @@ TEST(GemmShape, MisalignedAndDecodeGemmsAreHeldToTheirRoofline) {
   EXPECT_NEAR(evidence(*f, "roofline_efficiency_pct"), 100 * misaligned_ideal / 500e3, 1e-6);
   EXPECT_NE(f->title.find("M x N x K = 4096 x 4097 x 4095"), std::string::npos) << f->title;
   bool pads = false, batches = false;
-  for (const std::string& fix : f->fixes) {
+  for (const std::string& fix : fix_texts(*f)) {
     pads = pads || fix.find("multiples of 8 elements") != std::string::npos;
     batches = batches || fix.find("batch requests") != std::string::npos;
   }
@@ -303,7 +303,7 @@ TEST(CorpusQwen, EagerRmsNormChainsAreTheVerdict) {
   ASSERT_FALSE(d.findings.empty());
   EXPECT_EQ(d.findings.front().id, "elementwise-chain");
   bool rms_fix = false;
-  for (const std::string& fix : d.findings.front().fixes)
+  for (const std::string& fix : fix_texts(d.findings.front()))
     rms_fix = rms_fix || fix.find("rms_norm") != std::string::npos;
   EXPECT_TRUE(rms_fix);
 }

@@ -65,13 +65,13 @@ TEST(RulesWatch, StarvedGpuAndPeggedWorkersIsCpuBoundInput) {
   EXPECT_DOUBLE_EQ(f[0].max_speedup, 1 / (1 - 0.8));  // the GPU idle 80% of the time: at most 5x
   EXPECT_EQ(f[0].severity, Severity::kHigh);          // busy < 30%
   // 2 workers, 4 cores: idle cores, so the first fix is more workers (toward 3).
-  EXPECT_NE(f[0].fixes[0].find("num_workers"), std::string::npos) << f[0].fixes[0];
+  EXPECT_NE(f[0].fixes[0].text.find("num_workers"), std::string::npos) << f[0].fixes[0].text;
   // 4 workers on 4 cores at 3.7 cores (>= 3.6): no idle core, more workers will not help.
   s = summary(20, 4, 3.7);
   f.clear();
   rules_watch(s, f);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_NE(f[0].fixes[0].find("will not help past the 4 cores"), std::string::npos) << f[0].fixes[0];
+  EXPECT_NE(f[0].fixes[0].text.find("will not help past the 4 cores"), std::string::npos) << f[0].fixes[0].text;
   // 8 workers on 4 cores: capacity is the 4 cores.
   EXPECT_EQ(ids(summary(20, 8, 3.6)), Ids{"watch-cpu-bound-input"});
   EXPECT_EQ(ids(summary(20, 8, 3.5)), Ids{"watch-gpu-starved"});

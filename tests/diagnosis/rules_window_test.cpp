@@ -48,7 +48,7 @@ TEST(RulesWindow, CaptureIsTheVerdictAndFindingOne) {
       << d.verdict.headline;
   // SGLang's own way to profile replay is among the fixes.
   const Finding& f = d.findings.front();
-  EXPECT_TRUE(std::any_of(f.fixes.begin(), f.fixes.end(), [](const std::string& s) {
+  EXPECT_TRUE(std::ranges::any_of(fix_texts(f), [](const std::string& s) {
     return s.find("SGLang") != std::string::npos || s.find("sglang") != std::string::npos;
   }));
 }
@@ -153,7 +153,7 @@ TEST(RulesWindow, LaunchesWithoutAnyKernelAreABrokenCaptureSaidFirst) {
   EXPECT_NE(f.detail.find("CUPTI"), std::string::npos);
   EXPECT_NE(f.detail.find("Nsight"), std::string::npos);
   EXPECT_NE(f.detail.find("before the profiler flushed"), std::string::npos);
-  EXPECT_NE(f.fixes.front().find("ProfilerActivity.CUDA"), std::string::npos);
+  EXPECT_NE(f.fixes.front().text.find("ProfilerActivity.CUDA"), std::string::npos);
   // Not a CPU-only job: the host's conv only launched the work it would have run.
   EXPECT_FALSE(has_finding(d, "matmul-dominated"));
   for (std::size_t k = 1; k < d.findings.size(); ++k) EXPECT_EQ(d.findings[k].max_speedup, 1.0) << d.findings[k].id;

@@ -54,7 +54,7 @@ TEST(Verdict, SymptomFoldsIntoItsCauseAsEvidence) {
   EXPECT_EQ(verdict, &findings.front());
   EXPECT_EQ(ids(findings), std::vector<std::string>{"launch-bound"});
   EXPECT_DOUBLE_EQ(findings[0].max_speedup, 1.5);
-  EXPECT_EQ(findings[0].fixes, std::vector<std::string>{"launch-bound fix"});  // the symptom's guesses stay out
+  EXPECT_EQ(fix_texts(findings[0]), std::vector<std::string>{"launch-bound fix"});  // the symptom's guesses stay out
   EXPECT_EQ(findings[0].detail, "Kernels are short. The GPU idles half the time.");
   ASSERT_EQ(findings[0].evidence.size(), 2u);  // the cause's own launch_overhead_pct wins a name clash
   EXPECT_DOUBLE_EQ(findings[0].evidence[0].value, 18);
@@ -86,7 +86,7 @@ TEST(Verdict, CausesOfASmallPartLeaveTheSymptomStanding) {
   const Finding* verdict = rank_and_lead_with_verdict(findings);
   ASSERT_NE(verdict, nullptr);
   EXPECT_EQ(ids(findings), (std::vector<std::string>{"low-gpu-utilization", "host-sync", "sync-copy"}));
-  EXPECT_NE(findings[0].fixes.front().find("with_stack=True"), std::string::npos);
+  EXPECT_NE(findings[0].fixes.front().text.find("with_stack=True"), std::string::npos);
   EXPECT_NE(findings[0].detail.find("Findings sync-copy, host-sync explain 22% of the time against 90% here"),
             std::string::npos)
       << findings[0].detail;
@@ -107,11 +107,11 @@ TEST(Verdict, LoneSymptomKeepsARecordNextFix) {
   ASSERT_NE(verdict, nullptr);
   EXPECT_EQ(ids(findings), (std::vector<std::string>{"cpu-bound", "memory-fragmentation"}));
   ASSERT_EQ(findings[0].fixes.size(), 2u);
-  EXPECT_NE(findings[0].fixes[0].find("with_stack=True"), std::string::npos) << findings[0].fixes[0];
-  EXPECT_NE(findings[0].fixes[0].find("record_shapes=True"), std::string::npos);
-  EXPECT_NE(findings[0].fixes[0].find("set_sync_debug_mode"), std::string::npos);
-  EXPECT_EQ(findings[0].fixes[1], "cpu-bound fix");
-  EXPECT_EQ(findings[1].fixes, std::vector<std::string>{"memory-fragmentation fix"});  // a cause: no record-next
+  EXPECT_NE(findings[0].fixes[0].text.find("with_stack=True"), std::string::npos) << findings[0].fixes[0].text;
+  EXPECT_NE(findings[0].fixes[0].text.find("record_shapes=True"), std::string::npos);
+  EXPECT_NE(findings[0].fixes[0].text.find("set_sync_debug_mode"), std::string::npos);
+  EXPECT_EQ(findings[0].fixes[1].text, "cpu-bound fix");
+  EXPECT_EQ(fix_texts(findings[1]), std::vector<std::string>{"memory-fragmentation fix"});  // a cause: no record-next
   const Verdict v = verdict_of(*verdict);
   EXPECT_TRUE(v.bottleneck_found);
   EXPECT_EQ(v.finding_id, "cpu-bound");
@@ -133,10 +133,10 @@ TEST(Verdict, SameCausePairsBecomeOneFindingUnderTheMorePreciseId) {
   EXPECT_EQ(ids(findings), (std::vector<std::string>{"no-tensor-cores", "exposed-communication"}));
   EXPECT_DOUBLE_EQ(findings[0].max_speedup, 1.9);
   EXPECT_EQ(findings[0].title, "no-tensor-cores title");
-  EXPECT_EQ(findings[0].fixes, (std::vector<std::string>{"no-tensor-cores fix", "matmul-dominated fix"}));
+  EXPECT_EQ(fix_texts(findings[0]), (std::vector<std::string>{"no-tensor-cores fix", "matmul-dominated fix"}));
   ASSERT_EQ(findings[0].evidence.size(), 2u);
   EXPECT_EQ(findings[0].evidence[1].name, "matmul_conv_pct");
-  EXPECT_EQ(findings[1].fixes, (std::vector<std::string>{"exposed-communication fix", "communication-heavy fix"}));
+  EXPECT_EQ(fix_texts(findings[1]), (std::vector<std::string>{"exposed-communication fix", "communication-heavy fix"}));
   EXPECT_EQ(findings[1].evidence.at(0).name, "communication_pct");
   // Alone, each of them is a finding of its own.
   std::vector<Finding> alone = {heavy};
@@ -152,7 +152,7 @@ TEST(Verdict, SharedCauseKeyKeepsTheLargerGain) {
   std::vector<Finding> findings = {host, hardware};
   rank_and_lead_with_verdict(findings);
   EXPECT_EQ(ids(findings), std::vector<std::string>{"pageable-copies"});
-  EXPECT_EQ(findings[0].fixes, (std::vector<std::string>{"pageable-copies fix", "pageable-copy fix"}));
+  EXPECT_EQ(fix_texts(findings[0]), (std::vector<std::string>{"pageable-copies fix", "pageable-copy fix"}));
 }
 
 // The bands, at the shares they stand for: 1/(1-0.20) = 1.25, 1/(1-0.05) = 1.0526.., 1/(1-0.01) = 1.0101..
@@ -234,7 +234,7 @@ TEST(Verdict, JobSymptomFoldsIntoItsCause) {
 
   std::vector<Finding> alone = {finding("job-exposed-communication", Severity::kHigh, 1.3, Dimension::kDistributed)};
   ASSERT_NE(rank_and_lead_with_verdict(alone), nullptr);
-  EXPECT_NE(alone[0].fixes.front().find("NCCL_DEBUG=INFO"), std::string::npos) << alone[0].fixes.front();
+  EXPECT_NE(alone[0].fixes.front().text.find("NCCL_DEBUG=INFO"), std::string::npos) << alone[0].fixes.front().text;
 }
 
 TEST(Verdict, NothingOfMediumSeverityIsNoVerdict) {

@@ -79,7 +79,7 @@ const Finding* find(const JobDiagnosis& d, const std::string& id) {
 }
 
 bool any_fix_mentions(const Finding& f, const std::string& text) {
-  for (const std::string& fix : f.fixes)
+  for (const std::string& fix : fix_texts(f))
     if (fix.find(text) != std::string::npos) return true;
   return false;
 }
@@ -277,8 +277,8 @@ TEST(RulesJob, SlowTransportTakesInTheExposedCommunicationItCauses) {
   EXPECT_TRUE(std::any_of(f.evidence.begin(), f.evidence.end(), [](const Evidence& e) {
     return e.name == "median_exposed_pct" && std::abs(e.value - 12) < 1e-9;
   }));
-  EXPECT_TRUE(std::any_of(f.fixes.begin(), f.fixes.end(),
-                          [](const std::string& x) { return x.find("bucket_cap_mb") != std::string::npos; }));
+  EXPECT_TRUE(std::ranges::any_of(fix_texts(f),
+                                  [](const std::string& x) { return x.find("bucket_cap_mb") != std::string::npos; }));
 }
 
 // At 3 ms a call (33.6 GB/s), the transport bounds 8 x 3 x (1 - 33.6 / 112.5) ms of 400 = 4.2%, over

@@ -53,6 +53,12 @@ TEST(GpuSpecs, MatchesNamesSeenInRealTraces) {
   EXPECT_EQ(gh144.spec->model, "GH200 144GB");
   EXPECT_EQ(gh144.spec->hbm_tbps, 4.9);
   EXPECT_EQ(model_of(device("AMD Instinct MI300A", 9, 4, 228, 137438953472)), "MI300A");
+  // CDNA 4 (gfx950, CC 9.5, 256 CUs, 288 GB) and Blackwell Ultra (CC 10.3), the GB300 left out.
+  EXPECT_EQ(model_of(device("AMD Instinct MI355X", 9, 5, 256, 309'237'645'312)), "MI355X");
+  EXPECT_EQ(model_of(device("AMD Instinct MI350X", 9, 5, 256)), "MI350X");
+  EXPECT_EQ(model_of(device("NVIDIA B300 SXM6 AC", 10, 3, 148, 287'000'000'000)), "B300");
+  EXPECT_EQ(model_of(device("NVIDIA GB300", 10, 3, 152)), "none");
+  EXPECT_EQ(model_of(device("NVIDIA B200", 10, 0, 148)), "B200");
   EXPECT_EQ(model_of(device("AMD Instinct MI250X/MI250", 9, 0, 110)), "MI250X (per GCD)");
   // An MI250 GCD (104 CUs) and an MI210 share one row; ROCm 6.2's generic name for an MI250 is
   // matched by its properties (CC 9.0, 104 CUs, 64 GB), as an empty name is.

@@ -2,6 +2,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import unittest
@@ -78,7 +79,12 @@ class Run(TempDirTest):
 
     def test_two_gloo_ranks_give_a_job_report(self):
         # The launcher is a Python process too: it never steps, so it writes no trace.
-        done, out = self.run_ferret("--steps", "3", "--json", "--", PYTHON, script("launch_two_ranks.py"), "29517",
+        # A port free now, not a fixed one: the suite runs twice at once (torch 1.13 and 2.x), and a
+        # fixed port made one run's ranks meet the other's.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = str(s.getsockname()[1])
+        done, out = self.run_ferret("--steps", "3", "--json", "--", PYTHON, script("launch_two_ranks.py"), port,
                                     script("ddp_gloo.py"))
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("rank 0 of 2 done", done.stdout)
