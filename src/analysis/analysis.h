@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/device_peaks.h"
+#include "analysis/host_facts.h"
 #include "base/input_error.h"
 #include "model/trace_model.h"
 
@@ -53,6 +54,8 @@ struct AnalysisOptions {
   std::size_t concurrent_min_events = 200'000;  // below it a second thread costs more than it saves
   // The script's DataLoaders, when recorded at run time (empty: unknown): findings quote them.
   std::vector<DataLoaderSettings> dataloaders;
+  // The machine and build, when recorded at run time (not recorded: the CPU rules judge by the trace alone).
+  HostFacts host;
   // Buckets of the downsampled curves (GPU busy, memory): 0 keeps the report's defaults, a few
   // hundred, enough for a page; ferret annotate asks for more, to be read on a zoomable timeline.
   int series_buckets = 0;

@@ -9,13 +9,6 @@ namespace ferret {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 bool has_any(std::string_view hay, std::initializer_list<std::string_view> needles) {
   for (std::string_view n : needles)
     if (contains(hay, n)) return true;
@@ -45,7 +38,7 @@ bool is_gemm_like(std::string_view s) {  // s is lower-case
 }  // namespace
 
 bool is_tensor_core_kernel(std::string_view kernel_name) {
-  const std::string s = lower(kernel_name);
+  const std::string s = ascii_lower(kernel_name);
   // SIMT contrast (NVIDIA kernel naming): FP32 FFMA GEMMs ("volta_sgemm_*", "cutlass_*_simt_sgemm_*",
   // "sm80_xmma_gemm_f32f32_..._ffma_...") and matrix-vector kernels never use Tensor Cores.
   if (has_any(s, {"sgemm", "simt", "ffma", "gemv"})) return false;
@@ -77,7 +70,7 @@ bool is_tensor_core_kernel(std::string_view kernel_name) {
 }
 
 bool is_matmul_or_conv_kernel(std::string_view kernel_name) {
-  const std::string s = lower(kernel_name);
+  const std::string s = ascii_lower(kernel_name);
   if (contains(s, "gemv")) return true;  // matrix-vector: still a matmul
   if (is_gemm_like(s)) return true;
   // cuDNN convolution engines that do not say "conv": "volta_scudnn_128x64_relu_interior_nn_v1",
@@ -87,7 +80,7 @@ bool is_matmul_or_conv_kernel(std::string_view kernel_name) {
 }
 
 bool is_tensor_core_eligible_op(std::string_view op_name) {
-  std::string s = lower(op_name);
+  std::string s = ascii_lower(op_name);
   // Autograd wraps each backward node: "autograd::engine::evaluate_function: MmBackward0".
   constexpr std::string_view kEvaluate = "autograd::engine::evaluate_function: ";
   if (s.rfind(kEvaluate, 0) == 0) s.erase(0, kEvaluate.size());

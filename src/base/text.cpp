@@ -10,6 +10,13 @@ namespace {
 bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 }  // namespace
 
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);

@@ -11,6 +11,9 @@ namespace ferret {
 // Without leading and trailing ASCII whitespace (space, \t, \n, \v, \f, \r).
 std::string_view trim(std::string_view text);
 
+// ASCII letters lowered, other bytes as they are (names and units, never locale-dependent).
+std::string ascii_lower(std::string_view text);
+
 // Whether `part` occurs in `text` (std::string_view::contains is C++23).
 inline bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 

@@ -198,6 +198,7 @@ OutFolder make_out_folder(const std::string& requested) {
 struct RunMeta {
   std::optional<std::int64_t> first_step, last_step;
   std::vector<DataLoaderSettings> dataloaders;
+  HostFacts host;
 };
 
 // What the shim wrote beside the traces (.ferret-run.jsonl): the first step to analyse (after
@@ -225,6 +226,7 @@ RunMeta read_run_meta(const std::vector<fs::path>& meta_files) {
       meta.first_step = first;
       meta.last_step = last;
     }
+    if (!meta.host.recorded() && j.contains("host")) meta.host = parse_host_facts(j["host"].dump());
     if (meta.dataloaders.empty() && j.contains("dataloaders")) {
       try {
         meta.dataloaders = parse_dataloader_settings(j["dataloaders"].dump(), file.string());
@@ -287,6 +289,7 @@ void run_run(const RunCliOptions& cli) {
   request.analysis.first_step = meta.first_step;
   request.analysis.last_step = meta.last_step;
   request.analysis.dataloaders = meta.dataloaders;
+  request.analysis.host = meta.host;
   request.grouping = traces.size() > 1 ? AnalyzeGrouping::kJob : AnalyzeGrouping::kPerTrace;
   request.every_format = true;
   request.style = stdout_style(cli.width);

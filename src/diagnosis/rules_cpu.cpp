@@ -23,6 +23,8 @@ constexpr double kCpuMatmulDominates = 0.50;
 // of them the machine offers, so no bound covers them.
 constexpr double kCpuPrecisionStep = 2.0;
 
+void fit_blas_fixes_to_host(Finding& f, const HostFacts& host);
+
 void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out) {
   const HotSpotsResult& h = a.hot_spots;
   if (h.gpu_activities > 0 || h.window_ns <= 0) return;
@@ -74,6 +76,31 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
     out.push_back(std::move(f));
     return;
   }
+  // A CPU the run recorded without bf16 instructions (AVX-512 BF16, AMX) emulates bf16: no step.
+  const HostFacts& host = a.context.options.host;
+  fit_blas_fixes_to_host(f, host);
+  if (host.recorded() && !host.cpu_flags.empty() && !host.has_flag("avx512_bf16") && !host.has_flag("amx_bf16")) {
+    const auto bf16 = std::find_if(f.fixes.begin(), f.fixes.end(),
+                                   [](const Fix& x) { return x.text.find("autocast(\"cpu\"") != std::string::npos; });
+    if (bf16 != f.fixes.end()) {
+      f.fixes_left_out.push_back({bf16->text, "this CPU has no bf16 instructions (neither AVX-512 BF16 nor AMX)"});
+      f.fixes.erase(bf16);
+    }
+    f.title = fmt::format("Compute-bound on the CPU: matmul/conv ops take {:.0f}% of the time ({} leads)", share * 100,
+                          top_op);
+    f.detail = fmt::format(
+        "No GPU work in this trace; {:.1f} ms of host self time in the window is spent in matrix multiplications and "
+        "convolutions on {}. This CPU has no bf16 instructions, so lower precision is no step here; more threads "
+        "or an accelerator can gain, by how much the trace cannot tell.",
+        static_cast<double>(matmul_ns) / 1e6, host.describe());
+    f.threshold = "matmul/conv host self time > 50% of the window (ferret; as the GPU matmul-dominated rule)";
+    out.push_back(std::move(f));
+    return;
+  }
+  if (host.recorded())
+    for (Fix& x : f.fixes)
+      if (x.text.find("autocast(\"cpu\"") != std::string::npos)
+        add_because(x, host.has_flag("amx_bf16") ? "this CPU has AMX BF16" : "this CPU has AVX-512 BF16");
   // Lower precision makes the matmuls faster, not free: the rest of their time stays.
   f.time_share = share * (1.0 - 1.0 / kCpuPrecisionStep);
   f.max_speedup = amdahl_speedup(f.time_share);
@@ -101,6 +128,43 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
 // single-core rate for an optimised BLAS. Threshold and rates: ferret's, from those peaks.
 constexpr double kSlowCpuGemmShare = 0.20;
 constexpr double kSlowCpuGemmGflops = 10, kOptimisedCpuGemmGflops = 40;
+// With the CPU's ceiling known: OpenBLAS, MKL and oneDNN reach well over half of it on GEMMs of
+// 100 MFLOP and more (their own benchmarks), so half is the rate the fix is credited with.
+constexpr double kOptimisedShareOfPeak = 0.5;
+
+// With the host recorded, the library question is answered: the "see which BLAS" fix goes, the swap
+// comes first where torch calls the reference BLAS, and the threads fix goes where torch already
+// uses every CPU (or leads where it uses one of several).
+void fit_blas_fixes_to_host(Finding& f, const HostFacts& host) {
+  if (!host.recorded()) return;
+  const std::string blas = host.blas_name();
+  std::vector<Fix> kept;
+  for (Fix& fix : f.fixes) {
+    const bool which_blas = fix.text.starts_with("See which BLAS");
+    const bool threads = fix.text.find("set_num_threads") != std::string::npos;
+    if (which_blas && !blas.empty()) {
+      f.fixes_left_out.push_back({fix.text, fmt::format("the run recorded it: torch calls {}", blas)});
+      continue;
+    }
+    if (threads && host.threads > 0 && host.cpus > 0 && host.threads >= host.cpus) {
+      f.fixes_left_out.push_back(
+          {fix.text, fmt::format("torch already uses {} threads on {} CPUs", host.threads, host.cpus)});
+      continue;
+    }
+    if (threads && host.threads > 0 && host.cpus > host.threads)
+      add_because(
+          fix, fmt::format("torch uses {} thread{} of {} CPUs", host.threads, host.threads == 1 ? "" : "s", host.cpus));
+    if (fix.text.starts_with("Use the PyPI wheel") && !blas.empty())
+      add_because(fix, fmt::format("torch calls {}", blas));
+    kept.push_back(std::move(fix));
+  }
+  // Most of the gain first: the library where it is the reference one, else the threads.
+  std::stable_partition(kept.begin(), kept.end(), [&](const Fix& x) {
+    return host.reference_blas() ? x.text.starts_with("Use the PyPI wheel")
+                                 : x.text.find("set_num_threads") != std::string::npos;
+  });
+  f.fixes = std::move(kept);
+}
 
 bool is_blas_gemm_op(std::string_view n) {
   return n == "aten::mm" || n == "aten::addmm" || n == "aten::bmm" || n == "aten::baddbmm";
@@ -109,20 +173,34 @@ bool is_blas_gemm_op(std::string_view n) {
 bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
   const HotSpotsResult& h = a.hot_spots;
   const CpuGemmRate& g = a.cpu_gemm;
-  if (h.gpu_activities > 0 || h.window_ns <= 0 || a.window_activity.kernel_launches > 0 || g.calls == 0) return false;
+  const HostFacts& host = a.context.options.host;
+  // Without recorded shapes there is no rate, but a run that recorded the reference BLAS answers the
+  // question: it is the cost wherever GEMMs take the time.
+  const bool by_library = g.calls == 0 && host.reference_blas();
+  if (h.gpu_activities > 0 || h.window_ns <= 0 || a.window_activity.kernel_launches > 0 ||
+      (g.calls == 0 && !by_library))
+    return false;
   const double share = static_cast<double>(g.all_gemm_ns) / static_cast<double>(h.window_ns);
   const double scale = g.fp64 ? 0.5 : 1.0;  // fp64 runs at half the fp32 rate on the same units
-  const double rate = g.gflops();
-  if (share < kSlowCpuGemmShare || rate < 0 || rate >= kSlowCpuGemmGflops * scale) return false;
-  const double target = kOptimisedCpuGemmGflops * scale;
+  // The reference BLAS's rate when unmeasured: at most the slow bar (an unoptimised triple loop runs a
+  // few GFLOP/s), so the gain counted from it is the least the swap gives.
+  const double rate = by_library ? kSlowCpuGemmGflops * scale : g.gflops();
+  if (share < kSlowCpuGemmShare || rate < 0 || (!by_library && rate >= kSlowCpuGemmGflops * scale)) return false;
+  // With the host recorded (ferret run), the rate an optimised BLAS reaches is half the ceiling of
+  // the threads torch uses (large GEMMs reach most of it); else one core's conservative 40.
+  const double peak = host.fp32_peak_gflops() * scale;
+  const double target = peak > 0 ? std::max(kOptimisedCpuGemmGflops * scale, kOptimisedShareOfPeak * peak)
+                                 : kOptimisedCpuGemmGflops * scale;
+  const std::string blas = host.blas_name();
   Finding f;
   f.id = "slow-cpu-matmul";
   f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.title = fmt::format(
       "Slow CPU matrix multiplies: {} runs at {:.1f} GFLOP/s ({}), far below any optimised BLAS (tens of GFLOP/s on "
-      "one core): the BLAS library is the cost",
-      g.top_op, rate, g.fp64 ? "fp64" : "fp32");
+      "one core): {}",
+      g.top_op, rate, g.fp64 ? "fp64" : "fp32",
+      blas.empty() ? std::string("the BLAS library is the cost") : fmt::format("torch calls {}, the cost", blas));
   f.detail = fmt::format(
       "{} GEMM calls of at least 100 MFLOP each ({} {} the most timed) did {:.1f} GFLOP in {:.1f} ms: {:.1f} "
       "GFLOP/s. One x86 core with AVX2 FMA peaks near 100 GFLOP/s fp32, and OpenBLAS, MKL or oneDNN reach most of "
@@ -130,10 +208,39 @@ bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
       "{:.0f}% of the {}. At {:.0f} GFLOP/s they would take {:.1f} ms.",
       g.calls, g.top_op, g.top_dims, g.flops / 1e9, static_cast<double>(g.ns) / 1e6, rate, kSlowCpuGemmGflops * scale,
       100 * share, window_noun(a), target, g.flops / target / 1e6);
-  f.evidence = {{"gemm_gflops", rate, "GFLOP/s"},
+  if (!blas.empty())
+    f.detail += fmt::format(" The run recorded the library: torch calls {} (its build says BLAS_INFO={}).", blas,
+                            host.blas_info.empty() ? "?" : host.blas_info);
+  if (peak > 0)
+    f.detail += fmt::format(
+        " This CPU's fp32 ceiling for torch's {} thread{} is {:.0f} GFLOP/s ({:.0f} MHz, {} FLOP per cycle per "
+        "core); {:.0f} GFLOP/s, half of it, is credited to the fix.",
+        std::min(host.threads, host.cpus > 0 ? host.cpus : host.threads),
+        std::min(host.threads, host.cpus > 0 ? host.cpus : host.threads) == 1 ? "" : "s", peak, host.cpu_mhz,
+        host.has_flag("avx2") && host.has_flag("fma") ? 32 : 8, target);
+  if (by_library) {
+    std::string top = "aten::mm";
+    std::int64_t top_ns = -1;
+    for (const OpStat& op : h.ops_by_host)
+      if (is_blas_gemm_op(op.name) && op.host_self_ns > top_ns) top = op.name, top_ns = op.host_self_ns;
+    f.title = fmt::format(
+        "Slow CPU matrix multiplies: torch calls {} and GEMM calls take {:.0f}% of the {}; an optimised BLAS runs "
+        "them several times faster",
+        blas, 100 * share, window_noun(a));
+    f.detail = fmt::format(
+        "GEMM calls ({} leads) take {:.1f} ms, {:.0f}% of the {}. The trace records no shapes, so their rate is not "
+        "measured, but the run recorded the library: torch calls {} (BLAS_INFO={}), an unoptimised triple loop "
+        "that runs a few GFLOP/s on any CPU, where OpenBLAS, MKL or oneDNN reach most of the CPU's peak. Counting "
+        "its rate at {:.0f} GFLOP/s (more than it reaches) against {:.0f} for an optimised library gives the least "
+        "the swap wins.",
+        top, static_cast<double>(g.all_gemm_ns) / 1e6, 100 * share, window_noun(a), blas,
+        host.blas_info.empty() ? "?" : host.blas_info, rate, target);
+  }
+  f.evidence = {{"gemm_gflops", by_library ? -1 : rate, "GFLOP/s"},
                 {"gemm_calls", static_cast<double>(g.calls), "count"},
                 {"gemm_share_pct", 100 * share, "%"},
                 {"gemm_ms", static_cast<double>(g.all_gemm_ns) / 1e6, "ms"}};
+  if (peak > 0) f.evidence.push_back({"fp32_peak_gflops", peak, "GFLOP/s"});
   f.fixes = {
       "See which BLAS PyTorch calls: `print(torch.__config__.show())` (BLAS_INFO, LAPACK_INFO, \"USE_MKL\", "
       "\"USE_MKLDNN\"); a distribution build linked to the reference BLAS (Debian's python3-torch with libblas3) "
@@ -143,6 +250,7 @@ bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
       "-m)-linux-gnu`)",
       "Then give the math its cores: `torch.set_num_threads(<physical cores>)` (check `torch.get_num_threads()`)",
       "If inputs hold denormal values, every BLAS slows down: `torch.set_flush_denormal(True)`"};
+  fit_blas_fixes_to_host(f, host);
   const double saved = static_cast<double>(g.all_gemm_ns) * std::max(0.0, 1.0 - rate / target);
   f.time_share = std::min(1.0, saved / static_cast<double>(h.window_ns));
   f.max_speedup = amdahl_speedup(f.time_share);
@@ -150,8 +258,8 @@ bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
   fix_speeds_up_host_ops(f, fmt::format("GEMMs at {:.0f} GFLOP/s", target), static_cast<double>(g.all_gemm_ns), saved,
                          is_blas_gemm_op);
   f.threshold =
-      "fp32 GEMMs >= 100 MFLOP under 10 GFLOP/s (fp64 5), GEMM calls >= 20% of the window (ferret: a tenth of one "
-      "AVX2 core's peak)";
+      "fp32 GEMMs >= 100 MFLOP under 10 GFLOP/s (fp64 5), or without shapes a run that recorded the reference BLAS; "
+      "GEMM calls >= 20% of the window (ferret: a tenth of one AVX2 core's peak)";
   out.push_back(std::move(f));
   return true;
 }

@@ -21,13 +21,6 @@ namespace {
 
 // ---- values ---------------------------------------------------------------------------------------
 
-std::string smi_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 // What the tools print for a value they do not have.
 bool smi_not_available(std::string_view v) {
   if (v.empty() || v == "-" || v == "N/A" || v == "n/a" || v == "NA") return true;
@@ -158,7 +151,7 @@ constexpr double kSmiBytesPerMiB = 1024.0 * 1024.0;
 
 // Memory amounts are kept in MiB.
 double smi_memory_scale(std::string_view unit, double fallback) {
-  const std::string u = smi_lower(unit);
+  const std::string u = ascii_lower(unit);
   if (u == "mib" || u == "mb") return 1;
   if (u == "gib" || u == "gb") return 1024;
   if (u == "kib" || u == "kb") return 1.0 / 1024;
@@ -168,7 +161,7 @@ double smi_memory_scale(std::string_view unit, double fallback) {
 
 // nvidia-smi --query-gpu names (`nvidia-smi --help-query-gpu`), units already removed.
 SmiColumn query_csv_column(std::string_view name, std::string_view unit) {
-  const std::string n = smi_lower(name);
+  const std::string n = ascii_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
   if (n == "timestamp")
@@ -224,7 +217,7 @@ SmiColumn query_csv_column(std::string_view name, std::string_view unit) {
 
 // rocm-smi --csv: `device,GPU use (%),GPU memory use (%),Average Graphics Package Power (W),...`.
 SmiColumn rocm_csv_column(std::string_view name, std::string_view) {
-  const std::string n = smi_lower(name);
+  const std::string n = ascii_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
   if (n == "device")
@@ -257,7 +250,7 @@ SmiColumn rocm_csv_column(std::string_view name, std::string_view) {
 // amd-smi metric --csv: `gpu,gfx_activity,umc_activity,...,socket_power,...`. amd-smi releases
 // name the same metric differently (gfx_usage, usage_gfx_activity), so the known words are looked for.
 SmiColumn amd_csv_column(std::string_view name, std::string_view) {
-  const std::string n = smi_lower(name);
+  const std::string n = ascii_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
   auto has = [&](std::string_view part) { return n.find(part) != std::string::npos; };
@@ -288,7 +281,7 @@ SmiColumn amd_csv_column(std::string_view name, std::string_view) {
 
 // dmon / pmon columns (`nvidia-smi dmon --help`): by the short name in the `#` header line.
 SmiColumn dmon_column(std::string_view name) {
-  const std::string n = smi_lower(name);
+  const std::string n = ascii_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
   if (n == "gpu")
@@ -322,7 +315,7 @@ SmiColumn dmon_column(std::string_view name) {
 
 // dcgmi dmon short names (DCGM's field tags: 1002 SMACT, 1003 SMOCC, 1004 TENSO, 1005 DRAMA, ...).
 SmiColumn dcgmi_column(std::string_view name) {
-  const std::string n = smi_lower(name);
+  const std::string n = ascii_lower(name);
   SmiColumn c{std::string(name)};
   auto set = [&](SmiField f, double scale = 1) { c.field = f, c.scale = scale; };
   if (n == "smact")
@@ -563,7 +556,7 @@ class SmiReader {
       }
       case SmiField::kThrottleBit: {
         if (smi_not_available(cell)) return note_na();
-        const std::string v = smi_lower(cell);
+        const std::string v = ascii_lower(cell);
         if (v != "active" && v != "not active") return false;
         if (s.throttle_reasons < 0) s.throttle_reasons = 0;
         if (v == "active") s.throttle_reasons |= static_cast<std::int64_t>(c.scale);
@@ -799,7 +792,7 @@ class SmiDmonReader : public SmiReader {
     if (t.front() == '#') {
       const std::vector<std::string_view> words = smi_words(t.substr(1));
       bool names_gpu = false;
-      for (std::string_view w : words) names_gpu = names_gpu || smi_lower(w) == "gpu";
+      for (std::string_view w : words) names_gpu = names_gpu || ascii_lower(w) == "gpu";
       if (names_gpu) set_header(words);  // the units line (`# Idx W C ...`) is skipped
       return;
     }
@@ -987,7 +980,7 @@ class SmiDcgmiReader : public SmiReader {
     if (t.empty() || t == "ID" || t.starts_with("ID ")) return;
     if (t.front() == '#') {
       const std::vector<std::string_view> words = smi_words(t.substr(1));
-      if (words.empty() || smi_lower(words.front()) != "entity") return;
+      if (words.empty() || ascii_lower(words.front()) != "entity") return;
       columns_.clear();
       std::vector<std::string> read, ignored;
       for (std::size_t i = 1; i < words.size(); ++i) {
@@ -1514,10 +1507,10 @@ SmiFormat smi_sniff_first_line(std::string_view head) {
       return SmiFormat::kPrometheus;
     if (line.front() == '#') {
       const std::vector<std::string_view> words = smi_words(line.substr(1));
-      if (!words.empty() && smi_lower(words.front()) == "entity") return SmiFormat::kDcgmiDmon;
+      if (!words.empty() && ascii_lower(words.front()) == "entity") return SmiFormat::kDcgmiDmon;
       bool gpu = false, pid = false, sm = false;
       for (std::string_view w : words) {
-        const std::string lw = smi_lower(w);
+        const std::string lw = ascii_lower(w);
         gpu = gpu || lw == "gpu";
         pid = pid || lw == "pid";
         sm = sm || lw == "sm" || lw == "pwr" || lw == "mem" || lw == "pclk" || lw == "fb";

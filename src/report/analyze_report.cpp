@@ -133,6 +133,12 @@ std::string workload_line(const TraceAnalysis& a) {
   return fmt::format("workload: {} ({})", workload_name(a.workload.kind), a.workload.evidence);
 }
 
+// "host: AMD EPYC, 2 CPUs, torch uses 1 thread; AVX-512 BF16; BLAS: ..." when the run recorded it.
+std::string host_line(const TraceAnalysis& a) {
+  const HostFacts& h = a.context.options.host;
+  return h.recorded() ? "host: " + h.describe() : "";
+}
+
 // Who waited on whom in the window, on the busiest device (analysis/causality.h); "" without GPU work.
 std::string causality_line(const TraceAnalysis& a) {
   const CausalityResult& c = a.causality;
@@ -210,6 +216,7 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
   out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), width), st.reset());
   out += fmt::format("{}\n", fit_width(window_line(a), width));
   out += wrap(workload_line(a), width, "");
+  if (const std::string host = host_line(a); !host.empty()) out += wrap(host, width, "");
   if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, width, "");
   if (const std::string who = causality_line(a); !who.empty()) out += wrap(who, width, "");
   out += '\n';
@@ -368,6 +375,19 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
   j["source"] = m.info.source;
   j["format"] = format_generation_name(m.info.generation);
   j["platform"] = platform_name(m.info.platform);
+  if (const HostFacts& h = a.context.options.host; h.recorded()) {
+    const double peak = h.fp32_peak_gflops();
+    j["host"] = {{"cpu_model", h.cpu_model},
+                 {"cpus", h.cpus > 0 ? json(h.cpus) : json(nullptr)},
+                 {"threads", h.threads > 0 ? json(h.threads) : json(nullptr)},
+                 {"cpu_flags", h.cpu_flags},
+                 {"cpu_mhz", h.cpu_mhz > 0 ? json(round3(h.cpu_mhz)) : json(nullptr)},
+                 {"cpu_capability", h.cpu_capability},
+                 {"blas_info", h.blas_info},
+                 {"blas", h.blas_name()},
+                 {"blas_libraries", h.blas_libraries},
+                 {"fp32_peak_gflops", peak > 0 ? json(round3(peak)) : json(nullptr)}};
+  }
   const AnalysisContext& c = a.context;
   j["window"] = {
       {"source", window_source_name(c.source)},
@@ -594,6 +614,7 @@ std::string analyze_markdown(const TraceAnalysis& a, const Diagnosis& d) {
   out += fmt::format("**{}**\n\n", escape_markdown(d.verdict.headline, /*in_table=*/false));
   out += fmt::format("{}\n\n", escape_markdown(window_line(a)));
   out += fmt::format("{}\n\n", escape_markdown(workload_line(a)));
+  if (const std::string host = host_line(a); !host.empty()) out += fmt::format("{}\n\n", escape_markdown(host));
   if (const std::string notes = window_notes(a); !notes.empty()) out += fmt::format("{}\n\n", escape_markdown(notes));
   if (const std::string who = causality_line(a); !who.empty()) out += fmt::format("{}\n\n", escape_markdown(who));
   const StepBreakdownResult& b = a.breakdown;

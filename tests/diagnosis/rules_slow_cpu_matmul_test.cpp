@@ -88,6 +88,92 @@ TEST(SlowCpuMatmul, GemmsAlreadyInBf16GetNoPrecisionStep) {
   EXPECT_EQ(diagnose(analyze_trace(fp32, {})).findings.front().id, "slow-cpu-matmul");
 }
 
+// With the host recorded (ferret run on Debian's torch: the reference BLAS, 1 thread of 2 CPUs,
+// AVX2 FMA at 3 GHz): the title names the library, the swap leads the fixes, the "see which BLAS"
+// fix goes (the run answered it), and the gain is credited at half the ceiling: 1 x 32 x 3.0 = 96
+// GFLOP/s, so 48, not one core's conservative 40.
+TEST(SlowCpuMatmul, TheRecordedHostNamesTheLibraryAndSetsTheTarget) {
+  const TraceModel m = load_trace_text(cpu_steps(185'000));
+  AnalysisOptions o;
+  o.host = parse_host_facts(R"({"blas_info": "generic", "threads": 1, "cpus": 2, "cpu_mhz": 3000,
+      "cpu_flags": ["fma", "avx2"], "blas_libraries": ["/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0"]})");
+  const TraceAnalysis a = analyze_trace(m, o);
+  const Diagnosis d = diagnose(a);
+  const Finding& f = d.findings.front();
+  ASSERT_EQ(f.id, "slow-cpu-matmul") << f.title;
+  EXPECT_NE(f.title.find("torch calls the reference BLAS (netlib), the cost"), std::string::npos) << f.title;
+  const double saved = 740.0 * (1 - (kGflop / 0.185) / 48.0);
+  EXPECT_NEAR(f.time_share, saved / 800.0, 1e-6);
+  EXPECT_EQ(f.fixes.front().text.rfind("Use the PyPI wheel", 0), 0u) << f.fixes.front().text;
+  EXPECT_EQ(f.fixes.front().because, std::vector<std::string>{"torch calls the reference BLAS (netlib)"});
+  for (const std::string& fix : fix_texts(f)) EXPECT_EQ(fix.find("See which BLAS"), std::string::npos);
+  bool threads_fix = false;
+  for (const Fix& fix : f.fixes)
+    if (fix.text.find("set_num_threads") != std::string::npos) {
+      threads_fix = true;
+      EXPECT_EQ(fix.because, std::vector<std::string>{"torch uses 1 thread of 2 CPUs"});
+    }
+  EXPECT_TRUE(threads_fix);
+  ASSERT_EQ(f.fixes_left_out.size(), 1u);
+  EXPECT_EQ(f.fixes_left_out.front().because, "the run recorded it: torch calls the reference BLAS (netlib)");
+
+  // MKL on every CPU: the threads fix goes too (torch uses them all), and nothing blames a reference BLAS.
+  o.host = parse_host_facts(
+      R"({"blas_info": "mkl", "threads": 2, "cpus": 2, "cpu_mhz": 3000, "cpu_flags": ["fma", "avx2"]})");
+  const TraceAnalysis b = analyze_trace(m, o);
+  const Finding g = diagnose(b).findings.front();
+  EXPECT_NE(g.title.find("torch calls MKL"), std::string::npos) << g.title;
+  for (const std::string& fix : fix_texts(g)) EXPECT_EQ(fix.find("set_num_threads"), std::string::npos) << fix;
+}
+
+// matmul-dominated on a CPU the run recorded without bf16 instructions: no precision step, no
+// bound; with AVX-512 BF16 the bf16 fix says so.
+TEST(SlowCpuMatmul, NoBf16StepOnACpuWithoutBf16) {
+  AnalysisOptions o;
+  o.host = parse_host_facts(R"({"blas_info": "mkl", "threads": 1, "cpus": 4, "cpu_flags": ["fma", "avx2"]})");
+  // GEMMs holding 92.5% of each step, without recorded shapes (no rate: the library is not judged).
+  std::string text = cpu_steps(185'000);
+  for (std::size_t at = text.find("\"Input Dims\""); at != std::string::npos; at = text.find("\"Input Dims\"", at + 1))
+    text.replace(at, 12, "\"Other Dims\"");
+  const TraceModel no_shapes = load_trace_text(text);
+  const Finding f = diagnose(analyze_trace(no_shapes, o)).findings.front();
+  ASSERT_EQ(f.id, "matmul-dominated") << f.title;
+  {
+    // The same trace from a run that recorded the reference BLAS: the library is the cause though no
+    // rate is measured; the gain counts its rate at the slow bar (10 GFLOP/s, more than it reaches)
+    // against half the ceiling (1 thread x 32 x 3.0 GHz / 2 = 48): 740 x (1 - 10 / 48) of 800 ms.
+    AnalysisOptions netlib;
+    netlib.host = parse_host_facts(R"({"blas_info": "generic", "threads": 1, "cpus": 2, "cpu_mhz": 3000,
+        "cpu_flags": ["fma", "avx2"], "blas_libraries": ["/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"]})");
+    const Finding lib = diagnose(analyze_trace(no_shapes, netlib)).findings.front();
+    ASSERT_EQ(lib.id, "slow-cpu-matmul") << lib.title;
+    EXPECT_NE(lib.title.find("torch calls the reference BLAS (netlib) and GEMM calls take 92% of the window"),
+              std::string::npos)
+        << lib.title;
+    EXPECT_NEAR(lib.time_share, 740.0 * (1 - 10.0 / 48) / 800.0, 1e-6);
+    // Without the host, the trace alone cannot name the library: no finding blames it.
+    EXPECT_EQ(diagnose(analyze_trace(no_shapes, {})).findings.front().id, "matmul-dominated");
+  }
+  EXPECT_EQ(f.max_speedup, 1.0);
+  for (const std::string& fix : fix_texts(f)) EXPECT_EQ(fix.find("autocast(\"cpu\""), std::string::npos) << fix;
+  bool said = false;
+  for (const Finding::LeftOut& l : f.fixes_left_out)
+    said = said || l.because == "this CPU has no bf16 instructions (neither AVX-512 BF16 nor AMX)";
+  EXPECT_TRUE(said);
+  o.host =
+      parse_host_facts(R"({"blas_info": "mkl", "threads": 1, "cpus": 4, "cpu_flags": ["fma", "avx2", "avx512_bf16"]})");
+  const Finding g = diagnose(analyze_trace(no_shapes, o)).findings.front();
+  ASSERT_EQ(g.id, "matmul-dominated");
+  EXPECT_NEAR(g.max_speedup, 1.0 / (1 - 0.925 / 2), 0.01);
+  bool bf16 = false;
+  for (const Fix& fix : g.fixes)
+    if (fix.text.find("autocast(\"cpu\"") != std::string::npos) {
+      bf16 = true;
+      EXPECT_EQ(fix.because, std::vector<std::string>{"this CPU has AVX-512 BF16"});
+    }
+  EXPECT_TRUE(bf16);
+}
+
 }  // namespace rules_slow_cpu_matmul_test
 }  // namespace
 }  // namespace ferret

@@ -55,9 +55,50 @@ class Run(TempDirTest):
         self.assertEqual(list(ferret.load(path).steps["number"]), [1, 2, 3, 4])
         # The same window and numbers as analysing the trace by hand; only the DataLoader quote differs.
         by_hand = json.loads(cli("analyze", "--json", "--steps", "2-", path).stdout)["traces"][0]
-        self.assertEqual({k: v for k, v in trace.items() if k not in ("findings", "verdict")},
+        # ... and the host, which only the run can see.
+        self.assertEqual({k: v for k, v in trace.items() if k not in ("findings", "verdict", "host")},
                          {k: v for k, v in by_hand.items() if k not in ("findings", "verdict")})
         self.assertEqual(trace["verdict"]["finding_id"], by_hand["verdict"]["finding_id"])
+        self.assertNotIn("host", by_hand)
+        self.check_host(trace["host"])
+
+    # The CPU is a device too: the run records which BLAS torch calls, and where it is the reference
+    # one (Debian's torch on the system libblas.so.3 with libblas3 behind it) the verdict names it as
+    # the cause, not a precision step; under an optimised library (PyPI's MKL) nothing blames it.
+    def test_a_matmul_loop_names_the_blas_torch_calls(self):
+        done, _ = self.run_ferret("--steps", "2", "--json", "--", PYTHON, script("mlp_train.py"))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        trace = json.loads(done.stdout[done.stdout.index("{"):])["traces"][0]
+        self.check_host(trace["host"])
+        verdict = trace["verdict"]["finding_id"]
+        if trace["host"]["blas"] == "the reference BLAS (netlib)":
+            self.assertEqual(verdict, "slow-cpu-matmul", trace["verdict"])
+            finding = trace["findings"][0]
+            self.assertIn("torch calls the reference BLAS (netlib)", finding["title"])
+            self.assertGreater(finding["max_speedup"], 2.0)  # at least 10 -> half the CPU's ceiling
+            self.assertTrue(finding["fixes"][0].startswith("Use the PyPI wheel"), finding["fixes"])
+        else:
+            self.assertNotEqual(verdict, "slow-cpu-matmul", trace["verdict"])
+            self.assertFalse(any("reference BLAS" in f["title"] for f in trace["findings"]))
+
+    def check_host(self, host, threads=1):
+        """The host the run recorded, against this process's own reading (the same torch, machine and env);
+        `threads`: what the script set (the test scripts run torch on one thread)."""
+        self.assertEqual(host["threads"], threads)
+        self.assertEqual(host["cpus"], len(os.sched_getaffinity(0)))
+        self.assertIn(f"BLAS_INFO={host['blas_info']},", torch.__config__.show())
+        if host["blas_info"] == "mkl":
+            self.assertEqual(host["blas"], "MKL")
+        elif host["blas_info"] == "generic":  # the system libblas.so.3, named by its folder
+            with open("/proc/self/maps") as maps:
+                paths = {os.path.realpath(line.split()[-1]) for line in maps if "libblas.so" in line}
+            system = [p for p in paths if "site-packages" not in p]
+            self.assertEqual(len(system), 1, paths)
+            named = {"/blas/": "the reference BLAS (netlib)", "openblas": "OpenBLAS", "blis": "BLIS"}
+            expected = next((v for k, v in named.items() if k in system[0]), "the system BLAS (libblas.so.3)")
+            self.assertEqual(host["blas"], expected)
+            self.assertIn(system[0], host["blas_libraries"])
+        self.assertGreater(host["fp32_peak_gflops"] or 1, 0)
 
     def test_the_exit_status_passes_through_after_the_analysis(self):
         done, out = self.run_ferret("--", PYTHON, script("slow_dataset.py"), "3")
