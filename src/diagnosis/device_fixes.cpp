@@ -191,6 +191,13 @@ void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload, st
                                    workload_name(workload))});
         continue;
       }
+      // A serving engine (vLLM, SGLang, TGI, TensorRT-LLM) builds and runs its own kernels: exporting
+      // the model yourself is not its lever.
+      if (workload == Workload::kServing && for_inference) {
+        ++dropped;
+        f.fixes_left_out.push_back({fix.text, "a serving engine runs this model with its own kernels"});
+        continue;
+      }
       if (for_training || for_inference) add_because(fix, runs);
       kept.push_back(std::move(fix));
     }

@@ -2,6 +2,7 @@
 // Cores left idle by fp32 convolutions and matmuls, element-wise kernels with too few warps to
 // hide memory latency, and where GEMM-heavy work has its levers. They read the GPU metrics.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -254,7 +255,90 @@ void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
 // goes; the remaining levers are compilation and fusion).
 constexpr double kMatmulDominated = 0.50, kMatmulOnTensorCoresEnough = 0.50;
 
-void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
+// Tensor Core GEMMs run best when the dimensions operands are laid out along - K, and N - are
+// multiples of 8 elements for fp16/bf16 (16 for FP8 and int8): NVIDIA's "Matrix Multiplication
+// Background" performance guide (GEMM dimension alignment: aligned rows allow the wide loads);
+// rocBLAS/hipBLASLt's MFMA tiles likewise. M (batch x sequence: rows) only sets how many tiles run,
+// and padding it by a few rows changes no tile: it is not judged. Groups under this share of the
+// GEMM time are not worth a padding.
+constexpr double kMisalignedMinShare = 0.05;
+constexpr int kGemmAlignment = 8;
+
+bool aligned(double dim) { return dim <= 0 || std::fmod(dim, kGemmAlignment) == 0; }
+
+// The GEMM group with the most GPU time whose M, N or K is off the alignment, on this device; and
+// whether any GEMM group had its shape recorded at all.
+struct GemmAlignment {
+  const RooflineGroup* worst = nullptr;
+  bool shapes_known = false;
+};
+
+GemmAlignment gemm_alignment(const RooflineResult& r, const DeviceMetrics& d) {
+  GemmAlignment out;
+  if (r.device != d.device || d.matmul_conv_ns <= 0) return out;
+  for (const RooflineGroup& g : r.groups) {
+    if (g.gemm_m <= 0 || g.gemm_n <= 0 || g.gemm_k <= 0) continue;
+    out.shapes_known = true;
+    if (aligned(g.gemm_n) && aligned(g.gemm_k)) continue;
+    if (static_cast<double>(g.kernel_ns) < kMisalignedMinShare * static_cast<double>(d.matmul_conv_ns)) continue;
+    if (out.worst == nullptr || g.kernel_ns > out.worst->kernel_ns) out.worst = &g;
+  }
+  return out;
+}
+
+// The fix for shapes: the group and the dimension to pad, where the trace names them.
+void add_alignment_fix(Finding& f, const GemmAlignment& al, const DeviceMetrics& d, const std::string& units) {
+  const std::string generic = fmt::format(
+      "Shapes that suit the {}: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 for "
+      "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64",
+      units);
+  if (al.worst == nullptr) {
+    f.fixes_left_out.push_back(
+        {generic, al.shapes_known ? "the trace's GEMMs have N and K in multiples of 8 already"
+                                  : "the trace records no GEMM shapes to check (profile with record_shapes=True)"});
+    return;
+  }
+  const RooflineGroup& g = *al.worst;
+  std::string off;
+  for (const auto& [name, dim] : {std::pair{"N", g.gemm_n}, {"K", g.gemm_k}})
+    if (!aligned(dim)) off += fmt::format("{}{} = {:.0f}", off.empty() ? "" : ", ", name, dim);
+  Fix fix(
+      fmt::format("Pad {} to multiples of 8 (64 where the memory allows) so its GEMM tiles fill the {}: {} (inputs "
+                  "{}) - pad the dimension at its source (hidden size, vocabulary, batch x sequence)",
+                  g.op, units, off, g.input_dims));
+  add_because(fix, fmt::format("{} takes {:.0f}% of the GEMM time with {} off the alignment", g.op,
+                               100.0 * static_cast<double>(g.kernel_ns) / static_cast<double>(d.matmul_conv_ns), off));
+  f.fixes.push_back(std::move(fix));
+}
+
+// The attention fix where the trace computes attention op by op (named by its shapes); left out
+// where attention already runs fused or the trace's operators hold none.
+void add_attention_fix(Finding& f, const AttentionPatternsResult& att, bool ops_recorded) {
+  const std::string generic =
+      "Attention: one fused kernel instead of matmul-softmax-matmul - "
+      "`torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)`";
+  if (!att.groups.empty()) {
+    const UnfusedAttentionGroup& g = att.groups.front();
+    Fix fix(
+        fmt::format("Attention: one fused kernel instead of {} -> {} -> matmul - "
+                    "`torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=...)` (True for a "
+                    "causal mask)",
+                    g.score_op, g.softmax_op));
+    add_because(fix, g.query_len > 0 ? fmt::format("the trace computes attention op by op ({} calls, scores [{} x {} "
+                                                   "x {}])",
+                                                   g.calls, g.batch, g.query_len, g.key_len)
+                                     : fmt::format("the trace computes attention op by op ({} calls)", g.calls));
+    f.fixes.push_back(std::move(fix));
+  } else if (att.fused_calls > 0) {
+    f.fixes_left_out.push_back({generic, "the trace shows fused attention (scaled_dot_product_attention) in use"});
+  } else if (ops_recorded) {
+    f.fixes_left_out.push_back({generic, "the trace computes no attention op by op (matmul, softmax, matmul)"});
+  } else {
+    f.fixes.push_back(generic);  // kernels only: nothing to tell
+  }
+}
+
+void rule_matmul_dominated(const DeviceMetrics& d, const TraceAnalysis& a, std::vector<Finding>& out) {
   if (d.compute_kernel_ns <= 0 || d.matmul_conv_pct / 100.0 <= kMatmulDominated) return;
   if (!enough_evidence(d, d.matmul_conv_ns)) return;
   const double on_tensor_cores =
@@ -295,15 +379,8 @@ void rule_matmul_dominated(const DeviceMetrics& d, std::vector<Finding>& out) {
     f.fixes.push_back(
         "Inference: compile to TensorRT - `trt_model = torch_tensorrt.compile(model, ir=\"dynamo\", "
         "inputs=[example], enabled_precisions={torch.half})`");
-  f.fixes.push_back(
-      "Attention: one fused kernel instead of matmul-softmax-matmul - "
-      "`torch.nn.functional.scaled_dot_product_attention(q, "
-      "k, v, is_causal=True)`");
-  if (!units.empty())
-    f.fixes.push_back(fmt::format(
-        "Shapes that suit the {}: make GEMM dimensions (hidden size, vocabulary, batch x sequence) multiples of 8 for "
-        "fp16/bf16 (16 for FP8), e.g. pad the vocabulary to a multiple of 64",
-        units));
+  add_attention_fix(f, a.attention, !a.hot_spots.ops_by_host.empty());
+  if (!units.empty()) add_alignment_fix(f, gemm_alignment(a.roofline, d), d, units);
   // Precision makes matmuls faster, not free: off the matrix units the bound is the device's
   // Tensor/FP32 peak ratio applied to their time. Once on them, what is left (FP8 on Hopper and
   // later, autotuned kernels, fused epilogues) depends on numerics and shapes the trace does not
@@ -330,7 +407,7 @@ void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out) {
   for (const DeviceMetrics& d : a.gpu_metrics.devices) {
     rule_no_tensor_cores(d, a.roofline, out);
     rule_low_occupancy(d, out);
-    rule_matmul_dominated(d, out);
+    rule_matmul_dominated(d, a, out);
   }
 }
 

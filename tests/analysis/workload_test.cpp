@@ -64,14 +64,27 @@ TEST(Workload, FixesFitTheWorkload) {
              "Fused optimizer step: `torch.optim.AdamW(model.parameters(), lr=lr, fused=True)`",
              "Export for inference with TensorRT: `torch_tensorrt.compile(model)`", "Raise the batch size"};
   std::vector<Finding> inference = {f};
-  fit_fixes_to_workload(inference, Workload::kServing);
+  fit_fixes_to_workload(inference, Workload::kInference, "4 operators, no backward or optimizer op");
   ASSERT_EQ(inference[0].fixes.size(), 2u);
   EXPECT_TRUE(contains(inference[0].fixes[0].text, "TensorRT"));
+  EXPECT_EQ(inference[0].fixes[0].because,
+            std::vector<std::string>{"the trace runs inference (4 operators, no backward or optimizer op)"});
   say_fixes_left_out(inference);
-  EXPECT_TRUE(contains(inference[0].detail, "2 fixes left out: it applies to training, and this window runs serving."))
+  EXPECT_TRUE(
+      contains(inference[0].detail, "2 fixes left out: it applies to training, and this window runs inference."))
       << inference[0].detail;
   ASSERT_EQ(inference[0].fixes_left_out.size(), 2u);
   EXPECT_EQ(inference[0].fixes_left_out[1].fix, f.fixes[1].text);
+  // A serving engine runs its own kernels: no export of the model either.
+  std::vector<Finding> serving = {f};
+  fit_fixes_to_workload(serving, Workload::kServing);
+  ASSERT_EQ(serving[0].fixes.size(), 1u);
+  EXPECT_EQ(serving[0].fixes[0].text, "Raise the batch size");
+  say_fixes_left_out(serving);
+  EXPECT_TRUE(contains(serving[0].detail,
+                       "3 fixes left out: it applies to training, and this window runs serving (2); a serving engine "
+                       "runs this model with its own kernels."))
+      << serving[0].detail;
   std::vector<Finding> training = {f};
   fit_fixes_to_workload(training, Workload::kTraining);
   ASSERT_EQ(training[0].fixes.size(), 3u);

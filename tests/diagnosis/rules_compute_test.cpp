@@ -368,6 +368,77 @@ TEST(MatmulDominated, MediumWithoutTensorCoresLowWithThem) {
   EXPECT_FALSE(any_fix_contains(*g, "torch.autocast"));  // precision is already reduced
 }
 
+// The fix list fits the trace: the shape fix names the GEMM whose N or K is off a multiple of 8 (the
+// vocabulary here) and is left out, with why, where the shapes are aligned or not recorded; the
+// attention fix names the unfused pattern the trace computes and is left out where attention runs
+// fused or the operators hold no attention pattern.
+TEST(MatmulDominated, FixesNameTheShapeAndThePatternOrAreLeftOutWithWhy) {
+  DeviceMetrics d = device("NVIDIA H100 80GB HBM3", 9, 90);
+  d.matmul_conv_ns = d.compute_kernel_ns * 68 / 100;
+  d.matmul_conv_pct = 68;
+  TraceAnalysis a;
+  a.gpu_metrics.devices.push_back(d);
+  a.roofline.device = d.device;
+  RooflineGroup lm_head;  // [8 x 1024, 768] x [768, 50257]: N = 50,257, 40% of the GEMM time
+  lm_head.op = "aten::mm";
+  lm_head.input_dims = "[[8192, 768], [768, 50257]]";
+  lm_head.gemm_m = 8192, lm_head.gemm_n = 50257, lm_head.gemm_k = 768;
+  lm_head.kernel_ns = d.matmul_conv_ns * 40 / 100;
+  RooflineGroup rows = lm_head;  // M = 8,190 rows: a row count, never judged
+  rows.input_dims = "[[8190, 768], [768, 768]]";
+  rows.gemm_m = 8190, rows.gemm_n = 768;
+  rows.kernel_ns = d.matmul_conv_ns * 50 / 100;
+  a.roofline.groups = {rows, lm_head};
+  a.hot_spots.ops_by_host.push_back(OpStat{});
+  UnfusedAttentionGroup att;
+  att.score_op = "aten::bmm";
+  att.softmax_op = "aten::_softmax";
+  att.calls = 12, att.batch = 96, att.query_len = 1024, att.key_len = 1024;
+  a.attention.groups.push_back(att);
+  std::optional<Finding> f = find(run_rules(a), "matmul-dominated");
+  ASSERT_TRUE(f.has_value());
+  const auto fix_with = [](const Finding& x, std::string_view text) -> const Fix* {
+    for (const Fix& fix : x.fixes)
+      if (fix.text.find(text) != std::string::npos) return &fix;
+    return nullptr;
+  };
+  const Fix* pad = fix_with(*f, "Pad aten::mm");
+  ASSERT_NE(pad, nullptr);
+  EXPECT_NE(pad->text.find("N = 50257"), std::string::npos) << pad->text;
+  EXPECT_EQ(pad->text.find("M = "), std::string::npos) << pad->text;
+  EXPECT_EQ(pad->because,
+            std::vector<std::string>{"aten::mm takes 40% of the GEMM time with N = 50257 off the alignment"});
+  const Fix* sdpa = fix_with(*f, "scaled_dot_product_attention");
+  ASSERT_NE(sdpa, nullptr);
+  EXPECT_NE(sdpa->text.find("aten::bmm -> aten::_softmax -> matmul"), std::string::npos) << sdpa->text;
+  EXPECT_EQ(sdpa->because,
+            std::vector<std::string>{"the trace computes attention op by op (12 calls, scores [96 x 1024 x 1024])"});
+  EXPECT_TRUE(f->fixes_left_out.empty());
+
+  // Aligned shapes and fused attention: both fixes go, each with its reason.
+  a.roofline.groups = {rows};
+  a.attention.groups.clear();
+  a.attention.fused_calls = 24;
+  f = find(run_rules(a), "matmul-dominated");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(fix_with(*f, "Pad "), nullptr);
+  EXPECT_EQ(fix_with(*f, "scaled_dot_product_attention"), nullptr);
+  std::vector<std::string> reasons;
+  for (const Finding::LeftOut& l : f->fixes_left_out) reasons.push_back(l.because);
+  EXPECT_EQ(reasons, (std::vector<std::string>{"the trace shows fused attention (scaled_dot_product_attention) in use",
+                                               "the trace's GEMMs have N and K in multiples of 8 already"}));
+  // No shapes and no operators at all (kernels only): the shape fix goes for want of shapes, the
+  // attention fix stays (nothing says it does not apply).
+  TraceAnalysis bare;
+  bare.gpu_metrics.devices.push_back(d);
+  f = find(run_rules(bare), "matmul-dominated");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(fix_with(*f, "scaled_dot_product_attention"), nullptr);
+  ASSERT_EQ(f->fixes_left_out.size(), 1u);
+  EXPECT_EQ(f->fixes_left_out[0].because,
+            "the trace records no GEMM shapes to check (profile with record_shapes=True)");
+}
+
 // --- words that fit the device ------------------------------------------------------------------
 
 // fp32 matmuls at 68% of an 80%-busy device: NVIDIA says Tensor Cores, AMD CDNA says Matrix Cores,
