@@ -120,7 +120,42 @@ RooflinePrecisionStep roofline_precision_step(const RooflineResult& r, const Dev
   return step;
 }
 
-void rule_no_tensor_cores(const DeviceMetrics& d, const RooflineResult& roofline, std::vector<Finding>& out) {
+// channels-last for the convolutions the trace runs: named by the most timed convolution op, with
+// the NCHW <-> NHWC transposes cuDNN runs around them when it does; left out where the trace's
+// operators hold no convolution (a trace of kernels alone keeps it).
+bool is_convolution_op(std::string_view n) {
+  return contains(n, "convolution") || contains(n, "conv2d") || contains(n, "conv3d") || contains(n, "conv1d");
+}
+bool is_layout_transpose_kernel(std::string_view k) { return contains(k, "nchwToNhwc") || contains(k, "nhwcToNchw"); }
+
+void add_channels_last_fix(Finding& f, const TraceAnalysis& a) {
+  const Fix generic =
+      "Convolution networks: channels-last memory format, which matrix-unit convolutions expect: "
+      "`model = model.to(memory_format=torch.channels_last)`; `x = x.to(memory_format=torch.channels_last)`";
+  const OpStat* conv = nullptr;
+  for (const OpStat& op : a.hot_spots.ops_by_host)
+    if (is_convolution_op(op.name) && (conv == nullptr || op.device_total_ns > conv->device_total_ns)) conv = &op;
+  if (conv == nullptr) {
+    if (a.hot_spots.ops_by_host.empty())
+      f.fixes.push_back(generic);
+    else
+      f.fixes_left_out.push_back({generic.text, "the trace runs no convolution"});
+    return;
+  }
+  Fix fix = generic;
+  add_because(fix, fmt::format("the trace runs {} ({} calls)", conv->name, conv->calls));
+  std::int64_t transpose_ns = 0;
+  std::uint64_t transposes = 0;
+  for (const KernelStat& k : a.hot_spots.kernels)
+    if (is_layout_transpose_kernel(k.name)) transpose_ns += k.total_ns, transposes += k.calls;
+  if (transposes > 0)
+    add_because(fix, fmt::format("cuDNN transposes NCHW <-> NHWC around them ({} kernels, {:.2f} ms)", transposes,
+                                 ns_to_ms(static_cast<double>(transpose_ns))));
+  f.fixes.push_back(std::move(fix));
+}
+
+void rule_no_tensor_cores(const DeviceMetrics& d, const TraceAnalysis& a, std::vector<Finding>& out) {
+  const RooflineResult& roofline = a.roofline;
   if (d.kernel_ns <= 0 || d.tc_eligible_ns <= 0 || !has_matrix_units(d)) return;
   const double without = static_cast<double>(d.tc_eligible_without_tc_ns) / static_cast<double>(d.kernel_ns);
   const double covered = 1.0 - static_cast<double>(d.tc_eligible_without_tc_ns) / static_cast<double>(d.tc_eligible_ns);
@@ -151,9 +186,7 @@ void rule_no_tensor_cores(const DeviceMetrics& d, const RooflineResult& roofline
                 {"eligible_on_tensor_cores_pct", 100 * covered, "%"}};
   if (d.compute_major >= 0) f.evidence.push_back({"compute_capability", d.compute_major + d.compute_minor / 10.0, ""});
   f.fixes = precision_fixes(d);
-  f.fixes.push_back(
-      "Convolution networks: channels-last memory format, which matrix-unit convolutions expect: "
-      "`model = model.to(memory_format=torch.channels_last)`; `x = x.to(memory_format=torch.channels_last)`");
+  add_channels_last_fix(f, a);
   // The affected kernels shrink to the roofline of the precision step where the roofline places
   // them, elsewhere by at most the device's Tensor / fp32 peak ratio; the rest of their time stays.
   const RooflinePrecisionStep step = roofline_precision_step(roofline, d);
@@ -405,7 +438,7 @@ void rule_matmul_dominated(const DeviceMetrics& d, const TraceAnalysis& a, std::
 
 void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out) {
   for (const DeviceMetrics& d : a.gpu_metrics.devices) {
-    rule_no_tensor_cores(d, a.roofline, out);
+    rule_no_tensor_cores(d, a, out);
     rule_low_occupancy(d, out);
     rule_matmul_dominated(d, a, out);
   }

@@ -285,6 +285,42 @@ TEST(NoTensorCores, AmpereGetsBf16AndTf32) {
   EXPECT_TRUE(any_fix_contains(*f, "torch.set_float32_matmul_precision(\"high\")"));
 }
 
+// channels-last names the convolution the trace runs and the layout transposes cuDNN runs around
+// it; a trace whose operators hold no convolution (a transformer) does not get it.
+TEST(NoTensorCores, ChannelsLastForTheConvolutionsTheTraceRuns) {
+  TraceAnalysis a;
+  a.gpu_metrics.devices.push_back(fp32_convnet("NVIDIA A100-SXM4-80GB", 8));
+  OpStat conv;
+  conv.name = "aten::cudnn_convolution";
+  conv.calls = 53;
+  conv.device_total_ns = 9'000'000;
+  OpStat linear;
+  linear.name = "aten::addmm";
+  linear.device_total_ns = 20'000'000;
+  a.hot_spots.ops_by_host = {linear, conv};
+  KernelStat t1, t2;
+  t1.name = "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)0>(...)";
+  t1.calls = 20, t1.total_ns = 1'500'000;
+  t2.name = "void cudnn::ops::nhwcToNchwKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(...)";
+  t2.calls = 15, t2.total_ns = 1'000'000;
+  a.hot_spots.kernels = {t1, t2};
+  std::optional<Finding> f = find(run_rules(a), "no-tensor-cores");
+  ASSERT_TRUE(f.has_value());
+  const Fix* cl = nullptr;
+  for (const Fix& fix : f->fixes)
+    if (fix.text.find("channels_last") != std::string::npos) cl = &fix;
+  ASSERT_NE(cl, nullptr);
+  EXPECT_EQ(cl->because,
+            (std::vector<std::string>{"the trace runs aten::cudnn_convolution (53 calls)",
+                                      "cuDNN transposes NCHW <-> NHWC around them (35 kernels, 2.50 ms)"}));
+  a.hot_spots.ops_by_host = {linear};
+  f = find(run_rules(a), "no-tensor-cores");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_FALSE(any_fix_contains(*f, "channels_last"));
+  ASSERT_EQ(f->fixes_left_out.size(), 1u);
+  EXPECT_EQ(f->fixes_left_out[0].because, "the trace runs no convolution");
+}
+
 TEST(NoTensorCores, SilentWithoutTensorCoresOrWhenTheyAreUsed) {
   TraceAnalysis pascal;  // CC 6.0: no Tensor Cores, so no Tensor Core kernels either
   DeviceMetrics p100 = fp32_convnet("Tesla P100-PCIE-16GB", 6);
