@@ -205,6 +205,31 @@ void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload, st
   }
 }
 
+void fit_fixes_to_platform(std::vector<Finding>& findings, Platform platform) {
+  if (platform != Platform::kRocm && platform != Platform::kMtia) return;
+  const char* where = platform == Platform::kRocm ? "ROCm" : "this accelerator";
+  for (Finding& f : findings) {
+    std::vector<Fix> kept;
+    bool dropped = false;
+    for (Fix& fix : f.fixes) {
+      if (mentions_any(fix.text, {"DALI", "nvJPEG", "NVDEC", "decode_jpeg(data, device=\"cuda\")"})) {
+        f.fixes_left_out.push_back(
+            {fix.text, fmt::format("NVIDIA's decoders (DALI, nvJPEG, NVDEC) do not run on {}", where)});
+        dropped = true;
+        continue;
+      }
+      kept.push_back(std::move(fix));
+    }
+    if (dropped &&
+        std::none_of(kept.begin(), kept.end(), [](const Fix& x) { return contains(x.text, "libjpeg-turbo"); }))
+      kept.emplace_back(
+          "Make each sample cheaper: store samples pre-decoded and pre-resized, or decode in the DataLoader workers "
+          "with `torchvision.io.decode_jpeg` (libjpeg-turbo) instead of PIL",
+          fmt::format("NVIDIA's GPU decoders do not run on {}", where));
+    f.fixes = std::move(kept);
+  }
+}
+
 namespace {
 
 // Replaces `from` by `to` in `text` outside backtick code spans.

@@ -52,6 +52,12 @@ WorkDone work_done(const TraceAnalysis& a);
 // finding's detail.
 void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done);
 
+// Drops the fixes that need NVIDIA's libraries on another platform: GPU decoding with DALI, nvJPEG
+// (`decode_jpeg(..., device="cuda")`) or NVDEC on ROCm and MTIA; where one went and no fix that
+// decodes on the CPU is left, decoding in the DataLoader workers (libjpeg-turbo) takes its place.
+// Counts what it dropped in the finding's detail.
+void fit_fixes_to_platform(std::vector<Finding>& findings, Platform platform);
+
 // Words of another vendor outside code spans (`...`): on ROCm "CUDA graph", "CUDA runtime", "CUDA
 // sync", "CUDA IPC" become HIP's; on other accelerators (MTIA) the words without "CUDA". Code
 // stays: PyTorch's ROCm build keeps the `torch.cuda` names.

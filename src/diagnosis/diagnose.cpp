@@ -118,6 +118,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   if (analysis.model != nullptr) fit_fixes_to_device(d.findings, device_features(*analysis.model));
   fit_fixes_to_work_done(d.findings, work_done(analysis));
   fit_fixes_to_workload(d.findings, analysis.workload.kind, analysis.workload.evidence);
+  if (analysis.model != nullptr) fit_fixes_to_platform(d.findings, analysis.model->info.platform);
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
   say_fixes_left_out(d.findings);

@@ -222,6 +222,27 @@ TEST(FixesLeftOutCorpus, JsonListAndDetailAgree) {
   EXPECT_GE(with_left_out, 1);
 }
 
+// NVIDIA's decoders are NVIDIA's: on ROCm (and MTIA) the GPU-decoding fix goes, with why, and
+// decoding in the workers takes its place once; on CUDA nothing changes.
+TEST(PlatformFixes, NoNvidiaDecodersOnRocm) {
+  Finding f;
+  f.id = "input-bound";
+  f.fixes = {"Load batches in worker processes: `DataLoader(ds, num_workers=8)`",
+             "Make each sample cheaper: decode and augment on the GPU (NVIDIA DALI, `torchvision.io.decode_jpeg(data, "
+             "device=\"cuda\")`) or store samples pre-decoded and pre-resized"};
+  std::vector<Finding> rocm = {f};
+  fit_fixes_to_platform(rocm, Platform::kRocm);
+  ASSERT_EQ(rocm[0].fixes.size(), 2u);
+  EXPECT_EQ(rocm[0].fixes[0].text, f.fixes[0].text);
+  EXPECT_TRUE(contains(rocm[0].fixes[1].text, "libjpeg-turbo")) << rocm[0].fixes[1].text;
+  EXPECT_EQ(rocm[0].fixes[1].because, std::vector<std::string>{"NVIDIA's GPU decoders do not run on ROCm"});
+  expect_left_out(rocm[0], {{f.fixes[1].text, "NVIDIA's decoders (DALI, nvJPEG, NVDEC) do not run on ROCm"}});
+  std::vector<Finding> cuda = {f};
+  fit_fixes_to_platform(cuda, Platform::kCuda);
+  EXPECT_EQ(cuda[0].fixes, f.fixes);
+  EXPECT_TRUE(cuda[0].fixes_left_out.empty());
+}
+
 // Every fix says why it fits, in JSON and in Markdown alike: the JSON's applies_because holds one
 // line per fix that leads with its finding's title, and the fix's own facts after it are what the
 // Markdown prints after the fix, "(because ...)". A fix naming bf16 or FP8 on a GPU trace says the
