@@ -2,6 +2,7 @@
 // block the host - and the operator that dominates GPU time. They read HostBlockersResult and
 // HotSpotsResult. docs/rules/host.md describes each rule, its threshold and its source.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,8 +66,31 @@ std::string latency_bound_text(const RooflineResult& r, double& share_of_gpu) {
       share_to_pct(share_of_gpu), names);
 }
 
+// The operators that launch the most short kernels (mean under the launch-bound median bar), for
+// the fusion fix: what fusing would merge, as the user's code names it. At most three, by launches.
+std::string ops_launching_short_kernels(const HotSpotsResult& hot) {
+  std::map<std::string, std::pair<std::uint64_t, std::int64_t>> by_op;  // launches, kernel time
+  for (const KernelStat& k : hot.kernels) {
+    if (k.kind != EventKind::kKernel || k.calls == 0 || k.mean_ns >= static_cast<double>(kLaunchBoundMedianKernelNs))
+      continue;
+    for (const KernelLaunchPath& p : k.launched_by) {
+      if (p.op.empty()) continue;
+      by_op[p.op].first += p.calls;
+      by_op[p.op].second += p.total_ns;
+    }
+  }
+  std::vector<std::pair<std::string, std::pair<std::uint64_t, std::int64_t>>> ops(by_op.begin(), by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::string out;
+  for (std::size_t i = 0; i < ops.size() && i < 3; ++i)
+    out += fmt::format("{}{} ({} short kernels, mean {:.1f} us)", out.empty() ? "" : ", ", ops[i].first,
+                       ops[i].second.first,
+                       ns_to_us(static_cast<double>(ops[i].second.second) / static_cast<double>(ops[i].second.first)));
+  return out;
+}
+
 void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofline, const GpuTimelineResult& timeline,
-                       std::int64_t first_launch_load_ns, std::vector<Finding>& out) {
+                       const HotSpotsResult& hot, std::int64_t first_launch_load_ns, std::vector<Finding>& out) {
   const LaunchRegime& l = h.launch;
   if (l.regime != HostRegime::kLaunchBound || h.window_ns <= 0) return;
   // Launch time that is mostly kernels' first launches loading their code is a cold start: warming
@@ -110,6 +134,8 @@ void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofli
       "(or `foreach=True`)",
       "Give each kernel more work: raise the batch size (or micro-batch) so the launch cost is amortized",
   };
+  if (const std::string ops = ops_launching_short_kernels(hot); !ops.empty())
+    add_because(f.fixes[2], "the operators launching the most short kernels: " + ops);
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
   f.threshold =
@@ -712,7 +738,7 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
 }  // namespace
 
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
-  rule_launch_bound(a.host_blockers, a.roofline, a.timeline, a.window_activity.first_launch_load_ns, out);
+  rule_launch_bound(a.host_blockers, a.roofline, a.timeline, a.hot_spots, a.window_activity.first_launch_load_ns, out);
   rule_host_sync(a.host_blockers, a.context, out);
   rule_allocator(a.host_blockers, out);
   rule_pageable_copy(a.host_blockers, out);

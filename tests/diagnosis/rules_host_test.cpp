@@ -362,6 +362,32 @@ TEST(CorpusRulesHost, CpuOnlyTraces) {
   EXPECT_NE(f->title.find("100"), std::string::npos);
 }
 
+// The fusion fix of launch-bound names the operators whose short kernels it would merge, counted
+// from the sample's generator (gen/scenario_launch_bound.cpp) by hand: over the 4 analysed steps,
+// the per-parameter SGD update runs aten::add_ on each of 200 parameters (800), each of the 100
+// blocks runs aten::mul forward and again in MulBackward0 (800), and aten::add forward once (400).
+TEST(LaunchBound, TheFusionFixNamesTheOperatorsOfTheShortKernels) {
+  const TraceModel m = load_trace(std::string(FERRET_SOURCE_DIR) + "/examples/traces/synthetic-launch-bound.json.gz");
+  const TraceAnalysis a = analyze_trace(m, {});
+  ASSERT_EQ(a.context.steps.size(), 4u);
+  std::vector<Finding> out;
+  rules_host(a, out);
+  const Finding* f = nullptr;
+  for (const Finding& x : out)
+    if (x.id == "launch-bound") f = &x;
+  ASSERT_NE(f, nullptr);
+  const Fix* fuse = nullptr;
+  for (const Fix& fix : f->fixes)
+    if (fix.text.starts_with("Fuse small kernels")) fuse = &fix;
+  ASSERT_NE(fuse, nullptr);
+  ASSERT_FALSE(fuse->because.empty());
+  const std::string& why = fuse->because.front();
+  EXPECT_EQ(why.rfind("the operators launching the most short kernels: aten::add_ (800 short kernels, mean ", 0), 0u)
+      << why;
+  EXPECT_NE(why.find("aten::mul (800 short kernels"), std::string::npos) << why;
+  EXPECT_NE(why.find("aten::add (400 short kernels"), std::string::npos) << why;
+}
+
 }  // namespace rules_host_test
 }  // namespace
 }  // namespace ferret
