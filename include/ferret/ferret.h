@@ -36,6 +36,9 @@ struct AnalyzeOptions {
   // How the script built its DataLoaders, as `ferret run` records it: a JSON list of objects with
   // batch_size, num_workers, pin_memory, prefetch_factor, persistent_workers; findings quote it.
   std::string dataloaders_json;
+  // The machine and build, as `ferret run` and ferret.profile() record them: a JSON object
+  // (blas_info, blas_libraries, threads, cpus, cpu_model, cpu_flags, cpu_mhz, cpu_capability).
+  std::string host_json;
 };
 
 enum class Format { kText, kJson, kMarkdown };

@@ -39,6 +39,7 @@ AnalysisOptions to_analysis_options(const AnalyzeOptions& options) {
   o.timeline_definition = options.hta_timeline ? TimelineDefinition::kHta : TimelineDefinition::kFerret;
   if (!options.dataloaders_json.empty())
     o.dataloaders = parse_dataloader_settings(options.dataloaders_json, "DataLoader settings");
+  if (!options.host_json.empty()) o.host = parse_host_facts(options.host_json);
   return o;
 }
 

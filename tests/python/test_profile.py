@@ -48,7 +48,12 @@ class Profile(TempDirTest):
         trace = p.result["traces"][0]
         self.assertEqual(format_family(trace["format"]), recorded_format(torch))
         self.assertEqual(trace["verdict"]["finding_id"], "input-bound", trace["verdict"])
-        self.assertEqual(p.result, ferret.analyze(out, steps="1-", dataloaders=p.dataloaders))
+        self.assertEqual(p.result, ferret.analyze(out, steps="1-", dataloaders=p.dataloaders, host=p.host))
+        # The host, as this process reads it itself (the same torch and machine).
+        self.assertEqual(trace["host"]["threads"], torch.get_num_threads())
+        self.assertEqual(trace["host"]["cpus"], len(os.sched_getaffinity(0)))
+        self.assertIn(f"BLAS_INFO={trace['host']['blas_info']},", torch.__config__.show())
+        self.assertNotIn("host", ferret.analyze(out, steps="1-")["traces"][0])
         self.assertEqual(p.dataloaders, [{"batch_size": 8, "num_workers": 0, "pin_memory": False,
                                           "prefetch_factor": None, "persistent_workers": False}])
         finding = next(f for f in trace["findings"] if f["id"] == "input-bound")

@@ -15,7 +15,8 @@ class Profile:
     without an optimizer, e.g. inference). The first `warmup` steps are recorded but left out of
     the analysis; recording stops after `warmup + steps` steps, or at the end of the block.
     After the block: p.trace_path (the gzipped trace), p.result (the ferret.analyze() Result),
-    p.dataloaders (how the DataLoaders built inside the block were set up)."""
+    p.dataloaders (how the DataLoaders built inside the block were set up), p.host (the machine and
+    build: the BLAS torch calls, its threads, the CPU; the CPU rules read it)."""
 
     def __init__(self, steps=5, warmup=1, out=None, with_stack=True, record_shapes=True, profile_memory=False,
                  quiet=False, **analyze_options):
@@ -30,6 +31,7 @@ class Profile:
         self.trace_path = None
         self.result = None
         self.dataloaders = []
+        self.host = {}
         self._recorder = None
 
     def __enter__(self):
@@ -65,6 +67,9 @@ class Profile:
             options["steps"] = recorder.analysed_steps()
         if self.dataloaders and "dataloaders" not in options:
             options["dataloaders"] = self.dataloaders
+        self.host = _recorder.host_facts(recorder.torch)
+        if "host" not in options:
+            options["host"] = self.host
         self.result = analyze(self.trace_path, **options)
         if not self.quiet:
             sys.stdout.write(f"ferret: {self.result.verdict or 'no finding'} (trace: {self.trace_path})\n")

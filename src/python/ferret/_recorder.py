@@ -21,6 +21,62 @@ def kineto_available(torch):
         return False
 
 
+# CPU flags that decide what the host's matrix multiplications can reach (FMA width, bf16).
+_CPU_FLAGS = ("fma", "avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+
+
+def host_facts(torch):
+    """The machine and build the trace does not record: the BLAS torch calls, its intra-op threads,
+    the CPUs and their vector instructions. Every field is best effort; none may stop the script."""
+    facts = {}
+    try:
+        config = torch.__config__.show()
+        for key, marker in (("blas_info", "BLAS_INFO="), ("cpu_capability", "CPU capability usage: ")):
+            at = config.find(marker)
+            if at >= 0:
+                facts[key] = config[at + len(marker):].split(",")[0].split("\n")[0].strip()
+    except Exception:
+        pass
+    try:
+        facts["threads"] = int(torch.get_num_threads())
+    except Exception:
+        pass
+    try:
+        facts["cpus"] = len(os.sched_getaffinity(0))
+    except Exception:
+        pass
+    try:  # the BLAS libraries mapped into the process (a system libblas.so.3 names its build by folder)
+        libraries = set()
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1] if line.count(" ") >= 5 else ""
+                name = os.path.basename(path).lower()
+                if ("blas" in name or "mkl" in name or "blis" in name) and not any(
+                        gpu in name for gpu in ("cublas", "hipblas", "rocblas")):
+                    libraries.add(os.path.realpath(path))
+        facts["blas_libraries"] = sorted(libraries)
+    except Exception:
+        pass
+    try:
+        flags, mhz = set(), 0.0
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and "cpu_model" not in facts:
+                    facts["cpu_model"] = value.strip()
+                elif key == "flags" and not flags:
+                    flags = set(value.split())
+                elif key == "cpu MHz":
+                    mhz = max(mhz, float(value))
+        facts["cpu_flags"] = [f for f in _CPU_FLAGS if f in flags]
+        if mhz > 0:
+            facts["cpu_mhz"] = round(mhz)
+    except Exception:
+        pass
+    return facts
+
+
 class StepRecorder:
     """Profiles `skip + active` steps from start(), then stops and writes a gzipped trace.
 
