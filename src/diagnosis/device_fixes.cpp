@@ -116,6 +116,7 @@ std::string WorkDone::what() const {
   if (compiled) add("torch.compile");
   if (graphs) add("graph replay");
   if (fused_optimizer) add("a fused optimizer");
+  if (fp8) add("FP8");
   return out;
 }
 
@@ -127,13 +128,27 @@ WorkDone work_done(const TraceAnalysis& a) {
   const TraceModel& m = *a.model;
   d.compiled = d.compiled || !m.inductor_kernels.empty();
   // Interned names: each distinct op or kernel name once, not each event.
-  for (std::size_t id = 0; id < m.strings.size() && !(d.compiled && d.fused_optimizer); ++id) {
+  bool fp8_named = false;
+  for (std::size_t id = 0; id < m.strings.size() && !(d.compiled && d.fused_optimizer && fp8_named); ++id) {
     const std::string_view s = m.strings.view(static_cast<StrId>(id));
     if (s.rfind("aten::_fused_adam", 0) == 0 || s.rfind("aten::_fused_sgd", 0) == 0) d.fused_optimizer = true;
     if (s.rfind("triton_poi_", 0) == 0 || s.rfind("triton_per_", 0) == 0 || s.rfind("triton_red_", 0) == 0)
       d.compiled = true;
     // Compiled code on any device (Inductor's C++ on a CPU too): torch names each call of it.
     if (s.starts_with("Torch-Compiled Region") || s == "CompiledFunction") d.compiled = true;
+    // FP8 by type names only a kernel or op of FP8 data carries (not a Python function that asks
+    // whether FP8 is available).
+    // A kernel's or op's name says it best; a recorded input-type list only that FP8 tensors flow.
+    if (!fp8_named && (contains(s, "e4m3") || contains(s, "e5m2") || contains(s, "E4M3") || contains(s, "E5M2") ||
+                       contains(s, "_scaled_mm") || contains(s, "scaled_fp8_quant"))) {
+      d.fp8 = true;
+      if (s.starts_with("[") || s.starts_with("{")) {
+        if (d.fp8_by.empty()) d.fp8_by = "operators with FP8 inputs";
+      } else {
+        d.fp8_by = std::string(s.substr(0, 120));
+        fp8_named = true;
+      }
+    }
   }
   return d;
 }
@@ -149,6 +164,11 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
       const bool compile_fix = contains(fix.text, "torch.compile(") &&
                                !mentions_any(fix.text, {"reduce-overhead", "dynamic=True", "fullgraph=True"});
       const bool fused_fix = contains(fix.text, "fused=True");
+      const bool fp8_fix = mentions_any(fix.text, {"FP8", "fp8", "float8", "transformer_engine"});
+      if (done.fp8 && fp8_fix) {
+        f.fixes_left_out.push_back({fix.text, fmt::format("the trace shows FP8 already in use ({})", done.fp8_by)});
+        continue;
+      }
       if ((done.graphs && graph_fix) || (done.compiled && compile_fix) || (done.fused_optimizer && fused_fix)) {
         ++dropped;
         f.fixes_left_out.push_back({fix.text, fmt::format("the trace shows {} already in place",
@@ -196,6 +216,20 @@ void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload, st
       if (workload == Workload::kServing && for_inference) {
         ++dropped;
         f.fixes_left_out.push_back({fix.text, "a serving engine runs this model with its own kernels"});
+        continue;
+      }
+      // FP8 through Transformer Engine means rebuilding the model's layers; an engine quantizes by
+      // its own options, so that is the FP8 step to offer.
+      if (workload == Workload::kServing && mentions_any(fix.text, {"transformer_engine"})) {
+        ++dropped;
+        f.fixes_left_out.push_back({fix.text, "a serving engine quantizes by its own options"});
+        Fix engine_fp8(
+            "Serve in FP8 with the engine's own quantization: vLLM or SGLang `--quantization fp8` (with an FP8 KV "
+            "cache: `--kv-cache-dtype fp8`), Text Generation Inference `--quantize fp8`; compare output quality "
+            "against the bf16 baseline",
+            runs);
+        for (const std::string& b : fix.because) add_because(engine_fp8, b);  // the device runs FP8
+        kept.push_back(std::move(engine_fp8));
         continue;
       }
       if (for_training || for_inference) add_because(fix, runs);

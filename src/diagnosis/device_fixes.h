@@ -40,7 +40,11 @@ struct WorkDone {
   bool compiled = false;         // torch.compile's Inductor (Triton) kernels run in the window
   bool graphs = false;           // CUDA/HIP graphs are replayed in the window
   bool fused_optimizer = false;  // a fused optimizer step runs (aten::_fused_adam_, _fused_adamw_, _fused_sgd_)
-  std::string what() const;      // "torch.compile, CUDA graphs", for the detail
+  // FP8 runs: a kernel or op of FP8 types (e4m3/e5m2 template arguments, aten::_scaled_mm, an
+  // engine's FP8 quantization kernel); `fp8_by` names the first seen.
+  bool fp8 = false;
+  std::string fp8_by;
+  std::string what() const;  // "torch.compile, CUDA graphs", for the detail
 };
 WorkDone work_done(const TraceAnalysis& a);
 

@@ -222,6 +222,34 @@ TEST(FixesLeftOutCorpus, JsonListAndDetailAgree) {
   EXPECT_GE(with_left_out, 1);
 }
 
+// FP8 already running (a kernel of e4m3 type, aten::_scaled_mm, an engine's FP8 quantization op) is
+// not asked for again; on a serving engine that does not run it yet, the FP8 step is the engine's
+// own option, not Transformer Engine's layers.
+TEST(WorkDone, Fp8AlreadyInUseAndFp8ForServingEngines) {
+  const TraceModel m = load_trace_text(
+      test::trace({test::span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000),
+                   test::span("cpu_op", "aten::_scaled_mm", 1, 1, 10, 100),
+                   test::span("kernel", "sm90_xmma_gemm_e4m3f32_e4m3f32_f32_tn_n_tilesize128x128x64", 0, 7, 20, 80)}));
+  const TraceAnalysis a = analyze_trace(m, {});
+  const WorkDone done = work_done(a);
+  EXPECT_TRUE(done.fp8);
+  EXPECT_TRUE(done.fp8_by == "aten::_scaled_mm" || contains(done.fp8_by, "e4m3")) << done.fp8_by;
+  Finding f;
+  f.id = "matmul-dominated";
+  f.fixes = {"FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`",
+             "Autotune GEMM kernels: `torch.compile(model, mode=\"max-autotune\")`"};
+  std::vector<Finding> fp8 = {f};
+  fit_fixes_to_work_done(fp8, WorkDone{.fp8 = true, .fp8_by = "aten::_scaled_mm"});
+  ASSERT_EQ(fp8[0].fixes.size(), 1u);
+  expect_left_out(fp8[0], {{f.fixes[0].text, "the trace shows FP8 already in use (aten::_scaled_mm)"}});
+  std::vector<Finding> serving = {f};
+  fit_fixes_to_workload(serving, Workload::kServing, "vLLM by name");
+  ASSERT_EQ(serving[0].fixes.size(), 2u);
+  EXPECT_TRUE(contains(serving[0].fixes[0].text, "--quantization fp8")) << serving[0].fixes[0].text;
+  EXPECT_EQ(serving[0].fixes[0].because, std::vector<std::string>{"the trace runs serving (vLLM by name)"});
+  expect_left_out(serving[0], {{f.fixes[0].text, "a serving engine quantizes by its own options"}});
+}
+
 // NVIDIA's decoders are NVIDIA's: on ROCm (and MTIA) the GPU-decoding fix goes, with why, and
 // decoding in the workers takes its place once; on CUDA nothing changes.
 TEST(PlatformFixes, NoNvidiaDecodersOnRocm) {
