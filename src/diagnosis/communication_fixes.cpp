@@ -25,6 +25,15 @@ std::vector<Fix> with_style(std::vector<Fix> fixes, const ParallelStyleShare& s)
   return fixes;
 }
 
+// One text in both lists, so that a finding folded into another offers it once.
+std::string compress_fix(bool on_host) {
+  return on_host ? "Send half the bytes: `model.register_comm_hook(None, default_hooks.fp16_compress_hook)` (`from "
+                   "torch.distributed.algorithms.ddp_comm_hooks import default_hooks`)"
+                 : "Send half the bytes: `model.register_comm_hook(None, default_hooks.bf16_compress_hook)` (`from "
+                   "torch.distributed.algorithms.ddp_comm_hooks import default_hooks`), or PowerSGD for very large "
+                   "models";
+}
+
 Fix gloo_transport() {
   return {
       "gloo moves CPU tensors over TCP sockets: across hosts, put it on the fastest interface "
@@ -38,12 +47,7 @@ std::vector<Fix> overlap_fixes(const ParallelStyleShare& style, bool on_host) {
   const std::string no_syncs =
       std::string("Keep all-reduce overlapped with backward: no `.item()` or other host syncs") +
       (on_host ? "" : " (`torch.cuda.synchronize()`)") + " between `loss.backward()` and the optimizer step";
-  const std::string compress =
-      on_host ? "Send half the bytes: `model.register_comm_hook(None, default_hooks.fp16_compress_hook)` (`from "
-                "torch.distributed.algorithms.ddp_comm_hooks import default_hooks`)"
-              : "Send half the bytes: `model.register_comm_hook(None, default_hooks.bf16_compress_hook)` (`from "
-                "torch.distributed.algorithms.ddp_comm_hooks import default_hooks`), or PowerSGD for very large "
-                "models";
+  const std::string compress = compress_fix(on_host);
   const Fix ddp_buckets =
       "DDP: `DistributedDataParallel(model, bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)` - "
       "bigger buckets (try 25-100), no gradient copy, and a fixed bucket order so all-reduce starts during backward";
@@ -84,15 +88,7 @@ std::vector<Fix> overlap_fixes(const ParallelStyleShare& style, bool on_host) {
 std::vector<Fix> volume_fixes(const ParallelStyleShare& style, bool on_host) {
   std::vector<Fix> fixes;
   switch (style.style) {
-    case ParallelStyle::kReplicated:
-      fixes = {kAccumulate,
-               on_host ? "Compress the gradients to fp16: `model.register_comm_hook(None, "
-                         "default_hooks.fp16_compress_hook)`"
-                       : "Compress the gradients to bf16: `model.register_comm_hook(None, "
-                         "default_hooks.bf16_compress_hook)` (`from torch.distributed.algorithms.ddp_comm_hooks "
-                         "import default_hooks`)",
-               kBiggerBatch};
-      break;
+    case ParallelStyle::kReplicated: fixes = {kAccumulate, Fix(compress_fix(on_host)), kBiggerBatch}; break;
     case ParallelStyle::kSharded: fixes = {kAccumulate, kHybridShard, kBiggerBatch}; break;
     case ParallelStyle::kAllToAll:
       fixes = {
