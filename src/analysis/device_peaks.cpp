@@ -17,10 +17,11 @@ namespace {
 constexpr std::optional<double> kBlank = std::nullopt;
 
 // Dense peak TFLOP/s (TOPS for int8) per dtype, in Dtype order: fp64, fp32, tf32, bf16, fp16, fp8,
-// int8. Datasheets print Tensor Core figures "with sparsity" twice the dense ones: these are dense.
-// FP32 on NVIDIA is the CUDA-core (vector) figure; TF32 exists only on the matrix units. A figure
-// the datasheet does not print is blank (unknown). HBM bandwidth is model/gpu_specs' column (same
-// datasheets). The row's name is model/gpu_specs' GpuSpec::model.
+// int8, fp6, fp4 (the last two blank on parts without matrix units for them: Blackwell and CDNA 4
+// have them; NVIDIA runs fp6 at its fp8 rate, AMD at its fp4 rate). Datasheets print Tensor Core figures "with
+// sparsity" twice the dense ones: these are dense. FP32 on NVIDIA is the CUDA-core (vector) figure; TF32 exists only on
+// the matrix units. A figure the datasheet does not print is blank (unknown). HBM bandwidth is model/gpu_specs' column
+// (same datasheets). The row's name is model/gpu_specs' GpuSpec::model.
 struct PeakRow {
   std::string_view model;
   DtypeFigures matrix;
@@ -70,7 +71,7 @@ constexpr std::string_view kMI350X =
     "AMD Instinct MI350X product page, https://www.amd.com/en/products/accelerators/instinct/mi350/mi350x.html";
 
 // clang-format off
-//                      matrix: fp64    fp32    tf32    bf16    fp16    fp8     int8      vector: fp64 fp32 (others blank)
+//                      matrix: fp64    fp32    tf32    bf16    fp16    fp8     int8    fp6     fp4      vector: fp64 fp32 (others blank)
 const PeakRow kPeaks[] = {
     {"V100 SXM2",        {kBlank, kBlank, kBlank, kBlank, 125.0,  kBlank, kBlank}, {7.8,  15.7}, kV100},
     {"A100 PCIe 40GB",   {19.5,   kBlank, 156.0,  312.0,  312.0,  kBlank, 624.0},  {9.7,  19.5}, kA100},
@@ -81,9 +82,9 @@ const PeakRow kPeaks[] = {
     {"H100 NVL",         {kBlank, kBlank, kBlank, 835.0,  835.0,  kBlank, kBlank}, {},           kH100},
     {"H100 SXM5",        {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {34.0, 67.0}, kH100},
     {"H200 SXM",         {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {kBlank, 67.0}, kH200},
-    {"GB200",            {40.0,   kBlank, 1250.0, 2500.0, 2500.0, 5000.0, 5000.0}, {40.0, 80.0}, kGB200},
-    {"B200",             {40.0,   kBlank, 1100.0, 2250.0, 2250.0, 4500.0, 4500.0}, {40.0, 80.0}, kB200},
-    {"B300",             {1.25,   kBlank, 1125.0, 2250.0, 2250.0, 4500.0, kBlank}, {1.25, 75.0}, kB300},
+    {"GB200",            {40.0,   kBlank, 1250.0, 2500.0, 2500.0, 5000.0, 5000.0, 5000.0, 10000.0}, {40.0, 80.0}, kGB200},
+    {"B200",             {40.0,   kBlank, 1100.0, 2250.0, 2250.0, 4500.0, 4500.0, 4500.0, 9000.0}, {40.0, 80.0}, kB200},
+    {"B300",             {1.25,   kBlank, 1125.0, 2250.0, 2250.0, 4500.0, kBlank, 4500.0, 13500.0}, {1.25, 75.0}, kB300},
     {"L40S",             {kBlank, kBlank, 183.0,  362.0,  362.0,  733.0,  733.0},  {kBlank, 91.6}, kL40S},
     {"L4",               {kBlank, kBlank, 60.0,   121.0,  121.0,  242.5,  242.5},  {kBlank, 30.3}, kL4},
     {"A10",              {kBlank, kBlank, 62.5,   125.0,  125.0,  kBlank, kBlank}, {kBlank, 31.2}, kA10},
@@ -91,8 +92,8 @@ const PeakRow kPeaks[] = {
     {"MI210 / MI250 (per GCD)", {45.3, 45.3, kBlank, 181.0,  181.0,  kBlank, 181.0},  {22.6, 22.6}, kMI210},
     {"MI300X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI300X},
     {"MI325X",           {163.4,  kBlank, 653.7,  1307.4, 1307.4, 2614.9, 2614.9}, {81.7, 163.4}, kMI325X},
-    {"MI355X",           {78.6,   kBlank, kBlank, 2516.6, 2516.6, 5033.2, 5033.2}, {78.6, 157.3}, kMI355X},
-    {"MI350X",           {72.1,   kBlank, kBlank, 2306.9, 2306.9, 4613.7, 4613.7}, {72.1, 144.2}, kMI350X},
+    {"MI355X",           {78.6,   kBlank, kBlank, 2516.6, 2516.6, 5033.2, 5033.2, 10066.3, 10066.3}, {78.6, 157.3}, kMI355X},
+    {"MI350X",           {72.1,   kBlank, kBlank, 2306.9, 2306.9, 4613.7, 4613.7, 9227.5, 9227.5}, {72.1, 144.2}, kMI350X},
     {"GH200 96GB",       {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {34.0, 67.0}, kGH200},
     {"GH200 144GB",      {67.0,   kBlank, 494.5,  989.5,  989.5,  1979.0, 1979.0}, {34.0, 67.0}, kGH200},
     {"MI300A",           {122.6,  kBlank, 490.3,  980.6,  980.6,  1961.2, 1961.2}, {61.3, 122.6}, kMI300A},
@@ -105,7 +106,8 @@ const PeakRow* peak_row(std::string_view model) {
   return nullptr;
 }
 
-constexpr std::array<const char*, kDtypeCount> kDtypeNames = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"};
+constexpr std::array<const char*, kDtypeCount> kDtypeNames = {"fp64", "fp32", "tf32", "bf16", "fp16",
+                                                              "fp8",  "int8", "fp6",  "fp4"};
 
 DtypeFigures parse_dtype_figures(const nlohmann::json& j, const std::string& file, const char* key) {
   if (!j.is_object())
@@ -114,8 +116,9 @@ DtypeFigures parse_dtype_figures(const nlohmann::json& j, const std::string& fil
   for (const auto& [dtype, value] : j.items()) {
     const std::optional<Dtype> d = dtype_from_name(dtype);
     if (!d)
-      throw InputError(fmt::format("--peaks {}: key \"{}.{}\": unknown dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8)",
-                                   file, key, dtype));
+      throw InputError(
+          fmt::format("--peaks {}: key \"{}.{}\": unknown dtype (fp64, fp32, tf32, bf16, fp16, fp8, int8, fp6, fp4)",
+                      file, key, dtype));
     if (!value.is_number() || !(value.get<double>() > 0) || !std::isfinite(value.get<double>()))
       throw InputError(fmt::format("--peaks {}: key \"{}.{}\" must be a positive number", file, key, dtype));
     out[static_cast<std::size_t>(*d)] = value.get<double>();
@@ -134,6 +137,11 @@ std::optional<Dtype> dtype_from_name(std::string_view name) {
   for (std::size_t i = 0; i < kDtypeCount; ++i)
     if (name == kDtypeNames[i]) return static_cast<Dtype>(i);
   return std::nullopt;
+}
+
+bool is_matrix_format(Dtype d) {
+  return d == Dtype::kBf16 || d == Dtype::kFp16 || d == Dtype::kFp8 || d == Dtype::kInt8 || d == Dtype::kFp6 ||
+         d == Dtype::kFp4;
 }
 
 std::optional<double> DevicePeaks::matrix(Dtype d) const {

@@ -13,10 +13,14 @@
 
 namespace ferret {
 
-enum class Dtype { kFp64, kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kUnknown };
-inline constexpr std::size_t kDtypeCount = 7;  // the known ones, in enum order
-const char* dtype_name(Dtype d);               // "fp64", ..., "unknown"
+// fp6 and fp4 (OCP MX formats, NVIDIA's NVFP4) come last: few devices have matrix units for them.
+enum class Dtype { kFp64, kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kFp6, kFp4, kUnknown };
+inline constexpr std::size_t kDtypeCount = 9;  // the known ones, in enum order
+const char* dtype_name(Dtype d);               // "fp64", ..., "fp4", "unknown"
 std::optional<Dtype> dtype_from_name(std::string_view name);
+// The formats made for the matrix units (Tensor Cores, Matrix Cores): bf16, fp16, fp8, int8, fp6,
+// fp4. Off them, PyTorch computes these in fp32 ("opmath").
+bool is_matrix_format(Dtype d);
 
 using DtypeFigures = std::array<std::optional<double>, kDtypeCount>;
 

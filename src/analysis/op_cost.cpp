@@ -212,6 +212,8 @@ void gemm_cost(std::string_view op, const Args& a, OpCost& c) {
     const double ky = y.size() >= 2 ? static_cast<double>(y[y.size() - 2]) : static_cast<double>(y[0]);
     N = y.size() >= 2 ? static_cast<double>(y.back()) : 1;
     if (ky != K) return set_unknown(c, "matrix shapes do not agree (K differs)");
+    // torch.float4_e2m1fn_x2 packs two fp4 values in each element: the shapes count K / 2.
+    if (A->type.ends_with("_x2") && B->type.ends_with("_x2")) K *= 2;
     const std::size_t bx = x.size() > 2 ? x.size() - 2 : 0, by = y.size() > 2 ? y.size() - 2 : 0;
     for (std::size_t i = 0; i < std::max(bx, by); ++i) {
       const double dx = i < bx ? static_cast<double>(x[bx - 1 - i]) : 1;
@@ -433,8 +435,8 @@ int element_size_of_type_name(std::string_view t) {
   if (t == "double" || t == "long int" || t == "c10::complex<float>") return 8;
   if (t == "float" || t == "int" || t == "unsigned int") return 4;
   if (t == "c10::BFloat16" || t == "c10::Half" || t == "short int") return 2;
-  if (t.starts_with("c10::Float8_") || t == "signed char" || t == "unsigned char" || t == "bool" || t == "c10::qint8" ||
-      t == "c10::quint8")
+  if (t.starts_with("c10::Float8_") || t.starts_with("c10::Float4_") || t == "signed char" || t == "unsigned char" ||
+      t == "bool" || t == "c10::qint8" || t == "c10::quint8")
     return 1;
   return 0;
 }
@@ -445,6 +447,7 @@ Dtype dtype_of_type_name(std::string_view t) {
   if (t == "c10::BFloat16") return Dtype::kBf16;
   if (t == "c10::Half") return Dtype::kFp16;
   if (t.starts_with("c10::Float8_")) return Dtype::kFp8;
+  if (t.starts_with("c10::Float4_")) return Dtype::kFp4;  // Float4_e2m1fn_x2: two values a byte
   if (t == "signed char" || t == "c10::qint8") return Dtype::kInt8;
   return Dtype::kUnknown;
 }

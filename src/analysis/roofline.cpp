@@ -97,7 +97,9 @@ struct GpuWork {
   std::int64_t ns = 0;
   std::uint64_t kernels = 0;  // kernels only
   std::int64_t kernel_ns = 0;
-  std::int64_t matrix_ns = 0;  // in Tensor / Matrix Core kernels
+  std::int64_t matrix_ns = 0;       // in Tensor / Matrix Core kernels
+  std::int64_t narrow_ns = 0;       // in matrix kernels that name fp8, fp6 or fp4 formats
+  std::uint8_t narrow_formats = 0;  // kFormat* bits of those kernels
   std::int64_t max_grid = -1;
   void add(const GpuWork& o) {
     activities += o.activities;
@@ -105,9 +107,46 @@ struct GpuWork {
     kernels += o.kernels;
     kernel_ns += o.kernel_ns;
     matrix_ns += o.matrix_ns;
+    narrow_ns += o.narrow_ns;
+    narrow_formats |= o.narrow_formats;
     max_grid = std::max(max_grid, o.max_grid);
   }
 };
+
+constexpr std::uint8_t kFormatFp4 = 1, kFormatFp6 = 2, kFormatFp8 = 4, kFormatHalf = 8;
+
+std::uint8_t format_bits(const KernelFormats& f) {
+  if (!f.narrow()) return 0;
+  return static_cast<std::uint8_t>((f.fp4 ? kFormatFp4 : 0) | (f.fp6 ? kFormatFp6 : 0) | (f.fp8 ? kFormatFp8 : 0) |
+                                   (f.half ? kFormatHalf : 0));
+}
+
+// The format whose matrix rate bounds kernels named for narrow formats. A product of fp8 with fp6
+// or fp4 runs at the fp8 rate (Blackwell's f8f6f4 MMA kinds, CDNA 4's mixed-format MFMA); fp6 or
+// fp4 alone at their own rate. On a device with no matrix units for the format, the kernel widens
+// the narrow weights in registers to the activations' format (the op's, else the bf16/fp16 its name
+// spells) and the product runs at that format's rate. Sets `note` to say which.
+Dtype narrow_kernel_dtype(std::uint8_t bits, const DevicePeaks& peaks, bool device_known, Dtype op_dtype,
+                          std::string& note) {
+  const bool fp8 = (bits & kFormatFp8) != 0, fp6 = (bits & kFormatFp6) != 0, fp4 = (bits & kFormatFp4) != 0;
+  const Dtype narrow = fp8 ? Dtype::kFp8 : fp6 ? Dtype::kFp6 : Dtype::kFp4;
+  const char* spelled = fp4 && fp8   ? "fp4 and fp8"
+                        : fp6 && fp8 ? "fp6 and fp8"
+                        : fp4 && fp6 ? "fp4 and fp6"
+                                     : dtype_name(narrow);
+  if (!device_known || peaks.matrix(narrow)) {
+    note = (fp4 || fp6) && fp8 ? fmt::format("kernels name {} formats: the fp8 rate bounds a mixed product", spelled)
+                               : fmt::format("kernels name {} formats", spelled);
+    return narrow;
+  }
+  const Dtype wide = op_dtype == Dtype::kBf16 || op_dtype == Dtype::kFp16 ? op_dtype
+                     : (bits & kFormatHalf) != 0                          ? Dtype::kBf16
+                                                                          : Dtype::kUnknown;
+  note = fmt::format("kernels name {} formats, which {} has no matrix units for: the weights are widened{}", spelled,
+                     peaks.model.empty() ? "this device" : peaks.model,
+                     wide == Dtype::kUnknown ? "" : fmt::format(" to {} in registers", dtype_name(wide)));
+  return wide;
+}
 
 struct Accum {
   EventIndex first_op = kNoEvent;
@@ -166,8 +205,7 @@ std::optional<double> compute_ceiling(const DevicePeaks& p, const RooflineGroup&
     return p.matrix(d);
   }
   Dtype d = g.dtype;
-  if (!p.vector(d) && (d == Dtype::kBf16 || d == Dtype::kFp16 || d == Dtype::kFp8 || d == Dtype::kInt8))
-    d = Dtype::kFp32;
+  if (!p.vector(d) && is_matrix_format(d)) d = Dtype::kFp32;
   source = figure_source(p, p.vector_from_file[static_cast<std::size_t>(d)],
                          d == g.dtype ? fmt::format("{} vector", dtype_name(d)) : "fp32 vector (opmath)");
   return p.vector(d);
@@ -313,7 +351,8 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
       std::any_of(r.peaks.vector_tflops.begin(), r.peaks.vector_tflops.end(), [](auto f) { return f.has_value(); });
 
   // One pass over launches: GPU time per attributed op.
-  std::unordered_map<StrId, bool> matrix_kernel;  // by kernel name id
+  std::unordered_map<StrId, bool> matrix_kernel;           // by kernel name id
+  std::unordered_map<StrId, std::uint8_t> kernel_formats;  // format_bits, by kernel name id
   // Per attributed op: a dense event -> slot table (4 bytes per event) instead of a hash map.
   constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<std::uint32_t> slot_of;
@@ -336,6 +375,12 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
       auto [it, fresh] = matrix_kernel.try_emplace(model.name[gpu], false);
       if (fresh) it->second = is_tensor_core_kernel(model.strings.view(model.name[gpu]));
       if (it->second) a.matrix_ns += d;
+      auto [fit, ffresh] = kernel_formats.try_emplace(model.name[gpu], std::uint8_t{0});
+      if (ffresh) fit->second = format_bits(matrix_kernel_formats(model.strings.view(model.name[gpu])));
+      if (fit->second != 0) {
+        a.narrow_ns += d;
+        a.narrow_formats |= fit->second;
+      }
       if (const KernelArgs* k = model.kernel_args_of(gpu); k != nullptr && k->grid[0] > 0)
         a.max_grid = std::max<std::int64_t>(
             a.max_grid, std::int64_t{k->grid[0]} * std::max(1, k->grid[1]) * std::max(1, k->grid[2]));
@@ -375,6 +420,11 @@ RooflineResult analyze_roofline(const TraceModel& model, const AnalysisContext& 
     g.flops_per_call = cost.flops;
     g.bytes_per_call = cost.bytes;
     g.note = cost.note;
+    if (acc.work.narrow_ns * 2 > acc.work.kernel_ns && acc.work.narrow_formats != 0) {
+      std::string format_note;
+      g.dtype = narrow_kernel_dtype(acc.work.narrow_formats, r.peaks, r.device_known, cost.dtype, format_note);
+      g.note = g.note.empty() ? format_note : g.note + "; " + format_note;
+    }
     g.gemm_batch = cost.gemm_batch;
     g.gemm_m = cost.gemm_m;
     g.gemm_n = cost.gemm_n;

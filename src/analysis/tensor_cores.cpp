@@ -79,6 +79,31 @@ bool is_matmul_or_conv_kernel(std::string_view kernel_name) {
   return is_tensor_core_kernel(kernel_name);
 }
 
+namespace {
+
+// `word` in s not followed by a digit ("fp6" but not "fp64").
+bool has_format_word(std::string_view s, std::string_view word) {
+  for (std::size_t at = s.find(word); at != std::string_view::npos; at = s.find(word, at + 1)) {
+    const std::size_t end = at + word.size();
+    if (end >= s.size() || s[end] < '0' || s[end] > '9') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+KernelFormats matrix_kernel_formats(std::string_view kernel_name) {
+  KernelFormats f;
+  const std::string s = ascii_lower(kernel_name);
+  // Fused mixture-of-experts kernels ("fused_moe_kernel") are grouped GEMMs that do not say so.
+  if (!contains(s, "moe") && !is_matmul_or_conv_kernel(kernel_name)) return f;
+  f.fp4 = has_any(s, {"e2m1", "mxfp4", "nvfp4"}) || has_format_word(s, "fp4");
+  f.fp6 = has_any(s, {"e2m3", "e3m2", "mxfp6"}) || has_format_word(s, "fp6");
+  f.fp8 = has_any(s, {"e4m3", "e5m2", "mxfp8", "float8"}) || has_format_word(s, "fp8");
+  f.half = has_any(s, {"bf16", "bfloat16", "fp16", "half"});
+  return f;
+}
+
 bool is_tensor_core_eligible_op(std::string_view op_name) {
   std::string s = ascii_lower(op_name);
   // Autograd wraps each backward node: "autograd::engine::evaluate_function: MmBackward0".

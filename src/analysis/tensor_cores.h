@@ -26,4 +26,17 @@ bool is_matmul_or_conv_kernel(std::string_view kernel_name);
 // "aten::cudnn_convolution_backward_weight"). Names without the "aten::" prefix are accepted.
 bool is_tensor_core_eligible_op(std::string_view op_name);
 
+// The number formats a matrix kernel's name spells (TensorRT-LLM "MxE2m1", CUTLASS "e4m3",
+// Triton "mxfp4", "nvfp4", "bf16xbf16"): the only record of a narrow format where the op that
+// launched the kernel is a custom op or passes packed weights as bytes. All false for a kernel that
+// is not a matrix product, and for 64-bit formats ("fp64" is not "fp6").
+struct KernelFormats {
+  bool fp4 = false;   // e2m1, mxfp4, nvfp4
+  bool fp6 = false;   // e2m3, e3m2, mxfp6
+  bool fp8 = false;   // e4m3, e5m2, fp8, mxfp8
+  bool half = false;  // bf16 or fp16 named beside them
+  bool narrow() const { return fp4 || fp6 || fp8; }
+};
+KernelFormats matrix_kernel_formats(std::string_view kernel_name);
+
 }  // namespace ferret

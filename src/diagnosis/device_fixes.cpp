@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/conv_layout.h"
 #include "base/text.h"
 
 namespace ferret {
@@ -117,8 +118,27 @@ std::string WorkDone::what() const {
   if (graphs) add("graph replay");
   if (fused_optimizer) add("a fused optimizer");
   if (fp8) add("FP8");
+  if (fp4) add("FP4");
+  if (channels_last) add("channels-last");
   return out;
 }
+
+namespace {
+
+// A name `s` that shows a number format in use. A kernel's or op's name says it best (kept, and
+// true returned: the search for that format is over); a recorded input-type list only that such
+// tensors flow (`inputs_only` unless a name is found later).
+bool note_format_in_use(std::string_view s, const char* inputs_only, bool& used, std::string& by) {
+  used = true;
+  if (s.starts_with("[") || s.starts_with("{")) {
+    if (by.empty()) by = inputs_only;
+    return false;
+  }
+  by = std::string(s.substr(0, 120));
+  return true;
+}
+
+}  // namespace
 
 WorkDone work_done(const TraceAnalysis& a) {
   WorkDone d;
@@ -128,27 +148,27 @@ WorkDone work_done(const TraceAnalysis& a) {
   const TraceModel& m = *a.model;
   d.compiled = d.compiled || !m.inductor_kernels.empty();
   // Interned names: each distinct op or kernel name once, not each event.
-  bool fp8_named = false;
-  for (std::size_t id = 0; id < m.strings.size() && !(d.compiled && d.fused_optimizer && fp8_named); ++id) {
+  const ConvolutionLayout layout = convolution_layout(m);
+  d.channels_last = layout.channels_last();
+  d.layout_by = layout.evidence();
+  bool fp8_named = false, fp4_named = false;
+  for (std::size_t id = 0; id < m.strings.size() && !(d.compiled && d.fused_optimizer && fp8_named && fp4_named);
+       ++id) {
     const std::string_view s = m.strings.view(static_cast<StrId>(id));
+    // A Python frame names the code, not the data ("mxfp4_utils.py(82): _can_support_mxfp4").
+    if (contains(s, ".py(")) continue;
     if (s.rfind("aten::_fused_adam", 0) == 0 || s.rfind("aten::_fused_sgd", 0) == 0) d.fused_optimizer = true;
     if (s.rfind("triton_poi_", 0) == 0 || s.rfind("triton_per_", 0) == 0 || s.rfind("triton_red_", 0) == 0)
       d.compiled = true;
     // Compiled code on any device (Inductor's C++ on a CPU too): torch names each call of it.
     if (s.starts_with("Torch-Compiled Region") || s == "CompiledFunction") d.compiled = true;
-    // FP8 by type names only a kernel or op of FP8 data carries (not a Python function that asks
-    // whether FP8 is available).
-    // A kernel's or op's name says it best; a recorded input-type list only that FP8 tensors flow.
+    // FP8 and FP4 by type names only a kernel or op of such data carries.
     if (!fp8_named && (contains(s, "e4m3") || contains(s, "e5m2") || contains(s, "E4M3") || contains(s, "E5M2") ||
-                       contains(s, "_scaled_mm") || contains(s, "scaled_fp8_quant"))) {
-      d.fp8 = true;
-      if (s.starts_with("[") || s.starts_with("{")) {
-        if (d.fp8_by.empty()) d.fp8_by = "operators with FP8 inputs";
-      } else {
-        d.fp8_by = std::string(s.substr(0, 120));
-        fp8_named = true;
-      }
-    }
+                       contains(s, "_scaled_mm") || contains(s, "scaled_fp8_quant")))
+      fp8_named = note_format_in_use(s, "operators with FP8 inputs", d.fp8, d.fp8_by);
+    if (!fp4_named && (contains(s, "e2m1") || contains(s, "E2m1") || contains(s, "E2M1") || contains(s, "mxfp4") ||
+                       contains(s, "MXFP4") || contains(s, "nvfp4") || contains(s, "NVFP4") || contains(s, "Float4_")))
+      fp4_named = note_format_in_use(s, "operators with FP4 inputs", d.fp4, d.fp4_by);
   }
   return d;
 }
@@ -169,6 +189,16 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
         f.fixes_left_out.push_back({fix.text, fmt::format("the trace shows FP8 already in use ({})", done.fp8_by)});
         continue;
       }
+      if (done.fp4 && fp8_fix) {
+        f.fixes_left_out.push_back(
+            {fix.text, fmt::format("the trace shows FP4 already in use ({}): FP8 would widen it", done.fp4_by)});
+        continue;
+      }
+      const bool channels_last_fix = contains(fix.text, "channels_last");
+      if (done.channels_last && channels_last_fix) {
+        f.fixes_left_out.push_back({fix.text, fmt::format("the model already runs channels-last: {}", done.layout_by)});
+        continue;
+      }
       if ((done.graphs && graph_fix) || (done.compiled && compile_fix) || (done.fused_optimizer && fused_fix)) {
         ++dropped;
         f.fixes_left_out.push_back({fix.text, fmt::format("the trace shows {} already in place",
@@ -182,6 +212,7 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
       if (graph_fix) add_because(fix, "no graph is replayed in the trace");
       if (compile_fix) add_because(fix, "no compiled (Inductor) code runs in the trace");
       if (fused_fix) add_because(fix, "the optimizer step runs unfused (no _fused_adam or _fused_sgd op)");
+      if (channels_last_fix && !done.layout_by.empty()) add_because(fix, done.layout_by);
       kept.push_back(std::move(fix));
     }
     if (compile_dropped && std::find(kept.begin(), kept.end(), Fix(kCompiledNextStep)) == kept.end())

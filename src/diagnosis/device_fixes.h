@@ -44,6 +44,14 @@ struct WorkDone {
   // engine's FP8 quantization kernel); `fp8_by` names the first seen.
   bool fp8 = false;
   std::string fp8_by;
+  // FP4 runs: a kernel or op of fp4 data (e2m1, MXFP4, NVFP4, torch.float4_e2m1fn_x2); `fp4_by`
+  // names the first seen. Weights already narrower than FP8 make an FP8 step a step back.
+  bool fp4 = false;
+  std::string fp4_by;
+  // The convolutions' layout (analysis/conv_layout): channels-last already, or what says they are
+  // not ("12 of 12 convolution calls take NCHW inputs (...)"); empty when the trace cannot tell.
+  bool channels_last = false;
+  std::string layout_by;
   std::string what() const;  // "torch.compile, CUDA graphs", for the detail
 };
 WorkDone work_done(const TraceAnalysis& a);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/classify.h"
+#include "analysis/conv_layout.h"
 #include "analysis/tensor_cores.h"
 #include "base/text.h"
 #include "base/units.h"
@@ -126,7 +127,6 @@ RooflinePrecisionStep roofline_precision_step(const RooflineResult& r, const Dev
 bool is_convolution_op(std::string_view n) {
   return contains(n, "convolution") || contains(n, "conv2d") || contains(n, "conv3d") || contains(n, "conv1d");
 }
-bool is_layout_transpose_kernel(std::string_view k) { return contains(k, "nchwToNhwc") || contains(k, "nhwcToNchw"); }
 
 void add_channels_last_fix(Finding& f, const TraceAnalysis& a) {
   const Fix generic =
@@ -148,9 +148,10 @@ void add_channels_last_fix(Finding& f, const TraceAnalysis& a) {
   std::uint64_t transposes = 0;
   for (const KernelStat& k : a.hot_spots.kernels)
     if (is_layout_transpose_kernel(k.name)) transpose_ns += k.total_ns, transposes += k.calls;
+  const bool amd = a.model != nullptr && a.model->info.platform == Platform::kRocm;
   if (transposes > 0)
-    add_because(fix, fmt::format("cuDNN transposes NCHW <-> NHWC around them ({} kernels, {:.2f} ms)", transposes,
-                                 ns_to_ms(static_cast<double>(transpose_ns))));
+    add_because(fix, fmt::format("{} transposes NCHW <-> NHWC around them ({} kernels, {:.2f} ms)",
+                                 amd ? "MIOpen" : "cuDNN", transposes, ns_to_ms(static_cast<double>(transpose_ns))));
   f.fixes.push_back(std::move(fix));
 }
 

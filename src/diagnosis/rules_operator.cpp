@@ -22,7 +22,7 @@ namespace {
 // gemm-shape. A GEMM group (mm, addmm, bmm, baddbmm, matmul, linear, _scaled_mm) runs under half
 // of the rate its roofline allows and its shape says why:
 //   misaligned  N or K (the leading dimensions of row-major operands) is not a multiple of 16
-//               bytes of elements - 8 for fp16/bf16, 4 for fp32, 16 for fp8/int8 - so cuBLAS cannot
+//               bytes of elements - 8 for fp16/bf16, 4 for fp32, 16 for fp8/int8, 32 for fp4 - so cuBLAS cannot
 //               use its aligned Tensor Core kernels (NVIDIA Deep Learning Performance Guide,
 //               "Matrix Multiplication Background": Tensor Core requirements, and "dimensions
 //               should be multiples of 8 (fp16) ... 16 (int8)");
@@ -51,6 +51,8 @@ double alignment_elements(Dtype d) {
     case Dtype::kFp16: return 8;
     case Dtype::kFp8:
     case Dtype::kInt8: return 16;
+    case Dtype::kFp4: return 32;
+    case Dtype::kFp6:  // no torch dtype: never from recorded shapes
     case Dtype::kUnknown: return 0;
   }
   return 0;
@@ -64,8 +66,7 @@ ShapeIssue shape_issue(const RooflineGroup& g) {
   if (rows <= kSmallMRows) return ShapeIssue::kSmallM;
   // Alignment is a matrix-unit requirement: half-precision and 8-bit GEMMs, and fp32 ones on the
   // Tensor Cores (TF32). An fp32 GEMM on the CUDA cores is no-tensor-cores' subject.
-  const bool matrix_dtype = g.dtype == Dtype::kBf16 || g.dtype == Dtype::kFp16 || g.dtype == Dtype::kFp8 ||
-                            g.dtype == Dtype::kInt8 || (g.dtype == Dtype::kFp32 && g.matrix_units);
+  const bool matrix_dtype = is_matrix_format(g.dtype) || (g.dtype == Dtype::kFp32 && g.matrix_units);
   const double align = alignment_elements(g.dtype);
   if (matrix_dtype && (!multiple_of(g.gemm_n, align) || !multiple_of(g.gemm_k, align))) return ShapeIssue::kMisaligned;
   const double smallest = std::min({g.gemm_m, g.gemm_n, g.gemm_k});
@@ -90,8 +91,7 @@ const char* issue_words(ShapeIssue i) {
 double ideal_gemm_ns(const RooflineResult& r, const RooflineGroup& g) {
   if (g.flops_per_call <= 0 || g.bytes_per_call <= 0 || !r.peaks.hbm_tb_per_s) return -1;
   std::optional<double> compute;
-  if (g.dtype == Dtype::kBf16 || g.dtype == Dtype::kFp16 || g.dtype == Dtype::kFp8 || g.dtype == Dtype::kInt8)
-    compute = r.peaks.matrix(g.dtype);
+  if (is_matrix_format(g.dtype)) compute = r.peaks.matrix(g.dtype);
   if (!compute) return g.roofline_ns;
   const double calls = static_cast<double>(g.calls);
   return calls * std::max(g.flops_per_call / (*compute * 1e3), g.bytes_per_call / (*r.peaks.hbm_tb_per_s * 1e3));

@@ -89,6 +89,39 @@ TEST(DevicePeaks, OtherParts) {
   EXPECT_DOUBLE_EQ(*b300.hbm_tb_per_s, 8.0);
 }
 
+TEST(DevicePeaks, Fp6AndFp4WhereTheDeviceHasMatrixUnitsForThem) {
+  // Blackwell runs fp6 at its fp8 rate and fp4 at twice it: DGX B200 per GPU 72 / 8 / 2 = 4.5 PFLOP/s
+  // fp8 and fp6, 144 / 8 / 2 = 9 fp4 (dense: half the "with sparsity" figures); GB200 NVL72 per GPU
+  // 720 / 72 / 2 = 5 and 1,440 / 72 / 2 = 10; HGX B300 fp4 108 / 8 = 13.5 dense.
+  const DevicePeaks b200 = device_peaks(device("NVIDIA B200", 10, 0, 148, 191'000'000'000), nullptr);
+  EXPECT_DOUBLE_EQ(*b200.matrix(Dtype::kFp6), 72000.0 / 8 / 2);
+  EXPECT_DOUBLE_EQ(*b200.matrix(Dtype::kFp4), 144000.0 / 8 / 2);
+  const DevicePeaks gb200 = device_peaks(device("NVIDIA GB200", 10, 0, 152, 197'000'000'000), nullptr);
+  EXPECT_DOUBLE_EQ(*gb200.matrix(Dtype::kFp6), 720000.0 / 72 / 2);
+  EXPECT_DOUBLE_EQ(*gb200.matrix(Dtype::kFp4), 1440000.0 / 72 / 2);
+  const DevicePeaks b300 = device_peaks(device("NVIDIA B300 SXM6 AC", 10, 3, 148, 287'000'000'000), nullptr);
+  EXPECT_DOUBLE_EQ(*b300.matrix(Dtype::kFp4), 108000.0 / 8);
+  // CDNA 4 runs fp6 and fp4 alike: 256 CUs x 2.4 GHz x 16,384 FLOP per clock (2.2 GHz on the MI350X).
+  const DevicePeaks mi355 = device_peaks(device("AMD Instinct MI355X", 9, 5, 256, 309'237'645'312), nullptr);
+  EXPECT_NEAR(*mi355.matrix(Dtype::kFp4), 256 * 2.4 * 16384 / 1e3, 0.1);
+  EXPECT_NEAR(*mi355.matrix(Dtype::kFp6), 256 * 2.4 * 16384 / 1e3, 0.1);
+  const DevicePeaks mi350 = device_peaks(device("AMD Instinct MI350X", 9, 5, 256), nullptr);
+  EXPECT_NEAR(*mi350.matrix(Dtype::kFp4), 256 * 2.2 * 16384 / 1e3, 0.1);
+  // Hopper and CDNA 3 have no fp6/fp4 units: blank, not borrowed.
+  const DevicePeaks h100 = device_peaks(device("NVIDIA H100 80GB HBM3", 9, 0, 132, 85'018'279'936), nullptr);
+  EXPECT_FALSE(h100.matrix(Dtype::kFp4).has_value());
+  EXPECT_FALSE(h100.matrix(Dtype::kFp6).has_value());
+  const DevicePeaks mi300 = device_peaks(device("AMD Instinct MI300X", 9, 4, 304, 206'141'652'992), nullptr);
+  EXPECT_FALSE(mi300.matrix(Dtype::kFp4).has_value());
+  // A measured fp4 ceiling from --peaks.
+  const PeakOverrides file = parse_peaks_json(R"({"matrix_tflop_per_s": {"fp4": 7000, "fp6": 3000}})", "m.json");
+  const DevicePeaks measured = device_peaks(device("NVIDIA B200", 10, 0, 148, 191'000'000'000), &file);
+  EXPECT_DOUBLE_EQ(*measured.matrix(Dtype::kFp4), 7000);
+  EXPECT_DOUBLE_EQ(*measured.matrix(Dtype::kFp6), 3000);
+  EXPECT_STREQ(dtype_name(Dtype::kFp4), "fp4");
+  EXPECT_EQ(dtype_from_name("fp6"), Dtype::kFp6);
+}
+
 TEST(DevicePeaks, UnknownDeviceHasNoCeilings) {
   const DevicePeaks p = device_peaks(device("NVIDIA GeForce RTX 4090", 8, 9, 128), nullptr);
   EXPECT_TRUE(p.model.empty());

@@ -223,6 +223,20 @@ TEST(TensorCoreNames, MatmulAndConvolutionKernels) {
   EXPECT_FALSE(is_matmul_or_conv_kernel("convert_element_type_kernel"));
 }
 
+TEST(TensorCoreNames, NarrowFormatsAMatrixKernelSpells) {
+  const KernelFormats trtllm = matrix_kernel_formats("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_sm100f");
+  EXPECT_TRUE(trtllm.fp4 && trtllm.fp8 && !trtllm.fp6 && !trtllm.half);
+  const KernelFormats triton = matrix_kernel_formats("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x256x128x1");
+  EXPECT_TRUE(triton.fp4 && triton.half && !triton.fp8);
+  EXPECT_TRUE(matrix_kernel_formats("fused_moe_kernel_mxfp6").fp6);  // a MoE kernel is a grouped GEMM
+  EXPECT_TRUE(matrix_kernel_formats("sm90_xmma_gemm_e4m3f32_e4m3f32_f32_tn_n_tilesize128x128x64").fp8);
+  EXPECT_TRUE(matrix_kernel_formats("nvjet_sm100_ootst_128x256_bz_NVFP4_TNT").fp4);
+  // fp64 is not fp6; an element-wise FP8 quantization kernel is not a matrix product.
+  EXPECT_FALSE(matrix_kernel_formats("cutlass_80_tensorop_d884gemm_fp64_128x64").narrow());
+  EXPECT_FALSE(matrix_kernel_formats("scaled_fp8_quant_kernel<c10::Float8_e4m3fn>").narrow());
+  EXPECT_FALSE(matrix_kernel_formats("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64").narrow());
+}
+
 TEST(TensorCoreNames, EligibleOperators) {
   for (const char* op :
        {"aten::conv2d", "aten::convolution", "aten::cudnn_convolution", "aten::convolution_backward",

@@ -201,6 +201,71 @@ TEST(Roofline, UnknownDeviceKeepsTheCostsAndSaysUnknown) {
   EXPECT_NE(mm2->peak_source.find("mine.json"), std::string::npos);
 }
 
+// Kernels that name narrow formats where the op records none (a custom MoE op, packed weights).
+constexpr const char* kB200 =
+    R"({"id": 0, "name": "NVIDIA B200", "totalGlobalMem": 191000000000, "computeMajor": 10,
+        "computeMinor": 0, "numSms": 148})";
+constexpr const char* kMI300X =
+    R"({"id": 0, "name": "AMD Instinct MI300X", "totalGlobalMem": 206141652992, "computeMajor": 9,
+        "computeMinor": 4, "numSms": 304})";
+constexpr const char* kMI355X =
+    R"({"id": 0, "name": "AMD Instinct MI355X", "totalGlobalMem": 309237645312, "computeMajor": 9,
+        "computeMinor": 5, "numSms": 256})";
+
+RooflineGroup one_group(const char* device, const std::string& op_args, const std::string& kernel_name) {
+  const TraceModel m = load_trace_text(
+      doc({span("cpu_op", "my::moe", 1, 1, 0, 50, op_args), launch(10, 1), kernel(kernel_name, 20, 30, 1)}, device));
+  const RooflineResult r = analyze_roofline(m, make_analysis_context(m, {}));
+  EXPECT_EQ(r.groups.size(), 1u);
+  return r.groups.empty() ? RooflineGroup{} : r.groups[0];
+}
+
+TEST(Roofline, NarrowFormatsFromKernelNames) {
+  constexpr const char* kBf16Args = R"("Input Dims": [[16, 2880]], "Input type": ["c10::BFloat16"])";
+  constexpr const char* kBytes = R"("Input Dims": [[16, 1440]], "Input type": ["unsigned char"])";
+  // mxfp4 weights against mxfp8 activations (TensorRT-LLM's batched GEMM): the fp8 rate.
+  const RooflineGroup mixed =
+      one_group(kB200, kBytes, "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_sm100f");
+  EXPECT_EQ(mixed.dtype, Dtype::kFp8);
+  EXPECT_TRUE(mixed.matrix_units);
+  EXPECT_NE(mixed.note.find("fp4 and fp8"), std::string::npos) << mixed.note;
+  // fp4 alone on a device with fp4 units: fp4.
+  EXPECT_EQ(one_group(kB200, kBytes, "bmm_Bfloat16_E2m1E2m1_Fp32_t128x8x512_sm100a").dtype, Dtype::kFp4);
+  EXPECT_EQ(one_group(kMI355X, kBytes, "_matmul_ogs_NNT_mxfp4xmxfp4_128x128x256").dtype, Dtype::kFp4);
+  // The same on the MI300X, which has no fp4 Matrix Cores: the weights are widened to the op's bf16.
+  const RooflineGroup widened = one_group(kMI300X, kBf16Args, "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x256x128x1");
+  EXPECT_EQ(widened.dtype, Dtype::kBf16);
+  EXPECT_NE(widened.note.find("MI300X has no matrix units"), std::string::npos) << widened.note;
+  EXPECT_NE(widened.note.find("widened to bf16"), std::string::npos) << widened.note;
+  // Not a matrix kernel (fp8 quantization is element-wise), and fp64 is not fp6: the op's dtype
+  // stays what its cost model says (none for a custom op).
+  EXPECT_EQ(one_group(kB200, kBf16Args, "scaled_fp8_quant_kernel<c10::Float8_e4m3fn>").dtype, Dtype::kUnknown);
+  EXPECT_EQ(one_group(kB200, kBf16Args, "cutlass_80_tensorop_d884gemm_fp64_128x64").dtype, Dtype::kUnknown);
+}
+
+TEST(Roofline, PackedFp4ScaledMmCountsBothValuesOfEachByte) {
+  // torch._scaled_mm on float4_e2m1fn_x2 operands [4096, 2048] x [2048, 8192] (K = 4,096 values):
+  // 2 * 4096 * 8192 * 4096 = 274,877,906,944 FLOPs in 100 us = 2,748.8 TFLOP/s, 30.5% of the
+  // B200's 9,000 dense fp4. Bytes: 8 MiB + 16 MiB + 4096 * 8192 * 2 (bf16 out) = 92,274,688 B;
+  // intensity 2,979 FLOP/B > ridge 9,000 / 8 = 1,125 -> compute-bound.
+  const std::string args =
+      R"("Input Dims": [[4096, 2048], [2048, 8192], [], [], [], [], []],
+         "Input type": ["c10::Float4_e2m1fn_x2", "c10::Float4_e2m1fn_x2", "c10::Float8_e8m0fnu",
+                        "c10::Float8_e8m0fnu", "", "", "ScalarType"])";
+  const TraceModel m = load_trace_text(doc({span("cpu_op", "aten::_scaled_mm", 1, 1, 0, 150, args), launch(10, 1),
+                                            kernel("nvjet_sm100_ootst_128x256_bz_NVFP4_TNT", 20, 100, 1)},
+                                           kB200));
+  const RooflineResult r = analyze_roofline(m, make_analysis_context(m, {}));
+  ASSERT_EQ(r.groups.size(), 1u);
+  const RooflineGroup& g = r.groups[0];
+  EXPECT_EQ(g.dtype, Dtype::kFp4);
+  EXPECT_DOUBLE_EQ(g.flops_per_call, 2.0 * 4096 * 8192 * 4096);
+  EXPECT_DOUBLE_EQ(g.gemm_k, 4096);
+  EXPECT_EQ(g.bound, Bound::kCompute);
+  EXPECT_NEAR(g.peak_pct, 100 * (2.0 * 4096 * 8192 * 4096 / 100'000 / 1e3) / 9000, 1e-6);
+  EXPECT_NE(g.peak_source.find("fp4 matrix"), std::string::npos) << g.peak_source;
+}
+
 TEST(Roofline, NoGpuWorkNoGroups) {
   const TraceModel m = load_trace_text(doc({span("cpu_op", "aten::mm", 1, 1, 0, 10, kMmArgs)}));
   const RooflineResult r = analyze_roofline(m, make_analysis_context(m, {}));

@@ -173,6 +173,66 @@ TEST(WorkDone, ReadFromTheTrace) {
   EXPECT_FALSE(none.compiled || none.graphs || none.fused_optimizer);
 }
 
+// FP4 running (an e2m1 / MXFP4 kernel) makes an FP8 step a step back; a Python frame that merely
+// names the format ("_can_support_mxfp4") is not evidence of it.
+TEST(WorkDone, Fp4AlreadyInUseLeavesFp8Out) {
+  const TraceModel frames_only = load_trace_text(test::trace({
+      test::span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000),
+      test::span("python_function", "vllm/quantization/utils/mxfp4_utils.py(82): _can_support_mxfp4", 1, 1, 10, 5),
+  }));
+  EXPECT_FALSE(work_done(analyze_trace(frames_only, {})).fp4);
+  const TraceModel m = load_trace_text(test::trace({
+      test::span("user_annotation", "ProfilerStep#1", 1, 1, 0, 1000),
+      test::span("cpu_op", "vllm::moe_forward", 1, 1, 10, 100),
+      test::span("kernel", "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_sm100f", 0, 7, 20, 80),
+  }));
+  const WorkDone done = work_done(analyze_trace(m, {}));
+  EXPECT_TRUE(done.fp4);
+  EXPECT_EQ(done.fp4_by, "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_sm100f");
+  EXPECT_NE(done.what().find("FP4"), std::string::npos);
+  Finding f;
+  f.id = "matmul-dominated";
+  f.fixes = {"FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`",
+             "Autotune GEMM kernels: `torch.compile(model, mode=\"max-autotune\")`"};
+  std::vector<Finding> fs = {f};
+  WorkDone fp4_only;
+  fp4_only.fp4 = true;
+  fp4_only.fp4_by = done.fp4_by;
+  fit_fixes_to_work_done(fs, fp4_only);
+  ASSERT_EQ(fs[0].fixes.size(), 1u);
+  expect_left_out(fs[0],
+                  {{f.fixes[0].text, "the trace shows FP4 already in use (" + done.fp4_by + "): FP8 would widen it"}});
+}
+
+// A channels-last fix is left out where the convolutions already take channels-last inputs, and
+// says why it is kept where they are NCHW.
+TEST(WorkDone, ChannelsLastAlreadyInUse) {
+  const std::string args =
+      R"("Input Dims": [[8, 64, 56, 56], [64, 64, 3, 3]], "Input Strides": [[200704, 1, 3584, 64], [576, 9, 3, 1]],
+         "Input type": ["float", "float"])";
+  const TraceModel m = load_trace_text(test::trace({test::span("user_annotation", "ProfilerStep#1", 1, 1, 0, 100),
+                                                    test::span("cpu_op", "aten::conv2d", 1, 1, 10, 20, args)}));
+  const WorkDone done = work_done(analyze_trace(m, {}));
+  EXPECT_TRUE(done.channels_last);
+  EXPECT_NE(done.what().find("channels-last"), std::string::npos);
+  Finding f;
+  f.id = "no-tensor-cores";
+  f.fixes = {"Convolution networks: channels-last memory format: `model = model.to(memory_format=torch.channels_last)`",
+             "Run it in bf16"};
+  std::vector<Finding> fs = {f};
+  fit_fixes_to_work_done(fs, done);
+  ASSERT_EQ(fs[0].fixes.size(), 1u);
+  expect_left_out(fs[0], {{f.fixes[0].text,
+                           "the model already runs channels-last: 1 of 1 convolution calls take channels-last inputs "
+                           "(aten::conv2d input [8, 64, 56, 56], strides [200704, 1, 3584, 64])"}});
+  WorkDone nchw;
+  nchw.layout_by = "1 of 1 convolution calls take NCHW inputs (...)";
+  fs = {f};
+  fit_fixes_to_work_done(fs, nchw);
+  ASSERT_EQ(fs[0].fixes.size(), 2u);
+  EXPECT_EQ(fs[0].fixes[0].because, std::vector<std::string>{nchw.layout_by});
+}
+
 // A real V100 trace: no finding offers bf16 (without fp16), TF32 or FP8.
 TEST(DeviceFixesCorpus, VoltaTraceOffersNoFixItCannotRun) {
   FERRET_REQUIRE_CORPUS(path, "resnet-ddp-v100-2024-ns.pt.trace.json.gz");
@@ -239,7 +299,12 @@ TEST(WorkDone, Fp8AlreadyInUseAndFp8ForServingEngines) {
   f.fixes = {"FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`",
              "Autotune GEMM kernels: `torch.compile(model, mode=\"max-autotune\")`"};
   std::vector<Finding> fp8 = {f};
-  fit_fixes_to_work_done(fp8, WorkDone{.fp8 = true, .fp8_by = "aten::_scaled_mm"});
+  fit_fixes_to_work_done(fp8, WorkDone{.fp8 = true,
+                                       .fp8_by = "aten::_scaled_mm",
+                                       .fp4 = false,
+                                       .fp4_by = {},
+                                       .channels_last = false,
+                                       .layout_by = {}});
   ASSERT_EQ(fp8[0].fixes.size(), 1u);
   expect_left_out(fp8[0], {{f.fixes[0].text, "the trace shows FP8 already in use (aten::_scaled_mm)"}});
   std::vector<Finding> serving = {f};
