@@ -4,6 +4,7 @@
 #include "base/text.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -111,6 +112,33 @@ bool is_host_sync_call(std::string_view name) {
 }
 
 bool is_host_sync_op(std::string_view name) { return name == "aten::item" || name == "aten::_local_scalar_dense"; }
+
+bool is_host_read_op(std::string_view name) {
+  return is_host_sync_op(name) || name == "aten::copy_" || name == "aten::_to_copy" || name == "aten::to" ||
+         name == "aten::is_nonzero" || name == "aten::equal" || name == "aten::allclose" || name == "aten::tolist";
+}
+
+bool is_data_dependent_shape_op(std::string_view name) {
+  static constexpr std::string_view kOps[] = {"aten::nonzero",
+                                              "aten::nonzero_numpy",
+                                              "aten::argwhere",
+                                              "aten::masked_select",
+                                              "aten::unique",
+                                              "aten::_unique",
+                                              "aten::_unique2",
+                                              "aten::unique_dim",
+                                              "aten::unique_consecutive",
+                                              "aten::repeat_interleave",
+                                              "aten::masked_scatter",
+                                              "aten::index",
+                                              "aten::index_put_",
+                                              "aten::bincount",
+                                              "aten::histc",
+                                              "aten::where"};
+  for (std::string_view op : kOps)
+    if (name == op) return true;
+  return false;
+}
 
 bool is_allocator_call(std::string_view name) {
   // The stream-ordered allocator (cudaMallocAsync / cudaFreeAsync) is cheap and never syncs.
@@ -378,6 +406,8 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
                                           const std::vector<EventIndex>& sync_candidates, HostBlockersResult& r) {
   HostSyncs& sy = r.syncs;
   std::vector<std::pair<StrId, std::int64_t>> sync_names, sync_callers;
+  std::array<std::vector<std::pair<StrId, std::int64_t>>, 4> kind_where;  // reads, data-dependent, in ops, explicit
+  std::array<HostSyncs::Kind*, 4> kinds = {&sy.reads, &sy.data_dependent, &sy.inside_ops, &sy.explicit_calls};
   std::vector<EventIndex> outer_syncs;
   if (!ctx.steps.empty()) {
     sy.per_step.resize(ctx.steps.size());
@@ -402,6 +432,20 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
     sites.offer({model.ts_ns[e], model.ts_ns[e] + dur});
     sync_names.push_back({model.name[e], dur});
     sync_callers.push_back({caller, dur});
+    const std::string_view sync_name = model.name_of(e);
+    const std::string_view caller_name = model.strings.view(caller);
+    const bool caller_is_op = caller != kEmptyStr && caller_name.find("::") != std::string_view::npos &&
+                              caller_name.find(".py(") == std::string_view::npos;
+    // item, a blocking copy, or a stream sync inside a copy to the host or a truth test.
+    const bool read = is_host_sync_op(sync_name) || !sync_name.ends_with("Synchronize") ||
+                      (caller_is_op && is_host_read_op(caller_name));
+    const std::size_t kind = read                                                      ? 0
+                             : caller_is_op && is_data_dependent_shape_op(caller_name) ? 1
+                             : caller_is_op                                            ? 2
+                                                                                       : 3;
+    ++kinds[kind]->count;
+    kinds[kind]->total_ns += dur;
+    kind_where[kind].push_back({kind == 3 && caller == kEmptyStr ? model.name[e] : caller, dur});
     const int s = step_index_at(ctx.steps, model.ts_ns[e]);
     if (s >= 0) {
       ++sy.per_step[static_cast<std::size_t>(s)].count;
@@ -413,6 +457,7 @@ std::vector<EventIndex> count_outer_syncs(const TraceModel& model, const Analysi
   sy.sites = sites.take();
   sy.by_name = aggregate(model, std::move(sync_names), top);
   sy.callers = aggregate(model, std::move(sync_callers), top);
+  for (std::size_t k = 0; k < kinds.size(); ++k) kinds[k]->where = aggregate(model, std::move(kind_where[k]), 3);
   return outer_syncs;
 }
 

@@ -78,7 +78,29 @@ struct HostSyncs {
   std::int64_t copy_sync_host_ns = 0;       // host time in the calls
   std::int64_t copy_sync_transfer_ns = 0;   // the copies' own GPU time
   std::vector<NamedTime> copy_sync_stacks;  // "aten::to > aten::_to_copy > aten::copy_ > cudaMemcpyAsync"
+  // The syncs by what the code did, each fixed another way:
+  //   reads           a value read on the host: aten::item / _local_scalar_dense, a blocking copy;
+  //   data_dependent  an op whose output size depends on the data waits for it (nonzero,
+  //                   masked_select, unique, repeat_interleave, ...: `x[mask]` is one of them);
+  //   inside_ops      another op syncs by itself (a library op: fbgemm, a custom kernel's wrapper);
+  //   explicit_calls  a device, stream or event sync with no op around it: the code's own
+  //                   torch.cuda.synchronize(), stream.synchronize(), event.synchronize().
+  // `where`: the callers (for explicit calls the sync API itself when nothing named is around it),
+  // by time, top 3.
+  struct Kind {
+    std::uint64_t count = 0;
+    std::int64_t total_ns = 0;
+    std::vector<NamedTime> where;
+  };
+  Kind reads, data_dependent, inside_ops, explicit_calls;
 };
+
+// Ops whose output size depends on the values of their input, so that they wait for the device to
+// size the result (PyTorch's CUDA implementations copy the count to the host): nonzero and what
+// calls it.
+bool is_data_dependent_shape_op(std::string_view op_name);
+// Ops that read a device value on the host: aten::item, a copy to the host, a truth test.
+bool is_host_read_op(std::string_view op_name);
 
 // A device-to-host copy call is a sync when it holds the host at least this many times its
 // transfer and at least kSyncCopyMinWaitNs longer. ferret's levels: a copy call costs the host

@@ -120,6 +120,7 @@ std::string WorkDone::what() const {
   if (fp8) add("FP8");
   if (fp4) add("FP4");
   if (channels_last) add("channels-last");
+  if (reduced_precision) add("reduced precision");
   return out;
 }
 
@@ -143,6 +144,19 @@ bool note_format_in_use(std::string_view s, const char* inputs_only, bool& used,
 WorkDone work_done(const TraceAnalysis& a) {
   WorkDone d;
   d.graphs = a.timeline.launch.graph_launches > 0;
+  std::int64_t matrix_ns = 0, reduced_ns = 0;
+  for (const RooflineGroup& g : a.roofline.groups) {
+    if (!is_matrix_op(g.kind) || g.dtype == Dtype::kUnknown) continue;
+    matrix_ns += g.kernel_ns;
+    if (is_matrix_format(g.dtype)) reduced_ns += g.kernel_ns;
+  }
+  if (matrix_ns > 0 && reduced_ns * 2 > matrix_ns) {
+    d.reduced_precision = true;
+    d.reduced_precision_by = fmt::format(
+        "{:.0f}% of the GEMM, convolution and attention GPU time runs in reduced "
+        "precision (bf16, fp16, fp8 or narrower)",
+        100.0 * static_cast<double>(reduced_ns) / static_cast<double>(matrix_ns));
+  }
   d.compiled = a.elementwise_chains.compiled;
   if (a.model == nullptr) return d;
   const TraceModel& m = *a.model;
@@ -195,6 +209,13 @@ void fit_fixes_to_work_done(std::vector<Finding>& findings, const WorkDone& done
         continue;
       }
       const bool channels_last_fix = contains(fix.text, "channels_last");
+      // Autocasting down to bf16/fp16 (not FP8, not TF32: those are further steps).
+      const bool half_fix = !fp8_fix && (mentions_any(fix.text, {"dtype=torch.bfloat16", "dtype=torch.float16"}) ||
+                                         fix.text.starts_with("bf16 ") || fix.text.starts_with("Run it in bf16"));
+      if (done.reduced_precision && half_fix) {
+        f.fixes_left_out.push_back({fix.text, fmt::format("the trace shows it done: {}", done.reduced_precision_by)});
+        continue;
+      }
       if (done.channels_last && channels_last_fix) {
         f.fixes_left_out.push_back({fix.text, fmt::format("the model already runs channels-last: {}", done.layout_by)});
         continue;
@@ -231,15 +252,23 @@ void fit_fixes_to_workload(std::vector<Finding>& findings, Workload workload, st
     std::vector<Fix> kept;
     std::size_t dropped = 0;
     for (Fix& fix : f.fixes) {
-      const bool for_training = mentions_any(
-          fix.text, {"optimizer", "Optimizer", "zero_grad", "no_sync", "ccumulation", ".backward()", "bucket_cap_mb",
-                     "register_comm_hook", "shuffle=True", "training loop", "ShardingStrategy", "backward_prefetch"});
+      const bool for_training =
+          mentions_any(fix.text, {"optimizer", "Optimizer", "zero_grad", "no_sync", "ccumulation", ".backward()",
+                                  "bucket_cap_mb", "register_comm_hook", "shuffle=True", "training loop",
+                                  "ShardingStrategy", "backward_prefetch", "utils.checkpoint"});
       const bool for_inference = mentions_any(fix.text, {"TensorRT", "torch_tensorrt"});
       if ((inference && for_training) || (training && for_inference)) {
         ++dropped;
         f.fixes_left_out.push_back(
             {fix.text, fmt::format("it applies to {}, and this window runs {}", inference ? "training" : "inference",
                                    workload_name(workload))});
+        continue;
+      }
+      // An engine's own memory setting applies where an engine serves.
+      if (workload != Workload::kServing && contains(fix.text, "--gpu-memory-utilization")) {
+        ++dropped;
+        f.fixes_left_out.push_back({fix.text, fmt::format("it applies to a serving engine, and this window runs {}",
+                                                          workload_name(workload))});
         continue;
       }
       // A serving engine (vLLM, SGLang, TGI, TensorRT-LLM) builds and runs its own kernels: exporting

@@ -52,6 +52,11 @@ struct WorkDone {
   // not ("12 of 12 convolution calls take NCHW inputs (...)"); empty when the trace cannot tell.
   bool channels_last = false;
   std::string layout_by;
+  // The matrix work (GEMMs, convolutions, attention the roofline placed) runs in a reduced precision
+  // already - bf16, fp16, fp8, fp6, fp4 or int8 for most of its GPU time - so no fix asks to
+  // autocast to bf16 again; `reduced_precision_by` says how much.
+  bool reduced_precision = false;
+  std::string reduced_precision_by;
   std::string what() const;  // "torch.compile, CUDA graphs", for the detail
 };
 WorkDone work_done(const TraceAnalysis& a);

@@ -17,6 +17,78 @@ namespace {
 // exactly what a faster input pipeline can buy back (so it is also the Amdahl share).
 constexpr double kInputBoundHigh = 0.20, kInputBoundModerate = 0.05;
 
+// How many workers load the batches: 0, more, or unknown (-1), with what says so.
+struct Workers {
+  int known = -1;  // 0: num_workers=0; 1: worker processes; -1: the trace does not say
+  std::string by;
+};
+
+Workers workers_of(const TraceAnalysis& a) {
+  const DataPipelineResult& d = a.data_pipeline;
+  const std::vector<DataLoaderSettings>& recorded = a.context.options.dataloaders;
+  if (!recorded.empty() && recorded.front().num_workers >= 0)
+    return {recorded.front().num_workers > 0 ? 1 : 0, fmt::format("the script built {}", recorded.front().describe())};
+  if (d.single_process_loader && !d.multi_process_loader)
+    return {0, "the DataLoader spans are _SingleProcessDataLoaderIter: num_workers=0"};
+  if (d.multi_process_loader)
+    return {1, "the DataLoader spans are _MultiProcessingDataLoaderIter: worker processes load the batches"};
+  return {};
+}
+
+// The input-bound fixes for how this loader is built: workers where there are none (more headroom
+// where there are), pinned asynchronous copies where the batches copy from pageable memory,
+// shared memory for workers only where workers exist.
+void input_bound_fixes(const TraceAnalysis& a, bool cpu_only, Finding& f) {
+  const Workers w = workers_of(a);
+  Fix workers = cpu_only
+                    ? Fix("Load batches in worker processes, prefetched: `loader = DataLoader(dataset, "
+                          "batch_size=batch_size, shuffle=True, num_workers=<a few cores>, persistent_workers=True, "
+                          "prefetch_factor=4)`; leave the model enough cores: `torch.set_num_threads(os.cpu_count() - "
+                          "num_workers)`")
+                    : Fix("Load batches in worker processes, pinned and prefetched: `loader = DataLoader(dataset, "
+                          "batch_size=batch_size, shuffle=True, num_workers=<cores per GPU, e.g. os.cpu_count() // "
+                          "torch.cuda.device_count()>, pin_memory=True, persistent_workers=True, prefetch_factor=4)`");
+  if (w.known == 1)
+    workers =
+        Fix("The workers do not keep up: raise `num_workers` toward the cores available per process, with "
+            "`persistent_workers=True, prefetch_factor=4`; where the workers already use every core, make each sample "
+            "cheaper (below)");
+  if (!w.by.empty()) add_because(workers, w.by);
+  f.fixes.push_back(std::move(workers));
+
+  if (!cpu_only) {
+    // Batches copied from pageable memory stage through a bounce buffer and block the host.
+    std::uint64_t pageable = 0, pinned = 0;
+    for (const NamedTime& c : a.host_blockers.copies.pageable_by_name)
+      if (c.name.find("HtoD") != std::string::npos) pageable += c.count;
+    for (const KernelStat& k : a.hot_spots.kernels)
+      if (k.name.find("HtoD (Pinned") != std::string::npos) pinned += k.calls;
+    Fix copy("Copy each batch asynchronously from pinned memory: `x = x.to(\"cuda\", non_blocking=True)`");
+    if (pageable > 0) {
+      add_because(copy, fmt::format("{} host-to-device copies come from pageable memory", pageable));
+      f.fixes.push_back(std::move(copy));
+    } else if (pinned > 0) {
+      f.fixes_left_out.push_back(
+          {copy.text, fmt::format("the host-to-device copies already come from pinned memory ({} copies)", pinned)});
+    } else {
+      f.fixes.push_back(std::move(copy));
+    }
+  }
+  f.fixes.push_back(cpu_only ? Fix("Make each sample cheaper: store samples pre-decoded and pre-resized, or decode "
+                                   "with `torchvision.io.decode_jpeg` (libjpeg-turbo) instead of PIL")
+                             : Fix("Make each sample cheaper: decode and augment on the GPU (NVIDIA DALI, "
+                                   "`torchvision.io.decode_jpeg(data, device=\"cuda\")`) or store samples "
+                                   "pre-decoded and pre-resized"));
+  f.fixes.push_back(
+      "Read faster: pack small files into shards (WebDataset tar shards, LMDB) or memory-map preprocessed arrays "
+      "(`np.load(path, mmap_mode=\"r\")`); read from local NVMe rather than a network filesystem");
+  const Fix shm("In a container, give the workers shared memory for their batches: `docker run --shm-size=16g ...`");
+  if (w.known == 0)
+    f.fixes_left_out.push_back({shm.text, "with num_workers=0 no worker passes batches through shared memory"});
+  else
+    f.fixes.push_back(shm);
+}
+
 void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const StepBreakdownResult& b = a.breakdown;
   const DataPipelineResult& d = a.data_pipeline;
@@ -79,30 +151,7 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
     f.evidence.push_back({"num_workers", static_cast<double>(recorded.front().num_workers), "count"});
   if (!recorded.empty() && recorded.front().pin_memory >= 0)
     f.evidence.push_back({"pin_memory", static_cast<double>(recorded.front().pin_memory), ""});
-  if (cpu_only) {
-    // Workers compete with the model's intra-op threads for the same cores.
-    f.fixes = {
-        "Load batches in worker processes, prefetched: `loader = DataLoader(dataset, batch_size=batch_size, "
-        "shuffle=True, num_workers=<a few cores>, persistent_workers=True, prefetch_factor=4)`; leave the model "
-        "enough cores: `torch.set_num_threads(os.cpu_count() - num_workers)`",
-        "Make each sample cheaper: store samples pre-decoded and pre-resized, or decode with "
-        "`torchvision.io.decode_jpeg` (libjpeg-turbo) instead of PIL",
-    };
-  } else {
-    f.fixes = {
-        "Load batches in worker processes, pinned and prefetched: `loader = DataLoader(dataset, "
-        "batch_size=batch_size, shuffle=True, num_workers=<cores per GPU, e.g. os.cpu_count() // "
-        "torch.cuda.device_count()>, pin_memory=True, persistent_workers=True, prefetch_factor=4)`",
-        "Copy each batch asynchronously from pinned memory: `x = x.to(\"cuda\", non_blocking=True)`",
-        "Make each sample cheaper: decode and augment on the GPU (NVIDIA DALI, `torchvision.io.decode_jpeg(data, "
-        "device=\"cuda\")`) or store samples pre-decoded and pre-resized",
-    };
-  }
-  f.fixes.push_back(
-      "Read faster: pack small files into shards (WebDataset tar shards, LMDB) or memory-map preprocessed arrays "
-      "(`np.load(path, mmap_mode=\"r\")`); read from local NVMe rather than a network filesystem");
-  f.fixes.push_back(
-      "In a container, give the workers shared memory for their batches: `docker run --shm-size=16g ...`");
+  input_bound_fixes(a, cpu_only, f);
   f.time_share = share;
   f.max_speedup = amdahl_speedup(share);
   f.threshold = "DataLoader >= 5% of step (TensorBoard plugin: > 5%; XProf: 5-20% moderate); >= 20% high (XProf)";

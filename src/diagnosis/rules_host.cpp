@@ -167,6 +167,82 @@ std::string copy_sync_text(const HostSyncs& s) {
       ns_to_us(s.copy_sync_transfer_ns) / n, stacks);
 }
 
+// "aten::item (30x, 36.98 ms), train.py(88): step (4x, 1.20 ms)".
+std::string where_text(const HostSyncs::Kind& k) {
+  std::string out;
+  for (const NamedTime& w : k.where)
+    out += fmt::format("{}{} ({}x, {:.2f} ms)", out.empty() ? "" : ", ", w.name.empty() ? "no op around it" : w.name,
+                       w.count, ns_to_ms(static_cast<double>(w.total_ns)));
+  return out;
+}
+
+// The host-sync fixes for the syncs this trace has, the kind that blocks longest first, each
+// saying which calls it is for; a fix for a kind the trace does not have is left out with why.
+void host_sync_fixes(const HostSyncs& s, Finding& f) {
+  struct Candidate {
+    const HostSyncs::Kind* kind;
+    Fix fix;
+    const char* absent;  // why it is left out when the kind has no sync
+  };
+  std::vector<Candidate> candidates = {
+      {&s.reads,
+       Fix("Keep values on the device in the loop: accumulate `total_loss += loss.detach()` and call `.item()` once "
+           "per log interval, not every step; `.cpu()`, `.tolist()`, `print(tensor)` and `if tensor:` read the same "
+           "way"),
+       "no value is read on the host (aten::item, a blocking copy) among the syncs"},
+      {&s.data_dependent,
+       Fix("Keep shapes independent of the data: an op whose output size depends on the values (`torch.nonzero`, "
+           "`x[mask]`, `torch.unique`, `repeat_interleave` without `output_size`) waits for the device to size it; "
+           "use fixed-size forms (`torch.where(mask, x, 0)`, `torch.nonzero_static(x, size=n)`, "
+           "`repeat_interleave(..., output_size=n)`)"),
+       "no data-dependent-shape op (nonzero, masked_select, unique, ...) syncs in the trace"},
+      {&s.explicit_calls,
+       Fix("Remove the explicit synchronize calls from the step (`torch.cuda.synchronize()`, "
+           "`stream.synchronize()`, `event.synchronize()`): keep them only around timing code, and time with events "
+           "(`torch.cuda.Event(enable_timing=True)`) read after the loop"),
+       "no device, stream or event sync is called outside an op"},
+      {&s.inside_ops,
+       Fix("Look inside the ops that sync by themselves: a library or custom op that copies a size or a flag to the "
+           "host; check for an asynchronous variant or an argument that gives the size up front"),
+       "no op syncs by itself"},
+  };
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.kind->total_ns > b.kind->total_ns; });
+  for (Candidate& c : candidates) {
+    if (c.kind->count == 0) {
+      f.fixes_left_out.push_back({c.fix.text, c.absent});
+      continue;
+    }
+    add_because(c.fix,
+                fmt::format("{} syncs, {:.2f} ms: {}", c.kind->count, ns_to_ms(c.kind->total_ns), where_text(*c.kind)));
+    f.fixes.push_back(std::move(c.fix));
+  }
+  if (s.copy_syncs > 0) {
+    Fix later(
+        "Read results later without blocking: `host = t.to(\"cpu\", non_blocking=True)` into pinned memory, "
+        "`ev = torch.cuda.Event(); ev.record()`, and `ev.synchronize()` only when the value is needed");
+    add_because(later, fmt::format("{} blocking device-to-host copies of {:.0f} bytes on average", s.copy_syncs,
+                                   static_cast<double>(s.copy_sync_bytes) / static_cast<double>(s.copy_syncs)));
+    f.fixes.push_back(std::move(later));
+  } else {
+    f.fixes_left_out.push_back(
+        {"Read results later without blocking: `t.to(\"cpu\", non_blocking=True)` into pinned "
+         "memory, synchronized on an event only when the value is needed",
+         "no blocking device-to-host copy among the syncs"});
+  }
+  // Where the callers are ops and annotations only, the trace cannot name the lines of code: the
+  // sync debug mode can.
+  bool frames = false;
+  for (const NamedTime& c : s.callers) frames = frames || c.name.find(".py(") != std::string::npos;
+  const Fix debug(
+      "Find every hidden sync: `torch.cuda.set_sync_debug_mode(\"warn\")` before the loop warns with a stack trace "
+      "at each synchronizing call");
+  if (frames)
+    f.fixes_left_out.push_back({debug.text, "the trace's Python frames already name the calling lines"});
+  else
+    f.fixes.push_back(debug);
+}
+
 void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std::vector<Finding>& out) {
   const HostSyncs& s = h.syncs;
   if (s.count == 0 || h.window_ns <= 0) return;
@@ -235,16 +311,7 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
     f.evidence.push_back({"copy_sync_host_ms", ns_to_ms(s.copy_sync_host_ns), "ms"});
     f.evidence.push_back({"copy_sync_transfer_us", ns_to_us(s.copy_sync_transfer_ns), "us"});
   }
-  f.fixes = {
-      "Keep values on the GPU in the loop: accumulate `total_loss += loss.detach()` and call `.item()` once per log "
-      "interval, not every step",
-      "Find every hidden sync: `torch.cuda.set_sync_debug_mode(\"warn\")` before the loop warns with a stack trace at "
-      "each synchronizing call",
-      "Avoid `.item()`, `.cpu()`, `.tolist()`, `print(tensor)`, `if tensor:` and data-dependent shapes (`x[mask]`, "
-      "`torch.nonzero`) on CUDA tensors inside the step",
-      "Read results later without blocking: `host = t.to(\"cpu\", non_blocking=True)` into pinned memory, "
-      "`ev = torch.cuda.Event(); ev.record()`, and `ev.synchronize()` only when the value is needed",
-  };
+  host_sync_fixes(s, f);
   f.time_share = share;
   // On a CPU-only trace nothing waits on the reads yet: no gain to bound until the loop runs on a GPU.
   f.max_speedup = h.has_gpu ? amdahl_speedup(share) : 1.0;

@@ -55,7 +55,7 @@ void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
         "bf16 activations and weights: `with torch.autocast(\"cuda\", dtype=torch.bfloat16):` (half the bytes of fp32)",
         "Shard parameters, gradients and optimizer state across ranks: FSDP "
         "(`torch.distributed.fsdp.FullyShardedDataParallel(model)`) or DeepSpeed ZeRO stage 2/3",
-        "Inference server with a preallocated KV cache: leave headroom with a lower fraction, e.g. vLLM "
+        "Serving engine with a preallocated KV cache: leave headroom with a lower fraction, e.g. vLLM "
         "`--gpu-memory-utilization 0.85`",
     };
     f.time_share = 0;

@@ -85,6 +85,35 @@ TEST(HostBlockers, OutermostSyncsCallersAndStall) {
   EXPECT_EQ(r.copies.pageable_host_ns, 2 * 1000);
 }
 
+// Each sync by what the code did: a read (aten::item, a stream sync inside a copy to the host), a
+// data-dependent shape (a stream sync inside aten::nonzero), an op that syncs by itself, and an
+// explicit device sync with no op around it.
+TEST(HostBlockers, SyncKinds) {
+  const TraceModel m = load_trace_text(trace({
+      host("cpu_op", "aten::item", 0, 10),
+      host("cpu_op", "aten::copy_", 100, 20),
+      host("cuda_runtime", "cudaStreamSynchronize", 105, 12),
+      host("cpu_op", "aten::nonzero", 200, 40),
+      host("cuda_runtime", "cudaStreamSynchronize", 210, 25),
+      host("cpu_op", "fbgemm::permute_sparse_features", 300, 10),
+      host("cuda_runtime", "cudaStreamSynchronize", 302, 6),
+      host("cuda_runtime", "cudaDeviceSynchronize", 400, 30),
+  }));
+  const HostSyncs s = analyze_host_blockers(m, make_analysis_context(m, {})).syncs;
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_EQ(s.reads.count, 2u);
+  EXPECT_EQ(s.reads.total_ns, (10 + 12) * 1000);
+  EXPECT_EQ(s.data_dependent.count, 1u);
+  EXPECT_EQ(s.data_dependent.total_ns, 25 * 1000);
+  ASSERT_EQ(s.data_dependent.where.size(), 1u);
+  EXPECT_EQ(s.data_dependent.where[0].name, "aten::nonzero");
+  EXPECT_EQ(s.inside_ops.count, 1u);
+  EXPECT_EQ(s.inside_ops.where[0].name, "fbgemm::permute_sparse_features");
+  EXPECT_EQ(s.explicit_calls.count, 1u);
+  EXPECT_EQ(s.explicit_calls.total_ns, 30 * 1000);
+  EXPECT_EQ(s.explicit_calls.where[0].name, "cudaDeviceSynchronize");
+}
+
 // Three steps with one kernel each. cudaMalloc in step 1 (warm-up), cudaFree in step 2, cudaMalloc
 // in step 3, and a cudaMallocAsync (stream-ordered, not counted). Steady state = steps 2 and 3:
 // 2 calls, 2 + 10 = 12 us over 200 us of steps.

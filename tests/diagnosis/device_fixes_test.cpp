@@ -233,6 +233,62 @@ TEST(WorkDone, ChannelsLastAlreadyInUse) {
   EXPECT_EQ(fs[0].fixes[0].because, std::vector<std::string>{nchw.layout_by});
 }
 
+// Matrix work already in bf16 is not asked to autocast to bf16 again (FP8, a further step, stays).
+TEST(WorkDone, ReducedPrecisionAlreadyInUse) {
+  TraceAnalysis a;
+  RooflineGroup bf16;
+  bf16.kind = OpKind::kGemm;
+  bf16.dtype = Dtype::kBf16;
+  bf16.kernel_ns = 900;
+  RooflineGroup fp32 = bf16;
+  fp32.dtype = Dtype::kFp32;
+  fp32.kernel_ns = 100;
+  RooflineGroup copy = bf16;  // not matrix work: does not count
+  copy.kind = OpKind::kElementwise;
+  copy.dtype = Dtype::kFp32;
+  copy.kernel_ns = 5000;
+  a.roofline.groups = {bf16, fp32, copy};
+  const WorkDone done = work_done(a);
+  EXPECT_TRUE(done.reduced_precision);
+  EXPECT_EQ(done.reduced_precision_by,
+            "90% of the GEMM, convolution and attention GPU time runs in reduced precision (bf16, fp16, fp8 or "
+            "narrower)");
+  Finding f;
+  f.id = "memory-near-capacity";
+  f.fixes = {"bf16 activations and weights: `with torch.autocast(\"cuda\", dtype=torch.bfloat16):`",
+             "FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`"};
+  std::vector<Finding> fs = {f};
+  fit_fixes_to_work_done(fs, done);
+  ASSERT_EQ(fs[0].fixes.size(), 1u);
+  EXPECT_TRUE(contains(fs[0].fixes[0].text, "FP8"));
+  expect_left_out(fs[0], {{f.fixes[0].text, "the trace shows it done: " + done.reduced_precision_by}});
+  // Half of it in fp32: not done.
+  a.roofline.groups[1].kernel_ns = 900;
+  EXPECT_FALSE(work_done(a).reduced_precision);
+}
+
+// Memory fixes for the workload: no activation checkpointing or gradient accumulation on
+// inference, and the serving engine's memory fraction only where an engine serves.
+TEST(WorkloadFixes, MemoryFixesFitTheWorkload) {
+  Finding f;
+  f.id = "memory-near-capacity";
+  f.fixes = {"Activation checkpointing: `from torch.utils.checkpoint import checkpoint; y = checkpoint(block, x)`",
+             "Serving engine with a preallocated KV cache: e.g. vLLM `--gpu-memory-utilization 0.85`"};
+  std::vector<Finding> inference = {f};
+  fit_fixes_to_workload(inference, Workload::kInference);
+  EXPECT_TRUE(inference[0].fixes.empty());
+  ASSERT_EQ(inference[0].fixes_left_out.size(), 2u);
+  EXPECT_EQ(inference[0].fixes_left_out[1].because, "it applies to a serving engine, and this window runs inference");
+  std::vector<Finding> serving = {f};
+  fit_fixes_to_workload(serving, Workload::kServing);
+  ASSERT_EQ(serving[0].fixes.size(), 1u);
+  EXPECT_TRUE(contains(serving[0].fixes[0].text, "--gpu-memory-utilization"));
+  std::vector<Finding> training = {f};
+  fit_fixes_to_workload(training, Workload::kTraining);
+  ASSERT_EQ(training[0].fixes.size(), 1u);
+  EXPECT_TRUE(contains(training[0].fixes[0].text, "checkpoint("));
+}
+
 // A real V100 trace: no finding offers bf16 (without fp16), TF32 or FP8.
 TEST(DeviceFixesCorpus, VoltaTraceOffersNoFixItCannotRun) {
   FERRET_REQUIRE_CORPUS(path, "resnet-ddp-v100-2024-ns.pt.trace.json.gz");
@@ -299,12 +355,10 @@ TEST(WorkDone, Fp8AlreadyInUseAndFp8ForServingEngines) {
   f.fixes = {"FP8 on Hopper and later with Transformer Engine: `import transformer_engine.pytorch as te`",
              "Autotune GEMM kernels: `torch.compile(model, mode=\"max-autotune\")`"};
   std::vector<Finding> fp8 = {f};
-  fit_fixes_to_work_done(fp8, WorkDone{.fp8 = true,
-                                       .fp8_by = "aten::_scaled_mm",
-                                       .fp4 = false,
-                                       .fp4_by = {},
-                                       .channels_last = false,
-                                       .layout_by = {}});
+  WorkDone fp8_done;
+  fp8_done.fp8 = true;
+  fp8_done.fp8_by = "aten::_scaled_mm";
+  fit_fixes_to_work_done(fp8, fp8_done);
   ASSERT_EQ(fp8[0].fixes.size(), 1u);
   expect_left_out(fp8[0], {{f.fixes[0].text, "the trace shows FP8 already in use (aten::_scaled_mm)"}});
   std::vector<Finding> serving = {f};

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analysis_options.h"
+#include "base/text.h"
 #include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -133,6 +134,41 @@ TEST(InputBound, QuotesTheDataLoadersRecordedAtRunTime) {
       std::find_if(f->evidence.begin(), f->evidence.end(), [](const Evidence& e) { return e.name == "num_workers"; });
   ASSERT_NE(workers, f->evidence.end());
   EXPECT_EQ(workers->value, 0.0);
+}
+
+// The fixes fit how the loader is built: workers where there are none, more headroom where there
+// are; shared memory only for workers; the pinned copy only where batches copy from pageable memory.
+TEST(InputBound, FixesFitTheLoaderAndTheCopies) {
+  TraceAnalysis a;
+  a.breakdown = breakdown(55, 2, 33, 8, 2);
+  a.data_pipeline.single_process_loader = true;
+  a.host_blockers.copies.pageable_by_name = {{"Memcpy HtoD (Pageable -> Device)", 12, 3'000'000}};
+  std::optional<Finding> f = find(run_rules(a), "input-bound");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_TRUE(contains(f->fixes[0].text, "Load batches in worker processes"));
+  EXPECT_EQ(f->fixes[0].because,
+            std::vector<std::string>{"the DataLoader spans are _SingleProcessDataLoaderIter: num_workers=0"});
+  EXPECT_TRUE(contains(f->fixes[1].text, "non_blocking=True"));
+  EXPECT_EQ(f->fixes[1].because, std::vector<std::string>{"12 host-to-device copies come from pageable memory"});
+  EXPECT_FALSE(any_fix_contains(*f, "--shm-size"));
+  ASSERT_EQ(f->fixes_left_out.size(), 1u);
+  EXPECT_EQ(f->fixes_left_out[0].because, "with num_workers=0 no worker passes batches through shared memory");
+
+  // Worker processes that do not keep up, copies already pinned.
+  a.data_pipeline.single_process_loader = false;
+  a.data_pipeline.multi_process_loader = true;
+  a.host_blockers.copies.pageable_by_name.clear();
+  KernelStat pinned;
+  pinned.name = "Memcpy HtoD (Pinned -> Device)";
+  pinned.calls = 30;
+  a.hot_spots.kernels = {pinned};
+  f = find(run_rules(a), "input-bound");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_TRUE(contains(f->fixes[0].text, "The workers do not keep up")) << f->fixes[0].text;
+  EXPECT_FALSE(any_fix_contains(*f, "non_blocking=True"));
+  EXPECT_TRUE(any_fix_contains(*f, "--shm-size"));
+  ASSERT_EQ(f->fixes_left_out.size(), 1u);
+  EXPECT_EQ(f->fixes_left_out[0].because, "the host-to-device copies already come from pinned memory (30 copies)");
 }
 
 TEST(InputBound, DataLoaderSettingsThatAreNotAListAreAnErrorNamingTheFile) {

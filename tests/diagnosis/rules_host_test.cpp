@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "analysis/trace_analysis.h"
+#include "base/text.h"
 #include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
@@ -91,6 +92,7 @@ TraceAnalysis with_syncs(std::int64_t stall_ns) {
   h.syncs.gpu_stall_ns = stall_ns;
   h.syncs.by_name = {{"aten::item", 10, 30 * kMs}};
   h.syncs.callers = {{"train.py(42): train_step", 10, 30 * kMs}};
+  h.syncs.reads = {10, 30 * kMs, {{"train.py(42): train_step", 10, 30 * kMs}}};
   return a;
 }
 
@@ -107,9 +109,36 @@ TEST(RulesHost, HostSyncThresholds) {
     EXPECT_EQ(f->severity, severity);
     EXPECT_NEAR(f->time_share, static_cast<double>(stall) / (100 * kMs), 1e-12);
     EXPECT_NE(f->detail.find("train.py(42): train_step"), std::string::npos);
-    EXPECT_TRUE(any_fix_contains(*f, "torch.cuda.set_sync_debug_mode(\"warn\")"));
+    // The Python frame already names the line: the sync debug mode is left out.
+    EXPECT_FALSE(any_fix_contains(*f, "torch.cuda.set_sync_debug_mode(\"warn\")"));
     EXPECT_TRUE(any_fix_contains(*f, ".item()"));
   }
+}
+
+// The fixes follow the kinds of sync the trace has, the longest first, each naming its calls;
+// the others are left out with why.
+TEST(RulesHost, HostSyncFixesFitTheSyncs) {
+  TraceAnalysis a = with_syncs(20 * kMs);
+  HostSyncs& s = a.host_blockers.syncs;
+  s.callers = {{"aten::nonzero", 6, 20 * kMs}, {"(top level)", 4, 10 * kMs}};
+  s.reads = {};
+  s.data_dependent = {6, 20 * kMs, {{"aten::nonzero", 6, 20 * kMs}}};
+  s.explicit_calls = {4, 10 * kMs, {{"cudaDeviceSynchronize", 4, 10 * kMs}}};
+  const std::vector<Finding> out = run(a);
+  const Finding* f = find(out, "host-sync");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->fixes.size(), 3u);
+  EXPECT_TRUE(contains(f->fixes[0].text, "torch.nonzero_static")) << f->fixes[0].text;
+  EXPECT_EQ(f->fixes[0].because, std::vector<std::string>{"6 syncs, 20.00 ms: aten::nonzero (6x, 20.00 ms)"});
+  EXPECT_TRUE(contains(f->fixes[1].text, "torch.cuda.synchronize()")) << f->fixes[1].text;
+  EXPECT_EQ(f->fixes[1].because, std::vector<std::string>{"4 syncs, 10.00 ms: cudaDeviceSynchronize (4x, 10.00 ms)"});
+  // No frame names a line: the sync debug mode finds them.
+  EXPECT_TRUE(contains(f->fixes[2].text, "set_sync_debug_mode"));
+  std::vector<std::string> left;
+  for (const Finding::LeftOut& l : f->fixes_left_out) left.push_back(l.because);
+  EXPECT_EQ(left,
+            (std::vector<std::string>{"no value is read on the host (aten::item, a blocking copy) among the syncs",
+                                      "no op syncs by itself", "no blocking device-to-host copy among the syncs"}));
 }
 
 // CPU-only: .item() in every step is reported as info (it syncs once the loop runs on a GPU); in
