@@ -55,10 +55,11 @@ std::string HostFacts::blas_name() const {
 bool HostFacts::reference_blas() const { return blas_name() == "the reference BLAS (netlib)"; }
 
 double HostFacts::fp32_peak_gflops() const {
-  if (threads <= 0 || !(cpu_mhz > 0)) return -1;
+  const double measured_rate = measured() ? matmul_gflops : -1;
+  if (threads <= 0 || !(cpu_mhz > 0)) return measured_rate;
   const int used = cpus > 0 ? std::min(threads, cpus) : threads;
   const double per_cycle = has_flag("avx2") && has_flag("fma") ? 32 : 8;
-  return used * per_cycle * cpu_mhz / 1e3;
+  return std::max(used * per_cycle * cpu_mhz / 1e3, measured_rate);
 }
 
 std::string HostFacts::describe() const {
@@ -78,6 +79,8 @@ std::string HostFacts::describe() const {
         lib != nullptr && !blas_info.empty() && ascii_lower(blas_info) == "generic")
       out += " (" + *lib + ")";
   }
+  if (measured())
+    out += fmt::format("; measured {:.1f} GFLOP/s on {}x{} fp32 matmuls", matmul_gflops, matmul_size, matmul_size);
   return out;
 }
 
@@ -110,6 +113,11 @@ HostFacts parse_host_facts(const std::string& json_text) {
   if (const auto it = j.find("cpu_mhz"); it != j.end() && it->is_number()) {
     const double mhz = it->get<double>();
     if (std::isfinite(mhz) && mhz > 0 && mhz < 1e5) h.cpu_mhz = mhz;
+  }
+  count("matmul_size", h.matmul_size);
+  if (const auto it = j.find("matmul_gflops"); it != j.end() && it->is_number() && h.matmul_size > 0) {
+    const double gflops = it->get<double>();
+    if (std::isfinite(gflops) && gflops > 0 && gflops < 1e7) h.matmul_gflops = gflops;
   }
   return h;
 }

@@ -19,6 +19,10 @@ struct HostFacts {
   int threads = -1;                    // torch.get_num_threads()
   int cpus = -1;                       // CPUs the process may run on
   double cpu_mhz = -1;                 // the fastest core's clock, as /proc/cpuinfo printed it
+  // The BLAS measured live by `ferret run` after the trace was written: fp32 `matmul_size` squared
+  // products at torch's threads, GFLOP/s (-1: not measured).
+  double matmul_gflops = -1;
+  int matmul_size = -1;
 
   bool recorded() const { return !blas_info.empty() || threads > 0 || cpus > 0; }
   bool has_flag(std::string_view flag) const;
@@ -26,10 +30,13 @@ struct HostFacts {
   // (netlib)", "the system BLAS (libblas.so.3)", or "" when not recorded.
   std::string blas_name() const;
   bool reference_blas() const;  // the unoptimised netlib BLAS: a few GFLOP/s on any CPU
+  bool measured() const { return matmul_gflops > 0 && matmul_size > 0; }
   // The fp32 matmul ceiling of the threads torch uses, GFLOP/s: min(threads, CPUs) x FLOP per cycle x
   // GHz, at AVX2 + FMA's 32 FLOP per cycle (two 8-wide FMA units) where the CPU has them, 8 (SSE)
   // otherwise. AVX-512 is counted at the AVX2 rate: Zen 4 runs 512-bit FMAs at half rate and many
-  // Xeons have one 512-bit FMA unit, so the ceiling errs low. -1 when threads or the clock are unknown.
+  // Xeons have one 512-bit FMA unit, so the ceiling errs low. A live measurement above it is the
+  // ceiling instead (an AVX-512 core doing two 512-bit FMAs a cycle, a turbo clock): what ran is
+  // reachable. -1 when threads or the clock are unknown and nothing was measured.
   double fp32_peak_gflops() const;
   // One line for the report: "AMD EPYC, 2 CPUs, torch uses 1 thread; AVX-512 BF16; BLAS: the
   // reference BLAS (netlib) (/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0)".

@@ -132,6 +132,20 @@ constexpr double kSlowCpuGemmGflops = 10, kOptimisedCpuGemmGflops = 40;
 // 100 MFLOP and more (their own benchmarks), so half is the rate the fix is credited with.
 constexpr double kOptimisedShareOfPeak = 0.5;
 
+// The live measurement of `ferret run` (fp32 512x512 products at torch's threads) says whether the
+// library is slow: under kSlowCpuGemmGflops it is, at kOptimisedCpuGemmGflops or more it is not,
+// and a slow GEMM in the trace then has another cause (denormal inputs, cores shared with other
+// work). "" when not measured or in between.
+std::string measured_library_words(const HostFacts& host) {
+  if (!host.measured()) return {};
+  return fmt::format("the run measured torch's BLAS at {:.1f} GFLOP/s on {}x{} fp32 matmuls", host.matmul_gflops,
+                     host.matmul_size, host.matmul_size);
+}
+bool measured_fast_library(const HostFacts& host) {
+  return host.measured() && host.matmul_gflops >= kOptimisedCpuGemmGflops;
+}
+bool measured_slow_library(const HostFacts& host) { return host.measured() && host.matmul_gflops < kSlowCpuGemmGflops; }
+
 // With the host recorded, the library question is answered: the "see which BLAS" fix goes, the swap
 // comes first where torch calls the reference BLAS, and the threads fix goes where torch already
 // uses every CPU (or leads where it uses one of several).
@@ -146,6 +160,13 @@ void fit_blas_fixes_to_host(Finding& f, const HostFacts& host) {
       f.fixes_left_out.push_back({fix.text, fmt::format("the run recorded it: torch calls {}", blas)});
       continue;
     }
+    // A library measured fast is not what to swap.
+    if ((which_blas || fix.text.starts_with("Use the PyPI wheel")) && measured_fast_library(host)) {
+      f.fixes_left_out.push_back({fix.text, measured_library_words(host)});
+      continue;
+    }
+    if (fix.text.starts_with("Use the PyPI wheel") && measured_slow_library(host))
+      add_because(fix, measured_library_words(host));
     if (threads && host.threads > 0 && host.cpus > 0 && host.threads >= host.cpus) {
       f.fixes_left_out.push_back(
           {fix.text, fmt::format("torch already uses {} threads on {} CPUs", host.threads, host.cpus)});
@@ -158,10 +179,11 @@ void fit_blas_fixes_to_host(Finding& f, const HostFacts& host) {
       add_because(fix, fmt::format("torch calls {}", blas));
     kept.push_back(std::move(fix));
   }
-  // Most of the gain first: the library where it is the reference one, else the threads.
+  // Most of the gain first: the library where it is the reference one or measured slow, else the
+  // threads.
   std::stable_partition(kept.begin(), kept.end(), [&](const Fix& x) {
-    return host.reference_blas() ? x.text.starts_with("Use the PyPI wheel")
-                                 : x.text.find("set_num_threads") != std::string::npos;
+    return host.reference_blas() || measured_slow_library(host) ? x.text.starts_with("Use the PyPI wheel")
+                                                                : x.text.find("set_num_threads") != std::string::npos;
   });
   f.fixes = std::move(kept);
 }
@@ -176,21 +198,25 @@ bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
   const HostFacts& host = a.context.options.host;
   // Without recorded shapes there is no rate, but a run that recorded the reference BLAS answers the
   // question: it is the cost wherever GEMMs take the time.
-  const bool by_library = g.calls == 0 && host.reference_blas();
+  const bool by_library = g.calls == 0 && (host.reference_blas() || measured_slow_library(host));
   if (h.gpu_activities > 0 || h.window_ns <= 0 || a.window_activity.kernel_launches > 0 ||
       (g.calls == 0 && !by_library))
     return false;
   const double share = static_cast<double>(g.all_gemm_ns) / static_cast<double>(h.window_ns);
   const double scale = g.fp64 ? 0.5 : 1.0;  // fp64 runs at half the fp32 rate on the same units
-  // The reference BLAS's rate when unmeasured: at most the slow bar (an unoptimised triple loop runs a
-  // few GFLOP/s), so the gain counted from it is the least the swap gives.
-  const double rate = by_library ? kSlowCpuGemmGflops * scale : g.gflops();
+  // Without shapes, the live measurement's rate where the run made one; else the reference BLAS's
+  // rate taken at the slow bar (an unoptimised triple loop runs a few GFLOP/s), so the gain counted
+  // from it is the least the swap gives.
+  const double rate =
+      by_library ? (measured_slow_library(host) ? host.matmul_gflops : kSlowCpuGemmGflops) * scale : g.gflops();
   if (share < kSlowCpuGemmShare || rate < 0 || (!by_library && rate >= kSlowCpuGemmGflops * scale)) return false;
   // With the host recorded (ferret run), the rate an optimised BLAS reaches is half the ceiling of
   // the threads torch uses (large GEMMs reach most of it); else one core's conservative 40.
   const double peak = host.fp32_peak_gflops() * scale;
-  const double target = peak > 0 ? std::max(kOptimisedCpuGemmGflops * scale, kOptimisedShareOfPeak * peak)
-                                 : kOptimisedCpuGemmGflops * scale;
+  // A library measured fast on this machine: its own rate is what the GEMMs should reach.
+  const double target = measured_fast_library(host) ? host.matmul_gflops * scale
+                        : peak > 0 ? std::max(kOptimisedCpuGemmGflops * scale, kOptimisedShareOfPeak * peak)
+                                   : kOptimisedCpuGemmGflops * scale;
   const std::string blas = host.blas_name();
   Finding f;
   f.id = "slow-cpu-matmul";
@@ -211,7 +237,19 @@ bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
   if (!blas.empty())
     f.detail += fmt::format(" The run recorded the library: torch calls {} (its build says BLAS_INFO={}).", blas,
                             host.blas_info.empty() ? "?" : host.blas_info);
-  if (peak > 0)
+  if (measured_fast_library(host)) {
+    f.title = fmt::format(
+        "Slow CPU matrix multiplies: {} runs at {:.1f} GFLOP/s ({}) while {}: not the library; denormal inputs or "
+        "cores shared with other work",
+        g.top_op, rate, g.fp64 ? "fp64" : "fp32", measured_library_words(host));
+    f.detail += fmt::format(
+        " After the trace, {} at the same threads: the library is fast, so these GEMMs lose their rate to something "
+        "else - inputs holding denormal values, or cores taken by other threads or processes while they ran.",
+        measured_library_words(host));
+  } else if (host.measured()) {
+    f.detail += fmt::format(" After the trace, {}.", measured_library_words(host));
+  }
+  if (peak > 0 && !measured_fast_library(host))
     f.detail += fmt::format(
         " This CPU's fp32 ceiling for torch's {} thread{} is {:.0f} GFLOP/s ({:.0f} MHz, {} FLOP per cycle per "
         "core); {:.0f} GFLOP/s, half of it, is credited to the fix.",
@@ -223,24 +261,34 @@ bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
     std::int64_t top_ns = -1;
     for (const OpStat& op : h.ops_by_host)
       if (is_blas_gemm_op(op.name) && op.host_self_ns > top_ns) top = op.name, top_ns = op.host_self_ns;
+    const std::string library = blas.empty() ? std::string("a BLAS") : blas;
     f.title = fmt::format(
         "Slow CPU matrix multiplies: torch calls {} and GEMM calls take {:.0f}% of the {}; an optimised BLAS runs "
         "them several times faster",
-        blas, 100 * share, window_noun(a));
+        measured_slow_library(host) ? fmt::format("{} measured at {:.1f} GFLOP/s", library, host.matmul_gflops)
+                                    : library,
+        100 * share, window_noun(a));
+    const std::string known =
+        measured_slow_library(host)
+            ? fmt::format("but {}{}", measured_library_words(host),
+                          blas.empty() ? std::string() : fmt::format(" (torch calls {})", blas))
+            : fmt::format(
+                  "but the run recorded the library: torch calls {} (BLAS_INFO={}), an unoptimised triple "
+                  "loop that runs a few GFLOP/s on any CPU",
+                  blas, host.blas_info.empty() ? "?" : host.blas_info);
     f.detail = fmt::format(
-        "GEMM calls ({} leads) take {:.1f} ms, {:.0f}% of the {}. The trace records no shapes, so their rate is not "
-        "measured, but the run recorded the library: torch calls {} (BLAS_INFO={}), an unoptimised triple loop "
-        "that runs a few GFLOP/s on any CPU, where OpenBLAS, MKL or oneDNN reach most of the CPU's peak. Counting "
-        "its rate at {:.0f} GFLOP/s (more than it reaches) against {:.0f} for an optimised library gives the least "
-        "the swap wins.",
-        top, static_cast<double>(g.all_gemm_ns) / 1e6, 100 * share, window_noun(a), blas,
-        host.blas_info.empty() ? "?" : host.blas_info, rate, target);
+        "GEMM calls ({} leads) take {:.1f} ms, {:.0f}% of the {}. The trace records no shapes, so their own rate is "
+        "not known, {}, where OpenBLAS, MKL or oneDNN reach most of the CPU's peak. Counting their rate at {:.1f} "
+        "GFLOP/s{} against {:.0f} for an optimised library gives the least the swap wins.",
+        top, static_cast<double>(g.all_gemm_ns) / 1e6, 100 * share, window_noun(a), known, rate,
+        measured_slow_library(host) ? "" : " (more than it reaches)", target);
   }
   f.evidence = {{"gemm_gflops", by_library ? -1 : rate, "GFLOP/s"},
                 {"gemm_calls", static_cast<double>(g.calls), "count"},
                 {"gemm_share_pct", 100 * share, "%"},
                 {"gemm_ms", static_cast<double>(g.all_gemm_ns) / 1e6, "ms"}};
   if (peak > 0) f.evidence.push_back({"fp32_peak_gflops", peak, "GFLOP/s"});
+  if (host.measured()) f.evidence.push_back({"measured_blas_gflops", host.matmul_gflops, "GFLOP/s"});
   f.fixes = {
       "See which BLAS PyTorch calls: `print(torch.__config__.show())` (BLAS_INFO, LAPACK_INFO, \"USE_MKL\", "
       "\"USE_MKLDNN\"); a distribution build linked to the reference BLAS (Debian's python3-torch with libblas3) "

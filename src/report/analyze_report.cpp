@@ -386,7 +386,9 @@ json analyze_json(const TraceAnalysis& a, const Diagnosis& d) {
                  {"blas_info", h.blas_info},
                  {"blas", h.blas_name()},
                  {"blas_libraries", h.blas_libraries},
-                 {"fp32_peak_gflops", peak > 0 ? json(round3(peak)) : json(nullptr)}};
+                 {"fp32_peak_gflops", peak > 0 ? json(round3(peak)) : json(nullptr)},
+                 {"matmul_gflops", h.measured() ? json(round3(h.matmul_gflops)) : json(nullptr)},
+                 {"matmul_size", h.measured() ? json(h.matmul_size) : json(nullptr)}};
   }
   const AnalysisContext& c = a.context;
   j["window"] = {

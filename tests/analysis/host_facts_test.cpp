@@ -51,6 +51,28 @@ TEST(HostFacts, EachBuildByItsName) {
   EXPECT_EQ(parse_host_facts(R"({"threads": 4})").fp32_peak_gflops(), -1);  // no clock: no ceiling
 }
 
+TEST(HostFacts, TheLiveMatmulMeasurement) {
+  const HostFacts h = parse_host_facts(R"({"blas_info": "mkl", "matmul_gflops": 57.25, "matmul_size": 512})");
+  EXPECT_TRUE(h.measured());
+  EXPECT_DOUBLE_EQ(h.matmul_gflops, 57.25);
+  EXPECT_EQ(h.describe(), "CPU; BLAS: MKL; measured 57.2 GFLOP/s on 512x512 fp32 matmuls");
+  // Without threads and clock the measurement is the ceiling; above the flag-based one it replaces
+  // it (1 thread x 32 x 2.6 GHz = 83.2 < a measured 100.5: an AVX-512 core).
+  EXPECT_DOUBLE_EQ(h.fp32_peak_gflops(), 57.25);
+  EXPECT_DOUBLE_EQ(parse_host_facts(R"({"threads": 1, "cpu_mhz": 2600, "cpu_flags": ["fma", "avx2"],
+                                        "matmul_gflops": 100.5, "matmul_size": 512})")
+                       .fp32_peak_gflops(),
+                   100.5);
+  EXPECT_DOUBLE_EQ(parse_host_facts(R"({"threads": 1, "cpu_mhz": 2600, "cpu_flags": ["fma", "avx2"],
+                                        "matmul_gflops": 6.0, "matmul_size": 512})")
+                       .fp32_peak_gflops(),
+                   83.2);
+  // A rate without its size, a negative or absurd rate: not a measurement.
+  EXPECT_FALSE(parse_host_facts(R"({"matmul_gflops": 57.25})").measured());
+  EXPECT_FALSE(parse_host_facts(R"({"matmul_gflops": -1, "matmul_size": 512})").measured());
+  EXPECT_FALSE(parse_host_facts(R"({"matmul_gflops": 1e300, "matmul_size": 512})").measured());
+}
+
 TEST(HostFacts, FieldsOfTheWrongTypeAreLeftOut) {
   const HostFacts h = parse_host_facts(
       R"({"blas_info": 3, "threads": "8", "cpus": -2, "cpu_mhz": 1e300, "cpu_flags": ["avx2", 5], "blas_libraries": {}})");

@@ -126,6 +126,52 @@ TEST(SlowCpuMatmul, TheRecordedHostNamesTheLibraryAndSetsTheTarget) {
   for (const std::string& fix : fix_texts(g)) EXPECT_EQ(fix.find("set_num_threads"), std::string::npos) << fix;
 }
 
+// The run's live measurement of the BLAS (512 x 512 fp32 products after the trace) answers the
+// library question both ways.
+TEST(SlowCpuMatmul, TheMeasuredLibraryDecidesTheCause) {
+  // Slow GEMMs in the trace (5.80 GFLOP/s) under a library measured at 60 GFLOP/s: not the library.
+  // The target is the measured rate: 740 x (1 - 5.80 / 60) of each 800 ms step.
+  const TraceModel m = load_trace_text(cpu_steps(185'000));
+  AnalysisOptions o;
+  o.host = parse_host_facts(R"({"blas_info": "mkl", "threads": 1, "cpus": 2, "cpu_mhz": 3000,
+      "cpu_flags": ["fma", "avx2"], "matmul_gflops": 60.0, "matmul_size": 512})");
+  const Finding f = diagnose(analyze_trace(m, o)).findings.front();
+  ASSERT_EQ(f.id, "slow-cpu-matmul") << f.title;
+  EXPECT_NE(f.title.find("while the run measured torch's BLAS at 60.0 GFLOP/s on 512x512 fp32 matmuls: not the "
+                         "library"),
+            std::string::npos)
+      << f.title;
+  EXPECT_NEAR(f.time_share, 740.0 * (1 - (kGflop / 0.185) / 60.0) / 800.0, 1e-6);
+  for (const std::string& fix : fix_texts(f)) EXPECT_EQ(fix.find("Use the PyPI wheel"), std::string::npos) << fix;
+  bool wheel_left_out = false;
+  for (const Finding::LeftOut& l : f.fixes_left_out)
+    wheel_left_out = wheel_left_out || (l.fix.rfind("Use the PyPI wheel", 0) == 0 &&
+                                        l.because ==
+                                            "the run measured torch's BLAS at 60.0 GFLOP/s on 512x512 "
+                                            "fp32 matmuls");
+  EXPECT_TRUE(wheel_left_out);
+
+  // Without shapes, a library measured at 4.2 GFLOP/s is the cause though the build names no
+  // reference BLAS; its measured rate, not the slow bar, is what the gain counts from:
+  // 740 x (1 - 4.2 / 48) of 800 ms (48: half of 1 thread x 32 x 3.0 GHz).
+  std::string text = cpu_steps(185'000);
+  for (std::size_t at = text.find("\"Input Dims\""); at != std::string::npos; at = text.find("\"Input Dims\"", at + 1))
+    text.replace(at, 12, "\"Other Dims\"");
+  const TraceModel no_shapes = load_trace_text(text);
+  AnalysisOptions slow;
+  slow.host = parse_host_facts(R"({"blas_info": "generic", "threads": 1, "cpus": 2, "cpu_mhz": 3000,
+      "cpu_flags": ["fma", "avx2"], "matmul_gflops": 4.2, "matmul_size": 512})");
+  const Finding lib = diagnose(analyze_trace(no_shapes, slow)).findings.front();
+  ASSERT_EQ(lib.id, "slow-cpu-matmul") << lib.title;
+  EXPECT_NE(lib.title.find("torch calls the system BLAS (libblas.so.3) measured at 4.2 GFLOP/s"), std::string::npos)
+      << lib.title;
+  EXPECT_NEAR(lib.time_share, 740.0 * (1 - 4.2 / 48) / 800.0, 1e-6);
+  EXPECT_EQ(lib.fixes.front().text.rfind("Use the PyPI wheel", 0), 0u);
+  EXPECT_EQ(lib.fixes.front().because,
+            (std::vector<std::string>{"the run measured torch's BLAS at 4.2 GFLOP/s on 512x512 fp32 matmuls",
+                                      "torch calls the system BLAS (libblas.so.3)"}));
+}
+
 // matmul-dominated on a CPU the run recorded without bf16 instructions: no precision step, no
 // bound; with AVX-512 BF16 the bf16 fix says so.
 TEST(SlowCpuMatmul, NoBf16StepOnACpuWithoutBf16) {

@@ -77,6 +77,9 @@ class Run(TempDirTest):
             self.assertIn("torch calls the reference BLAS (netlib)", finding["title"])
             self.assertGreater(finding["max_speedup"], 2.0)  # at least 10 -> half the CPU's ceiling
             self.assertTrue(finding["fixes"][0].startswith("Use the PyPI wheel"), finding["fixes"])
+            # The live measurement agrees: a triple loop cannot reach a tenth of one core's peak.
+            self.assertLess(trace["host"]["matmul_gflops"], 10)
+            self.assertIn("the run measured torch's BLAS at", finding["detail"])
         else:
             self.assertNotEqual(verdict, "slow-cpu-matmul", trace["verdict"])
             self.assertFalse(any("reference BLAS" in f["title"] for f in trace["findings"]))
@@ -99,6 +102,13 @@ class Run(TempDirTest):
             self.assertEqual(host["blas"], expected)
             self.assertIn(system[0], host["blas_libraries"])
         self.assertGreater(host["fp32_peak_gflops"] or 1, 0)
+        # Measured after the trace: 512 x 512 fp32 products, a positive rate, within reach of the CPU's
+        # ceiling where the run knew the clock (which counts AVX-512 at the AVX2 rate and a base clock:
+        # a turbo AVX-512 core can do up to about twice it, never four times).
+        self.assertEqual(host["matmul_size"], 512)
+        self.assertGreater(host["matmul_gflops"], 0)
+        if host["fp32_peak_gflops"]:
+            self.assertLess(host["matmul_gflops"], host["fp32_peak_gflops"] * 4)
 
     def test_the_exit_status_passes_through_after_the_analysis(self):
         done, out = self.run_ferret("--", PYTHON, script("slow_dataset.py"), "3")
