@@ -10,6 +10,7 @@
 
 #include "analysis/whatif.h"
 #include "diagnosis/device_fixes.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 #include "diagnosis/verdict.h"
 
@@ -25,21 +26,6 @@ std::string describe_window(const TraceAnalysis& a) {
   if (!ctx.whole_trace())
     return fmt::format("the {:.1f} ms window {}", static_cast<double>(ctx.window_ns()) / 1e6, ctx.label);
   return fmt::format("{:.1f} ms of trace (no ProfilerStep spans)", static_cast<double>(ctx.window_ns()) / 1e6);
-}
-
-// The what-if change that removes a finding's cause: the removals `ferret whatif --remove` names,
-// by id; any other rule states its fix's change itself (Finding::fix).
-void add_removal(const std::string& id, RetimeChanges& changes) {
-  if (id == "input-bound") changes.remove_dataloader = true;
-  if (id == "host-sync") changes.remove_host_sync = true;
-  if (id == "sync-copy") changes.remove_sync_copies = true;
-  if (id == "launch-bound") changes.remove_launch_overhead = true;
-  if (id == "device-stall") changes.remove_device_stalls = true;
-  // The GPU waiting on the host's per-operator work: the fix (a captured graph, a compiled step)
-  // issues the step's work at no host cost.
-  if (id == "cpu-bound" || id == "low-gpu-utilization") changes.remove_host_overhead = true;
-  if (id == "pageable-copy" || id == "pageable-copies") changes.pin_pageable_uploads = true;
-  if (id == "exposed-communication" || id == "communication-heavy") changes.remove_exposed_communication = true;
 }
 
 void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
@@ -96,7 +82,8 @@ void predict_gains(const TraceAnalysis& a, std::vector<Finding>& findings) {
 
 RetimeChanges fix_change_of(const Finding& f) {
   RetimeChanges changes = f.fix;
-  add_removal(f.id, changes);
+  if (const RuleInfo* rule = find_rule(f.id); rule != nullptr && rule->removal != nullptr)
+    changes.*rule->removal = true;
   return changes;
 }
 
@@ -121,6 +108,7 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
   if (analysis.model != nullptr) fit_fixes_to_platform(d.findings, analysis.model->info.platform);
   predict_gains(analysis, d.findings);
   const Finding* top = rank_and_lead_with_verdict(d.findings);
+  say_python_frames(analysis, d.findings);
   say_fixes_left_out(d.findings);
   // After folding (which adds what to record next) and before the headline quotes a title.
   if (analysis.model != nullptr) fit_vocabulary_to_platform(d.findings, analysis.model->info.platform);

@@ -77,6 +77,17 @@ struct Finding {
   // Where the cause happens in the trace (its longest occurrences), for the timeline views; empty
   // when it is not one place in time (an operator's efficiency, a setting), then it spans the window.
   Occurrences where;
+  // Sentences several findings of one cause would share, as flags: folding ORs them and the
+  // diagnosis writes each into the detail once, after folding (say_python_frames).
+  struct Notes {
+    bool python_frames = false;  // the Python frames holding the host while the device idles
+    bool record_stacks = false;  // no Python frames recorded: how to record them
+    bool operator|=(const Notes& o) {
+      python_frames = python_frames || o.python_frames;
+      record_stacks = record_stacks || o.record_stacks;
+      return true;
+    }
+  } notes;
 };
 
 // What a fix changes, for Finding::fix. `saved_ns` of `selected_ns` is the time the rule says the

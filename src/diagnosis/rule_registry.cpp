@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
+#include <string>
 
 namespace ferret {
 
@@ -46,18 +48,30 @@ constexpr std::string_view kRecordJobCommunication =
 
 constexpr std::array kRules = {
     // One trace (diagnose()).
-    RuleInfo{"input-bound", S::kTrace, D::kDataPipeline, "rules_data_pipeline", R::kCause, {}},
-    RuleInfo{"low-gpu-utilization",
-             S::kTrace,
-             D::kCompute,
-             "rules_step_time",
-             R::kSymptom,
-             kLowUtilizationCauses,
-             {},
-             kRecordIdleGpu},
-    RuleInfo{"cpu-bound", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kCpuBoundCauses, {}, kRecordIdleGpu},
+    waiting_on_host(removes(RuleInfo{"input-bound", S::kTrace, D::kDataPipeline, "rules_data_pipeline", R::kCause, {}},
+                            &RetimeChanges::remove_dataloader)),
+    // The GPU waiting on the host's per-operator work: the fix (a captured graph, a compiled step)
+    // issues the step's work at no host cost.
+    waiting_on_host(removes(RuleInfo{"low-gpu-utilization",
+                                     S::kTrace,
+                                     D::kCompute,
+                                     "rules_step_time",
+                                     R::kSymptom,
+                                     kLowUtilizationCauses,
+                                     {},
+                                     kRecordIdleGpu},
+                            &RetimeChanges::remove_host_overhead)),
+    waiting_on_host(removes(
+        RuleInfo{
+            "cpu-bound", S::kTrace, D::kCompute, "rules_step_time", R::kSymptom, kCpuBoundCauses, {}, kRecordIdleGpu},
+        &RetimeChanges::remove_host_overhead)),
     RuleInfo{"device-bound", S::kTrace, D::kCompute, "rules_step_time", R::kCause, {}},
-    RuleInfo{"device-stall", S::kTrace, D::kCompute, "rule_device_stall", R::kCause, {}},
+    [] {
+      RuleInfo r = removes(RuleInfo{"device-stall", S::kTrace, D::kCompute, "rule_device_stall", R::kCause, {}},
+                           &RetimeChanges::remove_device_stalls);
+      r.device_stalled = true;
+      return r;
+    }(),
     RuleInfo{"no-tensor-cores", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
     RuleInfo{"low-occupancy", S::kTrace, D::kCompute, "rules_gpu_efficiency", R::kCause, {}},
     // Matmuls off Tensor Cores: no-tensor-cores measures the same precision step on the exact kernels.
@@ -68,11 +82,15 @@ constexpr std::array kRules = {
              R::kCause,
              {},
              "no-tensor-cores"},
-    RuleInfo{"launch-bound", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
-    RuleInfo{"host-sync", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    waiting_on_host(removes(RuleInfo{"launch-bound", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+                            &RetimeChanges::remove_launch_overhead)),
+    removes(RuleInfo{"host-sync", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+            &RetimeChanges::remove_host_sync),
     RuleInfo{"allocator-in-steady-state", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
-    RuleInfo{"pageable-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
-    RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    removes(RuleInfo{"pageable-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+            &RetimeChanges::pin_pageable_uploads),
+    removes(RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+            &RetimeChanges::remove_sync_copies),
     RuleInfo{"hot-operator", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     // Informational, written only when no finding is the verdict: it never competes for it.
     RuleInfo{"top-cost", S::kTrace, D::kCompute, "rule_top_cost", R::kCause, {}},
@@ -86,12 +104,20 @@ constexpr std::array kRules = {
     RuleInfo{"memory-fragmentation", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     RuleInfo{"allocation-churn", S::kTrace, D::kMemory, "rules_memory", R::kCause, {}},
     // Communication costs what compute does not hide: exposed-communication measures exactly that.
-    RuleInfo{
-        "communication-heavy", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}, "exposed-communication"},
-    RuleInfo{"exposed-communication", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
+    removes(RuleInfo{"communication-heavy",
+                     S::kTrace,
+                     D::kDistributed,
+                     "rules_distributed",
+                     R::kCause,
+                     {},
+                     "exposed-communication"},
+            &RetimeChanges::remove_exposed_communication),
+    removes(RuleInfo{"exposed-communication", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
+            &RetimeChanges::remove_exposed_communication),
     RuleInfo{"low-busbw", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
     RuleInfo{"slow-host-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
-    RuleInfo{"pageable-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
+    removes(RuleInfo{"pageable-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
+            &RetimeChanges::pin_pageable_uploads),
     RuleInfo{"device-activity-missing", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"graph-capture-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"initialisation-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
@@ -159,6 +185,15 @@ const RuleInfo* find_rule(std::string_view id) {
   for (const RuleInfo& r : kRules)
     if (r.id == id) return &r;
   return nullptr;
+}
+
+Finding finding_for(std::string_view id) {
+  const RuleInfo* rule = find_rule(id);
+  if (rule == nullptr) throw std::logic_error("finding_for: rule id not in the registry: " + std::string(id));
+  Finding f;
+  f.id = std::string(rule->id);
+  f.dimension = rule->dimension;
+  return f;
 }
 
 const char* rule_role_name(RuleRole r) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <string_view>
 
+#include "analysis/whatif.h"
 #include "diagnosis/finding.h"
 
 namespace ferret {
@@ -40,10 +41,30 @@ struct RuleInfo {
   // For a symptom whose fixes act on it directly (overlap hides exposed communication whatever its
   // cause): folded into its cause, it brings its fixes and its gain bound along.
   bool own_fixes = false;
+  // The what-if change that removes the cause (`ferret whatif` re-times the steps without it): the
+  // predicted gain of the finding. nullptr: the rule states its fix's change itself (Finding::fix).
+  bool RetimeChanges::*removal = nullptr;
+  // The device waits on the host's own work: the Python frames that hold the host are its evidence.
+  bool waits_on_host = false;
+  // The device idles with its work queued: the host is not what it waits for.
+  bool device_stalled = false;
 };
+
+// Row builders for what most rows leave at their defaults.
+constexpr RuleInfo removes(RuleInfo r, bool RetimeChanges::*change) {
+  r.removal = change;
+  return r;
+}
+constexpr RuleInfo waiting_on_host(RuleInfo r) {
+  r.waits_on_host = true;
+  return r;
+}
 
 std::span<const RuleInfo> rule_registry();
 const RuleInfo* find_rule(std::string_view id);  // nullptr for an id not in the table
-const char* rule_role_name(RuleRole r);          // "cause", "symptom", "window"
+// A finding of a registered rule, with what its row says (id, dimension); the rule fills in the
+// rest. An id not in the table is a programming error: std::logic_error.
+Finding finding_for(std::string_view id);
+const char* rule_role_name(RuleRole r);  // "cause", "symptom", "window"
 
 }  // namespace ferret

@@ -16,6 +16,8 @@ void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out);  /
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-bound, syncs, allocator calls, hot ops
 // host-preprocessing, and the Python frames as evidence in the host-wait findings (called by rules_host)
 void rules_host_preprocessing(const TraceAnalysis& a, std::vector<Finding>& out);
+// After folding: writes each finding's Finding::Notes on Python frames into its detail, once.
+void say_python_frames(const TraceAnalysis& a, std::vector<Finding>& findings);
 void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out);
 void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out);   // copy bandwidth, pageable copies

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 
 namespace ferret {
 
@@ -37,13 +38,11 @@ void rule_fragmented_cache(const DeviceAllocatorState& d, std::vector<Finding>& 
                                                 static_cast<double>(d.reserved_at_peak)
                                           : free_share;
   if (free_at_peak < kFragmentedFreeShare) return;
-  Finding f;
-  f.id = "allocator-fragmentation";
+  Finding f = finding_for("allocator-fragmentation");
   f.title = fmt::format(
       "Fragmented allocator cache on device {}: {:.1f} GiB of {:.1f} GiB reserved is free in {} blocks, the largest "
       "{:.0f} MiB",
       d.device, bytes_to_gib(p.inactive), bytes_to_gib(p.reserved), p.free_blocks, bytes_to_mib(p.largest_free));
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = free_share >= 0.4 ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -111,12 +110,7 @@ constexpr double kOtherProcessesShare = 0.10;
 
 Finding oom_finding(const OomCase& o) {
   const bool fragmentation = o.cached_free >= o.requested;
-  Finding f;
-  if (fragmentation)
-    f.id = "oom-fragmentation";
-  else
-    f.id = "oom-capacity";
-  f.dimension = Dimension::kMemory;
+  Finding f = finding_for(fragmentation ? "oom-fragmentation" : "oom-capacity");
   f.layer = Layer::kFramework;
   f.severity = Severity::kHigh;
   if (fragmentation) {
@@ -210,11 +204,9 @@ void rule_segment_churn(const DeviceAllocatorState& d, std::vector<Finding>& out
   if (ops < kChurnMinSegmentOps || d.allocs == 0 || d.segment_frees == 0) return;
   const double share = static_cast<double>(ops) / static_cast<double>(d.allocs);
   if (share < kChurnShareOfAllocs) return;
-  Finding f;
-  f.id = "segment-churn";
+  Finding f = finding_for("segment-churn");
   f.title = fmt::format("Allocator churn on device {}: {} segment cudaMalloc/cudaFree calls for {} allocations",
                         d.device, ops, d.allocs);
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = share >= 0.2 ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
@@ -243,12 +235,10 @@ void rule_cache_growth(const DeviceAllocatorState& d, std::vector<Finding>& out)
   if (d.segment_allocs == 0 || d.segment_frees > 0 || d.total.reserved <= 0 || !d.ooms.empty()) return;
   const double share = static_cast<double>(d.segment_alloc_bytes) / static_cast<double>(d.total.reserved);
   if (share < kGrowthShareOfReserved) return;
-  Finding f;
-  f.id = "cache-growth";
+  Finding f = finding_for("cache-growth");
   f.title =
       fmt::format("The cache grew on device {}: {} segment{} ({:.0f} MiB) cudaMalloc'd while recorded, none freed",
                   d.device, d.segment_allocs, d.segment_allocs == 1 ? "" : "s", bytes_to_mib(d.segment_alloc_bytes));
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = Severity::kInfo;
   std::string sites;
@@ -334,11 +324,9 @@ void rule_oom_other_processes(const MemoryText& text, std::vector<Finding>& out)
   const std::int64_t other = m.other_processes_bytes();
   const double share = static_cast<double>(other) / static_cast<double>(m.total_capacity);
   const bool would_fit = m.requested >= 0 && m.device_free >= 0 && saturating_add(m.device_free, other) >= m.requested;
-  Finding f;
-  f.id = "oom-other-processes";
+  Finding f = finding_for("oom-other-processes");
   f.title = fmt::format("Other processes hold {:.1f} GiB ({:.0f}%) of device {} at the out-of-memory (line {})",
                         bytes_to_gib(other), 100 * share, device_text(m.device), m.line);
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
   f.severity = would_fit ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -392,13 +380,11 @@ void rule_summary_fragmentation(const MemorySummary& s, std::vector<Finding>& ou
   const std::int64_t gap = saturating_sub(reserved.peak, allocated.peak);
   const double share = static_cast<double>(gap) / static_cast<double>(reserved.peak);
   if (gap < kFragmentedMinFreeBytes || share < kFragmentedFreeShare) return;
-  Finding f;
-  f.id = "summary-fragmentation";
+  Finding f = finding_for("summary-fragmentation");
   f.title = fmt::format(
       "Fragmentation on device {}: {} cudaMalloc retries, {:.1f} GiB reserved at the peak for {:.1f} GiB of tensors {}",
       device_text(s.device), s.alloc_retries, bytes_to_gib(reserved.peak), bytes_to_gib(allocated.peak),
       summary_where(s));
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = s.ooms > 0 ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -442,12 +428,10 @@ void rule_summary_cached(const MemorySummary& s, std::vector<Finding>& out) {
   if (idle < kCacheMinIdleBytes ||
       static_cast<double>(reserved.current) < kCacheOverPeak * static_cast<double>(allocated.peak))
     return;
-  Finding f;
-  f.id = "summary-cached-memory";
+  Finding f = finding_for("summary-cached-memory");
   f.title = fmt::format("Cache held on device {}: {:.1f} GiB reserved, tensors peaked at {:.1f} GiB {}",
                         device_text(s.device), bytes_to_gib(reserved.current), bytes_to_gib(allocated.peak),
                         summary_where(s));
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = idle >= 4 * kCacheMinIdleBytes ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
@@ -480,11 +464,9 @@ void rule_summary_churn(const MemorySummary& s, std::vector<Finding>& out) {
   const std::int64_t held = std::max<std::int64_t>({seg.peak, seg.current, 1});
   const double refills = static_cast<double>(seg.allocated) / static_cast<double>(held);
   if (refills < kSummaryChurnRefills) return;
-  Finding f;
-  f.id = "summary-segment-churn";
+  Finding f = finding_for("summary-segment-churn");
   f.title = fmt::format("Allocator churn on device {}: {} segments cudaMalloc'd, {} freed, at most {} held {}",
                         device_text(s.device), seg.allocated, seg.freed, held, summary_where(s));
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = refills >= 20 ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
@@ -521,12 +503,10 @@ void rule_summary_activations(const MemorySummary& s, std::vector<Finding>& out)
   const std::int64_t transient = saturating_sub(a.peak, a.current);
   const double share = static_cast<double>(transient) / static_cast<double>(a.peak);
   if (transient < kTransientMinBytes || share < kTransientShareOfPeak) return;
-  Finding f;
-  f.id = "summary-activation-peak";
+  Finding f = finding_for("summary-activation-peak");
   f.title = fmt::format(
       "Activations dominate the peak on device {}: {:.1f} GiB of the {:.1f} GiB peak is transient (now {:.1f} GiB) {}",
       device_text(s.device), bytes_to_gib(transient), bytes_to_gib(a.peak), bytes_to_gib(a.current), summary_where(s));
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   f.severity = s.ooms > 0 ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(

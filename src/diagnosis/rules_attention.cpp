@@ -3,6 +3,7 @@
 
 #include "analysis/op_cost.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -56,9 +57,7 @@ void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out) {
   }
   const char* time_kind = at.on_gpu ? "GPU time" : "host time";
 
-  Finding f;
-  f.id = "unfused-attention";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("unfused-attention");
   f.layer = Layer::kOperator;
   f.title = fmt::format("Unfused attention: matmul -> softmax -> matmul takes {:.0f}% of the analysed time{}",
                         100 * share, math_fallback ? " (scaled_dot_product_attention fell back to its math path)" : "");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/window_activity.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -71,9 +72,7 @@ void rules_compile(const TraceAnalysis& a, std::vector<Finding>& out) {
   if (w.window_ns <= 0 || c.ns <= 0 || w.activity == WindowActivity::kInitialisation) return;
   const double share = static_cast<double>(c.ns) / static_cast<double>(w.window_ns);
   if (share < kCompileShare) return;
-  Finding f;
-  f.id = "compile-in-window";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("compile-in-window");
   f.layer = Layer::kFramework;
   f.severity = share >= kCompileHigh ? Severity::kHigh : Severity::kMedium;
   const bool recompiled = c.recompiles > 0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "analysis/tensor_cores.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -46,9 +47,7 @@ void rule_cpu_matmul_dominated(const TraceAnalysis& a, std::vector<Finding>& out
   const CpuGemmRate& g = a.cpu_gemm;
   const bool reduced = g.all_gemm_ns > 0 && g.reduced_precision_ns * 2 >= g.all_gemm_ns;
   const char* reduced_dtype = g.fp16_ns * 2 > g.reduced_precision_ns ? "fp16" : "bf16";
-  Finding f;
-  f.id = "matmul-dominated";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("matmul-dominated");
   f.layer = Layer::kOperator;
   f.severity = share > 0.7 ? Severity::kHigh : Severity::kMedium;
   f.evidence = {{"matmul_conv_share_pct", share * 100, "%"},
@@ -218,9 +217,7 @@ bool rule_slow_cpu_matmul(const TraceAnalysis& a, std::vector<Finding>& out) {
                         : peak > 0 ? std::max(kOptimisedCpuGemmGflops * scale, kOptimisedShareOfPeak * peak)
                                    : kOptimisedCpuGemmGflops * scale;
   const std::string blas = host.blas_name();
-  Finding f;
-  f.id = "slow-cpu-matmul";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("slow-cpu-matmul");
   f.layer = Layer::kOperator;
   f.title = fmt::format(
       "Slow CPU matrix multiplies: {} runs at {:.1f} GFLOP/s ({}), far below any optimised BLAS (tens of GFLOP/s on "

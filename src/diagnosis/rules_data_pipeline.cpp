@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -96,15 +97,13 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const double share = b.average_pct_of(StepCategory::kDataLoader) / 100.0;
   if (share < kInputBoundModerate) return;
 
-  Finding f;
-  f.id = "input-bound";
+  Finding f = finding_for("input-bound");
   f.title =
       b.has_steps
           ? fmt::format("Input-bound: {:.0f}% of each {:.0f} ms step waits for the DataLoader ({:.1f} ms per step)",
                         100 * share, ns_to_ms(b.average_duration_ns), ns_to_ms(b.average_of(StepCategory::kDataLoader)))
           : fmt::format("Input-bound: {:.0f}% of the {:.0f} ms {} waits for the DataLoader", 100 * share,
                         ns_to_ms(b.average_duration_ns), window_noun(a));
-  f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kFramework;
   f.severity = share >= kInputBoundHigh ? Severity::kHigh : Severity::kMedium;
   // A CPU-only trace: the model runs on the host, so no GPU idles and no host-to-device copy exists.

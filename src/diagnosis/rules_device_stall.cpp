@@ -16,6 +16,7 @@
 
 #include "analysis/causality.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -42,9 +43,7 @@ void rule_device_stall(const TraceAnalysis& a, std::vector<Finding>& out) {
     const bool rocm = a.model != nullptr && a.model->info.platform == Platform::kRocm;
     const double idle = 1.0 - static_cast<double>(d.busy_ns) / window;
 
-    Finding f;
-    f.id = "device-stall";
-    f.dimension = Dimension::kCompute;
+    Finding f = finding_for("device-stall");
     f.layer = Layer::kMacro;
     f.severity = stalled >= kStallShareHigh ? Severity::kHigh : Severity::kMedium;
     f.title = fmt::format(

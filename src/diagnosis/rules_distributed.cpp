@@ -8,6 +8,7 @@
 #include "analysis/classify.h"
 #include "base/units.h"
 #include "diagnosis/communication_fixes.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -70,12 +71,10 @@ constexpr double kCommunicationHeavyShare = 0.10;
 void rule_communication_heavy(const TraceAnalysis& a, std::vector<Finding>& out) {
   const CommunicationResult& c = a.communication;
   if (!c.present || c.comm_share <= kCommunicationHeavyShare) return;
-  Finding f;
-  f.id = "communication-heavy";
+  Finding f = finding_for("communication-heavy");
   f.title = fmt::format("Communication-heavy: {} run {:.0f}% {} ({:.0f}% exposed)",
                         c.on_host ? "gloo collectives" : "NCCL kernels", share_to_pct(c.comm_share), window_phrase(a),
                         share_to_pct(c.exposed_share));
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kMacro;
   f.severity = exposed_severity(c.exposed_share);
   f.detail = fmt::format(
@@ -109,12 +108,10 @@ constexpr double kPeerWaitShare = 0.5;
 void rule_exposed_communication(const TraceAnalysis& a, std::vector<Finding>& out) {
   const CommunicationResult& c = a.communication;
   if (!c.present || c.exposed_share < kExposedModerate) return;
-  Finding f;
-  f.id = "exposed-communication";
+  Finding f = finding_for("exposed-communication");
   const char* backend = c.on_host ? "gloo" : "NCCL";
   f.title = fmt::format("Exposed communication: {:.0f}% {} waits on {} with no compute to hide it",
                         share_to_pct(c.exposed_share), window_phrase(a), backend);
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = exposed_severity(c.exposed_share);
   f.detail = fmt::format(
@@ -195,12 +192,10 @@ void rule_low_busbw(const TraceAnalysis& a, std::vector<Finding>& out) {
   // Time the exposed communication would lose at link speed: the exposed part shrinks by the
   // ratio of achieved to peak bandwidth (an upper bound on the gain).
   const double share = std::max(0.0, c.exposed_share * (1.0 - u.best_large_efficiency));
-  Finding f;
-  f.id = "low-busbw";
+  Finding f = finding_for("low-busbw");
   f.title = fmt::format("Low NCCL bandwidth: {} reaches {:.1f} GB/s bus bandwidth, {:.0f}% of {} ({:.0f} GB/s)",
                         collective_name(u.kind), u.best_large_busbw_gbps, share_to_pct(u.best_large_efficiency), u.link,
                         u.link_gbps);
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = share >= kExposedModerate ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(

@@ -13,6 +13,7 @@
 #include "analysis/tensor_cores.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -163,12 +164,10 @@ void rule_no_tensor_cores(const DeviceMetrics& d, const TraceAnalysis& a, std::v
   if (without < kNoTensorCoresLow || covered >= kNoTensorCoresMaxCovered) return;
   if (!enough_evidence(d, d.tc_eligible_without_tc_ns)) return;
 
-  Finding f;
-  f.id = "no-tensor-cores";
+  Finding f = finding_for("no-tensor-cores");
   f.title =
       fmt::format("Mixed precision: {:.0f}% of GPU kernel time is convolution/matmul work running without {} on {}",
                   100 * without, matrix_unit_name(d), device_label(d));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = without >= kNoTensorCoresHigh     ? Severity::kHigh
                : without >= kNoTensorCoresMedium ? Severity::kMedium
@@ -234,13 +233,11 @@ void rule_low_occupancy(const DeviceMetrics& d, std::vector<Finding>& out) {
   const double kernel_share = static_cast<double>(d.non_matmul_occupancy_ns) / static_cast<double>(d.kernel_ns);
   if (kernel_share < kLowOccupancyMinKernelShare || !enough_evidence(d, d.non_matmul_occupancy_ns)) return;
 
-  Finding f;
-  f.id = "low-occupancy";
+  Finding f = finding_for("low-occupancy");
   f.title = fmt::format(
       "Low occupancy: element-wise and reduction kernels on {} keep {:.0f}% of their warp slots busy ({:.0f}% of "
       "kernel time)",
       device_label(d), d.non_matmul_occupancy_pct, 100 * kernel_share);
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = d.non_matmul_occupancy_pct < kVeryLowOccupancyPct ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
@@ -380,13 +377,11 @@ void rule_matmul_dominated(const DeviceMetrics& d, const TraceAnalysis& a, std::
           ? std::min(1.0, static_cast<double>(d.tensor_core_ns) / static_cast<double>(d.matmul_conv_ns))
           : 0.0;
 
-  Finding f;
-  f.id = "matmul-dominated";
+  Finding f = finding_for("matmul-dominated");
   const std::string units = matrix_unit_name(d);
   f.title = fmt::format("Matmul-dominated: GEMM/convolution kernels take {:.0f}% of GPU compute time on {}{}",
                         d.matmul_conv_pct, device_label(d),
                         units.empty() ? "" : fmt::format(" ({:.0f}% of it on {})", 100 * on_tensor_cores, units));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = on_tensor_cores < kMatmulOnTensorCoresEnough ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(

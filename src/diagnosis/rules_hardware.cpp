@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -38,12 +39,10 @@ void rule_slow_host_copies(const HardwareResult& h, std::vector<Finding>& out) {
   const double share = lost_ns / static_cast<double>(h.window_ns);
   if (static_cast<double>(large_time) / static_cast<double>(h.window_ns) < kSlowCopyMinShare) return;
   const CopyStats& w = *worst;
-  Finding f;
-  f.id = "slow-host-copies";
+  Finding f = finding_for("slow-host-copies");
   f.title = fmt::format("Slow host copies: {} {} copies reach {:.1f} GB/s, {:.0f}% of {} ({:.0f} GB/s)",
                         copy_direction_name(w.direction), host_memory_name(w.host_memory), w.large_gbps,
                         share_to_pct(w.large_efficiency), w.link, w.peak_gbps);
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
   f.severity = share >= 0.05 ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
@@ -108,12 +107,10 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
   }
   const double pageable_of_host =
       h.host_copy_bytes > 0 ? static_cast<double>(h.pageable_bytes) / static_cast<double>(h.host_copy_bytes) : 0.0;
-  Finding f;
-  f.id = "pageable-copies";
+  Finding f = finding_for("pageable-copies");
   f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
   f.title = fmt::format("Pageable copies: {} copies from/to pageable host memory take {:.1f}% of the window",
                         h.pageable_count, share_to_pct(share));
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kHardware;
   f.severity =
       share >= kPageableHigh ? Severity::kHigh : (share >= kPageableMedium ? Severity::kMedium : Severity::kLow);

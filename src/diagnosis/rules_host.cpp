@@ -11,6 +11,7 @@
 
 #include "analysis/tensor_cores.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -99,12 +100,10 @@ void rule_launch_bound(const HostBlockersResult& h, const RooflineResult& roofli
   // Bound: CUDA graphs / fusion remove the host's issue time from the GPU's critical path, so at most
   // the GPU idle time spent waiting for the host to issue work comes back.
   const double share = share_of(l.idle.issuing_ns(), h.window_ns);
-  Finding f;
-  f.id = "launch-bound";
+  Finding f = finding_for("launch-bound");
   f.title = fmt::format(
       "Launch-bound: {:.0f}% of the time the GPU waits while the host launches {} kernels of median {:.1f} us",
       share_to_pct(share), l.kernels, ns_to_us(l.median_kernel_ns));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = l.launch_overhead_share >= kHostHigh ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -265,8 +264,7 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
     if (in_optimizer == s.count) return;
     share = share_of(s.total_ns, h.window_ns);
   }
-  Finding f;
-  f.id = "host-sync";
+  Finding f = finding_for("host-sync");
   if (h.has_gpu)
     f.title =
         fmt::format("Host syncs: {} device syncs leave the GPU idle {:.1f}% of the time", s.count, share_to_pct(share));
@@ -274,7 +272,6 @@ void rule_host_sync(const HostBlockersResult& h, const AnalysisContext& ctx, std
     f.title = fmt::format(
         "Host syncs: {} tensor reads on the host ({} of {} steps); each stalls the GPU once this runs on CUDA", s.count,
         s.steps_with_syncs, s.per_step.size());
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = severity;
   std::string per_step;
@@ -348,8 +345,7 @@ void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
     calls = a.count;
     call_ns = a.total_ns;
   }
-  Finding f;
-  f.id = "allocator-in-steady-state";
+  Finding f = finding_for("allocator-in-steady-state");
   f.title = a.steady_state_known
                 ? fmt::format(
                       "Allocator calls in steady state: {} cudaMalloc/cudaFree-type calls after the first step take "
@@ -357,7 +353,6 @@ void rule_allocator(const HostBlockersResult& h, std::vector<Finding>& out) {
                       calls, share_to_pct(share))
                 : fmt::format("Allocator calls: {} cudaMalloc/cudaFree-type calls take {:.1f}% of the trace", calls,
                               share_to_pct(share));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = severity;
   f.detail = fmt::format(
@@ -405,12 +400,10 @@ void rule_pageable_copy(const HostBlockersResult& h, std::vector<Finding>& out) 
   if (c.pageable_copies == 0 || h.window_ns <= 0) return;
   const double share = share_of(c.pageable_cost_ns, h.window_ns);
   if (share < kHostFloor) return;
-  Finding f;
-  f.id = "pageable-copy";
+  Finding f = finding_for("pageable-copy");
   f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
   f.title = fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies,
                         share_to_pct(share));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kHardware;
   f.severity = host_severity(share);
   f.detail = fmt::format(
@@ -447,14 +440,12 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
   if (c.sync_copy_calls == 0 || h.window_ns <= 0) return;
   const double share = share_of(c.sync_copy_ns, h.window_ns);
   if (share < kHostFloor) return;
-  Finding f;
-  f.id = "sync-copy";
+  Finding f = finding_for("sync-copy");
   // A synchronous copy waits for the GPU's queue like a device sync: one cause with host-sync, so
   // when both fire one finding carries both (copies that were syncs are counted there only).
   f.cause = "host-sync";
   f.title = fmt::format("Synchronous copies: {} blocking memcpy/memset calls take {:.1f}% of the time",
                         c.sync_copy_calls, share_to_pct(share));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = host_severity(share);
   f.detail = fmt::format(
@@ -543,9 +534,7 @@ void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out) {
   const auto slow = std::find_if(slow_paths().begin(), slow_paths().end(),
                                  [&](const SlowPath& p) { return op.name.find(p.name_part) != std::string::npos; });
   const bool is_slow_path = slow != slow_paths().end();
-  Finding f;
-  f.id = "top-cost";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("top-cost");
   f.layer = Layer::kOperator;
   f.severity = Severity::kInfo;
   f.title = fmt::format("The largest cost is {}: {:.0f}% of the {} time in operators ({} call{}, {}){}", op.name,
@@ -668,8 +657,7 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
   if (of_gpu < kHotOperatorShare || share < kHostFloor) return;
   // A no-operator row's name is "no operator: KERNEL"; its text names the kernel.
   const std::string name = op.no_operator ? op.name.substr(std::string_view("no operator: ").size()) : op.name;
-  Finding f;
-  f.id = "hot-operator";
+  Finding f = finding_for("hot-operator");
   f.title = op.no_operator
                 ? fmt::format(
                       "Hot kernel outside PyTorch's operators: {} runs {:.0f}% of the GPU time ({} launches, "
@@ -677,7 +665,6 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
                       name, share_to_pct(of_gpu), op.calls, ns_to_ms(op.device_self_ns))
                 : fmt::format("Hot operator: {} runs {:.0f}% of the GPU time ({} calls, {:.2f} ms)", op.name,
                               share_to_pct(of_gpu), op.calls, ns_to_ms(op.device_self_ns));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kOperator;
   f.severity = of_gpu >= kHotOperatorMedium ? Severity::kMedium : Severity::kLow;
   const KernelStat* top_kernel = nullptr;  // a no-operator row is its kernel already

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -87,13 +88,11 @@ void rule_host_preprocessing(const PythonFramesResult& p, std::vector<Finding>& 
   const double host_ms = per_step(p, p.preprocessing_ns);
   const double idle_ms = per_step(p, p.preprocessing_idle_ns);
   const std::string kinds = kinds_text(p.preprocessing_kinds);
-  Finding f;
-  f.id = "host-preprocessing";
+  Finding f = finding_for("host-preprocessing");
   const std::string period =
       p.steps > 0 ? fmt::format("each {:.1f} ms step", step_ms) : fmt::format("the {:.1f} ms window", step_ms);
   f.title = fmt::format("Host preprocessing: {:.1f} ms of {} ({:.0f}%) is {} while the GPU waits", host_ms, period,
                         share_to_pct(share_of(p.preprocessing_ns, p.window_ns)), kinds);
-  f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kFramework;
   f.severity = preprocessing_severity(share);
   f.detail = fmt::format(
@@ -148,36 +147,34 @@ void rule_host_preprocessing(const PythonFramesResult& p, std::vector<Finding>& 
 
 // The findings that say the GPU waits on the host.
 bool waits_on_host(const Finding& f) {
-  return f.id == "launch-bound" || f.id == "cpu-bound" || f.id == "input-bound" || f.id == "low-gpu-utilization";
+  const RuleInfo* rule = find_rule(f.id);
+  return rule != nullptr && rule->waits_on_host;
+}
+
+// A finding explained by a fired one whose device idles with its work queued: the host's Python is
+// not what it waits on.
+bool explained_by_a_stalled_device(const Finding& f, const std::vector<Finding>& fired) {
+  const RuleInfo* rule = find_rule(f.id);
+  if (rule == nullptr) return false;
+  return std::any_of(fired.begin(), fired.end(), [&](const Finding& g) {
+    const RuleInfo* cause = find_rule(g.id);
+    return cause != nullptr && cause->device_stalled &&
+           std::find(rule->explained_by.begin(), rule->explained_by.end(), g.id) != rule->explained_by.end();
+  });
 }
 
 // The Python frames holding the host as evidence in those findings; without Python events, how
 // to record them.
 void annotate_with_python_frames(const TraceAnalysis& a, std::vector<Finding>& out) {
   const PythonFramesResult& p = a.python_frames;
-  // A device that stalls with its work queued does not wait on the host's Python.
-  const bool stalled = std::any_of(out.begin(), out.end(), [](const Finding& f) { return f.id == "device-stall"; });
   for (Finding& f : out) {
-    if (!waits_on_host(f) || (stalled && f.id == "low-gpu-utilization")) continue;
+    if (!waits_on_host(f) || explained_by_a_stalled_device(f, out)) continue;
     if (!p.recorded) {
-      // The legacy autograd export has no python_function events even with with_stack=True.
-      const bool legacy = a.model != nullptr && a.model->info.generation == FormatGeneration::kLegacyAutograd;
-      // Once per finding: a cause that absorbed its symptoms (verdict.h) may carry their details.
-      if (f.detail.find("would name the Python code") != std::string::npos) continue;
-      f.detail += legacy ? " This legacy autograd export holds no Python frames; a Kineto trace (torch.profiler in a "
-                           "torch built with Kineto) recorded with `with_stack=True` would name the Python code that "
-                           "holds the host."
-                         : " Recording with `torch.profiler.profile(..., with_stack=True)` would name the Python code "
-                           "that holds the host.";
+      f.notes.record_stacks = true;
       continue;
     }
-    const std::vector<PythonFrameStat> shown = frames_to_show(p);
-    if (shown.empty() || p.python_idle_ns <= 0) continue;
-    f.detail += fmt::format(
-        " Python frames on the launching thread while the GPU idles (GPU idle {} while on the stack): {}; {:.1f} ms {} "
-        "of "
-        "the idle time is in Python outside any operator.",
-        per_period(p), frame_list(p, shown), per_step(p, p.python_only_idle_ns), per_period(p));
+    if (frames_to_show(p).empty() || p.python_idle_ns <= 0) continue;
+    f.notes.python_frames = true;
     f.evidence.push_back({"gpu_idle_in_python_pct", share_to_pct(share_of(p.python_idle_ns, p.window_ns)), "%"});
     f.evidence.push_back(
         {"gpu_idle_in_python_outside_ops_pct", share_to_pct(share_of(p.python_only_idle_ns, p.window_ns)), "%"});
@@ -185,6 +182,25 @@ void annotate_with_python_frames(const TraceAnalysis& a, std::vector<Finding>& o
 }
 
 }  // namespace
+
+void say_python_frames(const TraceAnalysis& a, std::vector<Finding>& findings) {
+  const PythonFramesResult& p = a.python_frames;
+  // The legacy autograd export has no python_function events even with with_stack=True.
+  const bool legacy = a.model != nullptr && a.model->info.generation == FormatGeneration::kLegacyAutograd;
+  for (Finding& f : findings) {
+    if (f.notes.record_stacks)
+      f.detail += legacy ? " This legacy autograd export holds no Python frames; a Kineto trace (torch.profiler in a "
+                           "torch built with Kineto) recorded with `with_stack=True` would name the Python code that "
+                           "holds the host."
+                         : " Recording with `torch.profiler.profile(..., with_stack=True)` would name the Python code "
+                           "that holds the host.";
+    if (f.notes.python_frames)
+      f.detail += fmt::format(
+          " Python frames on the launching thread while the GPU idles (GPU idle {} while on the stack): {}; {:.1f} ms "
+          "{} of the idle time is in Python outside any operator.",
+          per_period(p), frame_list(p, frames_to_show(p)), per_step(p, p.python_only_idle_ns), per_period(p));
+  }
+}
 
 void rules_host_preprocessing(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_host_preprocessing(a.python_frames, out);

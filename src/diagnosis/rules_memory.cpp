@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -26,12 +27,10 @@ constexpr double kNearCapacityHighShare = 0.97;
 void rule_near_capacity(const MemoryResult& m, std::vector<Finding>& out) {
   for (const MemoryDevice& d : m.devices) {
     if (d.device_type <= 0 || d.capacity_bytes <= 0 || d.peak_reserved_share <= kNearCapacityShare) continue;
-    Finding f;
-    f.id = "memory-near-capacity";
+    Finding f = finding_for("memory-near-capacity");
     f.title = fmt::format("Memory near capacity: {} peaks at {:.0f}% of its {:.1f} GiB (reserved {:.1f} GiB)",
                           device_label(d), share_to_pct(d.peak_reserved_share), bytes_to_gib(d.capacity_bytes),
                           bytes_to_gib(d.peak_reserved));
-    f.dimension = Dimension::kMemory;
     f.layer = Layer::kHardware;
     f.severity = d.peak_reserved_share >= kNearCapacityHighShare ? Severity::kHigh : Severity::kMedium;
     f.detail = fmt::format(
@@ -83,12 +82,10 @@ void rule_fragmentation(const MemoryResult& m, const AttentionPatternsResult& at
     if (d.device_type <= 0 || d.fragmentation_at_peak < 0 || d.fragmentation_at_peak <= kFragmentationShare) continue;
     const std::int64_t idle = d.peak_reserved - d.allocated_at_peak_reserved;
     if (idle < kFragmentationMinIdleBytes) continue;
-    Finding f;
-    f.id = "memory-fragmentation";
+    Finding f = finding_for("memory-fragmentation");
     f.title =
         fmt::format("Fragmented allocator cache: {:.0f}% of the {:.1f} GiB reserved on {} was idle when it peaked",
                     share_to_pct(d.fragmentation_at_peak), bytes_to_gib(d.peak_reserved), device_label(d));
-    f.dimension = Dimension::kMemory;
     f.layer = Layer::kFramework;
     if (d.peak_reserved_share >= kFragmentationHighCapacityShare)
       f.severity = Severity::kHigh;
@@ -153,11 +150,9 @@ void rule_allocation_churn(const MemoryResult& m, std::vector<Finding>& out) {
   }
   const double allocator_share =
       m.window_ns > 0 ? static_cast<double>(m.allocator_call_ns) / static_cast<double>(m.window_ns) : 0.0;
-  Finding f;
-  f.id = "allocation-churn";
+  Finding f = finding_for("allocation-churn");
   f.title = fmt::format("Allocator churn: the CUDA cache grows or shrinks {:.1f} times per step after warm-up",
                         m.reserved_changes_per_step);
-  f.dimension = Dimension::kMemory;
   f.layer = Layer::kFramework;
   if (allocator_share >= kChurnAllocatorTimeHigh)
     f.severity = Severity::kHigh;

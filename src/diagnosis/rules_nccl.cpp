@@ -10,6 +10,7 @@
 #include "base/rank_list.h"
 #include "base/text.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/verdict.h"
 
 namespace ferret {
@@ -70,8 +71,7 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
   // From one host's log the job's hosts are known only as "at least".
   const std::string hosts_text =
       s.hosts_at_least > s.hosts_in_job ? fmt::format(">= {}", s.hosts_at_least) : fmt::format("{}", s.hosts_at_least);
-  Finding f;
-  f.id = "nccl-socket-transport";
+  Finding f = finding_for("nccl-socket-transport");
   if (by_connections && s.hosts_at_least > s.hosts_in_job && !socket_peers.empty())
     f.title = fmt::format("NCCL reaches rank{} {} on another host over TCP sockets ({} NET/Socket connections)",
                           socket_peers.size() == 1 ? "" : "s", fit_width(format_rank_list(socket_peers), 30),
@@ -82,7 +82,6 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
   else
     f.title = fmt::format("NCCL uses the socket network on a {}-host job ({} ranks say `Using network Socket`)",
                           hosts_text, socket_ranks);
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = Severity::kHigh;
   f.detail =
@@ -144,13 +143,11 @@ void rule_gdr_disabled(const NcclSetup& s, std::vector<Finding>& out) {
     }
   const bool rdma = s.net_ib_connections > 0;
   if (!(rdma && s.net_without_gdr > 0) && !(disabled_lines > 0 && (rdma || s.net_connections == 0))) return;
-  Finding f;
-  f.id = "nccl-gdr-disabled";
+  Finding f = finding_for("nccl-gdr-disabled");
   f.title = s.net_without_gdr > 0
                 ? fmt::format("GPU Direct RDMA unused: {} of {} network connections stage data through host memory",
                               s.net_without_gdr, s.net_ib_connections)
                 : fmt::format("GPU Direct RDMA disabled on {} host{}", hosts.size(), hosts.size() == 1 ? "" : "s");
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = Severity::kMedium;
   f.detail =
@@ -187,13 +184,11 @@ void rule_p2p_disabled(const NcclSetup& s, std::vector<Finding>& out) {
       if (u.kind == NcclTransportKind::kShm) shm += u.connections;
     if (shm > 0 || h.p2p_disabled_pairs > 0) hosts.push_back(h.host);
   }
-  Finding f;
-  f.id = "nccl-p2p-disabled";
+  Finding f = finding_for("nccl-p2p-disabled");
   f.title = s.intra_host_shm > 0
                 ? fmt::format("Peer-to-peer off: {} connections between GPUs of one host go through host memory (SHM)",
                               s.intra_host_shm)
                 : "Peer-to-peer between GPUs of one host is disabled";
-  f.dimension = Dimension::kDistributed;
   f.layer = p2p_disable == "1" ? Layer::kFramework : Layer::kHardware;
   f.severity = s.intra_host_shm > 0 ? Severity::kHigh : Severity::kMedium;
   f.detail =
@@ -232,10 +227,8 @@ void rule_version_mismatch(const NcclSetup& s, std::vector<Finding>& out) {
   std::vector<std::string> parts;
   for (const auto& [version, processes] : s.version_processes)
     parts.push_back(fmt::format("{} on {}", version, join(processes, 3)));
-  Finding f;
-  f.id = "nccl-version-mismatch";
+  Finding f = finding_for("nccl-version-mismatch");
   f.title = fmt::format("NCCL version mismatch: {} versions across ranks ({})", s.versions.size(), join(s.versions, 3));
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = Severity::kHigh;
   f.detail = fmt::format(
@@ -260,10 +253,8 @@ void rule_driver_mismatch(const NcclSetup& s, std::vector<Finding>& out) {
   if (s.drivers.size() < 2) return;
   std::vector<std::string> drivers;
   for (int d : s.drivers) drivers.push_back(fmt::format("{}.{}", d / 1000, (d % 1000) / 10));
-  Finding f;
-  f.id = "nccl-driver-mismatch";
+  Finding f = finding_for("nccl-driver-mismatch");
   f.title = fmt::format("CUDA driver differs across hosts: {}", join(drivers, 4));
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kHardware;
   f.severity = Severity::kLow;
   f.detail =
@@ -296,10 +287,8 @@ void rule_config_mismatch(const NcclSetup& s, std::vector<Finding>& out) {
     lines.push_back(v.name + ": " + join(parts, 3, "; "));
   }
   if (differing == 0) return;
-  Finding f;
-  f.id = "nccl-config-mismatch";
+  Finding f = finding_for("nccl-config-mismatch");
   f.title = fmt::format("NCCL settings differ between ranks: {} variable{}", differing, differing == 1 ? "" : "s");
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = only_per_host ? Severity::kLow : Severity::kMedium;
   f.detail =
@@ -337,9 +326,7 @@ void rule_missing_ranks(const NcclSetup& s, std::vector<Finding>& out) {
     }
     ++emitted;
     const std::int64_t logged = c.nranks - c.missing_count;
-    Finding f;
-    f.id = "nccl-missing-ranks";
-    f.dimension = Dimension::kDistributed;
+    Finding f = finding_for("nccl-missing-ranks");
     f.layer = Layer::kFramework;
     if (!c.incomplete_ranks.empty()) {
       f.title =
@@ -370,9 +357,7 @@ void rule_missing_ranks(const NcclSetup& s, std::vector<Finding>& out) {
     out.push_back(std::move(f));
   }
   if (more == 0) return;
-  Finding f;
-  f.id = "nccl-missing-ranks";
-  f.dimension = Dimension::kDistributed;
+  Finding f = finding_for("nccl-missing-ranks");
   f.layer = Layer::kFramework;
   f.severity = more_incomplete > 0 ? Severity::kHigh : Severity::kMedium;
   f.title = fmt::format("{} more communicators with missing or incomplete ranks", more);
@@ -419,12 +404,10 @@ void rule_slow_init(const NcclSetup& s, std::vector<Finding>& out) {
     if (c.init_max_s > kSlowInitSeconds && (slowest == nullptr || c.init_max_s > slowest->init_max_s)) slowest = &c;
   if (slowest == nullptr) return;
   const NcclCommSummary& c = *slowest;
-  Finding f;
-  f.id = "nccl-slow-init";
+  Finding f = finding_for("nccl-slow-init");
   f.title = fmt::format(
       "Slow NCCL init: {:.1f} s on rank {} ({} ranks){}", c.init_max_s, c.init_slowest_rank, c.nranks,
       c.init_slowest_phase.empty() ? "" : fmt::format(", {} {:.1f} s", c.init_slowest_phase, c.init_slowest_phase_s));
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = c.init_max_s > kVerySlowInitSeconds ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
@@ -456,11 +439,9 @@ void rule_warnings(const NcclSetup& s, std::vector<Finding>& out) {
       if (w.message.find(word) != std::string::npos) severe = true;
     lines.push_back(fmt::format("{}x \"{}\" ({})", w.count, fit_width(w.message, 100), join(w.processes, 3)));
   }
-  Finding f;
-  f.id = "nccl-warnings";
+  Finding f = finding_for("nccl-warnings");
   f.title = fmt::format("{} NCCL WARN line{} ({} distinct)", s.warning_lines, s.warning_lines == 1 ? "" : "s",
                         s.warnings.size());
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kFramework;
   f.severity = severe ? Severity::kHigh : Severity::kMedium;
   f.detail = "NCCL warned: " + join(lines, 3, "; ") + ".";
@@ -499,8 +480,7 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
   };
   if (impossible != nullptr) {
     const NcclBandwidthCheck& b = *impossible;
-    Finding f;
-    f.id = "nccl-busbw-impossible";
+    Finding f = finding_for("nccl-busbw-impossible");
     f.title = fmt::format("{} bus bandwidth {:.1f} GB/s is not possible over {} ({:.1f} GB/s)", collective_name(b.kind),
                           b.busbw_gbps, b.transport, b.ceiling_gbps);
     base(b, f);
@@ -519,8 +499,7 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
   }
   if (low != nullptr) {
     const NcclBandwidthCheck& b = *low;
-    Finding f;
-    f.id = "nccl-busbw-low";
+    Finding f = finding_for("nccl-busbw-low");
     f.title = fmt::format("{} reaches {:.1f} GB/s, {:.0f}% of {} ({:.0f} GB/s)", collective_name(b.kind), b.busbw_gbps,
                           100.0 * b.fraction, b.transport, b.ceiling_gbps);
     base(b, f);

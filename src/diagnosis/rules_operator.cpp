@@ -13,6 +13,7 @@
 #include "analysis/input_shapes.h"
 #include "analysis/whatif.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -133,9 +134,7 @@ void rule_gemm_shape(const TraceAnalysis& a, std::vector<Finding>& out) {
   const RooflineGroup& g = *top.group;
   const double efficiency = top.ideal_ns / static_cast<double>(g.kernel_ns);
 
-  Finding f;
-  f.id = "gemm-shape";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("gemm-shape");
   f.layer = Layer::kOperator;
   f.title = fmt::format("GEMM shapes: {} ({}) runs at {:.0f}% of its roofline, {}", g.op, dims_text(g),
                         100 * efficiency, issue_words(top.issue));
@@ -221,9 +220,7 @@ void rule_elementwise_chain(const TraceAnalysis& a, std::vector<Finding>& out) {
   if (share < kChainMinShare) return;
   const ElementwiseChainPattern& top = c.patterns.front();
 
-  Finding f;
-  f.id = "elementwise-chain";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("elementwise-chain");
   f.layer = Layer::kOperator;
   f.title = fmt::format(
       "Unfused element-wise chains: {} runs of {:.1f} memory-bound kernels on average between GEMMs "
@@ -421,9 +418,7 @@ void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding
   if (batch_norm_calls + bn_training_kernels > 0)
     what += fmt::format("{}{} batch norm{} computing batch statistics", what.empty() ? "" : " and ",
                         batch_norm_calls + bn_training_kernels, batch_norm_calls + bn_training_kernels == 1 ? "" : "s");
-  Finding f;
-  f.id = "inference-in-training-mode";
-  f.dimension = Dimension::kCompute;
+  Finding f = finding_for("inference-in-training-mode");
   f.layer = Layer::kFramework;
   f.severity = Severity::kMedium;
   f.title = fmt::format(

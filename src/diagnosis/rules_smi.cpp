@@ -8,6 +8,7 @@
 #include "base/statistics.h"
 #include "base/terminal_text.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 
 namespace ferret {
 
@@ -75,13 +76,11 @@ void rule_gpu_starved(const SmiLog& log, const SmiStats& stats, std::vector<Find
   }
   if (starved.empty()) return;
   const double mean = sum / static_cast<double>(starved.size());
-  Finding f;
-  f.id = "gpu-starved";
+  Finding f = finding_for("gpu-starved");
   f.title = starved.size() == 1
                 ? fmt::format("GPU-starved: {} busy {:.0f}% of the run", smi_gpu_label(log, starved.front()), mean)
                 : fmt::format("GPU-starved: {} GPUs busy {:.0f}% of the run on average (lowest {:.0f}%)",
                               starved.size(), mean, worst);
-  f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kMacro;
   f.severity = mean < kSmiStarvedHighBelowPct ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -123,11 +122,9 @@ constexpr double kSmiUnderfilledBelowPct = 50;
 void rule_underfilled(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
   for (const SmiGpuStats& st : stats.gpus) {
     if (!smi_judged(st) || !smi_kernels_mostly_running(st) || st.active_busy_mean >= kSmiUnderfilledBelowPct) continue;
-    Finding f;
-    f.id = "gpu-underfilled";
+    Finding f = finding_for("gpu-underfilled");
     f.title = fmt::format("Kernels fill little of {}: SM active {:.0f}% while a kernel ran {:.0f}% of the time",
                           smi_gpu_label(log, st.gpu), st.active_busy_mean, st.util_mean);
-    f.dimension = Dimension::kCompute;
     f.layer = Layer::kOperator;
     f.severity = Severity::kMedium;
     f.detail = fmt::format(
@@ -170,13 +167,11 @@ void rule_periodic_idle(const SmiLog& log, const SmiStats& stats, std::vector<Fi
       std::max<std::int64_t>(1, first->span_ns() - first->leading_idle_ns - first->trailing_idle_ns));
   const double share = std::min(1.0, static_cast<double>(first->idle_ns) / span);
   const double mean_idle = static_cast<double>(first->idle_ns) / static_cast<double>(first->idle_periods);
-  Finding f;
-  f.id = "gpu-idle-periodic";
+  Finding f = finding_for("gpu-idle-periodic");
   f.title =
       fmt::format("Idle at regular intervals: every {} for {} on average ({} periods on {})",
                   human_duration(static_cast<std::int64_t>(first->idle_spacing_ns)),
                   human_duration(static_cast<std::int64_t>(mean_idle)), first->idle_periods, smi_gpu_list(log, gpus));
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = share >= kSmiPeriodicMediumShare ? Severity::kMedium : Severity::kLow;
   f.detail = fmt::format(
@@ -237,11 +232,9 @@ void rule_imbalance(const SmiLog& log, const SmiStats& stats, std::vector<Findin
   const bool lower = o.gpu->active_busy_mean < o.others_median;
   std::vector<std::uint32_t> names;
   for (const Odd& x : odd) names.push_back(x.gpu->gpu);
-  Finding f;
-  f.id = "gpu-imbalance";
+  Finding f = finding_for("gpu-imbalance");
   f.title = fmt::format("{} unlike the others: busy {:.0f}% against {:.0f}% for the rest", smi_gpu_list(log, names),
                         o.gpu->active_busy_mean, o.others_median);
-  f.dimension = Dimension::kDistributed;
   f.layer = Layer::kMacro;
   f.severity = Severity::kMedium;
   f.detail = fmt::format(
@@ -286,11 +279,9 @@ void rule_throttling(const SmiLog& log, const SmiStats& stats, std::vector<Findi
     if (t.power_brake > 0) why.push_back(fmt::format("power brake {:.0f}%", pct(t.power_brake)));
     std::string reasons;
     for (const std::string& w : why) reasons += (reasons.empty() ? "" : ", ") + w;
-    Finding f;
-    f.id = "gpu-throttling";
+    Finding f = finding_for("gpu-throttling");
     f.title = fmt::format("{} throttled in {:.0f}% of its busy samples ({})", smi_gpu_label(log, st.gpu),
                           100 * t.share(), reasons);
-    f.dimension = Dimension::kCompute;
     f.layer = Layer::kHardware;
     f.severity = t.share() >= kSmiThrottleHighShare ? Severity::kHigh : Severity::kMedium;
     f.detail = fmt::format("While busy, {} ran with its clocks held down for power or heat in {} of {} samples.",
@@ -353,13 +344,11 @@ void rule_unused(const SmiLog& log, const SmiStats& stats, std::vector<Finding>&
   }
   if (unused.empty()) return;
   const std::size_t used = stats.gpus.size() - unused.size();
-  Finding f;
-  f.id = "gpu-unused";
+  Finding f = finding_for("gpu-unused");
   f.title = unused.size() == 1 ? fmt::format("{} never used: busy at most {:.0f}% in all {} samples",
                                              smi_gpu_label(log, unused[0]), most_busy, samples)
                                : fmt::format("{} of {} GPUs never used: busy at most {:.0f}% in every sample",
                                              unused.size(), stats.gpus.size(), most_busy);
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kMacro;
   f.severity = Severity::kHigh;
   const bool one = unused.size() == 1;

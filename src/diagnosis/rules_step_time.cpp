@@ -9,6 +9,7 @@
 
 #include "analysis/classify.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -110,11 +111,9 @@ void rule_low_gpu_utilization(const TraceAnalysis& a, std::vector<Finding>& out)
           fmt::format("{}{} {:.0f}%", cause_text.empty() ? "" : ", ", step_category_label(c.category), 100 * c.share);
     }
 
-    Finding f;
-    f.id = "low-gpu-utilization";
+    Finding f = finding_for("low-gpu-utilization");
     f.title = fmt::format("Low GPU utilization: {} runs kernels {:.0f}% of the time, idle {:.0f}%",
                           short_device_label(d), 100 * utilization, 100 * idle);
-    f.dimension = Dimension::kCompute;
     f.layer = Layer::kMacro;
     f.severity = utilization < kVeryLowUtilization ? Severity::kHigh : Severity::kMedium;
     f.detail = fmt::format("Over {:.1f} ms of {} the device ran kernels for {:.1f} ms ({:.1f}%).{}{}",
@@ -196,15 +195,13 @@ void rule_cpu_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   const double runtime = share_of(b, StepCategory::kRuntime);
   const double cpu_exec = share_of(b, StepCategory::kCpuExec);
   const double other = share_of(b, StepCategory::kOther);
-  Finding f;
-  f.id = "cpu-bound";
+  Finding f = finding_for("cpu-bound");
   const std::string period = b.has_steps
                                  ? fmt::format("each {:.1f} ms step", ns_to_ms(b.average_duration_ns))
                                  : fmt::format("the {:.1f} ms {}", ns_to_ms(b.average_duration_ns), window_noun(a));
   f.title = fmt::format(
       "CPU-bound: the GPU waits on the host for {:.0f}% of {} (CPU ops {:.0f}%, runtime {:.0f}%, other {:.0f}%)",
       100 * host, period, 100 * cpu_exec, 100 * runtime, 100 * other);
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = host >= kCpuBoundHigh ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -274,8 +271,7 @@ void rule_device_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
   // A device busy in collectives waits in them (for its peers, or on a slow transport): that is
   // the device's time, but not work a faster kernel removes.
   const bool in_collectives = of_device(communication) >= kDeviceBoundCommunication;
-  Finding f;
-  f.id = "device-bound";
+  Finding f = finding_for("device-bound");
   f.dimension = in_collectives ? Dimension::kDistributed : Dimension::kCompute;
   f.layer = Layer::kMacro;
   f.severity = Severity::kMedium;

@@ -1,4 +1,5 @@
 #include "diagnosis/rules_watch.h"
+#include "diagnosis/rule_registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,13 +39,11 @@ const char* kProfileFix = "Profile a few steps with `ferret run -- python train.
 void rule_watch_cpu_bound_input(const WatchSummary& s, bool starved, std::vector<Finding>& out) {
   if (!starved || !watch_workers_pegged(s)) return;
   const double workers = s.roles[static_cast<int>(ProcessRole::kWorkers)].mean;
-  Finding f;
-  f.id = "watch-cpu-bound-input";
+  Finding f = finding_for("watch-cpu-bound-input");
   f.title = fmt::format(
       "CPU-bound input: the GPU was busy {:.0f}% of the time while the workers used {:.1f} of the {:.1f} cores they "
       "could have",
       s.gpu_util_mean, workers, watch_worker_capacity(s));
-  f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kMacro;
   f.severity = s.gpu_util_mean < 30 ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -83,13 +82,11 @@ void rule_watch_cpu_bound_input(const WatchSummary& s, bool starved, std::vector
 void rule_watch_gpu_starved(const WatchSummary& s, bool starved, std::vector<Finding>& out) {
   if (!starved || watch_workers_pegged(s)) return;
   const bool one_core = watch_main_one_core(s);
-  Finding f;
-  f.id = "watch-gpu-starved";
+  Finding f = finding_for("watch-gpu-starved");
   f.title = s.role_processes[1] == 0
                 ? fmt::format("GPU starved: busy {:.0f}% of the time, with no data workers", s.gpu_util_mean)
                 : fmt::format("GPU starved: busy {:.0f}% of the time while the data workers used {:.1f} cores",
                               s.gpu_util_mean, s.roles[1].mean);
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kMacro;
   f.severity = s.gpu_util_mean < 30 ? Severity::kHigh : Severity::kMedium;
   f.detail = fmt::format(
@@ -126,11 +123,9 @@ void rule_watch_gpu_starved(const WatchSummary& s, bool starved, std::vector<Fin
 // already says it (no GPU watched, or the GPU was busy).
 void rule_watch_main_one_core(const WatchSummary& s, bool starved, std::vector<Finding>& out) {
   if (starved || !watch_main_one_core(s)) return;
-  Finding f;
-  f.id = "watch-main-one-core";
+  Finding f = finding_for("watch-main-one-core");
   f.title = fmt::format("The main process ran at one core ({:.2f} cores on average): {}", s.busiest_main.mean,
                         s.main_is_python ? "Python-bound" : "single-threaded");
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kFramework;
   f.severity = s.gpu_watched ? Severity::kLow : Severity::kMedium;
   f.detail = s.main_is_python
@@ -155,11 +150,9 @@ void rule_watch_main_one_core(const WatchSummary& s, bool starved, std::vector<F
 // Without a GPU to judge by: workers running flat out.
 void rule_watch_workers_pegged(const WatchSummary& s, bool starved, std::vector<Finding>& out) {
   if (s.gpus_judged > 0 || starved || !watch_workers_pegged(s)) return;
-  Finding f;
-  f.id = "watch-workers-pegged";
+  Finding f = finding_for("watch-workers-pegged");
   f.title = fmt::format("Workers pegged: {:.1f} cores used of the {:.1f} they could have", s.roles[1].mean,
                         watch_worker_capacity(s));
-  f.dimension = Dimension::kDataPipeline;
   f.layer = Layer::kMacro;
   f.severity = Severity::kMedium;
   f.detail = fmt::format(
@@ -178,10 +171,8 @@ void rule_watch_workers_pegged(const WatchSummary& s, bool starved, std::vector<
 void rule_watch_waiting(const WatchSummary& s, bool starved, std::vector<Finding>& out) {
   if (starved || s.samples == 0 || s.total.mean >= kWatchIdleCores) return;
   if (s.gpus_judged > 0 && s.gpu_util_mean >= kWatchGpuStarvedPct) return;  // waiting on a busy GPU is fine
-  Finding f;
-  f.id = "watch-waiting";
+  Finding f = finding_for("watch-waiting");
   f.title = fmt::format("Waiting: the command used {:.2f} cores on average over {:.1f} s", s.total.mean, s.wall_s);
-  f.dimension = Dimension::kCompute;
   f.layer = Layer::kMacro;
   f.severity = Severity::kInfo;
   f.detail =

@@ -9,6 +9,7 @@
 
 #include "analysis/window_activity.h"
 #include "base/units.h"
+#include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 
 namespace ferret {
@@ -21,9 +22,7 @@ namespace {
 void rule_graph_capture(const TraceAnalysis& a, const WindowActivityResult& w, std::vector<Finding>& out) {
   if (w.activity != WindowActivity::kGraphCapture) return;
   const std::string api = a.model->info.platform == Platform::kRocm ? "HIP" : "CUDA";
-  Finding f;
-  f.id = "graph-capture-window";
-  f.dimension = Dimension::kBenchmark;
+  Finding f = finding_for("graph-capture-window");
   f.layer = Layer::kMacro;
   f.severity = Severity::kHigh;
   f.title = fmt::format(
@@ -71,9 +70,7 @@ void rule_graph_capture(const TraceAnalysis& a, const WindowActivityResult& w, s
 // (window_activity.h): every share in the report is then mostly a share of start-up.
 void rule_initialisation(const TraceAnalysis& a, const WindowActivityResult& w, std::vector<Finding>& out) {
   if (w.activity != WindowActivity::kInitialisation) return;
-  Finding f;
-  f.id = "initialisation-window";
-  f.dimension = Dimension::kBenchmark;
+  Finding f = finding_for("initialisation-window");
   f.layer = Layer::kMacro;
   f.severity = Severity::kHigh;
   f.title = fmt::format(
@@ -125,9 +122,7 @@ void rule_edge_wait(const TraceAnalysis& a, const WindowActivityResult& w, std::
   const EdgeWait& longest =
       *std::max_element(w.edge_waits.begin(), w.edge_waits.end(),
                         [](const EdgeWait& x, const EdgeWait& y) { return x.duration_ns < y.duration_ns; });
-  Finding f;
-  f.id = "window-edge-wait";
-  f.dimension = Dimension::kBenchmark;
+  Finding f = finding_for("window-edge-wait");
   f.layer = Layer::kFramework;
   f.severity = Severity::kInfo;
   f.title = fmt::format(
@@ -191,9 +186,7 @@ void rule_device_activity_missing(const TraceAnalysis& a, const WindowActivityRe
     if (calls > most) most = calls, launch_name = name;
   const bool rocm = m.info.platform == Platform::kRocm || launch_name.substr(0, 3) == "hip";
   const std::size_t device_records = m.relations.gpu_events.size();
-  Finding f;
-  f.id = "device-activity-missing";
-  f.dimension = Dimension::kBenchmark;
+  Finding f = finding_for("device-activity-missing");
   f.layer = Layer::kMacro;
   f.severity = Severity::kHigh;
   f.title = fmt::format(
@@ -251,9 +244,7 @@ void rule_microbenchmark(const TraceAnalysis& a, const WindowActivityResult& w, 
   const double per_call_ns = b.average_duration_ns;
   const double device_ns = b.average_of(StepCategory::kKernel) + b.average_of(StepCategory::kMemcpy) +
                            b.average_of(StepCategory::kMemset) + b.average_of(StepCategory::kCommunication);
-  Finding f;
-  f.id = "microbenchmark-window";
-  f.dimension = Dimension::kBenchmark;
+  Finding f = finding_for("microbenchmark-window");
   f.layer = Layer::kMacro;
   f.severity = Severity::kMedium;
   f.title = fmt::format(

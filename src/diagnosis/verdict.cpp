@@ -56,20 +56,11 @@ void add_where(Finding& into, const Finding& from) {
   if (into.where.count == 0) into.where = from.where;
 }
 
-// Appends the sentences of `detail` that `into` does not already say: findings of one cause often
-// share a sentence (the advice to record Python stacks, say), which should read once.
+// Appends a folded finding's detail. Sentences findings of one cause share are Finding::Notes,
+// written once after folding, so details themselves never repeat each other.
 void add_detail(Finding& into, const std::string& detail) {
-  std::size_t begin = 0;
-  while (begin < detail.size()) {
-    std::size_t end = detail.find(". ", begin);
-    end = end == std::string::npos ? detail.size() : end + 1;
-    const std::string sentence = detail.substr(begin, end - begin);
-    // Short pieces ("(e.g." split at its dot) are always kept: only whole sentences repeat.
-    if (!sentence.empty() && (sentence.size() < 40 || into.detail.find(sentence) == std::string::npos))
-      into.detail += into.detail.empty() ? sentence : " " + sentence;
-    begin = end;
-    while (begin < detail.size() && detail[begin] == ' ') ++begin;
-  }
+  if (detail.empty()) return;
+  into.detail += into.detail.empty() ? detail : " " + detail;
 }
 
 // A finding merges by key when its rule names the key, or when it reads one trace (one id, one
@@ -93,6 +84,7 @@ void merge_same_cause_key(std::vector<Finding>& findings) {
     }
     if (expected_speedup(f) > expected_speedup(*same)) std::swap(*same, f);
     add_evidence(*same, f);
+    same->notes |= f.notes;
     add_fixes(*same, f);
     add_left_out(*same, f);
     add_where(*same, f);
@@ -199,6 +191,7 @@ void fold_findings(std::vector<Finding>& findings) {
     add_evidence(into, from);
     add_where(into, from);
     add_detail(into, from.detail);
+    into.notes |= from.notes;
     add_left_out(into, from);
     // The same cause from another angle brings its fixes; a symptom's fixes are guesses its cause
     // replaces, unless they act on the symptom itself: then they come along, and the finding's

@@ -7,6 +7,7 @@
 
 #include "base/units.h"
 #include "diagnosis/communication_fixes.h"
+#include "diagnosis/rule_registry.h"
 #include "job/job_diagnosis.h"
 
 namespace ferret {
@@ -45,10 +46,8 @@ void rule_straggler(const JobAnalysis& job, std::vector<Finding>& out) {
   for (const Straggler& s : job.stragglers.stragglers) {
     if (s.step_share < kStragglerMinStepShare) continue;
     const int rank = rank_of(job, s.rank_index);
-    Finding f;
-    f.id = "rank-straggler";
+    Finding f = finding_for("rank-straggler");
     f.cause = fmt::format("rank-straggler-{}", rank);
-    f.dimension = Dimension::kDistributed;
     f.layer = Layer::kMacro;
     f.severity = by_share(s.step_share);
     f.time_share = s.step_share;
@@ -187,9 +186,7 @@ void rule_exposed_communication(const JobAnalysis& job, std::vector<Finding>& ou
       parallel_style(time_by_kind[Collective::kAllReduce],
                      time_by_kind[Collective::kAllGather] + time_by_kind[Collective::kReduceScatter],
                      time_by_kind[Collective::kAllToAll], all);
-  Finding f;
-  f.id = "job-exposed-communication";
-  f.dimension = Dimension::kDistributed;
+  Finding f = finding_for("job-exposed-communication");
   f.layer = Layer::kFramework;
   f.severity = by_share(median);
   f.time_share = median;
@@ -239,9 +236,7 @@ void rule_waiting(const JobAnalysis& job, std::vector<Finding>& out) {
   for (const RankResult& r : job.ranks) window += r.error.empty() ? r.window_ns : 0;
   const double time_share = window > 0 ? static_cast<double>(exposed_wait) / static_cast<double>(window) : 0;
   if (time_share < kMinExposedWaitShare) return;
-  Finding f;
-  f.id = "collective-skew";
-  f.dimension = Dimension::kDistributed;
+  Finding f = finding_for("collective-skew");
   f.layer = Layer::kFramework;
   f.severity = by_share(time_share);
   f.time_share = time_share;
@@ -295,9 +290,7 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
     if (c.bucket < 3 || c.bucket >= kSizeBuckets || c.busbw_gbps <= 0) continue;
     const double expected = multi_host ? kInterHostGbps : (c.link_gbps > 0 ? kIntraHostEfficiency * c.link_gbps : -1);
     if (expected <= 0 || c.busbw_gbps >= expected) continue;
-    Finding f;
-    f.id = "slow-collective-transport";
-    f.dimension = Dimension::kDistributed;
+    Finding f = finding_for("slow-collective-transport");
     f.layer = Layer::kHardware;
     std::int64_t window = 0;
     for (const RankResult& r : job.ranks) window = std::max(window, r.error.empty() ? r.window_ns : 0);

@@ -60,14 +60,43 @@ TEST(RuleRegistry, IdsAreUniqueAndSymptomsNameCausesOfTheirOwnPath) {
 }
 
 // Every `id = "..."` in src/ is a rule id: each is registered, and each row is emitted somewhere.
+// The what-if removal a row carries is the change fix_change_of gives a finding of that id, and
+// only rows on one trace carry one (the what-if re-times one trace's steps); the removals named by
+// `ferret whatif --remove` are each some rule's.
+TEST(RuleRegistry, RowsCarryTheirWhatIfRemoval) {
+  int with_removal = 0;
+  for (const RuleInfo& r : rule_registry()) {
+    Finding f;
+    f.id = std::string(r.id);
+    const RetimeChanges changes = fix_change_of(f);
+    EXPECT_EQ(whatif_changes_anything(changes), r.removal != nullptr) << r.id;
+    if (r.removal == nullptr) continue;
+    ++with_removal;
+    EXPECT_TRUE(changes.*r.removal) << r.id;
+    EXPECT_EQ(r.source, RuleSource::kTrace) << r.id;
+  }
+  EXPECT_EQ(with_removal, 11);
+  const RuleInfo* stall = find_rule("device-stall");
+  ASSERT_NE(stall, nullptr);
+  EXPECT_TRUE(stall->device_stalled);
+  EXPECT_FALSE(stall->waits_on_host);
+  for (const char* id : {"input-bound", "launch-bound", "cpu-bound", "low-gpu-utilization"})
+    EXPECT_TRUE(find_rule(id)->waits_on_host) << id;
+}
+
 TEST(RuleRegistry, EveryIdInTheSourcesIsRegisteredAndNoRowIsStale) {
-  const std::regex assignment(R"re(\bid = "([a-z0-9-]+)")re");
+  // Rules build their findings with finding_for("id") (both ids of a `cond ? "a" : "b"`).
+  const std::regex constructed(R"re(finding_for\(([^;]*?)\);)re");
+  const std::regex literal(R"re("([a-z0-9-]+)")re");
   std::set<std::string> in_sources;
   for (const auto& entry : fs::recursive_directory_iterator(source_path("src"))) {
     if (!entry.is_regular_file() || entry.path().extension() != ".cpp") continue;
     const std::string text = test::read_file(entry.path().string());
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), assignment); it != std::sregex_iterator(); ++it)
-      in_sources.insert((*it)[1].str());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), constructed); it != std::sregex_iterator(); ++it) {
+      const std::string call = (*it)[1].str();
+      for (auto id = std::sregex_iterator(call.begin(), call.end(), literal); id != std::sregex_iterator(); ++id)
+        in_sources.insert((*id)[1].str());
+    }
   }
   // 35 trace rules, 4 job rules, 11 NCCL rules, 5 allocator snapshot rules, 5 memory text rules,
   // 6 utilisation log rules, 5 watch rules, counted in the rules_*.cpp files by hand.

@@ -12,6 +12,7 @@
 #include "analysis/trace_analysis.h"
 #include "analysis/whatif.h"
 #include "diagnosis/diagnose.h"
+#include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 
@@ -62,18 +63,28 @@ TEST(Verdict, SymptomFoldsIntoItsCauseAsEvidence) {
   EXPECT_EQ(findings[0].severity, Severity::kHigh);  // 1.5x: a third of the time, >= 20%
 }
 
-// A sentence both findings carry (the advice to record Python stacks) reads once after the fold;
-// the symptom's other sentences follow the cause's.
-TEST(Verdict, FoldedDetailSaysASharedSentenceOnce) {
-  const std::string shared = "Recording with `with_stack=True` would name the Python code that holds the host.";
+// A sentence both findings would carry (the advice to record Python stacks) is a note on each:
+// the fold keeps one note and appends the symptom's detail after the cause's; the diagnosis writes
+// the note's sentence once, after folding.
+TEST(Verdict, FoldedNotesAreOneAndDetailsAppend) {
   Finding cause = finding("launch-bound", Severity::kMedium, 1.5);
-  cause.detail = "Kernels are short. " + shared;
+  cause.detail = "Kernels are short.";
+  cause.notes.record_stacks = true;
   Finding symptom = finding("low-gpu-utilization", Severity::kHigh, 2.0);
-  symptom.detail = "The GPU idles half the time (e.g. 50.0 ms). " + shared;
+  symptom.detail = "The GPU idles half the time (e.g. 50.0 ms).";
+  symptom.notes.record_stacks = true;
+  symptom.notes.python_frames = false;
   std::vector<Finding> findings = {cause, symptom};
   rank_and_lead_with_verdict(findings);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].detail, "Kernels are short. " + shared + " The GPU idles half the time (e.g. 50.0 ms).");
+  EXPECT_EQ(findings[0].detail, "Kernels are short. The GPU idles half the time (e.g. 50.0 ms).");
+  EXPECT_TRUE(findings[0].notes.record_stacks);
+  EXPECT_FALSE(findings[0].notes.python_frames);
+  TraceAnalysis a;
+  say_python_frames(a, findings);
+  EXPECT_EQ(findings[0].detail,
+            "Kernels are short. The GPU idles half the time (e.g. 50.0 ms). Recording with "
+            "`torch.profiler.profile(..., with_stack=True)` would name the Python code that holds the host.");
 }
 
 // Causes that explain under half of a symptom's time leave it standing for the rest: a GPU idle
