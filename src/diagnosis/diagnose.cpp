@@ -89,19 +89,7 @@ RetimeChanges fix_change_of(const Finding& f) {
 
 Diagnosis diagnose(const TraceAnalysis& analysis) {
   Diagnosis d;
-  rules_step_time(analysis, d.findings);
-  rule_device_stall(analysis, d.findings);
-  rules_data_pipeline(analysis, d.findings);
-  rules_gpu_efficiency(analysis, d.findings);
-  rules_host(analysis, d.findings);
-  rules_memory(analysis, d.findings);
-  rules_distributed(analysis, d.findings);
-  rules_hardware(analysis, d.findings);
-  rules_cpu(analysis, d.findings);
-  rules_attention(analysis, d.findings);
-  rules_operator(analysis, d.findings);
-  rules_window(analysis, d.findings);
-  rules_compile(analysis, d.findings);
+  for (const TraceRuleGroup& group : trace_rule_groups()) group.run(analysis, d.findings);
   if (analysis.model != nullptr) fit_fixes_to_device(d.findings, device_features(*analysis.model));
   fit_fixes_to_work_done(d.findings, work_done(analysis));
   fit_fixes_to_workload(d.findings, analysis.workload.kind, analysis.workload.evidence);

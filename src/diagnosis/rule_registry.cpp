@@ -177,9 +177,27 @@ constexpr std::array kRules = {
     RuleInfo{"watch-waiting", S::kWatch, D::kCompute, "rule_watch_waiting", R::kCause, {}},
 };
 
+constexpr TraceRuleGroup kTraceGroups[] = {
+    {"rules_step_time", rules_step_time},
+    {"rule_device_stall", rule_device_stall},
+    {"rules_data_pipeline", rules_data_pipeline},
+    {"rules_gpu_efficiency", rules_gpu_efficiency},
+    {"rules_host", rules_host},
+    {"rules_memory", rules_memory},
+    {"rules_distributed", rules_distributed},
+    {"rules_hardware", rules_hardware},
+    {"rules_cpu", rules_cpu},
+    {"rules_attention", rules_attention},
+    {"rules_operator", rules_operator},
+    {"rules_window", rules_window},
+    {"rules_compile", rules_compile},
+};
+
 }  // namespace
 
 std::span<const RuleInfo> rule_registry() { return kRules; }
+
+std::span<const TraceRuleGroup> trace_rule_groups() { return kTraceGroups; }
 
 const RuleInfo* find_rule(std::string_view id) {
   for (const RuleInfo& r : kRules)

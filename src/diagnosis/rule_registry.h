@@ -8,6 +8,7 @@
 
 #include "analysis/whatif.h"
 #include "diagnosis/finding.h"
+#include "diagnosis/rules.h"
 
 namespace ferret {
 
@@ -61,6 +62,15 @@ constexpr RuleInfo waiting_on_host(RuleInfo r) {
 }
 
 std::span<const RuleInfo> rule_registry();
+
+// The groups of one-trace rules, in the order diagnose() runs them; a row's `function` names the
+// group that emits it. Order matters only where a group reads earlier findings (rules_host runs
+// rules_host_preprocessing last, which annotates the findings where the device waits on the host).
+struct TraceRuleGroup {
+  std::string_view name;
+  void (*run)(const TraceAnalysis&, std::vector<Finding>&);
+};
+std::span<const TraceRuleGroup> trace_rule_groups();
 const RuleInfo* find_rule(std::string_view id);  // nullptr for an id not in the table
 // A finding of a registered rule, with what its row says (id, dimension); the rule fills in the
 // rest. An id not in the table is a programming error: std::logic_error.

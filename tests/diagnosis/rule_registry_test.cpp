@@ -84,6 +84,32 @@ TEST(RuleRegistry, RowsCarryTheirWhatIfRemoval) {
     EXPECT_TRUE(find_rule(id)->waits_on_host) << id;
 }
 
+// diagnose() runs the groups the registry lists; every one-trace row names one of them (or one of
+// the two groups that run inside others or alone: rules_host_preprocessing within rules_host,
+// rule_top_cost when nothing else fired), and every group emits some row.
+TEST(RuleRegistry, TraceRowsNameTheGroupsDiagnoseRuns) {
+  std::set<std::string> groups;
+  for (const TraceRuleGroup& g : trace_rule_groups()) {
+    EXPECT_NE(g.run, nullptr) << g.name;
+    EXPECT_TRUE(groups.insert(std::string(g.name)).second) << g.name;
+  }
+  EXPECT_EQ(groups.size(), 13u);
+  std::set<std::string> named;
+  for (const RuleInfo& r : rule_registry()) {
+    if (r.source != RuleSource::kTrace) continue;
+    std::string functions(r.function);
+    for (std::size_t at = 0; at <= functions.size();) {
+      const std::size_t comma = std::min(functions.find(", ", at), functions.size());
+      const std::string one = functions.substr(at, comma - at);
+      named.insert(one);
+      EXPECT_TRUE(groups.count(one) > 0 || one == "rules_host_preprocessing" || one == "rule_top_cost")
+          << r.id << ": " << one;
+      at = comma + 2;
+    }
+  }
+  for (const std::string& g : groups) EXPECT_TRUE(named.count(g) > 0) << g << " emits no registered row";
+}
+
 TEST(RuleRegistry, EveryIdInTheSourcesIsRegisteredAndNoRowIsStale) {
   // Rules build their findings with finding_for("id") (both ids of a `cond ? "a" : "b"`).
   const std::regex constructed(R"re(finding_for\(([^;]*?)\);)re");
