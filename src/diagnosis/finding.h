@@ -71,7 +71,8 @@ struct Finding {
   // a transport); the four removals of `ferret whatif --remove` are set by the diagnosis from the id.
   RetimeChanges fix;
   std::string threshold;  // "DataLoader > 5% of step (TensorBoard plugin); >= 20% high (XProf)"
-  // Rules that judge the same cause from different angles share this key; the diagnosis keeps
+  // Rules that judge the same cause from different angles share this key (their registry rows'
+  // cause_key; a job rule may key by subject, as a rank's stragglers); the diagnosis keeps
   // the higher-ranked finding and folds the other's evidence and fixes into it. Empty = the id.
   std::string cause;
   // Where the cause happens in the trace (its longest occurrences), for the timeline views; empty

@@ -87,10 +87,12 @@ constexpr std::array kRules = {
     removes(RuleInfo{"host-sync", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
             &RetimeChanges::remove_host_sync),
     RuleInfo{"allocator-in-steady-state", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+    // rules_host and rules_hardware judge the same pageable copies.
     removes(RuleInfo{"pageable-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
             &RetimeChanges::pin_pageable_uploads),
-    removes(RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
-            &RetimeChanges::remove_sync_copies),
+    // A synchronous copy waits for the GPU's queue like a device sync: one cause with host-sync.
+    judging("host-sync", removes(RuleInfo{"sync-copy", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
+                                 &RetimeChanges::remove_sync_copies)),
     RuleInfo{"hot-operator", S::kTrace, D::kCompute, "rules_host", R::kCause, {}},
     // Informational, written only when no finding is the verdict: it never competes for it.
     RuleInfo{"top-cost", S::kTrace, D::kCompute, "rule_top_cost", R::kCause, {}},
@@ -116,8 +118,9 @@ constexpr std::array kRules = {
             &RetimeChanges::remove_exposed_communication),
     RuleInfo{"low-busbw", S::kTrace, D::kDistributed, "rules_distributed", R::kCause, {}},
     RuleInfo{"slow-host-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
-    removes(RuleInfo{"pageable-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
-            &RetimeChanges::pin_pageable_uploads),
+    judging("pageable-copy",
+            removes(RuleInfo{"pageable-copies", S::kTrace, D::kMemory, "rules_hardware", R::kCause, {}},
+                    &RetimeChanges::pin_pageable_uploads)),
     RuleInfo{"device-activity-missing", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"graph-capture-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
     RuleInfo{"initialisation-window", S::kTrace, D::kBenchmark, "rules_window", R::kWindow, {}},
@@ -138,7 +141,8 @@ constexpr std::array kRules = {
     RuleInfo{"collective-skew", S::kJob, D::kDistributed, "rule_waiting", R::kCause, {}},
     RuleInfo{"slow-collective-transport", S::kJob, D::kDistributed, "rule_slow_transport", R::kCause, {}},
     // NCCL logs (rules_nccl()).
-    RuleInfo{"nccl-socket-transport", S::kNccl, D::kDistributed, "rule_socket_transport", R::kCause, {}},
+    judging("nccl-network",
+            RuleInfo{"nccl-socket-transport", S::kNccl, D::kDistributed, "rule_socket_transport", R::kCause, {}}),
     RuleInfo{"nccl-gdr-disabled", S::kNccl, D::kDistributed, "rule_gdr_disabled", R::kCause, {}},
     RuleInfo{"nccl-p2p-disabled", S::kNccl, D::kDistributed, "rule_p2p_disabled", R::kCause, {}},
     RuleInfo{"nccl-version-mismatch", S::kNccl, D::kDistributed, "rule_version_mismatch", R::kCause, {}},
@@ -147,7 +151,8 @@ constexpr std::array kRules = {
     RuleInfo{"nccl-missing-ranks", S::kNccl, D::kDistributed, "rule_missing_ranks", R::kCause, {}},
     RuleInfo{"nccl-slow-init", S::kNccl, D::kDistributed, "rule_slow_init", R::kCause, {}},
     RuleInfo{"nccl-warnings", S::kNccl, D::kDistributed, "rule_warnings", R::kCause, {}},
-    RuleInfo{"nccl-busbw-low", S::kNccl, D::kDistributed, "rule_bandwidth", R::kCause, {}},
+    // The logs' bandwidth check and the trace's low-busbw judge the same collectives.
+    judging("low-busbw", RuleInfo{"nccl-busbw-low", S::kNccl, D::kDistributed, "rule_bandwidth", R::kCause, {}}),
     RuleInfo{"nccl-busbw-impossible", S::kNccl, D::kDistributed, "rule_bandwidth", R::kCause, {}},
     // Allocator snapshots (rules_allocator()).
     RuleInfo{"allocator-fragmentation", S::kSnapshot, D::kMemory, "rule_fragmented_cache", R::kCause, {}},
@@ -211,6 +216,7 @@ Finding finding_for(std::string_view id) {
   Finding f;
   f.id = std::string(rule->id);
   f.dimension = rule->dimension;
+  f.cause = std::string(rule->cause_key);
   return f;
 }
 

@@ -49,11 +49,18 @@ struct RuleInfo {
   bool waits_on_host = false;
   // The device idles with its work queued: the host is not what it waits for.
   bool device_stalled = false;
+  // Rules that judge one cause from different angles share this key (Finding::cause): the verdict
+  // keeps the finding with the larger gain and folds the other into it. Empty: the id.
+  std::string_view cause_key = {};
 };
 
 // Row builders for what most rows leave at their defaults.
 constexpr RuleInfo removes(RuleInfo r, bool RetimeChanges::*change) {
   r.removal = change;
+  return r;
+}
+constexpr RuleInfo judging(std::string_view cause_key, RuleInfo r) {
+  r.cause_key = cause_key;
   return r;
 }
 constexpr RuleInfo waiting_on_host(RuleInfo r) {
@@ -72,7 +79,7 @@ struct TraceRuleGroup {
 };
 std::span<const TraceRuleGroup> trace_rule_groups();
 const RuleInfo* find_rule(std::string_view id);  // nullptr for an id not in the table
-// A finding of a registered rule, with what its row says (id, dimension); the rule fills in the
+// A finding of a registered rule, with what its row says (id, dimension, cause key); the rule fills in the
 // rest. An id not in the table is a programming error: std::logic_error.
 Finding finding_for(std::string_view id);
 const char* rule_role_name(RuleRole r);  // "cause", "symptom", "window"

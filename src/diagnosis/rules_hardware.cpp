@@ -108,7 +108,6 @@ void rule_pageable_copies(const HardwareResult& h, std::vector<Finding>& out) {
   const double pageable_of_host =
       h.host_copy_bytes > 0 ? static_cast<double>(h.pageable_bytes) / static_cast<double>(h.host_copy_bytes) : 0.0;
   Finding f = finding_for("pageable-copies");
-  f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
   f.title = fmt::format("Pageable copies: {} copies from/to pageable host memory take {:.1f}% of the window",
                         h.pageable_count, share_to_pct(share));
   f.layer = Layer::kHardware;

@@ -401,7 +401,6 @@ void rule_pageable_copy(const HostBlockersResult& h, std::vector<Finding>& out) 
   const double share = share_of(c.pageable_cost_ns, h.window_ns);
   if (share < kHostFloor) return;
   Finding f = finding_for("pageable-copy");
-  f.cause = "pageable-copy";  // rules_host and rules_hardware judge the same copies
   f.title = fmt::format("Pageable copies block the host: {} copies cost {:.1f}% of the time", c.pageable_copies,
                         share_to_pct(share));
   f.layer = Layer::kHardware;
@@ -441,9 +440,9 @@ void rule_sync_copy(const HostBlockersResult& h, std::vector<Finding>& out) {
   const double share = share_of(c.sync_copy_ns, h.window_ns);
   if (share < kHostFloor) return;
   Finding f = finding_for("sync-copy");
-  // A synchronous copy waits for the GPU's queue like a device sync: one cause with host-sync, so
-  // when both fire one finding carries both (copies that were syncs are counted there only).
-  f.cause = "host-sync";
+  // A synchronous copy waits for the GPU's queue like a device sync: one cause with host-sync (its
+  // registry row's cause key), so when both fire one finding carries both (copies that were syncs
+  // are counted there only).
   f.title = fmt::format("Synchronous copies: {} blocking memcpy/memset calls take {:.1f}% of the time",
                         c.sync_copy_calls, share_to_pct(share));
   f.layer = Layer::kFramework;

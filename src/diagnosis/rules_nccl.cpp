@@ -123,7 +123,6 @@ void rule_socket_transport(const NcclSetup& s, std::vector<Finding>& out) {
   f.threshold =
       "any NET/Socket connection to a peer on another host, seen from one rank's log or all (sockets ~12.5 GB/s "
       "per 100 GbE vs ~50 GB/s per 400 Gb/s IB NIC)";
-  f.cause = "nccl-network";
   out.push_back(std::move(f));
 }
 
@@ -515,7 +514,6 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
         "Remove protocol/algorithm overrides (`unset NCCL_PROTO NCCL_ALGO`) and check the channel count in the log",
     };
     f.threshold = "fastest >= 16 MiB call < 25% of the transport's ceiling (ferret, from nccl-tests' ~80% of peak)";
-    f.cause = "low-busbw";
     out.push_back(std::move(f));
   }
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,21 @@ TEST(RuleRegistry, TraceRowsNameTheGroupsDiagnoseRuns) {
     }
   }
   for (const std::string& g : groups) EXPECT_TRUE(named.count(g) > 0) << g << " emits no registered row";
+}
+
+// Rules that judge one cause from different angles share the key their rows give, and
+// finding_for puts it on the finding: the verdict then keeps one finding for the cause.
+TEST(RuleRegistry, CauseKeysComeFromTheRows) {
+  EXPECT_EQ(finding_for("sync-copy").cause, "host-sync");
+  EXPECT_EQ(finding_for("pageable-copies").cause, "pageable-copy");
+  EXPECT_EQ(finding_for("nccl-busbw-low").cause, "low-busbw");
+  EXPECT_EQ(finding_for("nccl-socket-transport").cause, "nccl-network");
+  EXPECT_EQ(finding_for("host-sync").cause, "");  // its own id
+  EXPECT_EQ(finding_for("host-sync").dimension, find_rule("host-sync")->dimension);
+  EXPECT_THROW(finding_for("no-such-rule"), std::logic_error);
+  int keyed = 0;
+  for (const RuleInfo& r : rule_registry()) keyed += !r.cause_key.empty();
+  EXPECT_EQ(keyed, 4);
 }
 
 TEST(RuleRegistry, EveryIdInTheSourcesIsRegisteredAndNoRowIsStale) {

@@ -31,8 +31,6 @@ KNOWN = {
     ("src/gen/scenarios.cpp", "launch-bound"): "the generator's scenario names, which name the rule they plant",
     ("src/gen/scenarios.cpp", "communication-heavy"): "the generator's scenario names, which name the rule they plant",
     ("src/job/stragglers.cpp", "host-sync"): "a straggler cause's name in the job JSON",
-    ("src/diagnosis/rules_hardware.cpp", "pageable-copy"): "pageable-copies' cause key: same cause as pageable-copy",
-    ("src/diagnosis/rules_nccl.cpp", "low-busbw"): "a cause key shared with the trace's low-busbw",
     ("src/diagnosis/diagnose.cpp", "top-cost"): "the informational finding the verdict quotes when no rule fired",
 }
 
