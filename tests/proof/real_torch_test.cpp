@@ -3,8 +3,10 @@
 // calls for. Skips loudly where torch is not importable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -51,13 +53,24 @@ TEST(RealTorch, SlowDatasetIsInputBound) {
   const nlohmann::json t = analyze(record("input-bound"));
   // The Dataset sleeps 3 ms per sample x 8 samples per batch: at least 24 ms of DataLoader time
   // per step, whatever the machine's load (a sleep only gets longer). The tiny model's compute
-  // stretches on a loaded machine, so the share is only bounded loosely: on an idle 2-core VM it
-  // is ~60-70%, with 16 compilers beside it 48%.
+  // stretches on a loaded machine, and the first step also pays one-time costs (lazy
+  // initialisation) of any length, so the window's share is not bounded by a fixed bar: it must
+  // be the breakdown's own ratio and above the rule's 5%. The median step, free of the one-time
+  // costs, still waits mostly on the sleep: over 30% (on an idle 2-core VM ~90%).
   EXPECT_EQ(t["verdict"]["dimension"], "data_pipeline") << t["verdict"].dump();
   EXPECT_TRUE(has_finding(t, "input-bound"));
   EXPECT_GE(t["breakdown_us"]["dataloader"].get<double>(), 24'000.0);
   const double share = t["breakdown_pct"]["dataloader"].get<double>();
-  EXPECT_GT(share, 30.0);
+  double total_us = 0;
+  for (const auto& [category, us] : t["breakdown_us"].items()) total_us += us.get<double>();
+  EXPECT_NEAR(share, 100.0 * t["breakdown_us"]["dataloader"].get<double>() / total_us, 0.05);
+  EXPECT_GT(share, 5.0);
+  std::vector<double> step_shares;
+  for (const auto& step : t["steps"]["list"])
+    step_shares.push_back(step["breakdown_us"]["dataloader"].get<double>() / step["duration_us"].get<double>());
+  ASSERT_EQ(step_shares.size(), 4u);
+  std::sort(step_shares.begin(), step_shares.end());
+  EXPECT_GT((step_shares[1] + step_shares[2]) / 2, 0.30) << t["steps"].dump();
   // Removing the wait is the fix: the bound is Amdahl's 1 / (1 - share).
   EXPECT_NEAR(t["verdict"]["max_speedup"].get<double>(), 1.0 / (1.0 - share / 100.0), 0.02);
 }
