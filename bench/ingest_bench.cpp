@@ -19,8 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "base/huge_pages.h"
 #include "ingest/trace_loader.h"
-#include "model/huge_pages.h"
 
 namespace {
 

@@ -12,9 +12,9 @@
 
 #include "base/statistics.h"
 #include "ingest/byte_source.h"
-#include "ingest/decimal.h"
-#include "ingest/event_parser.h"
-#include "ingest/json_scanner.h"
+#include "ingest/kineto/decimal.h"
+#include "ingest/kineto/event_parser.h"
+#include "ingest/kineto/json_scanner.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
-#include "report/analyze_report.h"
-#include "report/trace_annotation.h"
+#include "report/trace/analyze_report.h"
+#include "report/trace/trace_annotation.h"
 #include "terminal_oracle.h"
 
 namespace {

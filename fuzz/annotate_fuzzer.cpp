@@ -1,4 +1,4 @@
-// libFuzzer harness: `ferret annotate`'s copy of a trace (report/trace_annotation.h's splicer behind
+// libFuzzer harness: `ferret annotate`'s copy of a trace (report/trace/trace_annotation.h's splicer behind
 // report/strict_json_source.h) on any bytes. Must never crash or hang; refused inputs are
 // InputErrors. Oracle: when the input is JSON a lenient reader takes (nlohmann with comments
 // allowed), the copy is strict JSON holding the trace's events and then the added ones.
@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/input_error.h"
+#include "base/trace_writer.h"
 #include "ingest/byte_source.h"
-#include "report/trace_annotation.h"
-#include "report/trace_writer.h"
+#include "report/trace/trace_annotation.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 
 #include "analysis/analysis_options.h"
 #include "base/input_error.h"
-#include "report/html_report.h"
+#include "report/trace/html_report.h"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "analysis/nccl_setup.h"
-#include "diagnosis/rules_nccl.h"
-#include "ingest/nccl_log_parser.h"
-#include "report/nccl_report.h"
+#include "analysis/nccl/nccl_setup.h"
+#include "diagnosis/nccl/rules_nccl.h"
+#include "ingest/nccl/nccl_log_parser.h"
+#include "report/nccl/nccl_report.h"
 #include "terminal_oracle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "analysis/watch_summary.h"
-#include "diagnosis/rules_watch.h"
-#include "ingest/proc_stat.h"
-#include "ingest/process_tree.h"
-#include "report/watch_report.h"
+#include "analysis/watch/watch_summary.h"
+#include "diagnosis/watch/rules_watch.h"
+#include "ingest/proc/proc_stat.h"
+#include "ingest/proc/process_tree.h"
+#include "report/watch/watch_report.h"
 #include "terminal_oracle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "analysis/smi_stats.h"
+#include "analysis/smi/smi_stats.h"
 #include "base/input_error.h"
-#include "diagnosis/rules_smi.h"
-#include "ingest/smi_log_parser.h"
-#include "report/smi_report.h"
+#include "diagnosis/smi/rules_smi.h"
+#include "ingest/smi/smi_log_parser.h"
+#include "report/smi/smi_report.h"
 #include "terminal_oracle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

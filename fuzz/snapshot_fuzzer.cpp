@@ -1,6 +1,6 @@
 // libFuzzer harness: bytes read as `ferret memory` reads a file, told by content: an allocator
-// snapshot pickle (first byte 0x80; ingest/pickle_reader.h) through the allocator analysis, or
-// text through the memory_summary() / out-of-memory reader (ingest/memory_text_reader.h); then
+// snapshot pickle (first byte 0x80; ingest/memory/pickle_reader.h) through the allocator analysis, or
+// text through the memory_summary() / out-of-memory reader (ingest/memory/memory_text_reader.h); then
 // the rules and all three renderings. Must never crash, hang or leak, whatever the opcodes, memo
 // references, values, table cells or messages say; refused and unusable inputs are InputErrors.
 // Seeds: fuzz/seeds-pickle and the text fixtures of tests/data/memory.
@@ -9,11 +9,11 @@
 #include <string>
 #include <utility>
 
-#include "analysis/allocator_state.h"
+#include "analysis/memory/allocator_state.h"
 #include "base/input_error.h"
-#include "diagnosis/rules_allocator.h"
-#include "ingest/memory_text_reader.h"
-#include "report/memory_report.h"
+#include "diagnosis/memory/rules_allocator.h"
+#include "ingest/memory/memory_text_reader.h"
+#include "report/memory/memory_report.h"
 #include "terminal_oracle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -181,7 +181,7 @@ bool is_blocking_call(std::string_view name) {
 
 // Blocking calls at least 1 ms long during which the trace's own device work is busy under 10% of
 // the time: they wait on work the trace does not hold (queued before profiling began, or another
-// process), as the causal timeline reads it (analysis/causality.h). One is at the window's start
+// process), as the causal timeline reads it (analysis/causal/causality.h). One is at the window's start
 // when the device work launched in the window before it is under 10% of its wait, whatever tiny
 // launches come first (two launches in the first 0.12 ms defeated a "before the first launch" test
 // and a 470 ms wait read as a synchronous copy to fix); at the end when the work launched after it

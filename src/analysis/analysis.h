@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/device_peaks.h"
-#include "analysis/host_facts.h"
+#include "analysis/device/device_peaks.h"
+#include "analysis/device/host_facts.h"
 #include "base/input_error.h"
 #include "model/trace_model.h"
 

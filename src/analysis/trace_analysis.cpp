@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "model/threads.h"
+#include "base/threads.h"
 
 namespace ferret {
 

@@ -5,25 +5,25 @@
 #include <string>
 
 #include "analysis/analysis.h"
-#include "analysis/attention_patterns.h"
-#include "analysis/causality.h"
-#include "analysis/communication.h"
-#include "analysis/cpu_gemm.h"
-#include "analysis/critical_path.h"
-#include "analysis/data_pipeline.h"
-#include "analysis/elementwise_chains.h"
-#include "analysis/gpu_metrics.h"
-#include "analysis/gpu_timeline.h"
-#include "analysis/hardware.h"
-#include "analysis/host_blockers.h"
-#include "analysis/hot_spots.h"
-#include "analysis/memory.h"
-#include "analysis/python_frames.h"
-#include "analysis/roofline.h"
-#include "analysis/step_breakdown.h"
-#include "analysis/trace_summary.h"
-#include "analysis/window_activity.h"
-#include "analysis/workload.h"
+#include "analysis/causal/causality.h"
+#include "analysis/causal/critical_path.h"
+#include "analysis/causal/host_blockers.h"
+#include "analysis/causal/python_frames.h"
+#include "analysis/device/hardware.h"
+#include "analysis/memory/memory.h"
+#include "analysis/operator/attention_patterns.h"
+#include "analysis/operator/cpu_gemm.h"
+#include "analysis/operator/elementwise_chains.h"
+#include "analysis/operator/gpu_metrics.h"
+#include "analysis/operator/hot_spots.h"
+#include "analysis/operator/roofline.h"
+#include "analysis/timeline/communication.h"
+#include "analysis/timeline/data_pipeline.h"
+#include "analysis/timeline/gpu_timeline.h"
+#include "analysis/timeline/step_breakdown.h"
+#include "analysis/timeline/trace_summary.h"
+#include "analysis/timeline/window_activity.h"
+#include "analysis/timeline/workload.h"
 
 namespace ferret {
 
@@ -47,15 +47,15 @@ struct TraceAnalysis {
   WindowActivityResult window_activity;
   AttentionPatternsResult attention;  // attention computed op by op (unfused)
   CpuGemmRate cpu_gemm;               // the host's own GEMM rate (traces without device work only)
-  WorkloadResult workload;            // training, inference, serving, micro-benchmark (analysis/workload.h)
-  // Why each device activity started when it did, and who waited on whom (analysis/causality.h).
+  WorkloadResult workload;            // training, inference, serving, micro-benchmark (analysis/timeline/workload.h)
+  // Why each device activity started when it did, and who waited on whom (analysis/causal/causality.h).
   CausalityResult causality;
-  // The critical path of each step and what bounds it (analysis/critical_path.h).
+  // The critical path of each step and what bounds it (analysis/causal/critical_path.h).
   CriticalPathResult critical_path;
   RooflineResult roofline;
   ElementwiseChainsResult elementwise_chains;  // memory-bound kernel runs between GEMMs
   // The window's step-graph sweep order, sorted once by the critical path, for the diagnosis's
-  // what-if predictions (analysis/step_graph.h).
+  // what-if predictions (analysis/causal/step_graph.h).
   StepGraphOrder step_order;
 };
 

@@ -6,14 +6,14 @@
 
 #include "analysis/analysis_options.h"
 #include "analysis/trace_analysis.h"
+#include "app/analyze_command.h"
+#include "app/diff_command.h"
 #include "base/input_error.h"
 #include "base/terminal_text.h"
 #include "base/units.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
-#include "report/analyze_command.h"
-#include "report/analyze_report.h"
-#include "report/diff_command.h"
+#include "report/trace/analyze_report.h"
 #include "version.h"
 
 namespace ferret {

@@ -26,6 +26,12 @@
 
 namespace ferret {
 
+std::string Environment::get(const std::string& key) const {
+  for (const auto& [k, v] : fields)
+    if (k == key) return v;
+  return "";
+}
+
 namespace {
 
 // Variables that change how fast the same model runs: thread pools (OpenMP, MKL, OpenBLAS, the

@@ -3,11 +3,20 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "benchmark/run_record.h"
-
 namespace ferret {
+
+// Ordered key -> value pairs (kept in insertion order so output is stable).
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// Where a run happened: CPU model and cores, GPU and driver, torch and ferret versions, git
+// commit, thread and allocator variables. Two runs are comparable when these agree.
+struct Environment {
+  Fields fields;
+  std::string get(const std::string& key) const;  // "" when absent
+};
 
 // Reads /proc/cpuinfo, sysconf, /proc/driver/nvidia/version, the git commit of the current
 // directory (from .git files, no subprocess), ferret's version, and the thread and allocator

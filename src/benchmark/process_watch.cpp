@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "base/signal_forwarding.h"
-#include "ingest/process_tree.h"
+#include "ingest/proc/process_tree.h"
 
 extern char** environ;
 

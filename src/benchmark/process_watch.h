@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/gpu_source.h"
+#include "ingest/proc/gpu_source.h"
 #include "model/watch_series.h"
 
 namespace ferret {

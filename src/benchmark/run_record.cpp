@@ -5,15 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "benchmark/environment.h"
-
 namespace ferret {
-
-std::string Environment::get(const std::string& key) const {
-  for (const auto& [k, v] : fields)
-    if (k == key) return v;
-  return "";
-}
 
 double seconds_per_unit(const std::string& unit) {
   if (unit == "s") return 1.0;

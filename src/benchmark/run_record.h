@@ -9,18 +9,9 @@
 #include <vector>
 
 #include "base/statistics.h"
+#include "benchmark/environment.h"
 
 namespace ferret {
-
-// Ordered key -> value pairs (kept in insertion order so output is stable).
-using Fields = std::vector<std::pair<std::string, std::string>>;
-
-// Where a run happened: CPU model and cores, GPU and driver, torch and ferret versions, git
-// commit, thread and allocator variables. Two runs are comparable when these agree.
-struct Environment {
-  Fields fields;
-  std::string get(const std::string& key) const;  // "" when absent
-};
 
 struct RunRecord {
   std::int64_t id = 0;                                  // assigned by the store

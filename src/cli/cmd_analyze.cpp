@@ -4,13 +4,13 @@
 
 #include <iostream>
 
+#include "app/analyze_command.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 #include "cli/world.h"
-#include "report/analyze_command.h"
-#include "report/html_report.h"
+#include "report/trace/html_report.h"
 
 namespace ferret::cli {
 

@@ -1,5 +1,5 @@
 // `ferret annotate TRACE -o OUT.json.gz`: the trace with ferret's diagnosis added as trace events
-// (report/trace_annotation.h), for Perfetto UI and chrome://tracing. The trace is read twice: once
+// (report/trace/trace_annotation.h), for Perfetto UI and chrome://tracing. The trace is read twice: once
 // to analyse it, once to copy it through; so it must be a file, not stdin.
 
 #include <iostream>
@@ -14,7 +14,7 @@
 #include "cli/progress.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
-#include "report/trace_annotation.h"
+#include "report/trace/trace_annotation.h"
 
 namespace ferret::cli {
 

@@ -18,7 +18,7 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/world.h"
-#include "report/bench_report.h"
+#include "report/bench/bench_report.h"
 
 namespace ferret::cli {
 

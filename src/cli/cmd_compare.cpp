@@ -17,7 +17,7 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
-#include "report/bench_compare_report.h"
+#include "report/bench/bench_compare_report.h"
 
 namespace ferret::cli {
 

@@ -9,15 +9,15 @@
 #include <fmt/format.h>
 
 #include "analysis/trace_analysis.h"
+#include "app/diff_command.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 #include "diff/trace_diff.h"
 #include "ingest/trace_loader.h"
-#include "report/diff_command.h"
-#include "report/diff_report.h"
-#include "report/html_report.h"
+#include "report/diff/diff_report.h"
+#include "report/trace/html_report.h"
 
 namespace ferret::cli {
 

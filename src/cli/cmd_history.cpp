@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "report/bench_compare_report.h"
+#include "report/bench/bench_compare_report.h"
 
 namespace ferret::cli {
 

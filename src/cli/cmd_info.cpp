@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "analysis/trace_summary.h"
+#include "analysis/timeline/trace_summary.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 #include "ingest/trace_loader.h"
-#include "report/info_report.h"
+#include "report/trace/info_report.h"
 
 namespace ferret::cli {
 

@@ -5,13 +5,13 @@
 #include <iostream>
 #include <new>
 
-#include "analysis/allocator_state.h"
+#include "analysis/memory/allocator_state.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/rules_allocator.h"
-#include "ingest/memory_text_reader.h"
-#include "report/memory_report.h"
+#include "diagnosis/memory/rules_allocator.h"
+#include "ingest/memory/memory_text_reader.h"
+#include "report/memory/memory_report.h"
 
 namespace ferret::cli {
 

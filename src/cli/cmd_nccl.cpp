@@ -6,14 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "analysis/nccl_setup.h"
+#include "analysis/nccl/nccl_setup.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/rules_nccl.h"
-#include "ingest/nccl_log_parser.h"
+#include "diagnosis/nccl/rules_nccl.h"
+#include "ingest/nccl/nccl_log_parser.h"
 #include "ingest/trace_loader.h"
-#include "report/nccl_report.h"
+#include "report/nccl/nccl_report.h"
 
 namespace ferret::cli {
 

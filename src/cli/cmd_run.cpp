@@ -25,13 +25,13 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis_options.h"
+#include "app/analyze_command.h"
 #include "base/safe_file.h"
 #include "base/signal_forwarding.h"
 #include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "report/analyze_command.h"
 
 extern char** environ;
 

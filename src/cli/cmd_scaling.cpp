@@ -11,7 +11,7 @@
 #include "job/job_analysis.h"
 #include "job/job_runner.h"
 #include "job/scaling.h"
-#include "report/scaling_report.h"
+#include "report/job/scaling_report.h"
 
 namespace ferret::cli {
 

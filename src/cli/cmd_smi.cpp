@@ -5,16 +5,16 @@
 
 #include <fmt/format.h>
 
-#include "analysis/smi_stats.h"
-#include "analysis/trace_summary.h"
+#include "analysis/smi/smi_stats.h"
+#include "analysis/timeline/trace_summary.h"
 #include "base/input_error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/rules_smi.h"
-#include "ingest/smi_log_parser.h"
+#include "diagnosis/smi/rules_smi.h"
+#include "ingest/smi/smi_log_parser.h"
 #include "ingest/trace_loader.h"
-#include "report/smi_report.h"
+#include "report/smi/smi_report.h"
 
 namespace ferret::cli {
 

@@ -15,15 +15,15 @@
 
 #include <fmt/format.h>
 
-#include "analysis/watch_summary.h"
+#include "analysis/watch/watch_summary.h"
 #include "base/safe_file.h"
 #include "benchmark/process_watch.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/rules_watch.h"
-#include "ingest/gpu_source.h"
-#include "report/watch_report.h"
+#include "diagnosis/watch/rules_watch.h"
+#include "ingest/proc/gpu_source.h"
+#include "report/watch/watch_report.h"
 
 namespace ferret::cli {
 

@@ -1,5 +1,5 @@
 // `ferret whatif TRACE [--remove CAUSE]... [--speedup PATTERN=K]... [--json]`: the step time
-// predicted when a cause is fixed, from the step's dependency graph (analysis/whatif.h).
+// predicted when a cause is fixed, from the step's dependency graph (analysis/causal/whatif.h).
 
 #include <unistd.h>
 
@@ -9,15 +9,15 @@
 #include <fmt/format.h>
 
 #include "analysis/analysis_options.h"
+#include "analysis/causal/whatif.h"
 #include "analysis/trace_analysis.h"
-#include "analysis/whatif.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
-#include "report/whatif_report.h"
+#include "report/trace/whatif_report.h"
 
 namespace ferret::cli {
 

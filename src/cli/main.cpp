@@ -9,11 +9,11 @@
 #include <iostream>
 #include <string>
 
+#include "base/huge_pages.h"
 #include "base/input_error.h"
 #include "base/text.h"
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "model/huge_pages.h"
 #include "version.h"
 
 namespace {

@@ -15,9 +15,9 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "base/threads.h"
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "model/threads.h"
 
 namespace ferret::cli {
 

@@ -1,11 +1,11 @@
 // The fixes for communication a job cannot hide or should send less of, chosen by how the job
-// parallelises (analysis/communication.h ParallelStyle): one home for the single-trace rules
+// parallelises (analysis/timeline/communication.h ParallelStyle): one home for the single-trace rules
 // (rules_distributed.cpp) and the job's (job/rules_job.cpp), so both give the same advice.
 #pragma once
 
 #include <vector>
 
-#include "analysis/communication.h"
+#include "analysis/timeline/communication.h"
 #include "diagnosis/finding.h"
 
 namespace ferret {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/conv_layout.h"
+#include "analysis/operator/conv_layout.h"
 #include "base/text.h"
 
 namespace ferret {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/whatif.h"
+#include "analysis/causal/whatif.h"
 #include "diagnosis/device_fixes.h"
 #include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/causal/step_graph.h"
 #include "analysis/intervals.h"
-#include "analysis/step_graph.h"
 
 namespace ferret {
 
@@ -61,7 +61,7 @@ struct Finding {
   // speed-up if the cause vanished: 1 / (1 - share). 1.0 when the gain cannot be bounded.
   double time_share = 0;
   double max_speedup = 1.0;
-  // The step-time speed-up the what-if predicts for the fix (analysis/whatif.h: each step
+  // The step-time speed-up the what-if predicts for the fix (analysis/causal/whatif.h: each step
   // re-timed on its dependency graph without the cause), for causes the what-if can remove;
   // -1 when not predicted. It sits beside the bound: the bound is what the fix can give at most,
   // the prediction what the step's dependencies let through.

@@ -160,7 +160,7 @@ constexpr std::array kRules = {
     RuleInfo{"oom-capacity", S::kSnapshot, D::kMemory, "rule_oom", R::kCause, {}},
     RuleInfo{"segment-churn", S::kSnapshot, D::kMemory, "rule_segment_churn", R::kCause, {}},
     RuleInfo{"cache-growth", S::kSnapshot, D::kMemory, "rule_cache_growth", R::kCause, {}},
-    // rules_memory_text (src/diagnosis/rules_allocator.cpp): memory text; oom-fragmentation and
+    // rules_memory_text (src/diagnosis/memory/rules_allocator.cpp): memory text; oom-fragmentation and
     // oom-capacity above are emitted from out-of-memory messages too.
     RuleInfo{"oom-other-processes", S::kMemoryText, D::kMemory, "rule_oom_other_processes", R::kCause, {}},
     RuleInfo{"summary-fragmentation", S::kMemoryText, D::kMemory, "rule_summary_fragmentation", R::kCause, {}},

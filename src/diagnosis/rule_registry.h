@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-#include "analysis/whatif.h"
+#include "analysis/causal/whatif.h"
 #include "diagnosis/finding.h"
 #include "diagnosis/rules.h"
 

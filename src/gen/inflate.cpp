@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "ingest/byte_source.h"
-#include "ingest/decimal.h"
-#include "ingest/json_scanner.h"
+#include "ingest/kineto/decimal.h"
+#include "ingest/kineto/json_scanner.h"
 
 namespace ferret {
 

@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/threads.h"
 #include "gen/job_simulation.h"
-#include "model/threads.h"
 
 namespace ferret {
 

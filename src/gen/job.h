@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "report/trace_writer.h"
+#include "base/trace_writer.h"
 
 namespace ferret {
 

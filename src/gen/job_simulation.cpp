@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "base/trace_writer.h"
 #include "gen/h100_kernels.h"
-#include "report/trace_writer.h"
 
 namespace ferret::jobsim {
 

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "report/trace_writer.h"
+#include "base/trace_writer.h"
 
 namespace ferret::kineto {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "report/trace_writer.h"
+#include "base/trace_writer.h"
 
 namespace ferret {
 

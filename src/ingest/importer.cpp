@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include <fmt/format.h>
+
+#include "ingest/kineto/kineto_importer.h"
 namespace ferret {
 
 namespace {
@@ -30,6 +32,10 @@ std::string describe_head(std::string_view head) {
 }
 
 }  // namespace
+
+Importer kineto_json_importer() {
+  return {"kineto-json", sniff_kineto_json, "a JSON document opening with '{' or '['", load_kineto_json};
+}
 
 std::vector<Importer> importers() {
   std::vector<Importer> list{kineto_json_importer()};

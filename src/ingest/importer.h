@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ingest/byte_source.h"
-#include "ingest/trace_loader.h"
+#include "ingest/load_options.h"
 #include "model/model_builder.h"
 
 namespace ferret {

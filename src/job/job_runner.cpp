@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 
 #include "analysis/trace_analysis.h"
+#include "base/threads.h"
 #include "diagnosis/diagnose.h"
-#include "ingest/memory_limit.h"
+#include "ingest/proc/memory_limit.h"
 #include "ingest/trace_loader.h"
 #include "job/rank_files.h"
-#include "model/threads.h"
 
 namespace ferret {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/communication.h"
-#include "analysis/step_breakdown.h"
+#include "analysis/timeline/communication.h"
+#include "analysis/timeline/step_breakdown.h"
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
 

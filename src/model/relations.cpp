@@ -302,7 +302,7 @@ std::map<ThreadKey, std::vector<EventIndex>> top_level_spans(const TraceModel& m
 }
 
 constexpr int kMaxWrapperDepth = 3;
-constexpr std::size_t kMaxUnsyncedLoopOps = 3;  // as analysis/window_activity.h's micro-benchmark
+constexpr std::size_t kMaxUnsyncedLoopOps = 3;  // as analysis/timeline/window_activity.h's micro-benchmark
 
 // The operators and annotations directly under `span` (no operator or annotation between), in time
 // order.

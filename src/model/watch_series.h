@@ -11,7 +11,7 @@
 
 namespace ferret {
 
-// A process's role in the tree (ingest/process_tree.h says how it is told):
+// A process's role in the tree (ingest/proc/process_tree.h says how it is told):
 //  - main: the topmost Python process(es) (comm python*, or pt_main_thread, which torch 2.3-2.4
 //    names the main thread on import); when the tree has none, the command's own process;
 //  - workers: Python processes below a main one (DataLoader workers: comm python* inherited from
@@ -82,5 +82,16 @@ struct WatchSeries {
   int forwarded_signal = 0;  // SIGINT/SIGTERM ferret received and passed to the command
   std::vector<std::string> notes;
 };
+
+// Python as the main process or a DataLoader worker: comm python* (python, python3, python3.11),
+// pt_main_thread (torch 2.3-2.4 renames the main thread so on import; forked workers inherit it)
+// or pt_data_worker (torch >= 2.4 names DataLoader workers so).
+inline bool is_python_comm(std::string_view comm) {
+  return comm.starts_with("python") || comm == "pt_main_thread" || comm == "pt_data_worker";
+}
+// The comms a main process may have: as is_python_comm, less pt_data_worker.
+inline bool is_main_python_comm(std::string_view comm) {
+  return comm.starts_with("python") || comm == "pt_main_thread";
+}
 
 }  // namespace ferret

@@ -22,8 +22,8 @@
 #include "benchmark/model_runner.h"
 #include "ingest/trace_loader.h"
 #include "model/trace_model.h"
-#include "report/bench_report.h"
-#include "report/html_report.h"
+#include "report/bench/bench_report.h"
+#include "report/trace/html_report.h"
 
 namespace py = pybind11;
 

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis.h"
-#include "analysis/gpu_timeline.h"
-#include "analysis/step_breakdown.h"
+#include "analysis/timeline/gpu_timeline.h"
+#include "analysis/timeline/step_breakdown.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 // Unfused attention recognised from operator shapes on hand-made traces; times by hand.
-#include "analysis/attention_patterns.h"
+#include "analysis/operator/attention_patterns.h"
 
 #include <gtest/gtest.h>
 

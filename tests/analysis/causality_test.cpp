@@ -1,7 +1,7 @@
-// Who waits on whom (analysis/causality.h) on hand-made traces whose every number is computed by
+// Who waits on whom (analysis/causal/causality.h) on hand-made traces whose every number is computed by
 // hand below, for CUDA and HIP names: each reason an activity starts when it does, and the
 // window's four parts.
-#include "analysis/causality.h"
+#include "analysis/causal/causality.h"
 
 #include <gtest/gtest.h>
 

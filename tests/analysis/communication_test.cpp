@@ -1,4 +1,4 @@
-#include "analysis/communication.h"
+#include "analysis/timeline/communication.h"
 
 #include <gtest/gtest.h>
 

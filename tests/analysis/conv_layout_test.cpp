@@ -1,4 +1,4 @@
-#include "analysis/conv_layout.h"
+#include "analysis/operator/conv_layout.h"
 
 #include <gtest/gtest.h>
 

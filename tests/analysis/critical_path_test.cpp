@@ -1,11 +1,11 @@
-#include "analysis/critical_path.h"
+#include "analysis/causal/critical_path.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "analysis/causality.h"
-#include "analysis/whatif.h"
+#include "analysis/causal/causality.h"
+#include "analysis/causal/whatif.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 // Data pipeline analysis on hand-made traces (expected values worked out by hand in the comment
 // above each test; trace times are microseconds) and on the corpus ResNet-50 trace, whose input
 // wait the TensorBoard plugin reported (../shared/corpus/MANIFEST.md).
-#include "analysis/data_pipeline.h"
+#include "analysis/timeline/data_pipeline.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "analysis/device_peaks.h"
+#include "analysis/device/device_peaks.h"
 
 #include <gtest/gtest.h>
 

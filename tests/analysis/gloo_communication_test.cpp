@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/communication.h"
+#include "analysis/timeline/communication.h"
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"

@@ -1,7 +1,7 @@
 // GPU metrics on hand-made traces (expected values worked out by hand in the comment above each
 // test; trace times are microseconds) and on real traces against the TensorBoard plugin's golden
 // output (../shared/corpus/MANIFEST.md). Also the kernel-name and operator classifiers.
-#include "analysis/gpu_metrics.h"
+#include "analysis/operator/gpu_metrics.h"
 
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "analysis/tensor_cores.h"
+#include "analysis/operator/tensor_cores.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-#include "analysis/gpu_timeline.h"
+#include "analysis/timeline/gpu_timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis/gpu_metrics.h"
-#include "analysis/gpu_timeline.h"
-#include "analysis/hot_spots.h"
+#include "analysis/operator/gpu_metrics.h"
+#include "analysis/operator/hot_spots.h"
+#include "analysis/timeline/gpu_timeline.h"
 #include "graph_traces.h"
 #include "ingest/trace_loader.h"
 

@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis/gpu_metrics.h"
+#include "analysis/operator/gpu_metrics.h"
+#include "analysis/timeline/trace_summary.h"
 #include "analysis/trace_analysis.h"
-#include "analysis/trace_summary.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
-#include "report/analyze_report.h"
+#include "report/trace/analyze_report.h"
 
 namespace ferret {
 namespace {

@@ -1,4 +1,4 @@
-#include "analysis/hardware.h"
+#include "analysis/device/hardware.h"
 
 #include <gtest/gtest.h>
 

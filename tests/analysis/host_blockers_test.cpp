@@ -1,4 +1,4 @@
-#include "analysis/host_blockers.h"
+#include "analysis/causal/host_blockers.h"
 
 #include <gtest/gtest.h>
 

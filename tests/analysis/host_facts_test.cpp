@@ -1,5 +1,5 @@
 // HostFacts: what `ferret run` records of the machine and build, read back and named.
-#include "analysis/host_facts.h"
+#include "analysis/device/host_facts.h"
 
 #include <gtest/gtest.h>
 

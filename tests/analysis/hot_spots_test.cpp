@@ -1,4 +1,4 @@
-#include "analysis/hot_spots.h"
+#include "analysis/operator/hot_spots.h"
 
 #include <gtest/gtest.h>
 

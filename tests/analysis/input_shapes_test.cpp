@@ -1,5 +1,5 @@
 // Input Dims / Input type text as torch.profiler writes it, parsed; damaged text is "unknown".
-#include "analysis/input_shapes.h"
+#include "analysis/operator/input_shapes.h"
 
 #include <gtest/gtest.h>
 

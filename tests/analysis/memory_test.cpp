@@ -1,4 +1,4 @@
-#include "analysis/memory.h"
+#include "analysis/memory/memory.h"
 
 #include <gtest/gtest.h>
 

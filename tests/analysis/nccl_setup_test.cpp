@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "analysis/nccl_setup.h"
-#include "diagnosis/rules_nccl.h"
-#include "ingest/nccl_log_parser.h"
+#include "analysis/nccl/nccl_setup.h"
+#include "diagnosis/nccl/rules_nccl.h"
+#include "ingest/nccl/nccl_log_parser.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

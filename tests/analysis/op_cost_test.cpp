@@ -1,4 +1,4 @@
-#include "analysis/op_cost.h"
+#include "analysis/operator/op_cost.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "analysis/roofline.h"
+#include "analysis/operator/roofline.h"
 
 #include <gtest/gtest.h>
 

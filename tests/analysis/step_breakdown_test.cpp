@@ -1,7 +1,7 @@
 // Step time breakdown on hand-made traces (every expected value worked out by hand in the comment
 // above it; trace times are microseconds, the model's nanoseconds) and on a real trace against the
 // TensorBoard plugin's own golden output (../shared/corpus/MANIFEST.md).
-#include "analysis/step_breakdown.h"
+#include "analysis/timeline/step_breakdown.h"
 
 #include <string>
 #include <vector>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/step_graph.h"
-#include "analysis/whatif.h"
+#include "analysis/causal/step_graph.h"
+#include "analysis/causal/whatif.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

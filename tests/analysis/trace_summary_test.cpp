@@ -1,4 +1,4 @@
-#include "analysis/trace_summary.h"
+#include "analysis/timeline/trace_summary.h"
 
 #include <gtest/gtest.h>
 

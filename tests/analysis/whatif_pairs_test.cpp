@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/whatif.h"
+#include "analysis/causal/whatif.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

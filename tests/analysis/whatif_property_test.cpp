@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "analysis/analysis_options.h"
-#include "analysis/whatif.h"
+#include "analysis/causal/whatif.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

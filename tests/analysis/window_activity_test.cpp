@@ -1,12 +1,12 @@
 // What kind of window: steady, graph capture, initialisation; blocking waits at its edges.
-#include "analysis/window_activity.h"
+#include "analysis/timeline/window_activity.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "analysis/step_breakdown.h"
+#include "analysis/timeline/step_breakdown.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
-// What the traced job does (analysis/workload.h), by hand, and the fixes that fit it
+// What the traced job does (analysis/timeline/workload.h), by hand, and the fixes that fit it
 // (diagnosis/device_fixes.h): text and JSON say the same.
-#include "analysis/workload.h"
+#include "analysis/timeline/workload.h"
 
 #include <gtest/gtest.h>
 

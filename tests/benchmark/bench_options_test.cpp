@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "benchmark/model_runner.h"
-#include "report/bench_report.h"
+#include "report/bench/bench_report.h"
 #include "test_util.h"
 
 namespace ferret::bench {

@@ -10,10 +10,10 @@
 #include <cmath>
 #include <regex>
 
-#include "analysis/watch_summary.h"
+#include "analysis/watch/watch_summary.h"
 #include "benchmark/process_watch.h"
-#include "diagnosis/rules_watch.h"
-#include "report/watch_report.h"
+#include "diagnosis/watch/rules_watch.h"
+#include "report/watch/watch_report.h"
 
 namespace ferret {
 namespace {

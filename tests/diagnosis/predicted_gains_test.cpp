@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis/causal/whatif.h"
 #include "analysis/trace_analysis.h"
-#include "analysis/whatif.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "analysis/nccl_setup.h"
+#include "analysis/nccl/nccl_setup.h"
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
+#include "diagnosis/nccl/rules_nccl.h"
 #include "diagnosis/rule_registry.h"
-#include "diagnosis/rules_nccl.h"
-#include "ingest/nccl_log_parser.h"
+#include "ingest/nccl/nccl_log_parser.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

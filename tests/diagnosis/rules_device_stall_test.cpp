@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analysis/causality.h"
+#include "analysis/causal/causality.h"
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"

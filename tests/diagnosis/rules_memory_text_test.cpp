@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "diagnosis/rules_allocator.h"
+#include "diagnosis/memory/rules_allocator.h"
 
 namespace ferret {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/roofline.h"
+#include "analysis/operator/roofline.h"
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"

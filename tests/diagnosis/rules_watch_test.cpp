@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "diagnosis/rule_registry.h"
-#include "diagnosis/rules_watch.h"
+#include "diagnosis/watch/rules_watch.h"
 
 namespace ferret {
 namespace {

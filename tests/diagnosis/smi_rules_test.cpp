@@ -7,10 +7,10 @@
 #include <cmath>
 #include <string>
 
-#include "analysis/smi_stats.h"
+#include "analysis/smi/smi_stats.h"
 #include "diagnosis/rule_registry.h"
-#include "diagnosis/rules_smi.h"
-#include "ingest/smi_log_parser.h"
+#include "diagnosis/smi/rules_smi.h"
+#include "ingest/smi/smi_log_parser.h"
 #include "test_util.h"
 
 namespace ferret {

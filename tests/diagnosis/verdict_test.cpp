@@ -9,8 +9,8 @@
 
 #include "diagnosis/verdict.h"
 
+#include "analysis/causal/whatif.h"
 #include "analysis/trace_analysis.h"
-#include "analysis/whatif.h"
 #include "diagnosis/diagnose.h"
 #include "diagnosis/rules.h"
 #include "ingest/trace_loader.h"

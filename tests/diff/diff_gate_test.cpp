@@ -15,7 +15,7 @@
 
 #include "diff/trace_diff.h"
 #include "ingest/trace_loader.h"
-#include "report/diff_report.h"
+#include "report/diff/diff_report.h"
 #include "test_util.h"
 
 namespace ferret {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ingest/trace_loader.h"
-#include "report/diff_report.h"
+#include "report/diff/diff_report.h"
 #include "test_util.h"
 
 namespace ferret {

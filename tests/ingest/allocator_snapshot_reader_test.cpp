@@ -1,6 +1,6 @@
 // The snapshot converter on hand-made pickles: what a sound segment reads as, and what it does
 // with fields of the wrong type or past plausibility (each counted in the notes, none trusted).
-#include "ingest/allocator_snapshot_reader.h"
+#include "ingest/memory/allocator_snapshot_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "analysis/trace_summary.h"
+#include "analysis/timeline/trace_summary.h"
 #include "ingest/trace_loader.h"
 #include "model/trace_model.h"
 #include "test_util.h"

@@ -1,5 +1,5 @@
 // The parser's CPU check against a second reader: the flags the kernel reports in /proc/cpuinfo.
-#include "ingest/cpu_level.h"
+#include "ingest/kineto/cpu_level.h"
 
 #include <gtest/gtest.h>
 

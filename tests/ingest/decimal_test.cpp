@@ -1,4 +1,4 @@
-#include "ingest/decimal.h"
+#include "ingest/kineto/decimal.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis/trace_summary.h"
+#include "analysis/timeline/trace_summary.h"
 #include "ingest/trace_loader.h"
 #include "model/trace_model.h"
 

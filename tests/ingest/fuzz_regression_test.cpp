@@ -7,7 +7,7 @@
 #include "analysis/trace_analysis.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
-#include "report/analyze_report.h"
+#include "report/trace/analyze_report.h"
 #include "test_util.h"
 
 namespace ferret {

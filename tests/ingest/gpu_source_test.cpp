@@ -1,7 +1,7 @@
 // The NVML source against a stand-in library with NVML's C ABI (tests/tools/fake_nvml.cpp): the
 // dlopen path, every function ferret resolves, the struct layouts, the retry when a device lists
 // more processes than the buffer holds, and each way of not watching the GPU said in one line.
-#include "ingest/gpu_source.h"
+#include "ingest/proc/gpu_source.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

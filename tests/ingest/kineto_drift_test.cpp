@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analysis.h"
-#include "analysis/gpu_metrics.h"
-#include "analysis/gpu_timeline.h"
-#include "analysis/trace_summary.h"
+#include "analysis/operator/gpu_metrics.h"
+#include "analysis/timeline/gpu_timeline.h"
+#include "analysis/timeline/trace_summary.h"
 #include "ingest/trace_loader.h"
 #include "model/trace_model.h"
-#include "report/info_report.h"
+#include "report/trace/info_report.h"
 
 namespace ferret {
 namespace {

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "ingest/event_parser.h"
+#include "ingest/kineto/event_parser.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

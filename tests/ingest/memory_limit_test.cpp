@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "ingest/memory_limit.h"
+#include "ingest/proc/memory_limit.h"
 #include "test_util.h"
 
 namespace ferret {

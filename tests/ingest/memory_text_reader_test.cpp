@@ -2,7 +2,7 @@
 // memory_summary() of torch 1.x and 2.x, out-of-memory messages of 1.x, 2.x, 2.1's "capacty", HIP,
 // wrapped inside a traceback, two summaries in one log) and on broken text: every number below is
 // computed by hand from the fixture's text.
-#include "ingest/memory_text_reader.h"
+#include "ingest/memory/memory_text_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ingest/nccl_log_parser.h"
+#include "ingest/nccl/nccl_log_parser.h"
 #include "test_util.h"
 
 namespace ferret {

@@ -1,6 +1,6 @@
 // The safe pickle reader against pickles written by Python's own pickle module
 // (tests/tools/make_pickles.py), protocols 2 to 5, and against every truncation of them.
-#include "ingest/pickle_reader.h"
+#include "ingest/memory/pickle_reader.h"
 
 #include <gtest/gtest.h>
 

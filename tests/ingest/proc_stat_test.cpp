@@ -1,13 +1,13 @@
-// /proc/PID/stat lines and the process tree built from them (ingest/proc_stat.h,
-// ingest/process_tree.h): lines written by hand in proc(5)'s layout, and trees of hand-made scans
+// /proc/PID/stat lines and the process tree built from them (ingest/proc/proc_stat.h,
+// ingest/proc/process_tree.h): lines written by hand in proc(5)'s layout, and trees of hand-made scans
 // whose CPU per role is computed by hand in the comments.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "ingest/memory_limit.h"
-#include "ingest/proc_stat.h"
-#include "ingest/process_tree.h"
+#include "ingest/proc/memory_limit.h"
+#include "ingest/proc/proc_stat.h"
+#include "ingest/proc/process_tree.h"
 #include "test_util.h"
 
 namespace ferret {

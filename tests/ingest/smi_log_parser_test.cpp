@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/input_error.h"
-#include "ingest/smi_log_parser.h"
+#include "ingest/smi/smi_log_parser.h"
 #include "test_util.h"
 
 namespace ferret {

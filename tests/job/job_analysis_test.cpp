@@ -6,7 +6,7 @@
 #include "job/hand_made_rank.h"
 #include "job/job_diagnosis.h"
 #include "job/rank_files.h"
-#include "report/job_report.h"
+#include "report/job/job_report.h"
 #include "test_util.h"
 
 namespace ferret {

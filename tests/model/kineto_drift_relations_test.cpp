@@ -2,7 +2,7 @@
 // tree from python_function ids. Fixtures are hand-written; times are microseconds.
 #include <gtest/gtest.h>
 
-#include "analysis/trace_summary.h"
+#include "analysis/timeline/trace_summary.h"
 #include "ingest/trace_loader.h"
 #include "model/relations.h"
 

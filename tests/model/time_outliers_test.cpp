@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "analysis/trace_summary.h"
+#include "analysis/timeline/trace_summary.h"
 #include "ingest/trace_loader.h"
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 // Reports render what the analyses computed; trace text that reaches Markdown stays text.
-#include "report/analyze_report.h"
+#include "report/trace/analyze_report.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

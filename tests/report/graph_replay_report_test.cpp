@@ -6,7 +6,7 @@
 
 #include "graph_traces.h"
 #include "ingest/trace_loader.h"
-#include "report/analyze_report.h"
+#include "report/trace/analyze_report.h"
 
 namespace ferret {
 namespace {

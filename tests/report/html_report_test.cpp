@@ -1,7 +1,7 @@
 // The page's size bound: whatever the number of steps, the document it carries keeps at most 500
 // entries per array (counted in "<key>_left_out"), compact. The browser tests (test_html_browser.py)
 // check what the page draws.
-#include "report/html_report.h"
+#include "report/trace/html_report.h"
 
 #include <gtest/gtest.h>
 

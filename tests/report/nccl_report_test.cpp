@@ -1,7 +1,7 @@
 // The NCCL text report fits the layout width (--width / COLUMNS) on every log in tests/data/nccl:
 // its tables shrink and drop optional columns instead of running past the edge, and what they
 // show is the same at 60 columns as at 160 (the host names, versions and communicator rows).
-#include "report/nccl_report.h"
+#include "report/nccl/nccl_report.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/nccl_setup.h"
-#include "diagnosis/rules_nccl.h"
-#include "ingest/nccl_log_parser.h"
+#include "analysis/nccl/nccl_setup.h"
+#include "diagnosis/nccl/rules_nccl.h"
+#include "ingest/nccl/nccl_log_parser.h"
 #include "test_util.h"
 
 namespace ferret {

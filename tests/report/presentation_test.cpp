@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ingest/trace_loader.h"
-#include "report/analyze_report.h"
 #include "report/format.h"
+#include "report/trace/analyze_report.h"
 #include "test_util.h"
 
 namespace ferret {

@@ -1,4 +1,4 @@
-#include "report/roofline_report.h"
+#include "report/trace/roofline_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // ferret annotate's two halves: the streaming splice (byte-exact copy, the events put at the end
 // of traceEvents, truncated documents closed) and the events themselves, read back by a second,
 // simpler reader (nlohmann) and by ferret's own loader.
-#include "report/trace_annotation.h"
+#include "report/trace/trace_annotation.h"
 
 #include <gtest/gtest.h>
 

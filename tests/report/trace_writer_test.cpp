@@ -1,4 +1,4 @@
-#include "report/trace_writer.h"
+#include "base/trace_writer.h"
 
 #include <gtest/gtest.h>
 

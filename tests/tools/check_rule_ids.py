@@ -24,9 +24,9 @@ EMITS = re.compile(r'finding_for\(([^;]*?)\);|\bid\s*=\s*"([a-z0-9-]+)"')
 
 # (file, id): why it is still there. Each is a place to move into the registry.
 KNOWN = {
-    ("src/analysis/whatif.cpp", "host-sync"): "`ferret whatif --remove` names, a user vocabulary that coincides",
-    ("src/analysis/whatif.cpp", "sync-copy"): "`ferret whatif --remove` names, a user vocabulary that coincides",
-    ("src/analysis/whatif.cpp", "exposed-communication"): "`ferret whatif --remove` names",
+    ("src/analysis/causal/whatif.cpp", "host-sync"): "`ferret whatif --remove` names, a user vocabulary that coincides",
+    ("src/analysis/causal/whatif.cpp", "sync-copy"): "`ferret whatif --remove` names, a user vocabulary that coincides",
+    ("src/analysis/causal/whatif.cpp", "exposed-communication"): "`ferret whatif --remove` names",
     ("src/gen/scenarios.cpp", "input-bound"): "the generator's scenario names, which name the rule they plant",
     ("src/gen/scenarios.cpp", "launch-bound"): "the generator's scenario names, which name the rule they plant",
     ("src/gen/scenarios.cpp", "communication-heavy"): "the generator's scenario names, which name the rule they plant",
