@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/timeline/window_activity.h"
+#include "base/units.h"
 #include "diagnosis/rule_registry.h"
 #include "diagnosis/rules.h"
 

@@ -330,6 +330,7 @@ bool is_training_mode_op(const TraceModel& m, EventIndex e) {
   return !op_or_ancestor(m, e, [](std::string_view n) { return n.find("instance_norm") != std::string_view::npos; });
 }
 
+// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
 void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding>& out) {
   const TraceModel& m = *a.model;
   const AnalysisContext& ctx = a.context;

@@ -199,7 +199,7 @@ void MemoryTextParser::close_summary(bool complete) {
   box_.complete = complete;
   if (!complete) issue("memory summary cut short (its rows end before the closing border), kept as far as read");
   if (out_.summaries.size() < kMaxMemoryTextRecords)
-    out_.summaries.push_back(std::move(box_));
+    out_.summaries.push_back(box_);
   else
     ++out_.dropped_records;
   box_ = MemorySummary{};

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "base/resident_memory.h"
 #include "base/terminal_text.h"
 
 namespace ferret {
@@ -1017,18 +1018,6 @@ void NcclLogParser::feed_nccl_part(std::string_view line, std::size_t marker_at,
 // ---- sources --------------------------------------------------------------------------------------
 
 namespace {
-
-// Resident bytes of this process (/proc/self/statm), 0 when unknown. What the kernel counts
-// against a memory limit, whatever allocator (or sanitizer) holds the records.
-std::uint64_t resident_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long long size_pages = 0, resident_pages = 0;
-  const int got = std::fscanf(f, "%llu %llu", &size_pages, &resident_pages);
-  std::fclose(f);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return got == 2 && page > 0 ? resident_pages * static_cast<std::uint64_t>(page) : 0;
-}
 
 // Resident memory is read once per this many NCCL lines: cheap next to parsing them.
 constexpr std::uint64_t kLinesPerMemoryCheck = 8192;

@@ -21,7 +21,7 @@
 //       id; then temperature, power, memory and GPU-Util); each table is one sample per GPU. The
 //       job's own output around the tables (a Slurm log) is skipped and counted; the version line
 //       anywhere in the first 64 KiB tells the layout.
-// Each format has one small row parser behind one function (smi_log_parser.cpp); columns are
+// Each format has one small row parser behind one function (smi_reader.h and a file per layout); columns are
 // mapped by name, never by position.
 //
 // Hostile input is bounded: lines longer than kSmiMaxLineBytes are skipped (counted), at most
