@@ -14,6 +14,8 @@ void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out);       /
 void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out);   // input-bound
 void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out);  // Tensor Cores, occupancy, precision
 void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-bound, syncs, allocator calls, hot ops
+// hot-operator (rules_operator_cost.cpp); rules_host runs it, before rules_host_preprocessing.
+void rules_hot_operator(const TraceAnalysis& a, std::vector<Finding>& out);
 // host-preprocessing, and the Python frames as evidence in the host-wait findings (called by rules_host)
 void rules_host_preprocessing(const TraceAnalysis& a, std::vector<Finding>& out);
 // After folding: writes each finding's Finding::Notes on Python frames into its detail, once.
@@ -32,7 +34,7 @@ std::vector<Fix> compile_fixes(const CompileActivity& c);
 void rule_device_stall(const TraceAnalysis& a,
                        std::vector<Finding>& out);  // idle with work queued (rules_device_stall.cpp)
 // top-cost: the operator with the most self time, informational; diagnose() calls it only when no
-// finding is the verdict, so that no report reads as "nothing costs anything" (rules_host.cpp).
+// finding is the verdict, so that no report reads as "nothing costs anything" (rules_operator_cost.cpp).
 void rule_top_cost(const TraceAnalysis& a, std::vector<Finding>& out);
 
 // Where the GPU idled: the longest gaps in its busy union, over the devices (one, or all: -1).
