@@ -20,7 +20,6 @@ MAX_CPP_LINES = 800
 MAX_FOLDER_FILES = 30
 # Files over MAX_CPP_LINES when the limit came, at their length now (lowered as they shrink).
 KNOWN = {
-    "src/ingest/nccl/nccl_log_parser.cpp": 1129,  # 1140 at first
     "src/ingest/kineto/event_parser.cpp": 852,  # 1016 at first; the repairs are event_repair.cpp
 }
 # Functions over 120 lines when the limit came, each marked NOLINT(readability-function-size).
