@@ -33,6 +33,7 @@ struct AnalyzeOptions {
   bool hta_timeline = false;  // the GPU timeline as HolisticTraceAnalysis defines it (--timeline-definition hta)
   unsigned threads = 0;       // parser threads (--threads); 0 = as the command line chooses
   std::string max_memory;     // memory bound, e.g. "8GiB" (--max-memory); empty = the default
+  std::string peaks;          // measured device ceilings, a JSON file (--peaks FILE); empty = datasheet figures
   // How the script built its DataLoaders, as `ferret run` records it: a JSON list of objects with
   // batch_size, num_workers, pin_memory, prefetch_factor, persistent_workers; findings quote it.
   std::string dataloaders_json;

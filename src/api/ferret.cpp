@@ -7,6 +7,7 @@
 #include "analysis/analysis_options.h"
 #include "analysis/trace_analysis.h"
 #include "app/analyze_command.h"
+#include "app/analyze_options.h"
 #include "app/diff_command.h"
 #include "base/input_error.h"
 #include "base/terminal_text.h"
@@ -29,20 +30,6 @@ struct Analysis::Result {
 
 namespace {
 
-AnalysisOptions to_analysis_options(const AnalyzeOptions& options) {
-  AnalysisOptions o;
-  o.top_k = options.top;
-  if (options.device >= 0) o.device = options.device;
-  parse_step_range(options.steps, o);
-  parse_time_range(options.time, o);
-  o.window_name = options.window;
-  o.timeline_definition = options.hta_timeline ? TimelineDefinition::kHta : TimelineDefinition::kFerret;
-  if (!options.dataloaders_json.empty())
-    o.dataloaders = parse_dataloader_settings(options.dataloaders_json, "DataLoader settings");
-  if (!options.host_json.empty()) o.host = parse_host_facts(options.host_json);
-  return o;
-}
-
 // Reports for a terminal or a notebook, as the command line prints them: line breaks kept, any
 // other control byte from a trace made visible.
 constexpr TerminalTextRules kReportText{.keep_line_breaks = true};
@@ -62,7 +49,7 @@ std::string analyze_paths(const std::vector<std::string>& paths, const AnalyzeOp
                           std::vector<std::string>* notes) {
   AnalyzeRequest request;
   request.inputs = paths;
-  request.analysis = to_analysis_options(options);
+  request.analysis = analysis_options_from(options);
   request.format = to_analyze_format(format);
   request.threads = options.threads;
   request.max_memory = options.max_memory.empty() ? 0 : parse_size(options.max_memory);
@@ -74,7 +61,7 @@ std::string analyze_paths(const std::vector<std::string>& paths, const AnalyzeOp
 Reports analyze_reports(const std::vector<std::string>& paths, const AnalyzeOptions& options) {
   AnalyzeRequest request;
   request.inputs = paths;
-  request.analysis = to_analysis_options(options);
+  request.analysis = analysis_options_from(options);
   request.every_format = true;
   request.threads = options.threads;
   request.max_memory = options.max_memory.empty() ? 0 : parse_size(options.max_memory);
@@ -154,7 +141,7 @@ std::vector<FindingSummary> Analysis::findings() const {
 
 Analysis analyze(const Trace& trace, const AnalyzeOptions& options) {
   auto result = std::make_shared<Analysis::Result>();
-  result->analysis = analyze_trace(trace.model().model, to_analysis_options(options));
+  result->analysis = analyze_trace(trace.model().model, analysis_options_from(options));
   result->diagnosis = diagnose(result->analysis);
   return Analysis(std::move(result));
 }

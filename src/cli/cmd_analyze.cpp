@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/analyze_command.h"
+#include "app/analyze_options.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -20,32 +21,23 @@ struct AnalyzeCliOptions {
   std::vector<std::string> traces;
   bool json = false;
   bool markdown = false;
-  int top = 10;
-  std::string steps;
-  std::string window;  // --window NAME[#K]
-  std::string time;    // --time A-B (ms)
-  std::string timeline_definition = "ferret";
-  int device = -1;
+  // --top, --steps, --window, --time, --device, --peaks: the options the API and Python share,
+  // mapped by analysis_options_from (app/analyze_options.h).
+  AnalyzeOptions shared;
+  std::string timeline_definition = "ferret";  // sets shared.hta_timeline
   unsigned threads = 0;
   unsigned jobs = 0;       // traces analysed at once; 0 = one per core
   std::string max_memory;  // "8GiB"; empty = default
   bool job = false;        // force the cross-rank report
   bool per_trace = false;  // force one report per trace
   std::size_t width = 0;   // --width; 0: COLUMNS or 80
-  std::string peaks;       // --peaks FILE: measured ceilings (JSON)
   std::string html;        // --html FILE ("-": stdout)
 };
 
 AnalysisOptions to_analysis_options(const AnalyzeCliOptions& cli) {
-  AnalysisOptions o;
-  o.top_k = cli.top;
-  if (cli.device >= 0) o.device = cli.device;
-  parse_step_range(cli.steps, o);
-  parse_time_range(cli.time, o);
-  o.window_name = cli.window;
-  o.timeline_definition = parse_timeline_definition(cli.timeline_definition);
-  if (!cli.peaks.empty()) o.peaks = read_peaks_file(cli.peaks);
-  return o;
+  AnalyzeOptions shared = cli.shared;
+  shared.hta_timeline = parse_timeline_definition(cli.timeline_definition) == TimelineDefinition::kHta;
+  return analysis_options_from(shared);
 }
 
 // MPI_Finalize on every way out.
@@ -132,19 +124,20 @@ void register_analyze(CLI::App& app) {
                 "Treat the traces as the ranks of one job (the default for a directory, or for "
                 "traces that name distinct ranks)");
   cmd->add_flag("--per-trace", opt->per_trace, "One report per trace, even for the ranks of one job");
-  cmd->add_option("--top", opt->top, "Rows in top-N tables (default 10)")->check(CLI::Range(1, 1000));
-  cmd->add_option("--steps", opt->steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
-  cmd->add_option("--window", opt->window,
+  cmd->add_option("--top", opt->shared.top, "Rows in top-N tables (default 10)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--steps", opt->shared.steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
+  cmd->add_option("--window", opt->shared.window,
                   "Analyse only the K-th span named NAME (a record_function / user annotation, e.g. warmup or "
                   "inference): NAME or NAME#K (docs/WINDOWS.md)");
-  cmd->add_option("--time", opt->time, "Analyse only this stretch: A-B or A- (milliseconds from the trace start)");
+  cmd->add_option("--time", opt->shared.time,
+                  "Analyse only this stretch: A-B or A- (milliseconds from the trace start)");
   cmd->add_option("--timeline-definition", opt->timeline_definition,
                   "GPU timeline as ferret defines it (default) or as HolisticTraceAnalysis does (hta: its window "
                   "and rounding, to check ferret against HTA; docs/HTA.md)");
-  cmd->add_option("--peaks", opt->peaks,
+  cmd->add_option("--peaks", opt->shared.peaks,
                   "Device ceilings for the roofline (JSON: device, hbm_tb_per_s, matrix_tflop_per_s and "
                   "vector_tflop_per_s by dtype), replacing the datasheet figures");
-  cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--device", opt->shared.device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--threads", opt->threads,
                   "Parser threads per trace (default: one per core for a single trace, "
                   "one per trace when several are analysed at once)");

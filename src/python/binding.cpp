@@ -42,8 +42,10 @@ py::dict reports_dict(Reports&& r) {
 
 py::dict py_analyze(const std::vector<std::string>& paths, int top, const std::string& steps, const std::string& window,
                     const std::string& time, int device, bool hta_timeline, unsigned threads,
-                    const std::string& max_memory, const std::string& dataloaders, const std::string& host) {
+                    const std::string& max_memory, const std::string& dataloaders, const std::string& host,
+                    const std::string& peaks) {
   AnalyzeOptions options;
+  options.peaks = peaks;
   options.dataloaders_json = dataloaders;
   options.host_json = host;
   options.top = top;
@@ -266,7 +268,7 @@ PYBIND11_MODULE(_ferret, m) {
   m.def("version", &ferret::version);
   m.def("analyze", &ferret::py_analyze, py::arg("paths"), py::arg("top"), py::arg("steps"), py::arg("window"),
         py::arg("time"), py::arg("device"), py::arg("hta_timeline"), py::arg("threads"), py::arg("max_memory"),
-        py::arg("dataloaders"), py::arg("host") = "");
+        py::arg("dataloaders"), py::arg("host") = "", py::arg("peaks") = "");
   m.def("diff", &ferret::py_diff, py::arg("base"), py::arg("new"), py::arg("top"), py::arg("steps"), py::arg("device"),
         py::arg("fail_if_slower"), py::arg("threads"), py::arg("max_memory"));
   m.def(

@@ -44,6 +44,57 @@ class AnalyzeMatchesTheCli(TempDirTest):
                          json.loads(cli("analyze", "--json", "--steps", "2-3", "--top", "3", path).stdout))
         self.assertEqual(ferret.analyze(path, steps="2-"), json.loads(cli("analyze", "--json", "--steps", "2-", path).stdout))
 
+    # `ferret analyze`'s options are defined once (ferret::AnalyzeOptions): every flag of the command
+    # is a keyword of ferret.analyze, or says here why it belongs to the command line alone.
+    CLI_ONLY = {
+        "--json": "ferret.analyze returns the document; ferret.report renders any format",
+        "--md": "ferret.report(result, 'md')",
+        "--html": "ferret.report(result, 'html')",
+        "--width": "a terminal's width: the text report is rendered without one",
+        "--job": "grouping the command line chooses per run; a directory is a job through the API too",
+        "--per-trace": "grouping the command line chooses per run",
+        "--jobs": "traces analysed at once by one process: the caller's threads in Python",
+    }
+    KEYWORD_OF = {"--timeline-definition": "timeline"}
+
+    def test_every_analyze_flag_is_a_keyword_or_says_why_not(self):
+        import inspect
+        import re
+        flags = set(re.findall(r"(?m)^\s+(--[a-z][a-z-]*)", cli("analyze", "--help").stdout))
+        self.assertIn("--peaks", flags)
+        keywords = set(inspect.signature(ferret.analyze).parameters)
+        for flag in sorted(flags):
+            with self.subTest(flag=flag):
+                if flag in self.CLI_ONLY:
+                    self.assertNotIn(flag[2:].replace("-", "_"), keywords)
+                    continue
+                self.assertIn(self.KEYWORD_OF.get(flag, flag[2:].replace("-", "_")), keywords)
+        self.assertEqual(set(self.CLI_ONLY) - flags, set(), "a CLI-only flag the command no longer has")
+
+    def test_each_shared_option_prints_the_clis_bytes(self):
+        path = example("cpu-input-bound.json.gz")
+        peaks = os.path.join(self.tmp, "peaks.json")
+        with open(peaks, "w") as f:
+            json.dump({"hbm_tb_per_s": 1, "matrix_tflop_per_s": {"bf16": 100}, "vector_tflop_per_s": {"fp32": 2}}, f)
+        cases = [({"peaks": peaks}, ["--peaks", peaks]), ({"timeline": "hta"}, ["--timeline-definition", "hta"]),
+                 ({"time": "1-"}, ["--time", "1-"]), ({"window": "ProfilerStep#2"}, ["--window", "ProfilerStep#2"]),
+                 ({"threads": 1, "max_memory": "1GiB"}, ["--threads", "1", "--max-memory", "1GiB"])]
+        plain = ferret.analyze(path)
+        for keywords, flags in cases:
+            with self.subTest(flags=flags):
+                result = ferret.analyze(path, **keywords)
+                self.assertEqual(result, json.loads(cli("analyze", "--json", *flags, path).stdout))
+                self.assertEqual(ferret.report(result, "text"), cli("analyze", *flags, path).stdout)
+        # The measured ceilings reach the roofline: the mapping did not drop the file.
+        self.assertIsNone(plain["traces"][0]["roofline"]["ceilings"]["peaks_file"])
+        # On a GPU trace the measured ceilings reach the roofline: the mapping did not drop the file.
+        gpu = os.path.join(self.tmp, "compute-bound.json")
+        cli("gen", "scenario", "compute-bound", "--steps", "3", "-o", gpu)
+        with_peaks = ferret.analyze(gpu, peaks=peaks)
+        self.assertEqual(with_peaks, json.loads(cli("analyze", "--json", "--peaks", peaks, gpu).stdout))
+        self.assertEqual(with_peaks["traces"][0]["roofline"]["ceilings"]["peaks_file"], peaks)
+        self.assertNotEqual(with_peaks["traces"][0]["roofline"], ferret.analyze(gpu)["traces"][0]["roofline"])
+
     def test_a_job_directory_gives_the_job_document(self):
         job = os.path.join(self.tmp, "job")
         cli("gen", "job", "--ranks", "4", "--steps", "3", "-o", job)

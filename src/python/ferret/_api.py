@@ -93,7 +93,7 @@ def _range(value):
 
 
 def analyze(path_or_paths, steps=None, device=None, window=None, time=None, top=10, timeline="ferret",
-            threads=0, max_memory=None, dataloaders=None, host=None):
+            threads=0, max_memory=None, dataloaders=None, host=None, peaks=None):
     """Analyse one trace, several, or a directory of a job's rank traces.
 
     Returns the document `ferret analyze --json` prints, as a Result (a dict). Options as on the
@@ -104,6 +104,8 @@ def analyze(path_or_paths, steps=None, device=None, window=None, time=None, top=
     persistent_workers) describing how the script built its DataLoaders, quoted by findings.
     host: a dict of the machine and build (as ferret.profile() records it: blas_info, threads,
     cpus, cpu_flags, cpu_mhz, ...), read by the CPU rules.
+    peaks: the path of a JSON file of measured device ceilings (as --peaks FILE), replacing the
+    datasheet figures in the roofline.
     Raises ferret.Error when no input could be used."""
     if timeline not in ("ferret", "hta"):
         raise OptionError(f'timeline must be "ferret" or "hta", not {timeline!r}')
@@ -112,7 +114,7 @@ def analyze(path_or_paths, steps=None, device=None, window=None, time=None, top=
                                hta_timeline=timeline == "hta", threads=int(threads),
                                max_memory=max_memory or "",
                                dataloaders=json.dumps(list(dataloaders)) if dataloaders else "",
-                               host=json.dumps(dict(host)) if host else "")
+                               host=json.dumps(dict(host)) if host else "", peaks=os.fspath(peaks) if peaks else "")
     if rendered["exit_code"] != 0 and not rendered["json"]:
         raise Error("; ".join(rendered["notes"]) or "no input could be analysed")
     result = Result(rendered, _paths(path_or_paths))
