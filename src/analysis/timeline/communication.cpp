@@ -410,23 +410,11 @@ const char* parallel_style_phrase(ParallelStyle s) {
   }
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-CommunicationResult analyze_communication(const TraceModel& model, const AnalysisContext& ctx) {
-  CommunicationResult result;
-  const DistributedInfo& dist = model.info.distributed;
-  result.backend = dist.backend;
-  result.rank = dist.rank;
-  result.world_size = dist.world_size;
-  result.window_ns = ctx.window_ns();
+namespace {
 
-  std::vector<DeviceIntervals> slots;
-  result.calls = scan(model, ctx, &slots);
-  result.present = !result.calls.empty();
-  result.on_host = result.present && std::all_of(result.calls.begin(), result.calls.end(), [](const CollectiveCall& c) {
-                     return c.device == kHostCollectiveDevice;
-                   });
-
-  // Per collective.
+// Per collective: calls, time, bytes, bandwidths (algorithm and bus), and the parallelism style
+// the mix of collectives suggests.
+void summarise_by_collective(CommunicationResult& result) {
   std::array<CollectiveStats, kCollectiveCount> stats{};
   std::array<double, kCollectiveCount> bus_bytes{}, bus_time{};
   std::array<bool, kCollectiveCount> mixed_groups{};
@@ -475,6 +463,48 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
         by_kind[static_cast<int>(Collective::kAllGather)] + by_kind[static_cast<int>(Collective::kReduceScatter)],
         by_kind[static_cast<int>(Collective::kAllToAll)], all);
   }
+}
+
+// Peer waits: per (collective, bytes, group size, process group), the excess over the fastest
+// call; of it, what costs time is the part in the kernel's exposed tail (docs/DISTRIBUTED.md).
+void measure_peer_waits(CommunicationResult& result) {
+  std::map<std::tuple<int, std::int64_t, std::int32_t, StrId>, std::vector<const CollectiveCall*>> same_calls;
+  for (const CollectiveCall& c : result.calls)
+    if (c.bytes > 0 && c.kind != Collective::kBarrier && c.kind != Collective::kUnknown)
+      same_calls[{static_cast<int>(c.kind), c.bytes, c.group_size, c.process_group}].push_back(&c);
+  for (const auto& [key, calls] : same_calls) {
+    if (calls.size() < kPeerWaitMinCalls) continue;
+    std::int64_t fastest = calls.front()->dur_ns;
+    for (const CollectiveCall* c : calls) fastest = std::min(fastest, c->dur_ns);
+    for (const CollectiveCall* c : calls) {
+      const std::int64_t wait = c->dur_ns - fastest;
+      result.peer_wait_ns += wait;
+      result.peer_wait_basis_ns += c->dur_ns;
+      result.peer_wait_floor_ns += fastest;
+      result.peer_wait_exposed_ns += std::min(wait, std::max<std::int64_t>(0, c->exposed_ns - fastest));
+      result.peer_wait_exposed_basis_ns += c->exposed_ns;
+    }
+  }
+}
+
+}  // namespace
+
+CommunicationResult analyze_communication(const TraceModel& model, const AnalysisContext& ctx) {
+  CommunicationResult result;
+  const DistributedInfo& dist = model.info.distributed;
+  result.backend = dist.backend;
+  result.rank = dist.rank;
+  result.world_size = dist.world_size;
+  result.window_ns = ctx.window_ns();
+
+  std::vector<DeviceIntervals> slots;
+  result.calls = scan(model, ctx, &slots);
+  result.present = !result.calls.empty();
+  result.on_host = result.present && std::all_of(result.calls.begin(), result.calls.end(), [](const CollectiveCall& c) {
+                     return c.device == kHostCollectiveDevice;
+                   });
+
+  summarise_by_collective(result);
 
   // Exposure: on each device, communication minus compute; across devices, the union (wall time
   // during which some device waits on communication that nothing hides).
@@ -504,25 +534,7 @@ CommunicationResult analyze_communication(const TraceModel& model, const Analysi
   if (result.comm_device_ns > 0)
     result.overlap_share = static_cast<double>(result.overlapped_ns) / static_cast<double>(result.comm_device_ns);
 
-  // Peer waits: per (collective, bytes, group size, process group), the excess over the fastest
-  // call; of it, what costs time is the part in the kernel's exposed tail (docs/DISTRIBUTED.md).
-  std::map<std::tuple<int, std::int64_t, std::int32_t, StrId>, std::vector<const CollectiveCall*>> same_calls;
-  for (const CollectiveCall& c : result.calls)
-    if (c.bytes > 0 && c.kind != Collective::kBarrier && c.kind != Collective::kUnknown)
-      same_calls[{static_cast<int>(c.kind), c.bytes, c.group_size, c.process_group}].push_back(&c);
-  for (const auto& [key, calls] : same_calls) {
-    if (calls.size() < kPeerWaitMinCalls) continue;
-    std::int64_t fastest = calls.front()->dur_ns;
-    for (const CollectiveCall* c : calls) fastest = std::min(fastest, c->dur_ns);
-    for (const CollectiveCall* c : calls) {
-      const std::int64_t wait = c->dur_ns - fastest;
-      result.peer_wait_ns += wait;
-      result.peer_wait_basis_ns += c->dur_ns;
-      result.peer_wait_floor_ns += fastest;
-      result.peer_wait_exposed_ns += std::min(wait, std::max<std::int64_t>(0, c->exposed_ns - fastest));
-      result.peer_wait_exposed_basis_ns += c->exposed_ns;
-    }
-  }
+  measure_peer_waits(result);
 
   for (const Step& s : ctx.steps) {
     CommunicationStep row;
