@@ -330,22 +330,22 @@ bool is_training_mode_op(const TraceModel& m, EventIndex e) {
   return !op_or_ancestor(m, e, [](std::string_view n) { return n.find("instance_norm") != std::string_view::npos; });
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding>& out) {
-  const TraceModel& m = *a.model;
-  const AnalysisContext& ctx = a.context;
-  if (ctx.window_ns() <= 0 || m.relations.parent.size() != m.size()) return;
+// A training trace (a backward pass or an optimizer step somewhere): dropout and batch statistics
+// are meant there.
+bool has_training_names(const TraceModel& m) {
   for (std::size_t i = 0; i < m.size(); ++i) {
     const EventKind k = m.kind[static_cast<EventIndex>(i)];
     if ((k == EventKind::kCpuOp || k == EventKind::kUserAnnotation || k == EventKind::kPythonFunction) &&
         is_training_trace_name(m.name_of(static_cast<EventIndex>(i))))
-      return;  // a training trace: dropout and batch statistics are meant
+      return true;
   }
-  // The training-mode ops of the window, outermost only (dropout -> native_dropout counts once),
-  // by kind; their host time per thread never overlaps, being outermost.
+  return false;
+}
+
+// The training-mode ops of the window, marked at the call the model made (aten::dropout around
+// bernoulli_, aten::batch_norm around cudnn_batch_norm), which holds the whole cost.
+std::vector<bool> mark_training_mode_calls(const TraceModel& m, const AnalysisContext& ctx) {
   std::vector<bool> marked(m.size(), false);
-  std::uint64_t dropout_calls = 0, batch_norm_calls = 0;
-  std::int64_t host_ns = 0;
   for (std::size_t i = 0; i < m.size(); ++i) {
     const auto e = static_cast<EventIndex>(i);
     if (m.kind[e] != EventKind::kCpuOp || m.phase[e] != 'X') continue;
@@ -360,6 +360,19 @@ void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding
       root = p;
     marked[root] = true;
   }
+  return marked;
+}
+
+void rule_inference_in_training_mode(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const TraceModel& m = *a.model;
+  const AnalysisContext& ctx = a.context;
+  if (ctx.window_ns() <= 0 || m.relations.parent.size() != m.size()) return;
+  if (has_training_names(m)) return;
+  // Outermost only (dropout -> native_dropout counts once), by kind; their host time per thread
+  // never overlaps, being outermost.
+  const std::vector<bool> marked = mark_training_mode_calls(m, ctx);
+  std::uint64_t dropout_calls = 0, batch_norm_calls = 0;
+  std::int64_t host_ns = 0;
   // The outermost marked op at or above `e`, kNoEvent for none.
   auto marked_root = [&](EventIndex e) {
     EventIndex root = kNoEvent;
