@@ -185,7 +185,69 @@ double hot_operator_gain_ns(const RooflineResult& r, const OpStat& op) {
   return excess + std::max(0.0, total - modelled);
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
+// The fixes for a hot kernel no PyTorch operator launched: profile it with the device's kernel
+// profiler, autotune a Triton kernel, register it so that the profiler names it.
+std::vector<Fix> custom_kernel_fixes(const std::string& name, const std::string& units) {
+  std::vector<Fix> fixes;
+  const std::string kernel = name.substr(0, name.find('('));
+  if (units == "Matrix Cores")
+    fixes = {
+        fmt::format("Profile the kernel itself: `rocprofv3 --kernel-trace --stats -- python train.py`, "
+                    "then `rocprof-compute profile -n ferret -k {} -- python train.py` for its bandwidth, FLOPs and "
+                    "occupancy against the roofline",
+                    kernel)};
+  else if (units.empty())
+    fixes = {
+        fmt::format("Profile the kernel itself with the device vendor's kernel profiler: its achieved "
+                    "bandwidth and FLOPs against the device's peaks tell whether {} is memory- or "
+                    "compute-bound",
+                    kernel)};
+  else
+    fixes = {
+        fmt::format("Profile the kernel itself: `ncu --set full -k regex:{} -c 5 python train.py` "
+                    "(Nsight Compute: achieved bandwidth and FLOPs against the roofline, occupancy, stall "
+                    "reasons)",
+                    kernel)};
+  if (kernel.rfind("triton", 0) == 0)
+    fixes.push_back(
+        "A Triton kernel: autotune its block sizes and warps (`@triton.autotune(configs=[...], key=[...])`) for "
+        "the shapes it runs");
+  fixes.push_back(
+      "Register it as an operator (`torch.library.custom_op`, or a `torch.profiler.record_function(\"name\")` "
+      "around the call) so that the profiler names it and records its shapes");
+  return fixes;
+}
+
+// The fixes for a hot operator whose matrix work is off the matrix units: a reduced precision in
+// the device's terms, and compiling to fuse around it.
+std::vector<Fix> matrix_precision_fixes(const std::string& op_name, const std::string& units) {
+  std::vector<Fix> fixes;
+  // Precision fixes only for work not already on the matrix units in a reduced precision (an
+  // ampere_fp16_s16816gemm is fp16 on Tensor Cores already).
+  // Precision fixes in the device's terms: ROCm builds of PyTorch use the "cuda" device type and
+  // map the cudnn flags to MIOpen; TF32 is an NVIDIA (Ampere on) format; of other devices ferret
+  // knows no precision path, so it names the generic one.
+  if (units.empty())
+    fixes = {
+        "If the device computes bf16 faster than fp32, run it in bf16: `with torch.autocast(x.device.type, "
+        "dtype=torch.bfloat16): out = model(x)`"};
+  else
+    fixes = {
+        fmt::format("Run it in bf16 on {}: `with torch.autocast(\"cuda\", dtype=torch.bfloat16): out = "
+                    "model(x)`",
+                    units)};
+  if (units == "Tensor Cores")
+    fixes.push_back(
+        "For fp32, allow TF32: `torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = "
+        "True` (or `torch.set_float32_matmul_precision(\"high\")`)");
+  fixes.push_back("Compile to fuse its prologue/epilogue: `model = torch.compile(model, mode=\"max-autotune\")`");
+  if (!units.empty() && op_name.find("conv") != std::string::npos)
+    fixes.push_back(
+        "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`; use "
+        "`model = model.to(memory_format=torch.channels_last)`");
+  return fixes;
+}
+
 void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline, const std::string& units,
                        std::vector<Finding>& out) {
   if (hs.attributed_device_ns <= 0 || hs.window_ns <= 0) return;
@@ -245,56 +307,9 @@ void rule_hot_operator(const HotSpotsResult& hs, const RooflineResult& roofline,
         "kernel launched directly) or a library called from C++, so no operator finding can name it, and the "
         "roofline has no shapes to place it.",
         op.launch_site.empty() ? std::string() : fmt::format(" (launched from the Python frame {})", op.launch_site));
-    const std::string kernel = name.substr(0, name.find('('));
-    if (units == "Matrix Cores")
-      f.fixes = {
-          fmt::format("Profile the kernel itself: `rocprofv3 --kernel-trace --stats -- python train.py`, "
-                      "then `rocprof-compute profile -n ferret -k {} -- python train.py` for its bandwidth, FLOPs and "
-                      "occupancy against the roofline",
-                      kernel)};
-    else if (units.empty())
-      f.fixes = {
-          fmt::format("Profile the kernel itself with the device vendor's kernel profiler: its achieved "
-                      "bandwidth and FLOPs against the device's peaks tell whether {} is memory- or "
-                      "compute-bound",
-                      kernel)};
-    else
-      f.fixes = {
-          fmt::format("Profile the kernel itself: `ncu --set full -k regex:{} -c 5 python train.py` "
-                      "(Nsight Compute: achieved bandwidth and FLOPs against the roofline, occupancy, stall "
-                      "reasons)",
-                      kernel)};
-    if (kernel.rfind("triton", 0) == 0)
-      f.fixes.push_back(
-          "A Triton kernel: autotune its block sizes and warps (`@triton.autotune(configs=[...], key=[...])`) for "
-          "the shapes it runs");
-    f.fixes.push_back(
-        "Register it as an operator (`torch.library.custom_op`, or a `torch.profiler.record_function(\"name\")` "
-        "around the call) so that the profiler names it and records its shapes");
+    f.fixes = custom_kernel_fixes(name, units);
   } else if (is_tensor_core_eligible_op(op.name) && (top_kernel == nullptr || !top_kernel->tensor_core)) {
-    // Precision fixes only for work not already on the matrix units in a reduced precision (an
-    // ampere_fp16_s16816gemm is fp16 on Tensor Cores already).
-    // Precision fixes in the device's terms: ROCm builds of PyTorch use the "cuda" device type and
-    // map the cudnn flags to MIOpen; TF32 is an NVIDIA (Ampere on) format; of other devices ferret
-    // knows no precision path, so it names the generic one.
-    if (units.empty())
-      f.fixes = {
-          "If the device computes bf16 faster than fp32, run it in bf16: `with torch.autocast(x.device.type, "
-          "dtype=torch.bfloat16): out = model(x)`"};
-    else
-      f.fixes = {
-          fmt::format("Run it in bf16 on {}: `with torch.autocast(\"cuda\", dtype=torch.bfloat16): out = "
-                      "model(x)`",
-                      units)};
-    if (units == "Tensor Cores")
-      f.fixes.push_back(
-          "For fp32, allow TF32: `torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cudnn.allow_tf32 = "
-          "True` (or `torch.set_float32_matmul_precision(\"high\")`)");
-    f.fixes.push_back("Compile to fuse its prologue/epilogue: `model = torch.compile(model, mode=\"max-autotune\")`");
-    if (!units.empty() && op.name.find("conv") != std::string::npos)
-      f.fixes.push_back(
-          "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`; use "
-          "`model = model.to(memory_format=torch.channels_last)`");
+    f.fixes = matrix_precision_fixes(op.name, units);
   } else {
     f.fixes = {
         "Fuse it with its neighbours: `model = torch.compile(model)` (Inductor merges elementwise and reduction chains "
