@@ -143,82 +143,94 @@ class BatchMerger {
   std::string stop_reason_;
 };
 
-// Producer (scan) -> workers (parse) -> this thread (merge in order). Bounded queues keep at
-// most a few batches in flight, so memory stays independent of the input size.
-// When the system refuses a thread (std::system_error: a low `ulimit -u`), the pipeline runs with
-// the workers it has, or serially in this thread when it has none or no producer.
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-void run_pipeline(EventScanner& scanner, BufferPool& pool, BatchMerger& merger, unsigned threads,
-                  const std::function<void()>& on_batch) {
-  auto serial = [&] {
-    EventParser parser;
-    RawBatch raw;
-    ParsedBatch parsed;
-    while (!merger.limit_reached() && scanner.next(raw)) {
-      parser.parse(raw, parsed);
-      pool.give(std::move(raw.data), raw.capacity);
-      merger.merge(parsed);
-      on_batch();
+// Parses batches in order with one scanning thread, `threads` parsers and this thread merging.
+// The three meet in this state: bounded queues keep at most a few batches in flight, so memory
+// stays independent of the input size.
+class ParallelPipeline {
+ public:
+  ParallelPipeline(EventScanner& scanner, BufferPool& pool, BatchMerger& merger, unsigned threads,
+                   const std::function<void()>& on_batch)
+      : scanner_(scanner),
+        pool_(pool),
+        merger_(merger),
+        threads_(threads),
+        on_batch_(on_batch),
+        max_in_flight_(2 * std::size_t{threads} + 2) {}
+
+  // False when no producer could start (the system refused the threads): nothing was read, and the
+  // caller runs the serial loop instead.
+  bool run() {
+    // Workers first (they wait for batches), then the producer: if either cannot start, nothing has
+    // been read yet and the serial loop takes over.
+    std::vector<std::thread> workers;
+    try {
+      for (unsigned t = 0; t < threads_; ++t) workers.push_back(start_thread([this] { parse_batches(); }));
+    } catch (const std::system_error&) {
     }
-  };
-  threads = std::min(threads, thread_cap());
-  if (threads <= 1) return serial();
+    std::thread producer;
+    if (!workers.empty()) {
+      try {
+        producer = start_thread([this] { produce(); });
+      } catch (const std::system_error&) {
+      }
+    }
+    if (!producer.joinable()) {
+      {
+        std::lock_guard lock(mu_);
+        producer_done_ = true;
+        cv_raw_.notify_all();
+      }
+      for (auto& w : workers) w.join();
+      return false;
+    }
+    merge_in_order();
+    producer.join();
+    for (auto& w : workers) w.join();
+    if (failure_) std::rethrow_exception(failure_);
+    return true;
+  }
 
-  std::mutex mu;
-  std::condition_variable cv_raw, cv_parsed, cv_space;
-  std::deque<RawBatch> raw_queue;
-  std::map<std::uint64_t, std::unique_ptr<ParsedBatch>> parsed;
-  std::vector<std::unique_ptr<ParsedBatch>> spare;
-  bool producer_done = false;
-  bool stop = false;  // the model reached its memory limit
-  std::uint64_t produced = 0;
-  std::exception_ptr failure;
-  const std::size_t max_in_flight = 2 * threads + 2;
-  std::size_t in_flight = 0;  // raw batches queued or being parsed, plus parsed not yet merged
-
-  auto produce = [&] {
+ private:
+  void produce() {
     try {
       for (;;) {
         RawBatch raw;
         {
-          std::unique_lock lock(mu);
-          cv_space.wait(lock, [&] { return in_flight < max_in_flight || failure || stop; });
-          if (failure || stop) break;
+          std::unique_lock lock(mu_);
+          cv_space_.wait(lock, [&] { return in_flight_ < max_in_flight_ || failure_ || stop_; });
+          if (failure_ || stop_) break;
         }
-        if (!scanner.next(raw)) break;
-        std::lock_guard lock(mu);
-        raw_queue.push_back(std::move(raw));
-        ++in_flight;
-        ++produced;
-        cv_raw.notify_one();
+        if (!scanner_.next(raw)) break;
+        std::lock_guard lock(mu_);
+        raw_queue_.push_back(std::move(raw));
+        ++in_flight_;
+        ++produced_;
+        cv_raw_.notify_one();
       }
     } catch (...) {
-      std::lock_guard lock(mu);
-      failure = std::current_exception();
+      std::lock_guard lock(mu_);
+      failure_ = std::current_exception();
     }
-    std::lock_guard lock(mu);
-    producer_done = true;
-    cv_raw.notify_all();
-    cv_parsed.notify_all();
-  };
+    std::lock_guard lock(mu_);
+    producer_done_ = true;
+    cv_raw_.notify_all();
+    cv_parsed_.notify_all();
+  }
 
-  // Workers first (they wait for batches), then the producer: if either cannot start, nothing has
-  // been read yet and the serial loop takes over.
-  std::vector<std::thread> workers;
-  auto parse_batches = [&] {
+  void parse_batches() {
     EventParser parser;
     for (;;) {
       RawBatch raw;
       std::unique_ptr<ParsedBatch> out;
       {
-        std::unique_lock lock(mu);
-        cv_raw.wait(lock, [&] { return !raw_queue.empty() || producer_done; });
-        if (raw_queue.empty()) return;
-        raw = std::move(raw_queue.front());
-        raw_queue.pop_front();
-        if (!spare.empty()) {
-          out = std::move(spare.back());
-          spare.pop_back();
+        std::unique_lock lock(mu_);
+        cv_raw_.wait(lock, [&] { return !raw_queue_.empty() || producer_done_; });
+        if (raw_queue_.empty()) return;
+        raw = std::move(raw_queue_.front());
+        raw_queue_.pop_front();
+        if (!spare_.empty()) {
+          out = std::move(spare_.back());
+          spare_.pop_back();
         }
       }
       try {
@@ -226,77 +238,95 @@ void run_pipeline(EventScanner& scanner, BufferPool& pool, BatchMerger& merger, 
         parser.parse(raw, *out);
       } catch (...) {
         // std::bad_alloc above all: the loading thread stops and reports what was merged.
-        std::lock_guard lock(mu);
-        if (!failure) failure = std::current_exception();
-        cv_parsed.notify_all();
-        cv_space.notify_all();
+        std::lock_guard lock(mu_);
+        if (!failure_) failure_ = std::current_exception();
+        cv_parsed_.notify_all();
+        cv_space_.notify_all();
         return;
       }
-      pool.give(std::move(raw.data), raw.capacity);
-      std::lock_guard lock(mu);
-      parsed.emplace(out->sequence, std::move(out));
-      cv_parsed.notify_all();
+      pool_.give(std::move(raw.data), raw.capacity);
+      std::lock_guard lock(mu_);
+      parsed_.emplace(out->sequence, std::move(out));
+      cv_parsed_.notify_all();
     }
-  };
-  try {
-    for (unsigned t = 0; t < threads; ++t) workers.push_back(start_thread(parse_batches));
-  } catch (const std::system_error&) {
-  }
-  std::thread producer;
-  if (!workers.empty()) {
-    try {
-      producer = start_thread(produce);
-    } catch (const std::system_error&) {
-    }
-  }
-  if (!producer.joinable()) {
-    {
-      std::lock_guard lock(mu);
-      producer_done = true;
-      cv_raw.notify_all();
-    }
-    for (auto& w : workers) w.join();
-    return serial();
   }
 
-  std::uint64_t next_seq = 0;
-  for (;;) {
-    std::unique_ptr<ParsedBatch> batch;
-    {
-      std::unique_lock lock(mu);
-      cv_parsed.wait(lock,
-                     [&] { return parsed.count(next_seq) != 0 || (producer_done && next_seq == produced) || failure; });
-      auto it = parsed.find(next_seq);
-      if (it == parsed.end()) break;
-      batch = std::move(it->second);
-      parsed.erase(it);
-    }
-    try {
-      merger.merge(*batch);
-    } catch (...) {
-      std::lock_guard lock(mu);
-      if (!failure) failure = std::current_exception();
-      stop = true;
-      raw_queue.clear();
-      cv_space.notify_all();
-      break;
-    }
-    on_batch();
-    ++next_seq;
-    std::lock_guard lock(mu);
-    --in_flight;
-    spare.push_back(std::move(batch));
-    cv_space.notify_one();
-    if (merger.limit_reached()) {
-      stop = true;
-      raw_queue.clear();
-      cv_space.notify_all();
-      break;
+  // Merges the parsed batches in stream order, until the input ends, a failure, or the memory limit.
+  void merge_in_order() {
+    std::uint64_t next_seq = 0;
+    for (;;) {
+      std::unique_ptr<ParsedBatch> batch;
+      {
+        std::unique_lock lock(mu_);
+        cv_parsed_.wait(lock, [&] {
+          return parsed_.count(next_seq) != 0 || (producer_done_ && next_seq == produced_) || failure_;
+        });
+        auto it = parsed_.find(next_seq);
+        if (it == parsed_.end()) break;
+        batch = std::move(it->second);
+        parsed_.erase(it);
+      }
+      try {
+        merger_.merge(*batch);
+      } catch (...) {
+        std::lock_guard lock(mu_);
+        if (!failure_) failure_ = std::current_exception();
+        stop_ = true;
+        raw_queue_.clear();
+        cv_space_.notify_all();
+        break;
+      }
+      on_batch_();
+      ++next_seq;
+      std::lock_guard lock(mu_);
+      --in_flight_;
+      spare_.push_back(std::move(batch));
+      cv_space_.notify_one();
+      if (merger_.limit_reached()) {
+        stop_ = true;
+        raw_queue_.clear();
+        cv_space_.notify_all();
+        break;
+      }
     }
   }
-  producer.join();
-  for (auto& w : workers) w.join();
-  if (failure) std::rethrow_exception(failure);
+
+  EventScanner& scanner_;
+  BufferPool& pool_;
+  BatchMerger& merger_;
+  const unsigned threads_;
+  const std::function<void()>& on_batch_;
+  const std::size_t max_in_flight_;
+
+  std::mutex mu_;
+  std::condition_variable cv_raw_, cv_parsed_, cv_space_;
+  std::deque<RawBatch> raw_queue_;
+  std::map<std::uint64_t, std::unique_ptr<ParsedBatch>> parsed_;
+  std::vector<std::unique_ptr<ParsedBatch>> spare_;
+  bool producer_done_ = false;
+  bool stop_ = false;  // the model reached its memory limit
+  std::uint64_t produced_ = 0;
+  std::exception_ptr failure_;
+  std::size_t in_flight_ = 0;  // raw batches queued or being parsed, plus parsed not yet merged
+};
+
+// Producer (scan) -> workers (parse) -> this thread (merge in order). Bounded queues keep at
+// most a few batches in flight, so memory stays independent of the input size.
+// When the system refuses a thread (std::system_error: a low `ulimit -u`), the pipeline runs with
+// the workers it has, or serially in this thread when it has none or no producer.
+void run_pipeline(EventScanner& scanner, BufferPool& pool, BatchMerger& merger, unsigned threads,
+                  const std::function<void()>& on_batch) {
+  threads = std::min(threads, thread_cap());
+  if (threads > 1 && ParallelPipeline(scanner, pool, merger, threads, on_batch).run()) return;
+  EventParser parser;
+  RawBatch raw;
+  ParsedBatch parsed;
+  while (!merger.limit_reached() && scanner.next(raw)) {
+    parser.parse(raw, parsed);
+    pool.give(std::move(raw.data), raw.capacity);
+    merger.merge(parsed);
+    on_batch();
+  }
 }
 
 FormatGeneration detect_generation(const TraceModel& model, const ScanSummary& scan, bool decimal_ts) {
