@@ -252,7 +252,70 @@ class Splicer {
   Splicer(const std::string& name, const std::vector<std::string>& events, OutputFile& out)
       : name_(name), events_(events), out_(out) {}
 
-  // NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
+  // A byte inside a string. A root key is kept as written, escapes and all, and decoded when it
+  // ends: "trace\u0045vents" is traceEvents (a second key added beside it would hide the trace's
+  // own events).
+  void string_byte(char c) {
+    if (escape_) {
+      escape_ = false;
+    } else if (c == '\\') {
+      escape_ = true;
+    } else if (c == '"') {
+      in_string_ = false;
+      if (state_.depth == 1) {
+        const std::optional<std::string> decoded = key_matchable_ ? decode_json_key(key_) : std::nullopt;
+        last_string_ = decoded ? *decoded : std::string();
+      }
+      return;
+    }
+    if (state_.depth == 1 && key_matchable_) {
+      if (key_.size() < 96)
+        key_ += c;
+      else
+        key_matchable_ = false;
+    }
+  }
+
+  // Comments (which the loader tolerates between tokens) pass through and never count as
+  // structure: a ']' inside one must not close traceEvents. True when the byte belongs to one.
+  bool comment_byte(char c) {
+    if (comment_ == SpliceComment::kNone) return false;
+    if (comment_ == SpliceComment::kSlash) {
+      comment_ = c == '/' ? SpliceComment::kLine : c == '*' ? SpliceComment::kBlock : SpliceComment::kNone;
+      // A lone '/': not a comment; this byte is read as usual (the loader rejects the slash).
+      return comment_ != SpliceComment::kNone;
+    }
+    if (comment_ == SpliceComment::kLine) {
+      if (c == '\n') comment_ = SpliceComment::kNone;
+    } else if (c == '/' && comment_ == SpliceComment::kBlockStar) {
+      comment_ = SpliceComment::kNone;
+    } else {
+      comment_ = c == '*' ? SpliceComment::kBlockStar : SpliceComment::kBlock;
+    }
+    return true;
+  }
+
+  // A byte before the root value: a byte order mark passes, '{' or '[' opens the root (true),
+  // anything else is not a trace.
+  bool opens_root(char c, std::uint64_t offset) {
+    if (offset == 0 && c == '\xEF') {  // a UTF-8 byte order mark: its three bytes pass through
+      bom_left_ = 2;
+      return false;
+    }
+    if (bom_left_ > 0) {
+      --bom_left_;
+      return false;
+    }
+    if (c != '{' && c != '[')
+      throw InputError(fmt::format("{}: not a JSON trace: byte {} is '{}', where '{{' or '[' should open it", name_,
+                                   offset, printable(c)));
+    state_.valid = true;
+    state_.depth = 1;
+    state_.open[1] = c;
+    if (c == '[') state_.events_depth = 1, result_.events_array_found = true;
+    return true;
+  }
+
   void feed(const char* data, std::size_t n) {
     std::size_t seg = 0;  // start of the bytes of this chunk not yet in held_ or written
     for (std::size_t i = 0; i < n; ++i) {
@@ -260,68 +323,17 @@ class Splicer {
       const std::uint64_t offset = result_.bytes_in + i;
       if (after_root_) break;
       if (in_string_) {
-        // A root key is kept as written, escapes and all, and decoded when it ends: "trace\u0045vents"
-        // is traceEvents (a second key added beside it would hide the trace's own events).
-        if (escape_) {
-          escape_ = false;
-        } else if (c == '\\') {
-          escape_ = true;
-        } else if (c == '"') {
-          in_string_ = false;
-          if (state_.depth == 1) {
-            const std::optional<std::string> decoded = key_matchable_ ? decode_json_key(key_) : std::nullopt;
-            last_string_ = decoded ? *decoded : std::string();
-          }
-          continue;
-        }
-        if (state_.depth == 1 && key_matchable_) {
-          if (key_.size() < 96)
-            key_ += c;
-          else
-            key_matchable_ = false;
-        }
+        string_byte(c);
         continue;
       }
-      // Comments (which the loader tolerates between tokens) pass through and never count as
-      // structure: a ']' inside one must not close traceEvents.
-      if (comment_ != SpliceComment::kNone) {
-        if (comment_ == SpliceComment::kSlash) {
-          comment_ = c == '/' ? SpliceComment::kLine : c == '*' ? SpliceComment::kBlock : SpliceComment::kNone;
-          if (comment_ != SpliceComment::kNone) continue;
-          // A lone '/': not a comment; this byte is read as usual (the loader rejects the slash).
-        } else {
-          if (comment_ == SpliceComment::kLine) {
-            if (c == '\n') comment_ = SpliceComment::kNone;
-          } else if (c == '/' && comment_ == SpliceComment::kBlockStar) {
-            comment_ = SpliceComment::kNone;
-          } else {
-            comment_ = c == '*' ? SpliceComment::kBlockStar : SpliceComment::kBlock;
-          }
-          continue;
-        }
-      }
+      if (comment_byte(c)) continue;
       if (c == '/') {
         comment_ = SpliceComment::kSlash;
         continue;
       }
       if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
       if (!state_.valid) {
-        if (offset == 0 && c == '\xEF') {  // a UTF-8 byte order mark: its three bytes pass through
-          bom_left_ = 2;
-          continue;
-        }
-        if (bom_left_ > 0) {
-          --bom_left_;
-          continue;
-        }
-        if (c != '{' && c != '[')
-          throw InputError(fmt::format("{}: not a JSON trace: byte {} is '{}', where '{{' or '[' should open it", name_,
-                                       offset, printable(c)));
-        state_.valid = true;
-        state_.depth = 1;
-        state_.open[1] = c;
-        if (c == '[') state_.events_depth = 1, result_.events_array_found = true;
-        cut_after(data, seg, i);
+        if (opens_root(c, offset)) cut_after(data, seg, i);
         continue;
       }
       if (state_.depth == 1 && state_.open[1] == '{' && c != ':' && c != ',' && c != '}') state_.root_nonempty = true;
