@@ -45,19 +45,11 @@ std::vector<ProcStat> scan_proc(const std::string& proc_root) {
 
 ProcessTree::ProcessTree(int root_pid, Scan scan) : root_pid_(root_pid), scan_(std::move(scan)) {}
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s, bool full_interval) {
-  ticks_per_s_ = ticks_per_s > 0 ? ticks_per_s : 100;
-  const std::vector<ProcStat> scan = scan_();
-  std::unordered_map<int, const ProcStat*> by_pid;
-  std::unordered_map<int, std::vector<const ProcStat*>> children;
-  for (const ProcStat& s : scan) {
-    by_pid[s.pid] = &s;
-    children[s.ppid].push_back(&s);
-  }
-
-  // Members: the root and the members already known, when still the same process, then their
-  // descendants (a child starts no earlier than its parent, which rules out a reused parent pid).
+// Members: the root and the members already known, when still the same process, then their
+// descendants (a child starts no earlier than its parent, which rules out a reused parent pid).
+std::unordered_set<int> ProcessTree::find_members(
+    const std::unordered_map<int, const ProcStat*>& by_pid,
+    const std::unordered_map<int, std::vector<const ProcStat*>>& children) {
   std::unordered_set<int> members;
   std::deque<const ProcStat*> queue;
   auto same_process = [&](int pid, std::uint64_t start) {
@@ -82,6 +74,20 @@ CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s,
     for (const ProcStat* c : kids->second)
       if (c->starttime >= s->starttime && !members.contains(c->pid)) queue.push_back(c);
   }
+  return members;
+}
+
+CpuSample ProcessTree::sample(double t_s, double interval_s, double ticks_per_s, bool full_interval) {
+  ticks_per_s_ = ticks_per_s > 0 ? ticks_per_s : 100;
+  const std::vector<ProcStat> scan = scan_();
+  std::unordered_map<int, const ProcStat*> by_pid;
+  std::unordered_map<int, std::vector<const ProcStat*>> children;
+  for (const ProcStat& s : scan) {
+    by_pid[s.pid] = &s;
+    children[s.ppid].push_back(&s);
+  }
+
+  const std::unordered_set<int> members = find_members(by_pid, children);
 
   // Members that are gone (or whose pid now names another process): what was counted of each is
   // subtracted from the reaped growth of its nearest living ancestor, which holds its whole time

@@ -16,6 +16,7 @@
 #include <functional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ingest/proc/proc_stat.h"
@@ -61,6 +62,8 @@ class ProcessTree {
     ProcessRole role = ProcessRole::kOther;
     double first_seen_s = 0, last_seen_s = 0, peak_cores = 0;
   };
+  std::unordered_set<int> find_members(const std::unordered_map<int, const ProcStat*>& by_pid,
+                                       const std::unordered_map<int, std::vector<const ProcStat*>>& children);
   void assign_roles();
   void forget_exited();
 
