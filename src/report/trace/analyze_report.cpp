@@ -205,42 +205,10 @@ const GpuTimelineResult& reported_timeline(const TraceAnalysis& a) {
 // What ingestion repaired, skipped and noted, one line each (text and Markdown reports).
 std::vector<std::string> input_lines(const IngestReport& r) { return r.lines("note: "); }
 
-}  // namespace
-
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style& st) {
-  const std::size_t width = st.width;
-  // Table rows: "  NAME  DURATION(12)  CALLS(8) calls", the name column taking what is left
-  // (46 at 80 columns).
-  const std::size_t name_width = width > 34 + 12 ? width - 34 : 12;
+// The GPU section: per device its utilization, efficiency, occupancy and matrix-unit share (each
+// share naming what it is a share of), then the timeline's idle / compute split.
+std::string gpu_text(const TraceAnalysis& a, const Style& st, std::size_t width) {
   std::string out;
-  out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), width), st.reset());
-  out += fmt::format("{}\n", fit_width(window_line(a), width));
-  out += wrap(workload_line(a), width, "");
-  if (const std::string host = host_line(a); !host.empty()) out += wrap(host, width, "");
-  if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, width, "");
-  if (const std::string who = causality_line(a); !who.empty()) out += wrap(who, width, "");
-  out += '\n';
-  out += st.bold();
-  out += wrap(d.verdict.headline, width, "");
-  out += st.reset();
-
-  // Macro: where each step's time goes.
-  const StepBreakdownResult& b = a.breakdown;
-  if (!b.steps.empty()) {
-    out += fmt::format("\n{}Step time breakdown{} (mean per {})\n", st.bold(), st.reset(),
-                       b.has_steps ? "step" : "window");
-    for (int c = 0; c < kStepCategoryCount; ++c) {
-      const auto cat = static_cast<StepCategory>(c);
-      const double pct = b.average_pct_of(cat);
-      // The bar takes what the width leaves after the 39 columns of text, at most 30.
-      const double bar_columns = static_cast<double>(std::min<std::size_t>(30, width > 49 ? width - 39 : 10));
-      const int bar = static_cast<int>(std::lround(std::clamp(pct, 0.0, 100.0) / 100.0 * bar_columns));
-      out += fmt::format("  {:<14} {:>12} {:>6.1f}%  {}{}{}\n", step_category_label(cat),
-                         human_duration(static_cast<std::int64_t>(b.average_of(cat))), pct, st.cyan(),
-                         std::string(static_cast<std::size_t>(bar), '#'), st.reset());
-    }
-  }
   if (!a.gpu_metrics.devices.empty()) {
     out += fmt::format("\n{}GPU{}\n", st.bold(), st.reset());
     for (const DeviceMetrics& g : a.gpu_metrics.devices) {
@@ -279,6 +247,45 @@ std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style
                 width, "  ");
     if (const std::string graphs = graph_replay_line(a); !graphs.empty()) out += wrap(graphs, width, "  ");
   }
+  return out;
+}
+
+}  // namespace
+
+std::string analyze_text(const TraceAnalysis& a, const Diagnosis& d, const Style& st) {
+  const std::size_t width = st.width;
+  // Table rows: "  NAME  DURATION(12)  CALLS(8) calls", the name column taking what is left
+  // (46 at 80 columns).
+  const std::size_t name_width = width > 34 + 12 ? width - 34 : 12;
+  std::string out;
+  out += fmt::format("{}{}{}\n", st.bold(), fit_width(trace_line(a), width), st.reset());
+  out += fmt::format("{}\n", fit_width(window_line(a), width));
+  out += wrap(workload_line(a), width, "");
+  if (const std::string host = host_line(a); !host.empty()) out += wrap(host, width, "");
+  if (const std::string notes = window_notes(a); !notes.empty()) out += wrap(notes, width, "");
+  if (const std::string who = causality_line(a); !who.empty()) out += wrap(who, width, "");
+  out += '\n';
+  out += st.bold();
+  out += wrap(d.verdict.headline, width, "");
+  out += st.reset();
+
+  // Macro: where each step's time goes.
+  const StepBreakdownResult& b = a.breakdown;
+  if (!b.steps.empty()) {
+    out += fmt::format("\n{}Step time breakdown{} (mean per {})\n", st.bold(), st.reset(),
+                       b.has_steps ? "step" : "window");
+    for (int c = 0; c < kStepCategoryCount; ++c) {
+      const auto cat = static_cast<StepCategory>(c);
+      const double pct = b.average_pct_of(cat);
+      // The bar takes what the width leaves after the 39 columns of text, at most 30.
+      const double bar_columns = static_cast<double>(std::min<std::size_t>(30, width > 49 ? width - 39 : 10));
+      const int bar = static_cast<int>(std::lround(std::clamp(pct, 0.0, 100.0) / 100.0 * bar_columns));
+      out += fmt::format("  {:<14} {:>12} {:>6.1f}%  {}{}{}\n", step_category_label(cat),
+                         human_duration(static_cast<std::int64_t>(b.average_of(cat))), pct, st.cyan(),
+                         std::string(static_cast<std::size_t>(bar), '#'), st.reset());
+    }
+  }
+  out += gpu_text(a, st, width);
 
   // Operator layer: where the time goes by op and by kernel.
   const HotSpotsResult& h = a.hot_spots;
