@@ -185,14 +185,125 @@ CompileActivity compile_activity(const TraceModel& model, std::vector<EventIndex
 
 }  // namespace
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
+namespace {
+
+// Per host thread (pid, tid): capture Begin (+1) and End (-1) marks, and kernel launch times.
+using CaptureMarks = std::map<std::pair<std::int32_t, std::int32_t>, std::vector<std::pair<std::int64_t, int>>>;
+using ThreadLaunches = std::vector<std::pair<std::pair<std::int32_t, std::int32_t>, std::int64_t>>;
+
+// Capture regions: Begin..End pairs per thread, in time order (an unclosed one runs to the end).
+// Launches inside a region were captured, not run.
+void measure_capture(CaptureMarks& capture_marks, const ThreadLaunches& launches, std::int64_t we,
+                     WindowActivityResult& r) {
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Interval>> regions;
+  std::vector<Interval> all_regions;
+  for (auto& [thread, marks] : capture_marks) {
+    std::sort(marks.begin(), marks.end());
+    std::int64_t open_at = std::numeric_limits<std::int64_t>::min();
+    for (const auto& [t, delta] : marks) {
+      if (delta > 0 && open_at == std::numeric_limits<std::int64_t>::min()) open_at = t;
+      if (delta < 0 && open_at != std::numeric_limits<std::int64_t>::min()) {
+        regions[thread].push_back({open_at, t});
+        open_at = std::numeric_limits<std::int64_t>::min();
+      }
+    }
+    if (open_at != std::numeric_limits<std::int64_t>::min()) regions[thread].push_back({open_at, we});
+    r.capture_regions += regions[thread].size();
+    all_regions.insert(all_regions.end(), regions[thread].begin(), regions[thread].end());
+  }
+  merge_intervals(all_regions);
+  r.capture_ns = total_length(all_regions);
+  r.kernel_launches = launches.size();
+  for (const auto& [thread, t] : launches) {
+    auto it = regions.find(thread);
+    if (it == regions.end()) continue;
+    for (const Interval& region : it->second)
+      if (t >= region.start && t < region.end) {
+        ++r.captured_launches;
+        break;
+      }
+  }
+}
+
+// In the window: its end counts where the window is the whole trace (the last event ends it).
+bool in_window_of(const AnalysisContext& ctx, std::int64_t t) {
+  return t >= ctx.window_start_ns && (t < ctx.window_end_ns || (ctx.whole_trace() && t == ctx.window_end_ns));
+}
+
+// The first launch of each kernel that took long loaded its code (lazy module loading, a
+// library's first call building its handles and loading its kernels: 1.3 s under a first
+// cudnn_convolution, 8.6 ms for a first hipLaunchKernel); later launches of it take microseconds.
+void add_first_launch_loads(const TraceModel& model, const AnalysisContext& ctx, EventIndex first_runtime,
+                            WindowActivityResult& r, std::vector<Interval>& all_one_time) {
+  const std::int64_t we = ctx.window_end_ns;
+  auto in_window = [&](std::int64_t t) { return in_window_of(ctx, t); };
+  const Relations& rel = model.relations;
+  // Per kernel name, its earliest launch: one pass, no sort.
+  std::vector<EventIndex> first_launch(model.strings.size(), kNoEvent);
+  for (std::size_t i = 0; i < rel.launches.size(); ++i) {
+    if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;
+    const EventIndex gpu = rel.launch_gpu[rel.launch_gpu_begin[i]];
+    if (model.kind[gpu] != EventKind::kKernel) continue;
+    EventIndex& first = first_launch[model.name[gpu]];
+    if (first == kNoEvent || model.ts_ns[rel.launches[i]] < model.ts_ns[first]) first = rel.launches[i];
+  }
+  std::vector<Interval> spans;
+  std::uint64_t count = 0;
+  for (const EventIndex call : first_launch) {
+    if (call == kNoEvent || model.dur_ns[call] < kFirstLaunchLoadMinNs || !in_window(model.ts_ns[call]) ||
+        call == first_runtime)
+      continue;
+    spans.push_back({model.ts_ns[call], std::min(we, model.end_ns(call))});
+    ++count;
+  }
+  if (!spans.empty()) {
+    all_one_time.insert(all_one_time.end(), spans.begin(), spans.end());
+    merge_intervals(spans);
+    r.first_launch_load_ns = total_length(spans);
+    r.one_time.push_back({"kernel code loading (first launch of a kernel)", count, r.first_launch_load_ns});
+  }
+}
+
+// The first DataLoader batch starts the workers (processes forked, datasets opened, the first
+// prefetch filled): far longer than the batches after it, and paid once per epoch's iterator.
+void add_first_batch(const TraceModel& model, const AnalysisContext& ctx, WindowActivityResult& r,
+                     std::vector<Interval>& all_one_time) {
+  const std::int64_t we = ctx.window_end_ns;
+  auto in_window = [&](std::int64_t t) { return in_window_of(ctx, t); };
+  std::vector<EventIndex> batches;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const auto e = static_cast<EventIndex>(i);
+    if (model.phase[e] == 'X' && is_host_span(model.kind[e]) && in_window(model.ts_ns[e]) &&
+        model.name_of(e).starts_with("enumerate(DataLoader)#"))
+      batches.push_back(e);
+  }
+  if (batches.size() >= 3) {
+    std::sort(batches.begin(), batches.end(),
+              [&](EventIndex a, EventIndex b) { return model.ts_ns[a] < model.ts_ns[b]; });
+    std::vector<std::int64_t> rest;
+    for (std::size_t k = 1; k < batches.size(); ++k) rest.push_back(model.dur_ns[batches[k]]);
+    std::nth_element(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(rest.size() / 2), rest.end());
+    const std::int64_t median = rest[rest.size() / 2];
+    const EventIndex first = batches.front();
+    if (model.dur_ns[first] >= kFirstBatchMinNs &&
+        model.dur_ns[first] >= kFirstBatchFactor * std::max<std::int64_t>(median, 1)) {
+      const Interval span{model.ts_ns[first], std::min(we, model.end_ns(first))};
+      all_one_time.push_back(span);
+      r.one_time.push_back(
+          {"DataLoader start-up (the first batch: workers started, the prefetch filled)", 1, span.end - span.start});
+    }
+  }
+}
+
+}  // namespace
+
 WindowActivityResult analyze_window_activity(const TraceModel& model, const AnalysisContext& ctx) {
   WindowActivityResult r;
   r.window_ns = ctx.window_ns();
   r.edge_waits = ctx.edge_waits;
   for (const EdgeWait& w : r.edge_waits) r.edge_wait_ns += w.duration_ns;
-  const std::int64_t ws = ctx.window_start_ns, we = ctx.window_end_ns;
-  auto in_window = [&](std::int64_t t) { return t >= ws && (t < we || (ctx.whole_trace() && t == we)); };
+  const std::int64_t we = ctx.window_end_ns;
+  auto in_window = [&](std::int64_t t) { return in_window_of(ctx, t); };
 
   // Inference servers by name: any interned string (ops, annotations, Python frames) from them.
   for (std::size_t id = 0; id < model.strings.size() && r.inference_server.empty(); ++id) {
@@ -202,8 +313,8 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
   }
 
   // One pass over host spans: capture regions per thread, kernel launches, one-time work.
-  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<std::pair<std::int64_t, int>>> capture_marks;
-  std::vector<std::pair<std::pair<std::int32_t, std::int32_t>, std::int64_t>> launches;
+  CaptureMarks capture_marks;
+  ThreadLaunches launches;
   std::array<std::vector<Interval>, kOneTimeClassCount> one_time;
   std::array<std::uint64_t, kOneTimeClassCount> one_time_count{};
   std::vector<EventIndex> one_time_events;  // compile spans in the window, in event order
@@ -242,35 +353,7 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
     }
   }
 
-  // Capture regions: Begin..End pairs per thread, in time order (an unclosed one runs to the end).
-  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Interval>> regions;
-  std::vector<Interval> all_regions;
-  for (auto& [thread, marks] : capture_marks) {
-    std::sort(marks.begin(), marks.end());
-    std::int64_t open_at = std::numeric_limits<std::int64_t>::min();
-    for (const auto& [t, delta] : marks) {
-      if (delta > 0 && open_at == std::numeric_limits<std::int64_t>::min()) open_at = t;
-      if (delta < 0 && open_at != std::numeric_limits<std::int64_t>::min()) {
-        regions[thread].push_back({open_at, t});
-        open_at = std::numeric_limits<std::int64_t>::min();
-      }
-    }
-    if (open_at != std::numeric_limits<std::int64_t>::min()) regions[thread].push_back({open_at, we});
-    r.capture_regions += regions[thread].size();
-    all_regions.insert(all_regions.end(), regions[thread].begin(), regions[thread].end());
-  }
-  merge_intervals(all_regions);
-  r.capture_ns = total_length(all_regions);
-  r.kernel_launches = launches.size();
-  for (const auto& [thread, t] : launches) {
-    auto it = regions.find(thread);
-    if (it == regions.end()) continue;
-    for (const Interval& region : it->second)
-      if (t >= region.start && t < region.end) {
-        ++r.captured_launches;
-        break;
-      }
-  }
+  measure_capture(capture_marks, launches, we, r);
 
   // One-time costs: lazy context creation is the first runtime call when it takes long.
   std::vector<Interval> all_one_time;
@@ -282,63 +365,8 @@ WindowActivityResult analyze_window_activity(const TraceModel& model, const Anal
          span.end - span.start});
     all_one_time.push_back(span);
   }
-  // The first launch of each kernel that took long loaded its code (lazy module loading, a
-  // library's first call building its handles and loading its kernels: 1.3 s under a first
-  // cudnn_convolution, 8.6 ms for a first hipLaunchKernel); later launches of it take microseconds.
-  {
-    const Relations& rel = model.relations;
-    // Per kernel name, its earliest launch: one pass, no sort.
-    std::vector<EventIndex> first_launch(model.strings.size(), kNoEvent);
-    for (std::size_t i = 0; i < rel.launches.size(); ++i) {
-      if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1]) continue;
-      const EventIndex gpu = rel.launch_gpu[rel.launch_gpu_begin[i]];
-      if (model.kind[gpu] != EventKind::kKernel) continue;
-      EventIndex& first = first_launch[model.name[gpu]];
-      if (first == kNoEvent || model.ts_ns[rel.launches[i]] < model.ts_ns[first]) first = rel.launches[i];
-    }
-    std::vector<Interval> spans;
-    std::uint64_t count = 0;
-    for (const EventIndex call : first_launch) {
-      if (call == kNoEvent || model.dur_ns[call] < kFirstLaunchLoadMinNs || !in_window(model.ts_ns[call]) ||
-          call == first_runtime)
-        continue;
-      spans.push_back({model.ts_ns[call], std::min(we, model.end_ns(call))});
-      ++count;
-    }
-    if (!spans.empty()) {
-      all_one_time.insert(all_one_time.end(), spans.begin(), spans.end());
-      merge_intervals(spans);
-      r.first_launch_load_ns = total_length(spans);
-      r.one_time.push_back({"kernel code loading (first launch of a kernel)", count, r.first_launch_load_ns});
-    }
-  }
-  // The first DataLoader batch starts the workers (processes forked, datasets opened, the first
-  // prefetch filled): far longer than the batches after it, and paid once per epoch's iterator.
-  {
-    std::vector<EventIndex> batches;
-    for (std::size_t i = 0; i < model.size(); ++i) {
-      const auto e = static_cast<EventIndex>(i);
-      if (model.phase[e] == 'X' && is_host_span(model.kind[e]) && in_window(model.ts_ns[e]) &&
-          model.name_of(e).starts_with("enumerate(DataLoader)#"))
-        batches.push_back(e);
-    }
-    if (batches.size() >= 3) {
-      std::sort(batches.begin(), batches.end(),
-                [&](EventIndex a, EventIndex b) { return model.ts_ns[a] < model.ts_ns[b]; });
-      std::vector<std::int64_t> rest;
-      for (std::size_t k = 1; k < batches.size(); ++k) rest.push_back(model.dur_ns[batches[k]]);
-      std::nth_element(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(rest.size() / 2), rest.end());
-      const std::int64_t median = rest[rest.size() / 2];
-      const EventIndex first = batches.front();
-      if (model.dur_ns[first] >= kFirstBatchMinNs &&
-          model.dur_ns[first] >= kFirstBatchFactor * std::max<std::int64_t>(median, 1)) {
-        const Interval span{model.ts_ns[first], std::min(we, model.end_ns(first))};
-        all_one_time.push_back(span);
-        r.one_time.push_back(
-            {"DataLoader start-up (the first batch: workers started, the prefetch filled)", 1, span.end - span.start});
-      }
-    }
-  }
+  add_first_launch_loads(model, ctx, first_runtime, r, all_one_time);
+  add_first_batch(model, ctx, r, all_one_time);
   for (int c = 0; c < kOneTimeClassCount; ++c) {
     auto& spans = one_time[static_cast<std::size_t>(c)];
     if (spans.empty()) continue;
