@@ -495,40 +495,42 @@ bool EventScanner::emit_if_ready(RawBatch& batch, bool force) {
   return true;
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
+// The document's first byte (after a byte order mark and whitespace): '[' opens a legacy event
+// array, '{' the root object; anything else, or nothing, is not a trace.
+void EventScanner::open_document() {
+  // Skip a UTF-8 byte order mark and leading whitespace.
+  if (peek_byte() == 0xEF) {
+    pos_ += 1;
+    if (peek_byte() == 0xBB) ++pos_;
+    if (peek_byte() == 0xBF) ++pos_;
+  }
+  skip_ws();
+  const int c = next_byte();
+  if (c < 0 && !summary_.stop_reason.empty())
+    throw InputError(
+        fmt::format("{}: no JSON document in the first {} bytes (only whitespace)", name_, summary_.bytes));
+  // A compressed stream damaged before its first byte of JSON: say what is wrong with it.
+  if (c < 0 && !summary_.stream_damage.empty()) throw InputError(summary_.stream_damage);
+  if (c < 0) throw InputError(fmt::format("{}: empty input (no JSON at all)", name_));
+  if (c == '[') {
+    summary_.root_is_array = true;
+    summary_.saw_trace_events = true;
+    mode_ = Mode::kEvents;
+  } else if (c == '{') {
+    mode_ = Mode::kRootObject;
+  } else {
+    throw InputError(fmt::format(
+        "{}: byte {}: not a trace: expected '{{' or '[' to open the JSON document, found {}", name_,
+        buf_stream_offset_ + pos_ - 1 - kHeadroom,
+        (c >= 0x20 && c < 0x7f) ? fmt::format("'{}'", static_cast<char>(c)) : fmt::format("byte 0x{:02x}", c)));
+  }
+}
+
 bool EventScanner::next(RawBatch& batch) {
   std::string key;
   for (;;) {
     switch (mode_) {
-      case Mode::kStart: {
-        // Skip a UTF-8 byte order mark and leading whitespace.
-        if (peek_byte() == 0xEF) {
-          pos_ += 1;
-          if (peek_byte() == 0xBB) ++pos_;
-          if (peek_byte() == 0xBF) ++pos_;
-        }
-        skip_ws();
-        const int c = next_byte();
-        if (c < 0 && !summary_.stop_reason.empty())
-          throw InputError(
-              fmt::format("{}: no JSON document in the first {} bytes (only whitespace)", name_, summary_.bytes));
-        // A compressed stream damaged before its first byte of JSON: say what is wrong with it.
-        if (c < 0 && !summary_.stream_damage.empty()) throw InputError(summary_.stream_damage);
-        if (c < 0) throw InputError(fmt::format("{}: empty input (no JSON at all)", name_));
-        if (c == '[') {
-          summary_.root_is_array = true;
-          summary_.saw_trace_events = true;
-          mode_ = Mode::kEvents;
-        } else if (c == '{') {
-          mode_ = Mode::kRootObject;
-        } else {
-          throw InputError(fmt::format(
-              "{}: byte {}: not a trace: expected '{{' or '[' to open the JSON document, found {}", name_,
-              buf_stream_offset_ + pos_ - 1 - kHeadroom,
-              (c >= 0x20 && c < 0x7f) ? fmt::format("'{}'", static_cast<char>(c)) : fmt::format("byte 0x{:02x}", c)));
-        }
-        break;
-      }
+      case Mode::kStart: open_document(); break;
       case Mode::kRootObject: {
         skip_ws();
         int c = next_byte();

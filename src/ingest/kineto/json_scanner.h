@@ -99,6 +99,7 @@ class EventScanner {
   bool emit_if_ready(RawBatch& batch, bool force);
   int next_byte();  // root-level pull parsing; -1 at end
   int peek_byte();
+  void open_document();  // the first byte of the document sets the mode
   void skip_ws();
   bool read_key(std::string& key);
   bool capture_value(std::string* out, bool& too_big);
