@@ -44,32 +44,39 @@ class AnalyzeMatchesTheCli(TempDirTest):
                          json.loads(cli("analyze", "--json", "--steps", "2-3", "--top", "3", path).stdout))
         self.assertEqual(ferret.analyze(path, steps="2-"), json.loads(cli("analyze", "--json", "--steps", "2-", path).stdout))
 
-    # `ferret analyze`'s options are defined once (ferret::AnalyzeOptions): every flag of the command
-    # is a keyword of ferret.analyze, or says here why it belongs to the command line alone.
-    CLI_ONLY = {
-        "--json": "ferret.analyze returns the document; ferret.report renders any format",
+    # A command's options are defined once: every flag of `ferret analyze` and `ferret diff` is a
+    # keyword of ferret.analyze / ferret.diff, or says here why it belongs to the command line alone.
+    PRESENTATION = {
+        "--json": "ferret.analyze / ferret.diff return the document; ferret.report renders any format",
         "--md": "ferret.report(result, 'md')",
         "--html": "ferret.report(result, 'html')",
         "--width": "a terminal's width: the text report is rendered without one",
-        "--job": "grouping the command line chooses per run; a directory is a job through the API too",
-        "--per-trace": "grouping the command line chooses per run",
-        "--jobs": "traces analysed at once by one process: the caller's threads in Python",
+    }
+    CLI_ONLY = {
+        "analyze": dict(PRESENTATION, **{
+            "--job": "grouping the command line chooses per run; a directory is a job through the API too",
+            "--per-trace": "grouping the command line chooses per run",
+            "--jobs": "traces analysed at once by one process: the caller's threads in Python",
+        }),
+        "diff": dict(PRESENTATION),
     }
     KEYWORD_OF = {"--timeline-definition": "timeline"}
 
-    def test_every_analyze_flag_is_a_keyword_or_says_why_not(self):
+    def test_every_flag_is_a_keyword_or_says_why_not(self):
         import inspect
         import re
-        flags = set(re.findall(r"(?m)^\s+(--[a-z][a-z-]*)", cli("analyze", "--help").stdout))
-        self.assertIn("--peaks", flags)
-        keywords = set(inspect.signature(ferret.analyze).parameters)
-        for flag in sorted(flags):
-            with self.subTest(flag=flag):
-                if flag in self.CLI_ONLY:
-                    self.assertNotIn(flag[2:].replace("-", "_"), keywords)
-                    continue
-                self.assertIn(self.KEYWORD_OF.get(flag, flag[2:].replace("-", "_")), keywords)
-        self.assertEqual(set(self.CLI_ONLY) - flags, set(), "a CLI-only flag the command no longer has")
+        for command, function in (("analyze", ferret.analyze), ("diff", ferret.diff)):
+            flags = set(re.findall(r"(?m)^\s+(--[a-z][a-z-]*)", cli(command, "--help").stdout))
+            self.assertIn("--steps", flags)
+            keywords = set(inspect.signature(function).parameters)
+            cli_only = self.CLI_ONLY[command]
+            for flag in sorted(flags):
+                with self.subTest(command=command, flag=flag):
+                    if flag in cli_only:
+                        self.assertNotIn(flag[2:].replace("-", "_"), keywords)
+                        continue
+                    self.assertIn(self.KEYWORD_OF.get(flag, flag[2:].replace("-", "_")), keywords)
+            self.assertEqual(set(cli_only) - flags, set(), f"a CLI-only flag `ferret {command}` no longer has")
 
     def test_each_shared_option_prints_the_clis_bytes(self):
         path = example("cpu-input-bound.json.gz")
