@@ -6,13 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "analysis/nccl/nccl_setup.h"
+#include "app/nccl_command.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/nccl/rules_nccl.h"
-#include "ingest/nccl/nccl_log_parser.h"
-#include "ingest/trace_loader.h"
 #include "report/nccl/nccl_report.h"
 
 namespace ferret::cli {
@@ -31,48 +28,31 @@ struct NcclCliOptions {
   std::string max_memory;                  // "8GiB"; empty = default
 };
 
-void run_nccl(const NcclCliOptions& cli) {
+void run_nccl_command(const NcclCliOptions& cli) {
   if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
   int stdin_uses = 0;
   for (const std::string& p : cli.logs) stdin_uses += p == "-";
   for (const std::string& p : cli.traces) stdin_uses += p == "-";
   if (stdin_uses > 1) usage_error("only one input can be read from stdin");
 
-  NcclReadLimits limits = cli.limits;
+  NcclRequest request;
+  request.logs = cli.logs;
+  request.traces = cli.traces;
+  request.limits = cli.limits;
   if (!cli.max_bytes_without_progress.empty())
-    limits.max_bytes_without_progress = size_option(cli.max_bytes_without_progress, "--max-bytes-without-progress");
-  limits.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() : memory_limit(cli.max_memory);
-
-  NcclLog log;
-  std::vector<NcclInputError> errors;
-  for (const std::string& path : cli.logs) {
-    try {
-      parse_nccl_file(path, log, limits);
-      if (!log.sources.back().stopped.empty()) print_error(fmt::format("{}: {}", path, log.sources.back().stopped));
-    } catch (const InputError& e) {
-      print_error(e.what());
-      errors.push_back({path, e.what()});
-    }
-  }
-  if (log.sources.empty()) {
+    request.limits.max_bytes_without_progress =
+        size_option(cli.max_bytes_without_progress, "--max-bytes-without-progress");
+  request.limits.max_memory_bytes = cli.max_memory.empty() ? 0 : memory_limit(cli.max_memory);
+  request.trace_threads = cli.traces.empty() ? 0 : thread_option(cli.threads, "--threads");
+  request.on_message = [](const std::string& message) { print_error(message); };
+  const NcclOutcome outcome = run_nccl(request);
+  if (!outcome.any_log) {
     print_error("none of the NCCL logs could be read");
     throw ExitCode{2};
   }
-
-  NcclSetup setup = analyze_nccl_setup(log);
-  for (const std::string& path : cli.traces) {
-    LoadOptions load;
-    load.threads = thread_option(cli.threads, "--threads");
-    try {
-      const TraceModel model = load_trace(path, load);
-      add_bandwidth_checks(setup, model);
-    } catch (const InputError& e) {
-      print_error(fmt::format("--trace {}", e.what()));
-      errors.push_back({path, e.what()});
-    }
-  }
-  std::vector<Finding> findings;
-  rules_nccl(setup, findings);
+  const NcclSetup& setup = outcome.setup;
+  const std::vector<Finding>& findings = outcome.findings;
+  const std::vector<NcclInputError>& errors = outcome.errors;
 
   if (cli.json) {
     std::cout
@@ -114,7 +94,7 @@ void register_nccl(CLI::App& app) {
                   "Stop reading logs when ferret holds this much memory, keeping what was read (default 3/4 of RAM)")
       ->type_name("SIZE");
   cmd->add_option("--threads", opt->threads, "Trace parser threads (default: one per core)");
-  cmd->callback([opt] { run_nccl(*opt); });
+  cmd->callback([opt] { run_nccl_command(*opt); });
 }
 
 }  // namespace ferret::cli
