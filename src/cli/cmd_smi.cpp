@@ -5,15 +5,11 @@
 
 #include <fmt/format.h>
 
-#include "analysis/smi/smi_stats.h"
-#include "analysis/timeline/trace_summary.h"
+#include "app/smi_command.h"
 #include "base/input_error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/smi/rules_smi.h"
-#include "ingest/smi/smi_log_parser.h"
-#include "ingest/trace_loader.h"
 #include "report/smi/smi_report.h"
 
 namespace ferret::cli {
@@ -51,66 +47,28 @@ std::int64_t smi_utc_offset(const std::string& text) {
   return sign * (hours * 3600 + minutes * 60);
 }
 
-// The trace's window in ns since the epoch: baseTimeNanoseconds + the span of its events, or the
-// span itself when the timestamps are since the epoch (integer microseconds, torch before 2024).
-SmiTraceWindow smi_trace_window(const std::string& path, const SmiLog& log, const SmiStats& stats,
-                                const SmiCliOptions& cli) {
-  LoadOptions load;
-  load.threads = thread_option(cli.threads, "--threads");
-  const TraceModel model = load_trace(path, load);
-  const TraceSummary summary = summarize_trace(model);
-  // 2001-01-01 in ns: relative timestamps never reach it, epoch ones always do.
-  constexpr std::int64_t kEpochTimesFrom = 978307200LL * 1000000000LL;
-  std::int64_t start = summary.first_ns, end = summary.last_ns;
-  bool absolute = summary.events > 0 && start >= kEpochTimesFrom;
-  if (model.info.base_time_ns && summary.events > 0) {
-    const std::int64_t base = *model.info.base_time_ns;
-    absolute = base > 0 && !__builtin_add_overflow(base, summary.first_ns, &start) &&
-               !__builtin_add_overflow(base, summary.last_ns, &end);
-  }
-  return align_smi_window(log, stats, path, absolute, start, end);
-}
-
-void run_smi(const SmiCliOptions& cli) {
+void run_smi_command(const SmiCliOptions& cli) {
   if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
   int stdin_uses = 0;
   for (const std::string& p : cli.logs) stdin_uses += p == "-";
   for (const std::string& p : cli.traces) stdin_uses += p == "-";
   if (stdin_uses > 1) usage_error("only one input can be read from stdin");
 
-  SmiReadOptions options;
-  options.columns = cli.columns;
-  options.interval_s = cli.interval_s;
-  options.utc_offset_s = smi_utc_offset(cli.utc_offset);
-  options.max_memory_bytes = cli.max_memory.empty() ? default_max_memory_bytes() : memory_limit(cli.max_memory);
-
-  SmiLog log;
-  std::vector<SmiInputError> errors;
-  for (const std::string& path : cli.logs) {
-    try {
-      parse_smi_file(path, log, options);
-      if (!log.sources.back().stopped.empty()) print_error(fmt::format("{}: {}", path, log.sources.back().stopped));
-    } catch (const InputError& e) {
-      print_error(e.what());
-      errors.push_back({path, e.what()});
-    }
-  }
-  if (log.sources.empty()) {
+  SmiRequest request;
+  request.logs = cli.logs;
+  request.traces = cli.traces;
+  request.read.columns = cli.columns;
+  request.read.interval_s = cli.interval_s;
+  request.read.utc_offset_s = smi_utc_offset(cli.utc_offset);
+  request.read.max_memory_bytes = cli.max_memory.empty() ? 0 : memory_limit(cli.max_memory);
+  request.trace_threads = cli.traces.empty() ? 0 : thread_option(cli.threads, "--threads");
+  request.on_message = [](const std::string& message) { print_error(message); };
+  const SmiOutcome outcome = run_smi(request);
+  if (!outcome.any_log) {
     print_error("none of the GPU utilisation logs could be read");
     throw ExitCode{2};
   }
-  SmiStats stats = analyze_smi(log);
-  for (const std::string& path : cli.traces) {
-    try {
-      stats.traces.push_back(smi_trace_window(path, log, stats, cli));
-    } catch (const InputError& e) {
-      print_error(fmt::format("--trace {}", e.what()));
-      errors.push_back({path, e.what()});
-    }
-  }
-  std::vector<Finding> findings;
-  rules_smi(log, stats, findings);
-  const SmiReportInput in{log, stats, findings, errors};
+  const SmiReportInput in{outcome.log, outcome.stats, outcome.findings, outcome.errors};
   if (cli.json) {
     std::cout << smi_json(in).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   } else if (cli.markdown) {
@@ -120,12 +78,12 @@ void run_smi(const SmiCliOptions& cli) {
   }
   std::cout.flush();
   std::uint64_t samples = 0;
-  for (const SmiSource& s : log.sources) samples += s.samples;
+  for (const SmiSource& s : outcome.log.sources) samples += s.samples;
   if (samples == 0) {  // nothing usable is exit 2, as for analyze and diff
     std::string names;
-    for (const SmiSource& s : log.sources) names += (names.empty() ? "" : ", ") + s.name;
-    print_error(log.sources.size() == 1 ? names + ": no readable sample in the GPU utilisation log"
-                                        : "no readable sample in any of the GPU utilisation logs: " + names);
+    for (const SmiSource& s : outcome.log.sources) names += (names.empty() ? "" : ", ") + s.name;
+    print_error(outcome.log.sources.size() == 1 ? names + ": no readable sample in the GPU utilisation log"
+                                                : "no readable sample in any of the GPU utilisation logs: " + names);
     throw ExitCode{2};
   }
 }
@@ -164,7 +122,7 @@ void register_smi(CLI::App& app) {
                   "Stop reading logs when ferret holds this much memory, keeping what was read (default 3/4 of RAM)")
       ->type_name("SIZE");
   cmd->add_option("--threads", opt->threads, "Trace parser threads (default: one per core)");
-  cmd->callback([opt] { run_smi(*opt); });
+  cmd->callback([opt] { run_smi_command(*opt); });
 }
 
 }  // namespace ferret::cli
