@@ -3,14 +3,11 @@
 // out-of-memory messages; each file is told by its content (docs/MEMORY.md).
 
 #include <iostream>
-#include <new>
 
-#include "analysis/memory/allocator_state.h"
+#include "app/memory_command.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/memory/rules_allocator.h"
-#include "ingest/memory/memory_text_reader.h"
 #include "report/memory/memory_report.h"
 
 namespace ferret::cli {
@@ -25,33 +22,14 @@ struct MemoryOptions {
   std::size_t width = 0;
 };
 
-void run_memory(const MemoryOptions& opt) {
+void run_memory_command(const MemoryOptions& opt) {
   if (opt.json && opt.markdown) usage_error("choose one of --json and --md");
-  const std::uint64_t bound = memory_limit(opt.max_memory);
-  std::vector<MemoryReportInput> inputs;
-  bool failed = false;
-  for (const std::string& file : opt.files) {
-    try {
-      MemoryInput read = read_memory_input(file, bound);
-      MemoryReportInput in;
-      in.source = file;
-      if (read.is_snapshot) {
-        in.state = analyze_allocator_state(read.snapshot);
-        rules_allocator(in.state, in.findings);
-      } else {
-        in.is_text = true;
-        in.text = std::move(read.text);
-        rules_memory_text(in.text, in.findings);
-      }
-      inputs.push_back(std::move(in));
-    } catch (const InputError& e) {
-      print_error(e.what());
-      failed = true;
-    } catch (const std::bad_alloc&) {
-      print_error(file + ": ran out of memory while reading it; try a lower --max-memory");
-      failed = true;
-    }
-  }
+  MemoryRequest request;
+  request.files = opt.files;
+  request.max_memory_bytes = memory_limit(opt.max_memory);
+  request.on_message = [](const std::string& message) { print_error(message); };
+  const MemoryOutcome outcome = run_memory(request);
+  const std::vector<MemoryReportInput>& inputs = outcome.inputs;
   if (opt.json)
     std::cout << memory_json(inputs).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
   else if (opt.markdown)
@@ -59,7 +37,7 @@ void run_memory(const MemoryOptions& opt) {
   else
     print_report(memory_text(inputs, stdout_style(opt.width)));
   std::cout.flush();
-  if (failed) throw ExitCode{2};
+  if (outcome.failed) throw ExitCode{2};
 }
 
 }  // namespace
@@ -76,7 +54,7 @@ void register_memory(CLI::App& app) {
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
   cmd->add_option("--max-memory", opt->max_memory, "Memory bound while reading, e.g. 8GiB");
   add_width_option(*cmd, opt->width);
-  cmd->callback([opt] { run_memory(*opt); });
+  cmd->callback([opt] { run_memory_command(*opt); });
 }
 
 }  // namespace ferret::cli
