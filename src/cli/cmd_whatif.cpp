@@ -9,14 +9,11 @@
 #include <fmt/format.h>
 
 #include "analysis/analysis_options.h"
-#include "analysis/causal/whatif.h"
-#include "analysis/trace_analysis.h"
+#include "app/whatif_command.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
-#include "diagnosis/diagnose.h"
-#include "ingest/trace_loader.h"
 #include "report/trace/whatif_report.h"
 
 namespace ferret::cli {
@@ -36,29 +33,7 @@ struct WhatIfOptions {
   std::size_t width = 0;
 };
 
-// `--fix ID`: the change the diagnosis re-timed for finding ID, so that `whatif` and `analyze`
-// give one number for one cause.
-void add_fix_of_finding(const TraceModel& model, const AnalysisOptions& options, const std::string& trace,
-                        const std::string& id, RetimeChanges& changes) {
-  const Diagnosis d = diagnose(analyze_trace(model, options));
-  std::string predicted;
-  for (const Finding& f : d.findings) {
-    if (f.id == id) {
-      merge_whatif_changes(changes, fix_change_of(f));
-      if (f.predicted_speedup <= 0)
-        throw OptionError(
-            fmt::format("--fix: the diagnosis of {} cannot re-time the fix of '{}' (its gain is a "
-                        "ceiling only)",
-                        trace, id));
-      return;
-    }
-    if (f.predicted_speedup > 0) predicted += (predicted.empty() ? "" : ", ") + f.id;
-  }
-  throw OptionError(fmt::format("--fix: {} has no finding '{}'; findings with a predicted gain: {}", trace, id,
-                                predicted.empty() ? "none" : predicted));
-}
-
-void run_whatif(const WhatIfOptions& opt) {
+void run_whatif_command(const WhatIfOptions& opt) {
   // Arguments first: a bad one is a usage error before any loading.
   RetimeChanges changes;
   for (const std::string& r : opt.remove) parse_whatif_removal(r, changes);
@@ -67,16 +42,20 @@ void run_whatif(const WhatIfOptions& opt) {
   parse_step_range(opt.steps, analysis);
   if (opt.device >= 0) analysis.device = opt.device;
 
-  LoadOptions load;
-  load.threads = thread_option(opt.threads, "--threads");
-  load.max_memory_bytes = memory_limit(opt.max_memory);
-  load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
+  WhatIfRequest request;
+  request.trace = opt.trace;
+  request.changes = std::move(changes);
+  request.fix = opt.fix;
+  request.analysis = analysis;
+  request.load.threads = thread_option(opt.threads, "--threads");
+  request.load.max_memory_bytes = memory_limit(opt.max_memory);
+  request.load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
+  request.loaded = finish_progress_bar;
   try {
-    const TraceModel model = load_trace(opt.trace, load);
-    finish_progress_bar();
-    const AnalysisContext ctx = make_analysis_context(model, analysis);
-    if (!opt.fix.empty()) add_fix_of_finding(model, analysis, opt.trace, opt.fix, changes);
-    const WhatIfResult result = analyze_whatif(model, ctx, changes);
+    const WhatIfOutcome outcome = run_whatif(request);
+    const TraceModel& model = outcome.model;
+    const AnalysisContext& ctx = outcome.context;
+    const WhatIfResult& result = outcome.result;
     if (opt.json)
       std::cout << whatif_json(model, ctx, result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
                 << '\n';
@@ -121,7 +100,7 @@ void register_whatif(CLI::App& app) {
   cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
   cmd->add_option("--max-memory", opt->max_memory, "Memory bound while loading, e.g. 8GiB");
   add_width_option(*cmd, opt->width);
-  cmd->callback([opt] { run_whatif(*opt); });
+  cmd->callback([opt] { run_whatif_command(*opt); });
 }
 
 }  // namespace ferret::cli
