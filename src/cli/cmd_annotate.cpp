@@ -8,13 +8,11 @@
 #include <fmt/format.h>
 
 #include "analysis/analysis_options.h"
+#include "app/annotate_command.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/progress.h"
-#include "diagnosis/diagnose.h"
-#include "ingest/trace_loader.h"
-#include "report/trace/trace_annotation.h"
 
 namespace ferret::cli {
 
@@ -32,37 +30,26 @@ struct AnnotateOptions {
   std::string max_memory;
 };
 
-void run_annotate(const AnnotateOptions& opt) {
+void run_annotate_command(const AnnotateOptions& opt) {
   if (opt.trace == "-") usage_error("annotate reads the trace twice (to analyse it, then to copy it): give a file");
   refuse_output_over_input("--output", opt.output, {opt.trace});
-  AnalysisOptions analysis;
-  parse_step_range(opt.steps, analysis);
-  parse_time_range(opt.time, analysis);
-  analysis.window_name = opt.window;
-  if (opt.device >= 0) analysis.device = opt.device;
-  analysis.series_buckets = kAnnotationSeriesBuckets;
-  analysis.queue_series = true;
-
-  LoadOptions load;
-  load.threads = thread_option(opt.threads, "--threads");
-  load.max_memory_bytes = memory_limit(opt.max_memory);
-  load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
-  AnnotationEvents added;
-  std::vector<std::string> load_notes;
+  AnnotateRequest request;
+  request.trace = opt.trace;
+  request.output = opt.output;
+  request.plain = opt.plain;
+  parse_step_range(opt.steps, request.analysis);
+  parse_time_range(opt.time, request.analysis);
+  request.analysis.window_name = opt.window;
+  if (opt.device >= 0) request.analysis.device = opt.device;
+  request.load.threads = thread_option(opt.threads, "--threads");
+  request.load.max_memory_bytes = memory_limit(opt.max_memory);
+  request.load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
+  request.loaded = finish_progress_bar;
   try {
-    {
-      const TraceModel model = load_trace(opt.trace, load);
-      finish_progress_bar();
-      const TraceAnalysis a = analyze_trace(model, analysis);
-      added = annotation_events(model, a, diagnose(a));
-      load_notes = model.report.lines();
-    }  // the model goes before the copy: only the added events stay in memory
-    OpenedSource in = open_byte_source(opt.trace, load.inflation);
-    const OutputCompression compression = output_compression_for(opt.output, false, opt.plain);
-    OutputFile out(opt.output, compression, {opt.trace});
-    const SpliceResult r = splice_trace(*in.source, opt.trace, added.events, out);
-    out.close();
-    for (const std::string& n : load_notes) print_error(opt.trace + ": " + n);
+    const AnnotateOutcome outcome = run_annotate(request);
+    const SpliceResult& r = outcome.splice;
+    const AnnotationEvents& added = outcome.added;
+    for (const std::string& n : outcome.load_notes) print_error(opt.trace + ": " + n);
     if (!r.repair.empty()) print_error(r.repair);
     print_error(fmt::format(
         "{}: the trace ({} bytes copied unchanged) and {} ferret events: {} counter samples, {} step spans, {} "
@@ -99,7 +86,7 @@ void register_annotate(CLI::App& app) {
   cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
   cmd->add_option("--max-memory", opt->max_memory, "Memory bound while loading, e.g. 8GiB");
-  cmd->callback([opt] { run_annotate(*opt); });
+  cmd->callback([opt] { run_annotate_command(*opt); });
 }
 
 }  // namespace ferret::cli
