@@ -15,14 +15,11 @@
 
 #include <fmt/format.h>
 
-#include "analysis/watch/watch_summary.h"
+#include "app/watch_command.h"
 #include "base/safe_file.h"
-#include "benchmark/process_watch.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output.h"
-#include "diagnosis/watch/rules_watch.h"
-#include "ingest/proc/gpu_source.h"
 #include "report/watch/watch_report.h"
 
 namespace ferret::cli {
@@ -39,7 +36,7 @@ struct WatchCliOptions {
   std::vector<std::string> command;
 };
 
-void run_watch(const WatchCliOptions& cli) {
+void run_watch_command(const WatchCliOptions& cli) {
   if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
   if (cli.command.empty()) usage_error("give the command to watch after --, e.g. ferret watch -- python train.py");
   // Output files are begun before the command runs (base/safe_file.h: a temporary file beside each,
@@ -64,27 +61,20 @@ void run_watch(const WatchCliOptions& cli) {
     }
   };
 
-  std::string gpu_note;
-  std::unique_ptr<GpuSource> gpu = open_nvml_gpu_source(gpu_note);
   WatchRequest request;
   request.command = cli.command;
   request.interval_ms = cli.interval_ms;
-  WatchSeries series;
+  WatchOutcome outcome;
   try {
-    series = watch_command(request, gpu.get(), gpu_note);
+    outcome = run_watch(request);
   } catch (const WatchSpawnError& e) {
     print_error(e.what());
     // The shell's convention (POSIX "Command Search and Execution"): 127 when the command is not
     // found, 126 when it is found but cannot be executed.
     throw ExitCode{e.error == ENOENT ? 127 : 126};
   }
-  gpu.reset();
-
-  WatchReportInput input;
-  input.command = series.command;
-  input.interval_s = series.interval_s;
-  input.summary = summarize_watch(series);
-  rules_watch(input.summary, input.findings);
+  const WatchSeries& series = outcome.series;
+  const WatchReportInput& input = outcome.report;
 
   std::string report;
   if (cli.json)
@@ -130,7 +120,7 @@ void register_watch(CLI::App& app) {
   cmd->add_option("--samples-out", opt->samples_out, "Write every sample to FILE as CSV");
   add_width_option(*cmd, opt->width);
   cmd->add_option("command", opt->command, "The command to watch, after --")->expected(-1)->required();
-  cmd->callback([opt] { run_watch(*opt); });
+  cmd->callback([opt] { run_watch_command(*opt); });
 }
 
 }  // namespace ferret::cli
