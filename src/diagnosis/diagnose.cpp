@@ -89,7 +89,7 @@ RetimeChanges fix_change_of(const Finding& f) {
 
 Diagnosis diagnose(const TraceAnalysis& analysis) {
   Diagnosis d;
-  for (const TraceRuleGroup& group : trace_rule_groups()) group.run(analysis, d.findings);
+  run_rule_families(analysis, d.findings);
   if (analysis.model != nullptr) fit_fixes_to_device(d.findings, device_features(*analysis.model));
   fit_fixes_to_work_done(d.findings, work_done(analysis));
   fit_fixes_to_workload(d.findings, analysis.workload.kind, analysis.workload.evidence);
@@ -104,15 +104,14 @@ Diagnosis diagnose(const TraceAnalysis& analysis) {
     // No rule crossed its threshold: that is not "healthy". The largest cost is named anyway, as
     // an informational finding ranked among the minor ones (docs/RULES.md, "The verdict").
     const bool minor_findings = !d.findings.empty();
-    rule_top_cost(analysis, d.findings);
-    rank_findings(d.findings);
-    const auto cost =
-        std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) { return f.id == "top-cost"; });
+    const std::size_t before = d.findings.size();
+    run_rule_families(analysis, d.findings, RulePhase::kNoVerdict);
     std::string largest;
-    if (cost != d.findings.end()) {
-      largest = "; " + cost->title;
+    if (d.findings.size() > before) {
+      largest = "; " + d.findings[before].title;
       largest[2] = static_cast<char>(std::tolower(static_cast<unsigned char>(largest[2])));  // "; the largest ..."
     }
+    rank_findings(d.findings);
     d.verdict.bottleneck_found = false;
     d.verdict.headline = fmt::format("No rule crossed its threshold over {}{}{}.", describe_window(analysis), largest,
                                      minor_findings ? " (minor findings below)" : "");

@@ -1,14 +1,17 @@
 // The rule registry: one row per rule id that any path (one trace, a job, NCCL logs) emits, with
-// what the verdict policy needs to know about it. Policy decisions look rules up here instead of
-// comparing id strings; docs/RULES.md lists the same rows (a test checks both ways).
+// what the verdict policy needs to know about it. Each rule file holds its own rows and says how
+// to run them (a RuleFamily); the registry gathers the families the build finds. Policy decisions
+// look rules up here instead of comparing id strings; docs/RULES.md lists the same rows (a test
+// checks both ways).
 #pragma once
 
 #include <span>
 #include <string_view>
+#include <typeinfo>
+#include <vector>
 
 #include "analysis/causal/whatif.h"
 #include "diagnosis/finding.h"
-#include "diagnosis/rules.h"
 
 namespace ferret {
 
@@ -29,11 +32,11 @@ struct RuleInfo {
   std::string_view id;
   RuleSource source;
   Dimension dimension;
-  std::string_view function;  // the function that evaluates it (the family, when one emits several ids)
   RuleRole role;
-  // For a symptom: the ids that explain it, in order of preference; when one fired, the symptom is
-  // evidence inside it (its numbers and detail), not a finding of its own.
-  std::span<const std::string_view> explained_by;
+  // The symptoms this rule explains (kExplains* below): when it fires beside one of them, the
+  // symptom is evidence inside it (its numbers and detail), not a finding of its own. A symptom may
+  // explain another that it tells more precisely.
+  std::span<const std::string_view> explains = {};
   // For a cause that another rule measures more precisely: that rule's id. When both fire they are
   // one finding under that id, with this one's evidence, detail and fixes folded in.
   std::string_view same_cause_as = {};
@@ -54,6 +57,13 @@ struct RuleInfo {
   std::string_view cause_key = {};
 };
 
+// The symptoms a cause can explain, named once. The device idles while the host works (a cause on
+// the host's side explains both the low utilization and the CPU-bound step); the device idles with
+// its work queued (only the low utilization); a job's communication stays exposed.
+inline constexpr std::string_view kExplainsIdleHost[] = {"low-gpu-utilization", "cpu-bound"};
+inline constexpr std::string_view kExplainsIdleDevice[] = {"low-gpu-utilization"};
+inline constexpr std::string_view kExplainsExposedJobCommunication[] = {"job-exposed-communication"};
+
 // Row builders for what most rows leave at their defaults.
 constexpr RuleInfo removes(RuleInfo r, bool RetimeChanges::*change) {
   r.removal = change;
@@ -67,21 +77,75 @@ constexpr RuleInfo waiting_on_host(RuleInfo r) {
   r.waits_on_host = true;
   return r;
 }
+constexpr RuleInfo explaining(std::span<const std::string_view> symptoms, RuleInfo r) {
+  r.explains = symptoms;
+  return r;
+}
 
-std::span<const RuleInfo> rule_registry();
-
-// The groups of one-trace rules, in the order diagnose() runs them; a row's `function` names the
-// group that emits it. Order matters only where a group reads earlier findings (rules_host runs
-// rules_host_preprocessing last, which annotates the findings where the device waits on the host).
-struct TraceRuleGroup {
-  std::string_view name;
-  void (*run)(const TraceAnalysis&, std::vector<Finding>&);
+// How a family's rules are run: on one kind of input (a TraceAnalysis, a JobAnalysis, an
+// NcclSetup, ...), whose type the family records so that run_rule_families() calls it only with
+// that input.
+struct RuleRun {
+  const std::type_info* input = nullptr;
+  void (*call)(const void* input, std::vector<Finding>& out) = nullptr;
 };
-std::span<const TraceRuleGroup> trace_rule_groups();
-const RuleInfo* find_rule(std::string_view id);  // nullptr for an id not in the table
+
+template <class Rules>
+struct RuleInputOf;
+template <class Input>
+struct RuleInputOf<void (*)(const Input&, std::vector<Finding>&)> {
+  using type = Input;
+};
+
+// The run of a family whose rules are `void Rules(const Input&, std::vector<Finding>&)`.
+template <auto Rules>
+RuleRun rule_run() {
+  using Input = typename RuleInputOf<decltype(Rules)>::type;
+  return {&typeid(Input),
+          [](const void* input, std::vector<Finding>& out) { Rules(*static_cast<const Input*>(input), out); }};
+}
+
+// When a family runs: with the others, or only when no finding is the verdict (an informational
+// finding that names the largest cost, so that no report reads as "nothing costs anything").
+enum class RulePhase { kMain, kNoVerdict };
+
+// One rule file's rules: their rows and how to run them. A rule file declares its family with
+// FERRET_RULE_FAMILY(symbol) at namespace ferret; the build lists every family it finds in the
+// rules_*.cpp files (cmake/rule_families.cmake), so adding a rule file adds its rules with no
+// other file touched.
+struct RuleFamily {
+  std::string_view name;  // the function that evaluates the rules, as docs/RULES.md names it
+  // Where the family runs among those of its input, ascending: order matters only where a family
+  // reads earlier findings (host-preprocessing annotates the findings where the device waits on
+  // the host, so it runs after them).
+  int order;
+  std::span<const RuleInfo> rules;
+  RuleRun run = {};
+  RulePhase phase = RulePhase::kMain;
+};
+
+#define FERRET_RULE_FAMILY(symbol)                        \
+  extern const ::ferret::RuleFamily kRuleFamily_##symbol; \
+  const ::ferret::RuleFamily kRuleFamily_##symbol
+
+// Every registered row, family by family (in run order within each input).
+std::span<const RuleInfo> rule_registry();
+std::span<const RuleFamily* const> rule_families();  // ordered by (input, order)
+const RuleInfo* find_rule(std::string_view id);      // nullptr for an id not in the table
+// Whether `rule` explains `symptom_id`; the ids of the rules that explain a symptom, in registry order.
+bool explains(const RuleInfo& rule, std::string_view symptom_id);
+std::span<const std::string_view> causes_of(std::string_view symptom_id);
 // A finding of a registered rule, with what its row says (id, dimension, cause key); the rule fills in the
 // rest. An id not in the table is a programming error: std::logic_error.
 Finding finding_for(std::string_view id);
 const char* rule_role_name(RuleRole r);  // "cause", "symptom", "window"
+
+// Runs, in order, the families whose rules read an `Input`, in the given phase.
+template <class Input>
+void run_rule_families(const Input& input, std::vector<Finding>& out, RulePhase phase = RulePhase::kMain) {
+  for (const RuleFamily* family : rule_families())
+    if (family->run.call != nullptr && family->phase == phase && *family->run.input == typeid(Input))
+      family->run.call(&input, out);
+}
 
 }  // namespace ferret

@@ -1,5 +1,6 @@
-// The diagnosis rules, grouped by the analysis they read. Each rule lives in one function with
-// its threshold and the threshold's source written beside it; docs/RULES.md lists them all.
+// The one-trace rule families (rule_registry.h): each file's entry, which diagnose() runs through
+// the registry and tests call alone. Each rule lives in one function with its threshold and the
+// threshold's source written beside it; docs/RULES.md lists them all.
 #pragma once
 
 #include <string>
@@ -13,10 +14,9 @@ namespace ferret {
 void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out);       // GPU idle / utilization, CPU-bound
 void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out);   // input-bound
 void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out);  // Tensor Cores, occupancy, precision
-void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-bound, syncs, allocator calls, hot ops
-// hot-operator (rules_operator_cost.cpp); rules_host runs it, before rules_host_preprocessing.
-void rules_hot_operator(const TraceAnalysis& a, std::vector<Finding>& out);
-// host-preprocessing, and the Python frames as evidence in the host-wait findings (called by rules_host)
+void rules_host(const TraceAnalysis& a, std::vector<Finding>& out);  // launch-bound, syncs, allocator calls, copies
+void rules_hot_operator(const TraceAnalysis& a, std::vector<Finding>& out);  // hot-operator (rules_operator_cost.cpp)
+// host-preprocessing, and the Python frames as evidence in the host-wait findings (after those findings)
 void rules_host_preprocessing(const TraceAnalysis& a, std::vector<Finding>& out);
 // After folding: writes each finding's Finding::Notes on Python frames into its detail, once.
 void say_python_frames(const TraceAnalysis& a, std::vector<Finding>& findings);

@@ -99,8 +99,10 @@ constexpr double kExplainedShare = 0.5;
 // A prediction below this is no gain: the 1.00x of the reports.
 constexpr double kNoPredictedGain = 1.005;
 
-bool listed(std::span<const std::string_view> ids, const std::string& id) {
-  return std::find(ids.begin(), ids.end(), id) != ids.end();
+// Whether the finding's rule explains the symptom.
+bool explains_symptom(const Finding& f, const RuleInfo& symptom) {
+  const RuleInfo* rule = find_rule(f.id);
+  return rule != nullptr && explains(*rule, symptom.id);
 }
 
 // The finding `i` folds into, by index, or npos: for a cause, the more precise rule of the same
@@ -120,7 +122,7 @@ std::size_t fold_target(const std::vector<Finding>& findings, std::size_t i) {
   double covered = 0;
   for (std::size_t j = 0; j < findings.size(); ++j) {
     const Finding& f = findings[j];
-    if (j == i || !listed(rule->explained_by, f.id)) continue;
+    if (j == i || !explains_symptom(f, *rule)) continue;
     if (role_of(f) == RuleRole::kSymptom) {
       if (f.time_share >= needed &&
           (symptom == std::string::npos || expected_speedup(f) > expected_speedup(findings[symptom])))
@@ -142,7 +144,7 @@ void note_partial_causes(Finding& symptom, const RuleInfo& rule, const std::vect
   std::string ids;
   double covered = 0;
   for (const Finding& f : kept) {
-    if (!listed(rule.explained_by, f.id) || role_of(f) == RuleRole::kSymptom) continue;
+    if (!explains_symptom(f, rule) || role_of(f) == RuleRole::kSymptom) continue;
     ids += (ids.empty() ? "" : ", ") + f.id;
     covered += f.time_share;
   }

@@ -330,14 +330,41 @@ void rule_slow_transport(const JobAnalysis& job, std::vector<Finding>& out) {
   }
 }
 
+void job_rules(const JobAnalysis& job, std::vector<Finding>& out) {
+  rule_straggler(job, out);
+  rule_exposed_communication(job, out);
+  rule_waiting(job, out);
+  rule_slow_transport(job, out);
+}
+
+constexpr std::string_view kRecordJobCommunication =
+    "No rule named why communication stays exposed; on NCCL, record the transport: `NCCL_DEBUG=INFO "
+    "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH` logs from every rank (`ferret nccl LOG...` reads them); and traces of every "
+    "rank with `record_shapes=True` so message sizes show";
+
+constexpr RuleInfo kJobRules[] = {
+    RuleInfo{"rank-straggler", RuleSource::kJob, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"job-exposed-communication",
+             RuleSource::kJob,
+             Dimension::kDistributed,
+             RuleRole::kSymptom,
+             {},
+             {},
+             kRecordJobCommunication,
+             true},
+    RuleInfo{"collective-skew", RuleSource::kJob, Dimension::kDistributed, RuleRole::kCause},
+    // Exposed communication on a job: a slow transport makes every collective take longer to hide.
+    explaining(kExplainsExposedJobCommunication,
+               RuleInfo{"slow-collective-transport", RuleSource::kJob, Dimension::kDistributed, RuleRole::kCause}),
+};
+
 }  // namespace
+
+FERRET_RULE_FAMILY(job){"rules_job", 10, kJobRules, rule_run<job_rules>()};
 
 JobDiagnosis diagnose_job(const JobAnalysis& job) {
   JobDiagnosis d;
-  rule_straggler(job, d.findings);
-  rule_exposed_communication(job, d.findings);
-  rule_waiting(job, d.findings);
-  rule_slow_transport(job, d.findings);
+  run_rule_families(job, d.findings);
   // One policy with the trace and NCCL paths (docs/RULES.md#the-verdict): a slow transport is why
   // communication stays exposed, so it is the verdict over it.
   const Finding* top = rank_and_lead_with_verdict(d.findings);

@@ -27,9 +27,13 @@ bool any_fix_contains(const Finding& f, const std::string& text) {
   return false;
 }
 
+// The host's rules as diagnose() runs them: rules_host, then hot-operator and host-preprocessing,
+// the families that run after it.
 std::vector<Finding> run(const TraceAnalysis& a) {
   std::vector<Finding> out;
   rules_host(a, out);
+  rules_hot_operator(a, out);
+  rules_host_preprocessing(a, out);
   return out;
 }
 

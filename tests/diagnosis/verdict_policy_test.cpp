@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,8 @@ void expect_policy(const Diagnosis& d, const std::string& input) {
     double explained = 0;
     for (const Finding& other : fs) {
       EXPECT_NE(other.id, rule->same_cause_as) << f.id << " beside " << other.id;
-      if (std::count(rule->explained_by.begin(), rule->explained_by.end(), other.id) == 0) continue;
+      const std::span<const std::string_view> causes = causes_of(rule->id);
+      if (std::count(causes.begin(), causes.end(), other.id) == 0) continue;
       // A cause re-timed to no gain explains nothing (the step waits on something else).
       if (other.predicted_speedup > 0 && other.predicted_speedup < 1.005) continue;
       explained += bounds_gain(other) ? other.time_share : 1.0;

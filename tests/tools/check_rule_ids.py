@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Fails when a rule is known outside the rule registry and its own file.
 
-The registry (src/diagnosis/rule_registry.cpp) is the one place that knows every rule: which rules
-explain which, what the what-if removes for each, which wait on the host. A rule's own file emits
-its id (`f.id = "..."`). Anywhere else, a rule id in a string literal is a second home for that
-knowledge - a comparison that drifts when the registry changes - and `detail.find(` in diagnosis/
-is one rule parsing another's prose. Both fail, except the places listed in KNOWN with why; a
+The registry is the one place that knows every rule: which rules explain which, what the what-if
+removes for each, which wait on the host. Its rows live in the rule files (`RuleInfo{"id", ...}`
+beside the rule that emits the id), gathered by src/diagnosis/rule_registry.{h,cpp}, whose header
+names the symptoms causes explain. A rule's own file holds its row and emits its id. Anywhere else,
+a rule id in a string literal is a second home for that knowledge - a comparison that drifts when
+the registry changes - and `detail.find(` in diagnosis/ is one rule parsing another's prose. Both fail, except the places listed in KNOWN with why; a
 listed place that no longer offends fails too, so the list only shrinks.
 
 Usage: check_rule_ids.py SOURCE_ROOT (the repository root). Prints every offending line.
@@ -21,6 +22,9 @@ LITERAL = re.compile(r'"([a-z0-9]+(?:-[a-z0-9]+)+)"')
 # A rule file emits its ids through the registry's constructor: finding_for("id") (either id of a
 # `cond ? "a" : "b"`), or by assigning one.
 EMITS = re.compile(r'finding_for\(([^;]*?)\);|\bid\s*=\s*"([a-z0-9-]+)"')
+# A row: the id opens a RuleInfo (clang-format may break the line after the brace).
+ROW = re.compile(r'RuleInfo\{\s*"([a-z0-9-]+)"')
+REGISTRY = ("src/diagnosis/rule_registry.cpp", "src/diagnosis/rule_registry.h")
 
 # (file, id): why it is still there. Each is a place to move into the registry.
 KNOWN = {
@@ -31,7 +35,6 @@ KNOWN = {
     ("src/gen/scenarios.cpp", "launch-bound"): "the generator's scenario names, which name the rule they plant",
     ("src/gen/scenarios.cpp", "communication-heavy"): "the generator's scenario names, which name the rule they plant",
     ("src/job/stragglers.cpp", "host-sync"): "a straggler cause's name in the job JSON",
-    ("src/diagnosis/diagnose.cpp", "top-cost"): "the informational finding the verdict quotes when no rule fired",
 }
 
 
@@ -42,12 +45,6 @@ def code_of(line):
 
 
 def problems_in(root, known):
-    registry = os.path.join(root, "src", "diagnosis", "rule_registry.cpp")
-    with open(registry, encoding="utf-8") as f:
-        ids = set(re.findall(r'RuleInfo\{\s*"([a-z0-9-]+)"', f.read()))
-    if len(ids) < 10:
-        sys.exit(f"{registry}: found only {len(ids)} rule ids; has the row syntax changed?")
-
     sources = []
     for folder, _, files in os.walk(os.path.join(root, "src")):
         for name in sorted(files):
@@ -55,16 +52,21 @@ def problems_in(root, known):
                 path = os.path.join(folder, name)
                 with open(path, encoding="utf-8") as f:
                     sources.append((os.path.relpath(path, root), f.read().splitlines()))
-    owners = {}
+    owners, ids = {}, set()
     for rel, lines in sources:
         for line in lines:
             for call, assigned in EMITS.findall(code_of(line)):
                 for rule in LITERAL.findall(call) + ([assigned] if assigned else []):
                     owners.setdefault(rule, set()).add(rel)
+        for row in ROW.findall("\n".join(code_of(line) for line in lines)):
+            owners.setdefault(row, set()).add(rel)
+            ids.add(row)
+    if len(ids) < 10:
+        sys.exit(f"{root}/src: found only {len(ids)} rule rows (RuleInfo{{\"id\", ...}}); has the row syntax changed?")
 
     problems, seen = [], set()
     for rel, lines in sources:
-        if rel == os.path.relpath(registry, root):
+        if rel in REGISTRY:
             continue
         for number, line in enumerate(lines, 1):
             code = code_of(line)
@@ -84,17 +86,17 @@ def problems_in(root, known):
 
 
 def probe(root):
-    """A tree holding the registry and one rule file that compares another rule's id and parses a
-    detail must fail with exactly those two problems."""
+    """A tree holding the registry, the real rule files and one more rule file that compares another
+    rule's id and parses a detail must fail with exactly those two problems."""
     with tempfile.TemporaryDirectory() as tmp:
-        os.makedirs(os.path.join(tmp, "src", "diagnosis"))
-        shutil.copy(os.path.join(root, "src", "diagnosis", "rule_registry.cpp"), os.path.join(tmp, "src", "diagnosis"))
+        shutil.copytree(os.path.join(root, "src", "diagnosis"), os.path.join(tmp, "src", "diagnosis"))
         with open(os.path.join(tmp, "src", "diagnosis", "rules_probe.cpp"), "w", encoding="utf-8") as f:
-            f.write('void probe(Finding& f) {\n  f = finding_for("launch-bound");  // its own id: fine\n'
+            f.write('constexpr RuleInfo kRows[] = {RuleInfo{"probe-rule", S, D, R}};\n'
+                    'void probe(Finding& f) {\n  f = finding_for("probe-rule");  // its own id: fine\n'
                     '  if (other.id == "input-bound") return;\n'
                     '  if (f.detail.find("would name") != std::string::npos) return;\n}\n')
         _, problems = problems_in(tmp, {})
-    expected = ["rules_probe.cpp:3: rule id \"input-bound\"", "rules_probe.cpp:4: detail.find("]
+    expected = ["rules_probe.cpp:4: rule id \"input-bound\"", "rules_probe.cpp:5: detail.find("]
     missing = [e for e in expected if not any(e in p for p in problems)]
     if missing or len(problems) != len(expected):
         sys.exit(f"the probe was not caught as planted: {problems}")

@@ -529,9 +529,7 @@ void rule_summary_activations(const MemorySummary& s, std::vector<Finding>& out)
   out.push_back(std::move(f));
 }
 
-}  // namespace
-
-void rules_allocator(const AllocatorStateResult& state, std::vector<Finding>& out) {
+void allocator_rules(const AllocatorStateResult& state, std::vector<Finding>& out) {
   for (const DeviceAllocatorState& d : state.devices) {
     rule_oom(d, out);
     rule_fragmented_cache(d, out);
@@ -540,7 +538,7 @@ void rules_allocator(const AllocatorStateResult& state, std::vector<Finding>& ou
   }
 }
 
-void rules_memory_text(const MemoryText& text, std::vector<Finding>& out) {
+void memory_text_rules(const MemoryText& text, std::vector<Finding>& out) {
   rule_oom_other_processes(text, out);  // first: when it explains an OOM, it is the cause
   rule_text_oom(text, out);
   for (const MemorySummary* s : last_summary_per_device(text)) {
@@ -550,5 +548,30 @@ void rules_memory_text(const MemoryText& text, std::vector<Finding>& out) {
     rule_summary_cached(*s, out);
   }
 }
+
+// oom-fragmentation and oom-capacity are emitted from out-of-memory messages in text too.
+constexpr RuleInfo kAllocatorRules[] = {
+    RuleInfo{"allocator-fragmentation", RuleSource::kSnapshot, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"oom-fragmentation", RuleSource::kSnapshot, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"oom-capacity", RuleSource::kSnapshot, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"segment-churn", RuleSource::kSnapshot, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"cache-growth", RuleSource::kSnapshot, Dimension::kMemory, RuleRole::kCause},
+};
+constexpr RuleInfo kMemoryTextRules[] = {
+    RuleInfo{"oom-other-processes", RuleSource::kMemoryText, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"summary-fragmentation", RuleSource::kMemoryText, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"summary-activation-peak", RuleSource::kMemoryText, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"summary-segment-churn", RuleSource::kMemoryText, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"summary-cached-memory", RuleSource::kMemoryText, Dimension::kMemory, RuleRole::kCause},
+};
+
+}  // namespace
+
+FERRET_RULE_FAMILY(allocator){"rules_allocator", 10, kAllocatorRules, rule_run<allocator_rules>()};
+FERRET_RULE_FAMILY(memory_text){"rules_memory_text", 10, kMemoryTextRules, rule_run<memory_text_rules>()};
+
+void rules_allocator(const AllocatorStateResult& state, std::vector<Finding>& out) { run_rule_families(state, out); }
+
+void rules_memory_text(const MemoryText& text, std::vector<Finding>& out) { run_rule_families(text, out); }
 
 }  // namespace ferret

@@ -518,10 +518,7 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
   }
 }
 
-}  // namespace
-
-void rules_nccl(const NcclSetup& setup, std::vector<Finding>& out) {
-  std::vector<Finding> found;
+void nccl_rules(const NcclSetup& setup, std::vector<Finding>& found) {
   rule_socket_transport(setup, found);
   rule_gdr_disabled(setup, found);
   rule_p2p_disabled(setup, found);
@@ -532,6 +529,32 @@ void rules_nccl(const NcclSetup& setup, std::vector<Finding>& out) {
   rule_slow_init(setup, found);
   rule_warnings(setup, found);
   rule_bandwidth(setup, found);
+}
+
+constexpr RuleInfo kNcclRules[] = {
+    judging("nccl-network",
+            RuleInfo{"nccl-socket-transport", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause}),
+    RuleInfo{"nccl-gdr-disabled", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"nccl-p2p-disabled", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"nccl-version-mismatch", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"nccl-driver-mismatch", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"nccl-config-mismatch", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"nccl-missing-ranks", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"nccl-slow-init", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"nccl-warnings", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+    // The logs' bandwidth check and the trace's low-busbw judge the same collectives.
+    judging("collective-bandwidth",
+            RuleInfo{"nccl-busbw-low", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause}),
+    RuleInfo{"nccl-busbw-impossible", RuleSource::kNccl, Dimension::kDistributed, RuleRole::kCause},
+};
+
+}  // namespace
+
+FERRET_RULE_FAMILY(nccl){"rules_nccl", 10, kNcclRules, rule_run<nccl_rules>()};
+
+void rules_nccl(const NcclSetup& setup, std::vector<Finding>& out) {
+  std::vector<Finding> found;
+  run_rule_families(setup, found);
   // The policy of the trace and job paths: with no time measured (max_speedup 1) it ranks by
   // severity, and the verdict leads.
   rank_and_lead_with_verdict(found);

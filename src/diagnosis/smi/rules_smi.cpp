@@ -386,15 +386,32 @@ void rule_unused(const SmiLog& log, const SmiStats& stats, std::vector<Finding>&
   out.push_back(std::move(f));
 }
 
-}  // namespace
-
-void rules_smi(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
+void smi_rules(const SmiEvidence& in, std::vector<Finding>& out) {
+  const SmiLog& log = in.log;
+  const SmiStats& stats = in.stats;
   rule_gpu_starved(log, stats, out);
   rule_underfilled(log, stats, out);
   rule_periodic_idle(log, stats, out);
   rule_imbalance(log, stats, out);
   rule_throttling(log, stats, out);
   rule_unused(log, stats, out);
+}
+
+constexpr RuleInfo kSmiRules[] = {
+    RuleInfo{"gpu-starved", RuleSource::kSmi, Dimension::kDataPipeline, RuleRole::kCause},
+    RuleInfo{"gpu-underfilled", RuleSource::kSmi, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"gpu-idle-periodic", RuleSource::kSmi, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"gpu-imbalance", RuleSource::kSmi, Dimension::kDistributed, RuleRole::kCause},
+    RuleInfo{"gpu-throttling", RuleSource::kSmi, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"gpu-unused", RuleSource::kSmi, Dimension::kCompute, RuleRole::kCause},
+};
+
+}  // namespace
+
+FERRET_RULE_FAMILY(smi){"rules_smi", 10, kSmiRules, rule_run<smi_rules>()};
+
+void rules_smi(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out) {
+  run_rule_families(SmiEvidence{log, stats}, out);
 }
 
 }  // namespace ferret

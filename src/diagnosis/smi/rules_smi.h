@@ -12,6 +12,12 @@
 namespace ferret {
 
 // `log` names the GPUs in titles (its source when there are several).
+// What the utilisation-log rules read: the log and the statistics computed from it.
+struct SmiEvidence {
+  const SmiLog& log;
+  const SmiStats& stats;
+};
+
 void rules_smi(const SmiLog& log, const SmiStats& stats, std::vector<Finding>& out);
 
 // "GPU 0", or "GPU 0 of node-a.csv" when the log holds several sources; terminal-safe.

@@ -128,4 +128,12 @@ void rules_attention(const TraceAnalysis& a, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+namespace {
+constexpr RuleInfo kAttentionRules[] = {
+    RuleInfo{"unfused-attention", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(attention){"rules_attention", 100, kAttentionRules, rule_run<rules_attention>()};
+
 }  // namespace ferret

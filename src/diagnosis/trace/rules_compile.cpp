@@ -106,4 +106,13 @@ void rules_compile(const TraceAnalysis& a, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+namespace {
+constexpr RuleInfo kCompileRules[] = {
+    explaining(kExplainsIdleHost,
+               RuleInfo{"compile-in-window", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause}),
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(compile){"rules_compile", 130, kCompileRules, rule_run<rules_compile>()};
+
 }  // namespace ferret

@@ -316,4 +316,12 @@ void rules_cpu(const TraceAnalysis& a, std::vector<Finding>& out) {
   if (!rule_slow_cpu_matmul(a, out)) rule_cpu_matmul_dominated(a, out);
 }
 
+namespace {
+constexpr RuleInfo kCpuRules[] = {
+    RuleInfo{"slow-cpu-matmul", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(cpu){"rules_cpu", 90, kCpuRules, rule_run<rules_cpu>()};
+
 }  // namespace ferret

@@ -162,4 +162,14 @@ void rule_input_bound(const TraceAnalysis& a, std::vector<Finding>& out) {
 
 void rules_data_pipeline(const TraceAnalysis& a, std::vector<Finding>& out) { rule_input_bound(a, out); }
 
+namespace {
+constexpr RuleInfo kDataPipelineRules[] = {
+    waiting_on_host(removes(explaining(kExplainsIdleHost, RuleInfo{"input-bound", RuleSource::kTrace,
+                                                                   Dimension::kDataPipeline, RuleRole::kCause}),
+                            &RetimeChanges::remove_dataloader)),
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(data_pipeline){"rules_data_pipeline", 30, kDataPipelineRules, rule_run<rules_data_pipeline>()};
+
 }  // namespace ferret

@@ -100,4 +100,18 @@ void rule_device_stall(const TraceAnalysis& a, std::vector<Finding>& out) {
   }
 }
 
+namespace {
+constexpr RuleInfo kDeviceStallRules[] = {
+    [] {
+      RuleInfo r = removes(explaining(kExplainsIdleDevice, RuleInfo{"device-stall", RuleSource::kTrace,
+                                                                    Dimension::kCompute, RuleRole::kCause}),
+                           &RetimeChanges::remove_device_stalls);
+      r.device_stalled = true;
+      return r;
+    }(),
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(device_stall){"rule_device_stall", 20, kDeviceStallRules, rule_run<rule_device_stall>()};
+
 }  // namespace ferret

@@ -256,4 +256,24 @@ void rules_distributed(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_low_busbw(a, out);
 }
 
+namespace {
+constexpr RuleInfo kDistributedRules[] = {
+    // Communication costs what compute does not hide: exposed-communication measures exactly that.
+    removes(explaining(kExplainsIdleHost, RuleInfo{"communication-heavy",
+                                                   RuleSource::kTrace,
+                                                   Dimension::kDistributed,
+                                                   RuleRole::kCause,
+                                                   {},
+                                                   "exposed-communication"}),
+            &RetimeChanges::remove_exposed_communication),
+    removes(explaining(kExplainsIdleHost, RuleInfo{"exposed-communication", RuleSource::kTrace, Dimension::kDistributed,
+                                                   RuleRole::kCause}),
+            &RetimeChanges::remove_exposed_communication),
+    judging("collective-bandwidth", explaining(kExplainsIdleHost, RuleInfo{"low-busbw", RuleSource::kTrace,
+                                                                           Dimension::kDistributed, RuleRole::kCause})),
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(distributed){"rules_distributed", 70, kDistributedRules, rule_run<rules_distributed>()};
+
 }  // namespace ferret

@@ -440,4 +440,16 @@ void rules_gpu_efficiency(const TraceAnalysis& a, std::vector<Finding>& out) {
   }
 }
 
+namespace {
+constexpr RuleInfo kGpuEfficiencyRules[] = {
+    RuleInfo{"no-tensor-cores", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"low-occupancy", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+    // Matmuls off Tensor Cores (rules_cpu also emits it, for CPU matmuls): no-tensor-cores measures the
+    // same precision step on the exact kernels.
+    RuleInfo{"matmul-dominated", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause, {}, "no-tensor-cores"},
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(gpu_efficiency){"rules_gpu_efficiency", 40, kGpuEfficiencyRules, rule_run<rules_gpu_efficiency>()};
+
 }  // namespace ferret

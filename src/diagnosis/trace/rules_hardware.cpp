@@ -148,4 +148,16 @@ void rules_hardware(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_pageable_copies(a.hardware, out);
 }
 
+namespace {
+constexpr RuleInfo kHardwareRules[] = {
+    explaining(kExplainsIdleHost,
+               RuleInfo{"slow-host-copies", RuleSource::kTrace, Dimension::kMemory, RuleRole::kCause}),
+    judging("pageable-upload", removes(explaining(kExplainsIdleHost, RuleInfo{"pageable-copies", RuleSource::kTrace,
+                                                                              Dimension::kMemory, RuleRole::kCause}),
+                                       &RetimeChanges::pin_pageable_uploads)),
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(hardware){"rules_hardware", 80, kHardwareRules, rule_run<rules_hardware>()};
+
 }  // namespace ferret

@@ -478,8 +478,29 @@ void rules_host(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_allocator(a.host_blockers, out);
   rule_pageable_copy(a.host_blockers, out);
   rule_sync_copy(a.host_blockers, out);
-  rules_hot_operator(a, out);
-  rules_host_preprocessing(a, out);  // after launch-bound: it annotates the host-wait findings
 }
+
+namespace {
+constexpr RuleInfo kHostRules[] = {
+    waiting_on_host(removes(explaining(kExplainsIdleHost, RuleInfo{"launch-bound", RuleSource::kTrace,
+                                                                   Dimension::kCompute, RuleRole::kCause}),
+                            &RetimeChanges::remove_launch_overhead)),
+    // A synchronous copy waits for the GPU's queue like a device sync: one cause with sync-copy.
+    judging("device-sync", removes(explaining(kExplainsIdleHost, RuleInfo{"host-sync", RuleSource::kTrace,
+                                                                          Dimension::kCompute, RuleRole::kCause}),
+                                   &RetimeChanges::remove_host_sync)),
+    explaining(kExplainsIdleHost,
+               RuleInfo{"allocator-in-steady-state", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause}),
+    // rules_host and rules_hardware judge the same pageable copies.
+    judging("pageable-upload", removes(explaining(kExplainsIdleHost, RuleInfo{"pageable-copy", RuleSource::kTrace,
+                                                                              Dimension::kCompute, RuleRole::kCause}),
+                                       &RetimeChanges::pin_pageable_uploads)),
+    judging("device-sync", removes(explaining(kExplainsIdleHost, RuleInfo{"sync-copy", RuleSource::kTrace,
+                                                                          Dimension::kCompute, RuleRole::kCause}),
+                                   &RetimeChanges::remove_sync_copies)),
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(host){"rules_host", 50, kHostRules, rule_run<rules_host>()};
 
 }  // namespace ferret

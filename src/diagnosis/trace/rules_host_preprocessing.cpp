@@ -158,8 +158,7 @@ bool explained_by_a_stalled_device(const Finding& f, const std::vector<Finding>&
   if (rule == nullptr) return false;
   return std::any_of(fired.begin(), fired.end(), [&](const Finding& g) {
     const RuleInfo* cause = find_rule(g.id);
-    return cause != nullptr && cause->device_stalled &&
-           std::find(rule->explained_by.begin(), rule->explained_by.end(), g.id) != rule->explained_by.end();
+    return cause != nullptr && cause->device_stalled && explains(*cause, rule->id);
   });
 }
 
@@ -206,5 +205,16 @@ void rules_host_preprocessing(const TraceAnalysis& a, std::vector<Finding>& out)
   rule_host_preprocessing(a.python_frames, out);
   annotate_with_python_frames(a, out);
 }
+
+namespace {
+// After the rules whose findings it annotates (the device waiting on the host).
+constexpr RuleInfo kHostPreprocessingRules[] = {
+    explaining(kExplainsIdleHost,
+               RuleInfo{"host-preprocessing", RuleSource::kTrace, Dimension::kDataPipeline, RuleRole::kCause}),
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(host_preprocessing){"rules_host_preprocessing", 52, kHostPreprocessingRules,
+                                       rule_run<rules_host_preprocessing>()};
 
 }  // namespace ferret

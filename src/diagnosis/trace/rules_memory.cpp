@@ -205,4 +205,14 @@ void rules_memory(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_allocation_churn(a.memory, out);
 }
 
+namespace {
+constexpr RuleInfo kMemoryRules[] = {
+    RuleInfo{"memory-near-capacity", RuleSource::kTrace, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"memory-fragmentation", RuleSource::kTrace, Dimension::kMemory, RuleRole::kCause},
+    RuleInfo{"allocation-churn", RuleSource::kTrace, Dimension::kMemory, RuleRole::kCause},
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(memory){"rules_memory", 60, kMemoryRules, rule_run<rules_memory>()};
+
 }  // namespace ferret

@@ -483,4 +483,14 @@ void rules_operator(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_inference_in_training_mode(a, out);
 }
 
+namespace {
+constexpr RuleInfo kOperatorRules[] = {
+    RuleInfo{"gemm-shape", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"elementwise-chain", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"inference-in-training-mode", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(operator){"rules_operator", 110, kOperatorRules, rule_run<rules_operator>()};
+
 }  // namespace ferret

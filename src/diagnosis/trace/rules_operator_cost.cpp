@@ -360,4 +360,18 @@ void rules_hot_operator(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_hot_operator(a.hot_spots, a.roofline, busiest_device_matrix_units(a.gpu_metrics), out);
 }
 
+namespace {
+constexpr RuleInfo kHotOperatorRules[] = {
+    RuleInfo{"hot-operator", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+};
+// Informational, written only when no finding is the verdict: it never competes for it.
+constexpr RuleInfo kTopCostRules[] = {
+    RuleInfo{"top-cost", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+};
+}  // namespace
+
+// After rules_host, whose launch-bound finding it stands beside.
+FERRET_RULE_FAMILY(hot_operator){"rules_hot_operator", 51, kHotOperatorRules, rule_run<rules_hot_operator>()};
+FERRET_RULE_FAMILY(top_cost){"rule_top_cost", 10, kTopCostRules, rule_run<rule_top_cost>(), RulePhase::kNoVerdict};
+
 }  // namespace ferret

@@ -331,4 +331,36 @@ void rules_step_time(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_device_bound(a, out);
 }
 
+namespace {
+// What a symptom with no cause asks the user to record next, so that a rule can name the cause.
+constexpr std::string_view kRecordIdleGpu =
+    "No rule named why the GPU idles; record what the host does: `torch.profiler.profile(activities=["
+    "ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True, record_shapes=True, "
+    "schedule=torch.profiler.schedule(wait=1, warmup=2, active=5))` (several steady steps, Python frames, shapes), "
+    "once with `torch.cuda.set_sync_debug_mode(\"warn\")` to print every hidden CUDA sync; then analyze the new trace";
+// Low GPU utilization and CPU-bound say that the GPU idles (CPU-bound: while the host runs), not
+// why: the causes that explain them say so in their rows (kExplainsIdleHost). Utilization counts
+// NCCL kernels as busy, so what explains them is what keeps the GPU from starting work. Low
+// utilization with no cause but a CPU-bound host is that one symptom, told more precisely: it folds
+// into cpu-bound. The GPU waiting on the host's per-operator work: the fix (a captured graph, a
+// compiled step) issues the step's work at no host cost.
+constexpr RuleInfo kStepTimeRules[] = {
+    waiting_on_host(removes(
+        RuleInfo{
+            "low-gpu-utilization", RuleSource::kTrace, Dimension::kCompute, RuleRole::kSymptom, {}, {}, kRecordIdleGpu},
+        &RetimeChanges::remove_host_overhead)),
+    waiting_on_host(removes(RuleInfo{"cpu-bound",
+                                     RuleSource::kTrace,
+                                     Dimension::kCompute,
+                                     RuleRole::kSymptom,
+                                     kExplainsIdleDevice,
+                                     {},
+                                     kRecordIdleGpu},
+                            &RetimeChanges::remove_host_overhead)),
+    RuleInfo{"device-bound", RuleSource::kTrace, Dimension::kCompute, RuleRole::kCause},
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(step_time){"rules_step_time", 10, kStepTimeRules, rule_run<rules_step_time>()};
+
 }  // namespace ferret

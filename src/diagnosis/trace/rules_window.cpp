@@ -298,4 +298,16 @@ void rules_window(const TraceAnalysis& a, std::vector<Finding>& out) {
   rule_edge_wait(a, a.window_activity, out);
 }
 
+namespace {
+constexpr RuleInfo kWindowRules[] = {
+    RuleInfo{"device-activity-missing", RuleSource::kTrace, Dimension::kBenchmark, RuleRole::kWindow},
+    RuleInfo{"graph-capture-window", RuleSource::kTrace, Dimension::kBenchmark, RuleRole::kWindow},
+    RuleInfo{"initialisation-window", RuleSource::kTrace, Dimension::kBenchmark, RuleRole::kWindow},
+    RuleInfo{"microbenchmark-window", RuleSource::kTrace, Dimension::kBenchmark, RuleRole::kWindow},
+    RuleInfo{"window-edge-wait", RuleSource::kTrace, Dimension::kBenchmark, RuleRole::kCause},
+};
+}  // namespace
+
+FERRET_RULE_FAMILY(window){"rules_window", 120, kWindowRules, rule_run<rules_window>()};
+
 }  // namespace ferret

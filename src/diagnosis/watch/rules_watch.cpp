@@ -185,9 +185,7 @@ void rule_watch_waiting(const WatchSummary& s, bool starved, std::vector<Finding
   out.push_back(std::move(f));
 }
 
-}  // namespace
-
-void rules_watch(const WatchSummary& s, std::vector<Finding>& out) {
+void watch_rules(const WatchSummary& s, std::vector<Finding>& out) {
   const bool starved = s.gpus_judged > 0 && s.gpu_util_mean < kWatchGpuStarvedPct;
   rule_watch_cpu_bound_input(s, starved, out);
   rule_watch_gpu_starved(s, starved, out);
@@ -195,5 +193,19 @@ void rules_watch(const WatchSummary& s, std::vector<Finding>& out) {
   rule_watch_workers_pegged(s, starved, out);
   rule_watch_waiting(s, starved, out);
 }
+
+constexpr RuleInfo kWatchRules[] = {
+    RuleInfo{"watch-cpu-bound-input", RuleSource::kWatch, Dimension::kDataPipeline, RuleRole::kCause},
+    RuleInfo{"watch-gpu-starved", RuleSource::kWatch, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"watch-main-one-core", RuleSource::kWatch, Dimension::kCompute, RuleRole::kCause},
+    RuleInfo{"watch-workers-pegged", RuleSource::kWatch, Dimension::kDataPipeline, RuleRole::kCause},
+    RuleInfo{"watch-waiting", RuleSource::kWatch, Dimension::kCompute, RuleRole::kCause},
+};
+
+}  // namespace
+
+FERRET_RULE_FAMILY(watch){"rules_watch", 10, kWatchRules, rule_run<watch_rules>()};
+
+void rules_watch(const WatchSummary& s, std::vector<Finding>& out) { run_rule_families(s, out); }
 
 }  // namespace ferret
