@@ -81,6 +81,41 @@ struct DiffSettings {
 // slower, 3 inconclusive). Throws when a side cannot be used (the message starts "BASE:"/"NEW:").
 Reports diff_reports(const std::string& base, const std::string& next, const DiffSettings& settings = {});
 
+// The options of `ferret nccl`, with the same defaults (sizes as on the command line: "1GiB").
+struct NcclSettings {
+  std::vector<std::string> traces;         // --trace: Kineto traces of the same run, for the bus bandwidth
+  std::string max_bytes_without_progress;  // --max-bytes-without-progress; empty = 1GiB, "0" = no limit
+  std::string max_memory;                  // --max-memory; empty = 3/4 of RAM
+  unsigned threads = 0;                    // --threads: trace parser threads; 0 = one per core
+};
+
+// `ferret nccl LOG...` rendered in every format: the lint of NCCL_DEBUG=INFO logs (schema
+// ferret.nccl/1). exit_code 2 with a note when no log could be read, as on the command line.
+Reports nccl_reports(const std::vector<std::string>& logs, const NcclSettings& settings = {});
+
+// The options of `ferret smi`, with the same defaults.
+struct SmiSettings {
+  std::vector<std::string> traces;  // --trace: traces of the same run, placed on the logs' clock
+  std::string columns;              // --columns: the --query-gpu list of a CSV written with noheader
+  double interval = 1.0;            // --interval: seconds between samples in logs that print no time
+  std::string utc_offset;           // --utc-offset: e.g. "+02:00"; empty = UTC
+  std::string max_memory;           // --max-memory; empty = 3/4 of RAM
+  unsigned threads = 0;             // --threads: trace parser threads; 0 = one per core
+};
+
+// `ferret smi LOG...` rendered in every format (schema ferret.smi/1); exit_code 2 with a note when
+// no log or no sample could be read, as on the command line.
+Reports smi_reports(const std::vector<std::string>& logs, const SmiSettings& settings = {});
+
+// The options of `ferret memory`, with the same defaults.
+struct MemorySettings {
+  std::string max_memory;  // --max-memory: bound while reading; empty = the readers' default
+};
+
+// `ferret memory FILE...` rendered in every format (schema ferret.memory/1): allocator snapshots
+// and memory text, told by content; exit_code 2 with a note per file that could not be read.
+Reports memory_reports(const std::vector<std::string>& files, const MemorySettings& settings = {});
+
 // One finding of a diagnosis, ranked first to last by the most its fix can gain.
 struct FindingSummary {
   std::string id;         // stable rule id, e.g. "input-bound" (docs/RULES.md)

@@ -9,6 +9,9 @@
 #include "app/analyze_command.h"
 #include "app/analyze_options.h"
 #include "app/diff_command.h"
+#include "app/memory_command.h"
+#include "app/nccl_command.h"
+#include "app/smi_command.h"
 #include "base/input_error.h"
 #include "base/terminal_text.h"
 #include "base/units.h"
@@ -95,6 +98,61 @@ Reports diff_reports(const std::string& base, const std::string& next, const Dif
   for (const std::string& note : base_model.report.notes) reports.notes.push_back(terminal_safe("BASE: " + note));
   for (const std::string& note : next_model.report.notes) reports.notes.push_back(terminal_safe("NEW: " + note));
   reports.exit_code = r.exit_code;
+  return reports;
+}
+
+namespace {
+
+// A report as the API returns it: notes as the command line prints them on stderr, documents
+// terminal-safe as it prints them on stdout.
+template <class Outcome, class Render>
+void fill_reports(Reports& reports, const Outcome& outcome, Render render) {
+  reports.json = render(outcome, Format::kJson, Style{});
+  reports.text = terminal_safe(render(outcome, Format::kText, Style{}), kReportText);
+  reports.markdown = terminal_safe(render(outcome, Format::kMarkdown, Style{}), kReportText);
+}
+
+}  // namespace
+
+Reports nccl_reports(const std::vector<std::string>& logs, const NcclSettings& settings) {
+  Reports reports;
+  NcclRequest request = nccl_request_from(logs, settings);
+  request.on_message = [&](const std::string& message) { reports.notes.push_back(terminal_safe(message)); };
+  const NcclOutcome outcome = run_nccl(request);
+  if (const std::string failure = nccl_failure(outcome); !failure.empty()) {
+    reports.notes.push_back(failure);
+    reports.exit_code = 2;
+    return reports;
+  }
+  fill_reports(reports, outcome, render_nccl);
+  return reports;
+}
+
+Reports smi_reports(const std::vector<std::string>& logs, const SmiSettings& settings) {
+  Reports reports;
+  SmiRequest request = smi_request_from(logs, settings);
+  request.on_message = [&](const std::string& message) { reports.notes.push_back(terminal_safe(message)); };
+  const SmiOutcome outcome = run_smi(request);
+  if (const std::string failure = smi_failure_before_report(outcome); !failure.empty()) {
+    reports.notes.push_back(failure);
+    reports.exit_code = 2;
+    return reports;
+  }
+  fill_reports(reports, outcome, render_smi);
+  if (const std::string failure = smi_failure_after_report(outcome); !failure.empty()) {
+    reports.notes.push_back(terminal_safe(failure));
+    reports.exit_code = 2;
+  }
+  return reports;
+}
+
+Reports memory_reports(const std::vector<std::string>& files, const MemorySettings& settings) {
+  Reports reports;
+  MemoryRequest request = memory_request_from(files, settings);
+  request.on_message = [&](const std::string& message) { reports.notes.push_back(terminal_safe(message)); };
+  const MemoryOutcome outcome = run_memory(request);
+  fill_reports(reports, outcome, render_memory);
+  reports.exit_code = outcome.failed ? 2 : 0;
   return reports;
 }
 

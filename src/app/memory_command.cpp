@@ -3,6 +3,7 @@
 #include <new>
 
 #include "analysis/memory/allocator_state.h"
+#include "app/option_values.h"
 #include "base/input_error.h"
 #include "diagnosis/memory/rules_allocator.h"
 #include "ingest/memory/memory_text_reader.h"
@@ -37,6 +38,23 @@ MemoryOutcome run_memory(const MemoryRequest& request) {
     }
   }
   return out;
+}
+
+MemoryRequest memory_request_from(const std::vector<std::string>& files, const MemorySettings& settings) {
+  MemoryRequest request;
+  request.files = files;
+  request.max_memory_bytes = max_memory_option(settings.max_memory);
+  return request;
+}
+
+std::string render_memory(const MemoryOutcome& outcome, Format format, const Style& style) {
+  switch (format) {
+    case Format::kJson:
+      return memory_json(outcome.inputs).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    case Format::kMarkdown: return memory_markdown(outcome.inputs);
+    case Format::kText: break;
+  }
+  return memory_text(outcome.inputs, style);
 }
 
 }  // namespace ferret

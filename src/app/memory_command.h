@@ -3,6 +3,8 @@
 // The CLI renders the outcome; the C++ API and Python can offer the same without a copy.
 #pragma once
 
+#include <ferret/ferret.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,5 +27,11 @@ struct MemoryOutcome {
 };
 
 MemoryOutcome run_memory(const MemoryRequest& request);
+
+// The request of `ferret memory FILES` with these options (ferret::MemorySettings), validated as
+// the command line does: OptionError.
+MemoryRequest memory_request_from(const std::vector<std::string>& files, const MemorySettings& settings);
+// The report as the command prints it on stdout (JSON with its final newline, Markdown, or text).
+std::string render_memory(const MemoryOutcome& outcome, Format format, const Style& style);
 
 }  // namespace ferret

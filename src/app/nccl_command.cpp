@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "app/option_values.h"
 #include "base/input_error.h"
 #include "diagnosis/nccl/rules_nccl.h"
 #include "ingest/trace_loader.h"
@@ -42,6 +43,35 @@ NcclOutcome run_nccl(const NcclRequest& request) {
   }
   rules_nccl(out.setup, out.findings);
   return out;
+}
+
+NcclRequest nccl_request_from(const std::vector<std::string>& logs, const NcclSettings& settings) {
+  at_most_one_stdin({&logs, &settings.traces});
+  NcclRequest request;
+  request.logs = logs;
+  request.traces = settings.traces;
+  if (!settings.max_bytes_without_progress.empty())
+    request.limits.max_bytes_without_progress =
+        size_option(settings.max_bytes_without_progress, "--max-bytes-without-progress");
+  request.limits.max_memory_bytes = max_memory_option(settings.max_memory);
+  request.trace_threads = settings.traces.empty() ? 0 : settings.threads;
+  return request;
+}
+
+std::string nccl_failure(const NcclOutcome& outcome) {
+  return outcome.any_log ? std::string() : "none of the NCCL logs could be read";
+}
+
+std::string render_nccl(const NcclOutcome& outcome, Format format, const Style& style) {
+  switch (format) {
+    case Format::kJson:
+      return nccl_json(outcome.setup, outcome.findings, outcome.errors)
+                 .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+             "\n";
+    case Format::kMarkdown: return nccl_markdown(outcome.setup, outcome.findings, outcome.errors);
+    case Format::kText: break;
+  }
+  return nccl_text(outcome.setup, outcome.findings, outcome.errors, style);
 }
 
 }  // namespace ferret

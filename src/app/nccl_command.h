@@ -3,6 +3,8 @@
 // The CLI renders the outcome; the C++ API and Python can offer the same without a copy.
 #pragma once
 
+#include <ferret/ferret.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,5 +33,15 @@ struct NcclOutcome {
 };
 
 NcclOutcome run_nccl(const NcclRequest& request);
+
+// The request of `ferret nccl LOGS` with these options (ferret::NcclSettings, which the command
+// line's flags, the C++ API and Python's keywords all fill), validated as the command line does:
+// OptionError naming the flag.
+NcclRequest nccl_request_from(const std::vector<std::string>& logs, const NcclSettings& settings);
+// Why the command fails before any report ("none of the NCCL logs could be read"); empty when it does not.
+std::string nccl_failure(const NcclOutcome& outcome);
+// The report as the command prints it on stdout: the JSON document (with its final newline),
+// Markdown, or text in `style` (before the terminal-safe pass that printing makes).
+std::string render_nccl(const NcclOutcome& outcome, Format format, const Style& style);
 
 }  // namespace ferret

@@ -3,6 +3,8 @@
 // outcome; the C++ API and Python can offer the same without a copy.
 #pragma once
 
+#include <ferret/ferret.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -32,5 +34,17 @@ struct SmiOutcome {
 };
 
 SmiOutcome run_smi(const SmiRequest& request);
+
+// The request of `ferret smi LOGS` with these options (ferret::SmiSettings: the command line's
+// flags, the C++ API and Python's keywords), validated as the command line does: OptionError.
+SmiRequest smi_request_from(const std::vector<std::string>& logs, const SmiSettings& settings);
+// "+02:00", "-0530", "+2", "0" -> seconds east of UTC (--utc-offset); OptionError otherwise.
+std::int64_t smi_utc_offset(const std::string& text);
+// Why the command fails: no log could be read (before any report), or no log held a readable
+// sample (after it); empty when it does not.
+std::string smi_failure_before_report(const SmiOutcome& outcome);
+std::string smi_failure_after_report(const SmiOutcome& outcome);
+// The report as the command prints it on stdout (JSON with its final newline, Markdown, or text).
+std::string render_smi(const SmiOutcome& outcome, Format format, const Style& style);
 
 }  // namespace ferret

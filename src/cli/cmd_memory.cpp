@@ -16,26 +16,23 @@ namespace {
 
 struct MemoryOptions {
   std::vector<std::string> files;
+  MemorySettings settings;  // the options the C++ API and Python share (app/memory_command.h)
   bool json = false;
   bool markdown = false;
-  std::string max_memory;
   std::size_t width = 0;
 };
 
 void run_memory_command(const MemoryOptions& opt) {
   if (opt.json && opt.markdown) usage_error("choose one of --json and --md");
-  MemoryRequest request;
-  request.files = opt.files;
-  request.max_memory_bytes = memory_limit(opt.max_memory);
+  MemoryRequest request = memory_request_from(opt.files, opt.settings);
   request.on_message = [](const std::string& message) { print_error(message); };
   const MemoryOutcome outcome = run_memory(request);
-  const std::vector<MemoryReportInput>& inputs = outcome.inputs;
+  const Format format = opt.json ? Format::kJson : opt.markdown ? Format::kMarkdown : Format::kText;
+  const std::string report = render_memory(outcome, format, stdout_style(opt.width));
   if (opt.json)
-    std::cout << memory_json(inputs).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
-  else if (opt.markdown)
-    print_report(memory_markdown(inputs));
+    std::cout << report;
   else
-    print_report(memory_text(inputs, stdout_style(opt.width)));
+    print_report(report);
   std::cout.flush();
   if (outcome.failed) throw ExitCode{2};
 }
@@ -52,7 +49,7 @@ void register_memory(CLI::App& app) {
   cmd->add_option("files", opt->files, "Snapshot pickles or text files (gzip/zstd/plain), told by content")->required();
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.memory/1, docs/MEMORY.md)");
   cmd->add_flag("--md", opt->markdown, "Print Markdown to paste into a pull request");
-  cmd->add_option("--max-memory", opt->max_memory, "Memory bound while reading, e.g. 8GiB");
+  cmd->add_option("--max-memory", opt->settings.max_memory, "Memory bound while reading, e.g. 8GiB");
   add_width_option(*cmd, opt->width);
   cmd->callback([opt] { run_memory_command(*opt); });
 }

@@ -18,51 +18,28 @@ namespace {
 
 struct NcclCliOptions {
   std::vector<std::string> logs;
-  std::vector<std::string> traces;
+  NcclSettings settings;  // the options the C++ API and Python share (app/nccl_command.h)
   std::size_t width = 0;  // --width; 0: COLUMNS or 80
   bool json = false;
   bool markdown = false;
-  unsigned threads = 0;
-  NcclReadLimits limits;
-  std::string max_bytes_without_progress;  // "1GiB"; empty = default
-  std::string max_memory;                  // "8GiB"; empty = default
 };
 
-void run_nccl_command(const NcclCliOptions& cli) {
+void run_nccl_command(NcclCliOptions cli) {
   if (cli.json && cli.markdown) usage_error("choose one of --json and --md");
-  int stdin_uses = 0;
-  for (const std::string& p : cli.logs) stdin_uses += p == "-";
-  for (const std::string& p : cli.traces) stdin_uses += p == "-";
-  if (stdin_uses > 1) usage_error("only one input can be read from stdin");
-
-  NcclRequest request;
-  request.logs = cli.logs;
-  request.traces = cli.traces;
-  request.limits = cli.limits;
-  if (!cli.max_bytes_without_progress.empty())
-    request.limits.max_bytes_without_progress =
-        size_option(cli.max_bytes_without_progress, "--max-bytes-without-progress");
-  request.limits.max_memory_bytes = cli.max_memory.empty() ? 0 : memory_limit(cli.max_memory);
-  request.trace_threads = cli.traces.empty() ? 0 : thread_option(cli.threads, "--threads");
+  if (!cli.settings.traces.empty()) cli.settings.threads = thread_option(cli.settings.threads, "--threads");
+  NcclRequest request = nccl_request_from(cli.logs, cli.settings);
   request.on_message = [](const std::string& message) { print_error(message); };
   const NcclOutcome outcome = run_nccl(request);
-  if (!outcome.any_log) {
-    print_error("none of the NCCL logs could be read");
+  if (const std::string failure = nccl_failure(outcome); !failure.empty()) {
+    print_error(failure);
     throw ExitCode{2};
   }
-  const NcclSetup& setup = outcome.setup;
-  const std::vector<Finding>& findings = outcome.findings;
-  const std::vector<NcclInputError>& errors = outcome.errors;
-
-  if (cli.json) {
-    std::cout
-        << nccl_json(setup, findings, errors).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-        << '\n';
-  } else if (cli.markdown) {
-    print_report(nccl_markdown(setup, findings, errors));
-  } else {
-    print_report(nccl_text(setup, findings, errors, stdout_style(cli.width)));
-  }
+  const Format format = cli.json ? Format::kJson : cli.markdown ? Format::kMarkdown : Format::kText;
+  const std::string report = render_nccl(outcome, format, stdout_style(cli.width));
+  if (cli.json)
+    std::cout << report;
+  else
+    print_report(report);
   std::cout.flush();
 }
 
@@ -78,7 +55,7 @@ void register_nccl(CLI::App& app) {
                   "(plain/gzip/zstd; - for stdin)")
       ->required();
   cmd->add_option(
-         "--trace", opt->traces,
+         "--trace", opt->settings.traces,
          "A Kineto trace of the same run (repeatable): compare its NCCL bus bandwidth with the transport's ceiling")
       ->type_name("TRACE")
       ->expected(1)
@@ -86,14 +63,14 @@ void register_nccl(CLI::App& app) {
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.nccl/1, see docs/NCCL.md)");
   add_width_option(*cmd, opt->width);
   cmd->add_flag("--md", opt->markdown, "Print Markdown (log text escaped)");
-  cmd->add_option("--max-bytes-without-progress", opt->max_bytes_without_progress,
+  cmd->add_option("--max-bytes-without-progress", opt->settings.max_bytes_without_progress,
                   "Stop reading a log after this many bytes without an NCCL line, keeping what was read "
                   "(default 1GiB; 0: no limit)")
       ->type_name("SIZE");
-  cmd->add_option("--max-memory", opt->max_memory,
+  cmd->add_option("--max-memory", opt->settings.max_memory,
                   "Stop reading logs when ferret holds this much memory, keeping what was read (default 3/4 of RAM)")
       ->type_name("SIZE");
-  cmd->add_option("--threads", opt->threads, "Trace parser threads (default: one per core)");
+  cmd->add_option("--threads", opt->settings.threads, "Trace parser threads (default: one per core)");
   cmd->callback([opt] { run_nccl_command(*opt); });
 }
 

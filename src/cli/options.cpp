@@ -15,29 +15,16 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "app/option_values.h"
 #include "base/threads.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 
 namespace ferret::cli {
 
-std::uint64_t memory_limit(const std::string& text) {
-  if (text.empty()) return 0;
-  try {
-    const std::uint64_t bytes = parse_size(text);
-    if (bytes > 0) return bytes;
-  } catch (const std::exception&) {
-  }
-  usage_error(fmt::format("--max-memory: expected a size such as 4GiB or 512MiB, got \"{}\"", text));
-}
+std::uint64_t memory_limit(const std::string& text) { return max_memory_option(text); }
 
-std::uint64_t size_option(const std::string& text, const char* option) {
-  try {
-    return parse_size(text);
-  } catch (const std::exception&) {
-  }
-  usage_error(fmt::format("{}: expected a size in bytes or such as 64MiB or 1GiB, got \"{}\"", option, text));
-}
+std::uint64_t size_option(const std::string& text, const char* option) { return ferret::size_option(text, option); }
 
 unsigned thread_option(unsigned requested, const char* option) {
   const unsigned cap = thread_cap();

@@ -12,9 +12,9 @@
 
 namespace ferret::cli {
 
-// "--max-memory 8GiB" -> bytes; "" -> 0 (the loader's default). Throws ExitCode{2} when invalid.
+// "--max-memory 8GiB" -> bytes; "" -> 0 (the loader's default); "1GiB", "64MiB", "4096" -> bytes
+// (0 allowed). Both app/option_values' (OptionError when invalid, a usage error here).
 std::uint64_t memory_limit(const std::string& text);
-// "1GiB", "64MiB", "4096" -> bytes (0 allowed); throws ExitCode{2} naming `option` when invalid.
 std::uint64_t size_option(const std::string& text, const char* option);
 
 // --steps, --time and --timeline-definition are read by the library (analysis/analysis_options.h),

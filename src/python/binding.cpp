@@ -40,6 +40,17 @@ py::dict reports_dict(Reports&& r) {
   return d;
 }
 
+// A command's reports, computed with the GIL released (C++ works; Python threads run meanwhile).
+template <typename Call>
+py::dict reports_without_gil(Call call) {
+  Reports r;
+  {
+    py::gil_scoped_release release;
+    r = call();
+  }
+  return reports_dict(std::move(r));
+}
+
 py::dict py_analyze(const std::vector<std::string>& paths, int top, const std::string& steps, const std::string& window,
                     const std::string& time, int device, bool hta_timeline, unsigned threads,
                     const std::string& max_memory, const std::string& dataloaders, const std::string& host,
@@ -56,12 +67,7 @@ py::dict py_analyze(const std::vector<std::string>& paths, int top, const std::s
   options.hta_timeline = hta_timeline;
   options.threads = threads;
   options.max_memory = max_memory;
-  Reports r;
-  {
-    py::gil_scoped_release release;
-    r = analyze_reports(paths, options);
-  }
-  return reports_dict(std::move(r));
+  return reports_without_gil([&] { return analyze_reports(paths, options); });
 }
 
 py::dict py_diff(const std::string& base, const std::string& next, int top, const std::string& steps, int device,
@@ -73,12 +79,38 @@ py::dict py_diff(const std::string& base, const std::string& next, int top, cons
   settings.fail_if_slower_pct = fail_if_slower;
   settings.threads = threads;
   settings.max_memory = max_memory;
-  Reports r;
-  {
-    py::gil_scoped_release release;
-    r = diff_reports(base, next, settings);
-  }
-  return reports_dict(std::move(r));
+  return reports_without_gil([&] { return diff_reports(base, next, settings); });
+}
+
+// `ferret nccl`, `ferret smi` and `ferret memory`: the settings structs the command line fills
+// from its flags, filled from Python's keywords.
+py::dict py_nccl(const std::vector<std::string>& logs, const std::vector<std::string>& traces,
+                 const std::string& max_bytes_without_progress, const std::string& max_memory, unsigned threads) {
+  NcclSettings settings;
+  settings.traces = traces;
+  settings.max_bytes_without_progress = max_bytes_without_progress;
+  settings.max_memory = max_memory;
+  settings.threads = threads;
+  return reports_without_gil([&] { return nccl_reports(logs, settings); });
+}
+
+py::dict py_smi(const std::vector<std::string>& logs, const std::vector<std::string>& traces,
+                const std::string& columns, double interval, const std::string& utc_offset,
+                const std::string& max_memory, unsigned threads) {
+  SmiSettings settings;
+  settings.traces = traces;
+  settings.columns = columns;
+  settings.interval = interval;
+  settings.utc_offset = utc_offset;
+  settings.max_memory = max_memory;
+  settings.threads = threads;
+  return reports_without_gil([&] { return smi_reports(logs, settings); });
+}
+
+py::dict py_memory(const std::vector<std::string>& files, const std::string& max_memory) {
+  MemorySettings settings;
+  settings.max_memory = max_memory;
+  return reports_without_gil([&] { return memory_reports(files, settings); });
 }
 
 // A NumPy column filled from `n` values of `at(i)`: the model's columns are blocked and packed, so
@@ -271,6 +303,11 @@ PYBIND11_MODULE(_ferret, m) {
         py::arg("dataloaders"), py::arg("host") = "", py::arg("peaks") = "");
   m.def("diff", &ferret::py_diff, py::arg("base"), py::arg("new"), py::arg("top"), py::arg("steps"), py::arg("device"),
         py::arg("fail_if_slower"), py::arg("threads"), py::arg("max_memory"));
+  m.def("nccl", &ferret::py_nccl, py::arg("logs"), py::arg("traces"), py::arg("max_bytes_without_progress"),
+        py::arg("max_memory"), py::arg("threads"));
+  m.def("smi", &ferret::py_smi, py::arg("logs"), py::arg("traces"), py::arg("columns"), py::arg("interval"),
+        py::arg("utc_offset"), py::arg("max_memory"), py::arg("threads"));
+  m.def("memory", &ferret::py_memory, py::arg("files"), py::arg("max_memory"));
   m.def(
       "html_page", [](const std::string& json, const std::string& title) { return ferret::html_page(json, title); },
       py::arg("json"), py::arg("title"));

@@ -52,6 +52,7 @@ class AnalyzeMatchesTheCli(TempDirTest):
         "--html": "ferret.report(result, 'html')",
         "--width": "a terminal's width: the text report is rendered without one",
     }
+    EVIDENCE_PRESENTATION = {k: v for k, v in PRESENTATION.items() if k != "--html"}
     CLI_ONLY = {
         "analyze": dict(PRESENTATION, **{
             "--job": "grouping the command line chooses per run; a directory is a job through the API too",
@@ -59,15 +60,19 @@ class AnalyzeMatchesTheCli(TempDirTest):
             "--jobs": "traces analysed at once by one process: the caller's threads in Python",
         }),
         "diff": dict(PRESENTATION),
+        "nccl": dict(EVIDENCE_PRESENTATION),
+        "smi": dict(EVIDENCE_PRESENTATION),
+        "memory": dict(EVIDENCE_PRESENTATION),
     }
-    KEYWORD_OF = {"--timeline-definition": "timeline"}
+    KEYWORD_OF = {"--timeline-definition": "timeline", "--trace": "traces"}
 
     def test_every_flag_is_a_keyword_or_says_why_not(self):
         import inspect
         import re
-        for command, function in (("analyze", ferret.analyze), ("diff", ferret.diff)):
+        for command, function in (("analyze", ferret.analyze), ("diff", ferret.diff), ("nccl", ferret.nccl),
+                                  ("smi", ferret.smi), ("memory", ferret.memory)):
             flags = set(re.findall(r"(?m)^\s+(--[a-z][a-z-]*)", cli(command, "--help").stdout))
-            self.assertIn("--steps", flags)
+            self.assertIn("--max-memory", flags)
             keywords = set(inspect.signature(function).parameters)
             cli_only = self.CLI_ONLY[command]
             for flag in sorted(flags):
@@ -218,6 +223,77 @@ class Diff(TempDirTest):
         with self.assertRaises(ferret.InputError) as caught:
             ferret.diff(example("cpu-input-bound.json.gz"), os.path.join(self.tmp, "missing.json"))
         self.assertTrue(str(caught.exception).startswith("NEW: "), str(caught.exception))
+
+
+def data(*parts):
+    return os.path.join(os.environ["FERRET_SOURCE_DIR"], "tests", "data", *parts)
+
+
+class EvidenceCommandsMatchTheCli(TempDirTest):
+    """ferret.nccl / smi / memory are `ferret nccl|smi|memory --json`: the document, its text and
+    Markdown renderings, and its exit status, on every input of that kind the repository holds."""
+
+    def expect_cli(self, function, command, inputs, keywords=None, flags=()):
+        done = cli(command, "--json", *flags, *inputs, check=False)
+        if done.returncode != 0 and not done.stdout:  # nothing could be read: an error, as the CLI's
+            with self.assertRaises(ferret.Error) as caught:
+                function(inputs, **(keywords or {}))
+            notes = [line[len("ferret: "):] for line in done.stderr.splitlines()]
+            self.assertEqual(str(caught.exception), "; ".join(notes))
+            return None
+        result = function(inputs, **(keywords or {}))
+        self.assertEqual(result, json.loads(done.stdout))
+        self.assertEqual(result.json_text, done.stdout)
+        self.assertEqual(result.exit_code, done.returncode)
+        self.assertEqual(ferret.report(result), cli(command, *flags, *inputs, check=False).stdout)
+        self.assertEqual(ferret.report(result, "md"), cli(command, "--md", *flags, *inputs, check=False).stdout)
+        return result
+
+    def test_every_input_of_each_kind(self):
+        for function, command, folder in ((ferret.nccl, "nccl", "nccl"), (ferret.smi, "smi", "smi"),
+                                          (ferret.memory, "memory", "memory")):
+            names = sorted(os.listdir(data(folder)))
+            self.assertGreater(len(names), 5)
+            for name in names:
+                with self.subTest(command=command, input=name):
+                    result = self.expect_cli(function, command, [data(folder, name)])
+                    if result is not None:
+                        self.assertEqual(result["schema"], f"ferret.{command}/1")
+        logs = [data("nccl", name) for name in sorted(os.listdir(data("nccl")))]
+        self.expect_cli(ferret.nccl, "nccl", logs)  # all ranks at once
+
+    def test_each_keyword_gives_its_flags_bytes(self):
+        trace = example("synthetic-communication-heavy.json.gz")
+        log = data("nccl", "single_host_nvlink.log")
+        self.expect_cli(ferret.nccl, "nccl", [log], {"traces": [trace], "threads": 1}, ["--trace", trace, "--threads", "1"])
+        self.expect_cli(ferret.nccl, "nccl", [log], {"max_bytes_without_progress": "2KiB", "max_memory": "1GiB"},
+                        ["--max-bytes-without-progress", "2KiB", "--max-memory", "1GiB"])
+        for name in sorted(os.listdir(data("smi"))):
+            with self.subTest(input=name):
+                self.expect_cli(ferret.smi, "smi", [data("smi", name)],
+                                {"interval": 2.5, "utc_offset": "+02:00", "max_memory": "1GiB"},
+                                ["--interval", "2.5", "--utc-offset", "+02:00", "--max-memory", "1GiB"])
+        self.expect_cli(ferret.memory, "memory", [data("memory", "summary-torch2.txt")], {"max_memory": "1GiB"},
+                        ["--max-memory", "1GiB"])
+
+    def test_bad_inputs_and_values_are_the_clis_errors(self):
+        with self.assertRaises(ferret.Error) as caught:
+            ferret.nccl(os.path.join(self.tmp, "missing.log"))
+        self.assertIn("none of the NCCL logs could be read", str(caught.exception))
+        with self.assertRaises(ferret.Error):
+            ferret.memory(os.path.join(self.tmp, "missing.pickle"))
+        with self.assertRaises(ferret.OptionError) as caught:
+            ferret.smi(data("smi", sorted(os.listdir(data("smi")))[0]), utc_offset="+25")
+        done = cli("smi", "--utc-offset", "+25", data("smi", sorted(os.listdir(data("smi")))[0]), check=False)
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(done.stderr, f"ferret: {caught.exception}\n")
+        with self.assertRaises(ferret.OptionError):
+            ferret.nccl(data("nccl", "single_host_nvlink.log"), max_memory="lots")
+        with self.assertRaises(ValueError):
+            ferret.smi(data("smi", sorted(os.listdir(data("smi")))[0]), interval=float("nan"))
+        # No HTML page is drawn from these documents: the renderer is the analysis page's.
+        with self.assertRaises(ValueError):
+            ferret.report(ferret.memory(data("memory", "summary-torch2.txt")), "html")
 
 
 # A hand-written trace: two steps, one op launching one kernel each (figures checked by hand).

@@ -469,7 +469,6 @@ void rule_bandwidth(const NcclSetup& s, std::vector<Finding>& out) {
     if (b.fraction < kLowTransportShare && (low == nullptr || b.fraction < low->fraction)) low = &b;
   }
   auto base = [&](const NcclBandwidthCheck& b, Finding& f) {
-    f.dimension = Dimension::kDistributed;
     f.layer = Layer::kHardware;
     f.evidence = {{"busbw_gbps", b.busbw_gbps, "GB/s"},
                   {"ceiling_gbps", b.ceiling_gbps, "GB/s"},

@@ -27,8 +27,9 @@ class Result(dict):
     Attributes: text, markdown (the reports), notes (what the command line prints on stderr),
     exit_code (the command line's exit status)."""
 
-    def __init__(self, rendered, inputs=()):
+    def __init__(self, rendered, inputs=(), html=True):
         super().__init__(json.loads(rendered["json"]))
+        self.html = html  # whether report(..., "html") draws a page of it (analyze and diff documents)
         self.json_text = rendered["json"]  # the document as the CLI prints it
         self.inputs = list(inputs)
         self.text = rendered["text"]
@@ -137,6 +138,53 @@ def diff(base, new, steps=None, device=None, top=10, fail_if_slower=None, thread
     return Result(rendered, [base, new])
 
 
+def nccl(logs, traces=(), max_bytes_without_progress=None, max_memory=None, threads=0):
+    """Lint NCCL_DEBUG=INFO logs of any or all ranks, as `ferret nccl --json LOG...`.
+
+    Returns a Result (ferret.nccl/1): versions, transports, network, GDR, init time, settings and
+    warnings, with the NCCL findings. traces: Kineto traces of the same run, whose bus bandwidth
+    is compared with the transport's ceiling. max_bytes_without_progress ("1GiB", "0" = no limit),
+    max_memory ("8GiB") and threads as the command line's flags. Raises ferret.Error when no log
+    could be read."""
+    rendered = _ferret.nccl(_paths(logs), traces=_paths(traces) if traces else [],
+                            max_bytes_without_progress=max_bytes_without_progress or "",
+                            max_memory=max_memory or "", threads=int(threads))
+    if rendered["exit_code"] != 0 and not rendered["json"]:
+        raise Error("; ".join(rendered["notes"]) or "no NCCL log could be read")
+    return Result(rendered, _paths(logs), html=False)
+
+
+def smi(logs, traces=(), columns=None, interval=1.0, utc_offset=None, max_memory=None, threads=0):
+    """GPU utilisation logs (nvidia-smi, dmon, pmon, DCGM, rocm-smi, amd-smi), as `ferret smi --json
+    LOG...`.
+
+    Returns a Result (ferret.smi/1). traces: traces of the same run, placed on the logs' clock;
+    columns: the --query-gpu list of a CSV written with noheader; interval: seconds between samples
+    in logs that print no time; utc_offset ("+02:00") of the clock that wrote local times;
+    max_memory and threads as on the command line. Raises ferret.Error when no log could be read;
+    a log without a readable sample gives exit_code 2, as the command's status."""
+    rendered = _ferret.smi(_paths(logs), traces=_paths(traces) if traces else [], columns=columns or "",
+                           interval=_finite("interval", interval, 0.001, 86400), utc_offset=utc_offset or "",
+                           max_memory=max_memory or "", threads=int(threads))
+    if rendered["exit_code"] != 0 and not rendered["json"]:
+        raise Error("; ".join(rendered["notes"]) or "no GPU utilisation log could be read")
+    return Result(rendered, _paths(logs), html=False)
+
+
+def memory(files, max_memory=None):
+    """The caching allocator's state, as `ferret memory --json FILE...`: snapshots written by
+    torch.cuda.memory._dump_snapshot(), or text holding torch.cuda.memory_summary() tables and
+    out-of-memory messages, each told by its content.
+
+    Returns a Result (ferret.memory/1); a file that could not be read is a note and exit_code 2.
+    Raises ferret.Error when none could be read."""
+    rendered = _ferret.memory(_paths(files), max_memory=max_memory or "")
+    result = Result(rendered, _paths(files), html=False)
+    if result.exit_code != 0 and not result.get("snapshots") and not result.get("texts"):
+        raise Error("; ".join(result.notes) or "no file could be read")
+    return result
+
+
 def _html_title(inputs):
     title = "ferret: " + ", ".join(inputs[:4])
     return title + (", ..." if len(inputs) > 4 else "")
@@ -152,6 +200,8 @@ def report(result, format="text"):
         except RecursionError:
             raise ValueError("the document is nested too deeply: not a ferret document") from None
     if format == "html":
+        if isinstance(result, Result) and not result.html:
+            raise ValueError("report(..., 'html') draws analyze and diff documents; render this one as text, md or json")
         if isinstance(result, Result):
             return _ferret.html_page(result.json_text, _html_title(result.inputs))
         if isinstance(result, dict):
