@@ -116,6 +116,41 @@ struct MemorySettings {
 // and memory text, told by content; exit_code 2 with a note per file that could not be read.
 Reports memory_reports(const std::vector<std::string>& files, const MemorySettings& settings = {});
 
+// The options of `ferret whatif`, with the same defaults.
+struct WhatIfSettings {
+  std::vector<std::string> remove;   // --remove CAUSE (repeatable): dataloader, host-sync, launch-overhead, ...
+  std::vector<std::string> speedup;  // --speedup PATTERN=K (repeatable)
+  std::string fix;                   // --fix FINDING_ID: re-time the fix of a finding of `ferret analyze`
+  std::string steps;                 // --steps: "A-B", "A-", "-B" or "N"; empty = all
+  int device = -1;                   // --device; -1 = all
+  unsigned threads = 0;              // --threads: parser threads; 0 = one per core
+  std::string max_memory;            // --max-memory; empty = the default
+};
+
+// `ferret whatif TRACE` in its two formats (markdown stays empty: the command has none; schema
+// ferret.whatif/1). A window with no step to re-time gives exit_code 2 and a note. Throws
+// InputError for a trace that cannot be read, OptionError for a bad value or a --fix that cannot
+// be re-timed, with the command line's messages.
+Reports whatif_reports(const std::string& trace, const WhatIfSettings& settings = {});
+
+// The options of `ferret annotate`, with the same defaults.
+struct AnnotateSettings {
+  bool plain = false;      // --plain: uncompressed JSON even when the output's name ends in .gz
+  std::string steps;       // --steps
+  std::string window;      // --window: "NAME" or "NAME#K"
+  std::string time;        // --time: "A-B" or "A-" in milliseconds from the trace start
+  int device = -1;         // --device; -1 = all
+  unsigned threads = 0;    // --threads
+  std::string max_memory;  // --max-memory
+};
+
+// `ferret annotate TRACE -o OUTPUT`: writes the trace with ferret's diagnosis as trace events
+// (whole or not at all; never over the trace itself) and returns what the command prints on
+// stderr (what loading repaired, then a line counting the events added). Throws InputError for a
+// trace that cannot be read, OptionError for a bad value, std::runtime_error for the output.
+std::vector<std::string> annotate(const std::string& trace, const std::string& output,
+                                  const AnnotateSettings& settings = {});
+
 // One finding of a diagnosis, ranked first to last by the most its fix can gain.
 struct FindingSummary {
   std::string id;         // stable rule id, e.g. "input-bound" (docs/RULES.md)

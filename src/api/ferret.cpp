@@ -8,10 +8,12 @@
 #include "analysis/trace_analysis.h"
 #include "app/analyze_command.h"
 #include "app/analyze_options.h"
+#include "app/annotate_command.h"
 #include "app/diff_command.h"
 #include "app/memory_command.h"
 #include "app/nccl_command.h"
 #include "app/smi_command.h"
+#include "app/whatif_command.h"
 #include "base/input_error.h"
 #include "base/terminal_text.h"
 #include "base/units.h"
@@ -154,6 +156,27 @@ Reports memory_reports(const std::vector<std::string>& files, const MemorySettin
   fill_reports(reports, outcome, render_memory);
   reports.exit_code = outcome.failed ? 2 : 0;
   return reports;
+}
+
+Reports whatif_reports(const std::string& trace, const WhatIfSettings& settings) {
+  const WhatIfOutcome outcome = run_whatif(whatif_request_from(trace, settings));
+  Reports reports;
+  reports.json = render_whatif(outcome, Format::kJson, Style{});
+  reports.text = terminal_safe(render_whatif(outcome, Format::kText, Style{}), kReportText);
+  if (const std::string failure = whatif_failure(outcome, trace); !failure.empty()) {
+    reports.notes.push_back(terminal_safe(failure));
+    reports.exit_code = 2;
+  }
+  return reports;
+}
+
+std::vector<std::string> annotate(const std::string& trace, const std::string& output,
+                                  const AnnotateSettings& settings) {
+  const AnnotateRequest request = annotate_request_from(trace, output, settings);
+  std::vector<std::string> notes;
+  for (const std::string& line : annotate_messages(run_annotate(request), request))
+    notes.push_back(terminal_safe(line));
+  return notes;
 }
 
 std::string analyze_json(const std::string& path) { return analyze_paths({path}, AnalyzeOptions{}, Format::kJson); }

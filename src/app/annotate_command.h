@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <ferret/ferret.h>
+
 #include "analysis/analysis.h"
 #include "ingest/load_options.h"
 #include "report/trace/trace_annotation.h"
@@ -31,5 +33,14 @@ struct AnnotateOutcome {
 // Throws InputError for a trace that cannot be read, std::runtime_error for output I/O,
 // std::bad_alloc when analysing runs out of memory. The output appears whole or not at all.
 AnnotateOutcome run_annotate(const AnnotateRequest& request);
+
+// The request of `ferret annotate TRACE -o OUTPUT` with these options (ferret::AnnotateSettings),
+// validated as the command line does: OptionError for standard input as the trace (it is read
+// twice), an output that is the trace itself, or a bad --steps, --time or --max-memory.
+AnnotateRequest annotate_request_from(const std::string& trace, const std::string& output,
+                                      const AnnotateSettings& settings);
+// What the command prints on stderr once the output is written: what loading repaired, then the
+// events added.
+std::vector<std::string> annotate_messages(const AnnotateOutcome& outcome, const AnnotateRequest& request);
 
 }  // namespace ferret

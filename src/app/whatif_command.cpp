@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "analysis/analysis_options.h"
 #include "analysis/trace_analysis.h"
+#include "app/option_values.h"
 #include "base/input_error.h"
 #include "diagnosis/diagnose.h"
 #include "ingest/trace_loader.h"
+#include "report/trace/whatif_report.h"
 
 namespace ferret {
 
@@ -44,6 +47,31 @@ WhatIfOutcome run_whatif(const WhatIfRequest& request) {
   if (!request.fix.empty()) add_fix_of_finding(out.model, request.analysis, request.trace, request.fix, changes);
   out.result = analyze_whatif(out.model, out.context, changes);
   return out;
+}
+
+WhatIfRequest whatif_request_from(const std::string& trace, const WhatIfSettings& settings) {
+  WhatIfRequest request;
+  request.trace = trace;
+  for (const std::string& r : settings.remove) parse_whatif_removal(r, request.changes);
+  for (const std::string& s : settings.speedup) parse_whatif_speedup(s, request.changes);
+  request.fix = settings.fix;
+  parse_step_range(settings.steps, request.analysis);
+  if (settings.device >= 0) request.analysis.device = settings.device;
+  request.load.threads = settings.threads;
+  request.load.max_memory_bytes = max_memory_option(settings.max_memory);
+  return request;
+}
+
+std::string whatif_failure(const WhatIfOutcome& outcome, const std::string& trace) {
+  return outcome.result.steps.empty() ? trace + ": no step to re-time: the window holds no work" : std::string();
+}
+
+std::string render_whatif(const WhatIfOutcome& outcome, Format format, const Style& style) {
+  if (format == Format::kJson)
+    return whatif_json(outcome.model, outcome.context, outcome.result)
+               .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+           "\n";
+  return whatif_text(outcome.model, outcome.context, outcome.result, style);
 }
 
 }  // namespace ferret

@@ -21,40 +21,17 @@ namespace {
 struct AnnotateOptions {
   std::string trace;
   std::string output;
-  std::string steps;
-  std::string window;
-  std::string time;
-  int device = -1;
-  bool plain = false;
-  unsigned threads = 0;
-  std::string max_memory;
+  AnnotateSettings settings;  // the options the C++ API and Python share (app/annotate_command.h)
 };
 
-void run_annotate_command(const AnnotateOptions& opt) {
-  if (opt.trace == "-") usage_error("annotate reads the trace twice (to analyse it, then to copy it): give a file");
-  refuse_output_over_input("--output", opt.output, {opt.trace});
-  AnnotateRequest request;
-  request.trace = opt.trace;
-  request.output = opt.output;
-  request.plain = opt.plain;
-  parse_step_range(opt.steps, request.analysis);
-  parse_time_range(opt.time, request.analysis);
-  request.analysis.window_name = opt.window;
-  if (opt.device >= 0) request.analysis.device = opt.device;
-  request.load.threads = thread_option(opt.threads, "--threads");
-  request.load.max_memory_bytes = memory_limit(opt.max_memory);
+void run_annotate_command(AnnotateOptions opt) {
+  opt.settings.threads = thread_option(opt.settings.threads, "--threads");
+  AnnotateRequest request = annotate_request_from(opt.trace, opt.output, opt.settings);
   request.load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
   request.loaded = finish_progress_bar;
   try {
     const AnnotateOutcome outcome = run_annotate(request);
-    const SpliceResult& r = outcome.splice;
-    const AnnotationEvents& added = outcome.added;
-    for (const std::string& n : outcome.load_notes) print_error(opt.trace + ": " + n);
-    if (!r.repair.empty()) print_error(r.repair);
-    print_error(fmt::format(
-        "{}: the trace ({} bytes copied unchanged) and {} ferret events: {} counter samples, {} step spans, {} "
-        "finding marks (process \"ferret\", pid {})",
-        opt.output, r.bytes_copied, added.events.size(), added.counters, added.steps, added.finding_marks, added.pid));
+    for (const std::string& line : annotate_messages(outcome, request)) print_error(line);
   } catch (const InputError& e) {
     finish_progress_bar();
     print_error(e.what());
@@ -79,13 +56,15 @@ void register_annotate(CLI::App& app) {
       "happen) for Perfetto UI or chrome://tracing");
   cmd->add_option("trace", opt->trace, "Trace file (Kineto JSON or legacy export; gzip/zstd/plain)")->required();
   cmd->add_option("-o,--output", opt->output, "Output trace (gzip when it ends in .gz; - for stdout)")->required();
-  cmd->add_flag("--plain", opt->plain, "Write uncompressed JSON even when the name ends in .gz");
-  cmd->add_option("--steps", opt->steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
-  cmd->add_option("--window", opt->window, "Analyse only the K-th span named NAME: NAME or NAME#K");
-  cmd->add_option("--time", opt->time, "Analyse only this stretch: A-B or A- (milliseconds from the trace start)");
-  cmd->add_option("--device", opt->device, "Analyse only this GPU device index")->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
-  cmd->add_option("--max-memory", opt->max_memory, "Memory bound while loading, e.g. 8GiB");
+  cmd->add_flag("--plain", opt->settings.plain, "Write uncompressed JSON even when the name ends in .gz");
+  cmd->add_option("--steps", opt->settings.steps, "Analyse only these ProfilerStep numbers: A-B, A-, -B or N");
+  cmd->add_option("--window", opt->settings.window, "Analyse only the K-th span named NAME: NAME or NAME#K");
+  cmd->add_option("--time", opt->settings.time,
+                  "Analyse only this stretch: A-B or A- (milliseconds from the trace start)");
+  cmd->add_option("--device", opt->settings.device, "Analyse only this GPU device index")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--threads", opt->settings.threads, "Parser threads (default: one per core)");
+  cmd->add_option("--max-memory", opt->settings.max_memory, "Memory bound while loading, e.g. 8GiB");
   cmd->callback([opt] { run_annotate_command(*opt); });
 }
 

@@ -22,47 +22,27 @@ namespace {
 
 struct WhatIfOptions {
   std::string trace;
-  std::vector<std::string> remove;
-  std::vector<std::string> speedup;
-  std::string fix;
+  WhatIfSettings settings;  // the options the C++ API and Python share (app/whatif_command.h)
   bool json = false;
-  std::string steps;
-  int device = -1;
-  unsigned threads = 0;
-  std::string max_memory;
   std::size_t width = 0;
 };
 
-void run_whatif_command(const WhatIfOptions& opt) {
+void run_whatif_command(WhatIfOptions opt) {
   // Arguments first: a bad one is a usage error before any loading.
-  RetimeChanges changes;
-  for (const std::string& r : opt.remove) parse_whatif_removal(r, changes);
-  for (const std::string& s : opt.speedup) parse_whatif_speedup(s, changes);
-  AnalysisOptions analysis;
-  parse_step_range(opt.steps, analysis);
-  if (opt.device >= 0) analysis.device = opt.device;
-
-  WhatIfRequest request;
-  request.trace = opt.trace;
-  request.changes = std::move(changes);
-  request.fix = opt.fix;
-  request.analysis = analysis;
-  request.load.threads = thread_option(opt.threads, "--threads");
-  request.load.max_memory_bytes = memory_limit(opt.max_memory);
+  opt.settings.threads = thread_option(opt.settings.threads, "--threads");
+  WhatIfRequest request = whatif_request_from(opt.trace, opt.settings);
   request.load.progress = make_progress_bar(opt.trace, input_file_size(opt.trace));
   request.loaded = finish_progress_bar;
   try {
     const WhatIfOutcome outcome = run_whatif(request);
-    const TraceModel& model = outcome.model;
-    const AnalysisContext& ctx = outcome.context;
-    const WhatIfResult& result = outcome.result;
+    const std::string report =
+        render_whatif(outcome, opt.json ? Format::kJson : Format::kText, stdout_style(opt.width));
     if (opt.json)
-      std::cout << whatif_json(model, ctx, result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-                << '\n';
+      std::cout << report;
     else
-      print_report(whatif_text(model, ctx, result, stdout_style(opt.width)));
-    if (result.steps.empty()) {  // nothing usable is exit 2, as for analyze and diff
-      print_error(opt.trace + ": no step to re-time: the window holds no work");
+      print_report(report);
+    if (const std::string failure = whatif_failure(outcome, opt.trace); !failure.empty()) {
+      print_error(failure);  // nothing usable is exit 2, as for analyze and diff
       throw ExitCode{2};
     }
   } catch (const InputError& e) {
@@ -85,20 +65,20 @@ void register_whatif(CLI::App& app) {
       "whatif", "Predict the step time if a cause were fixed: re-time each step's dependency graph with the change");
   cmd->add_option("trace", opt->trace, "Trace file (Kineto JSON or legacy export; gzip/zstd/plain; - for stdin)")
       ->required();
-  cmd->add_option("--remove", opt->remove, "Remove a cause (repeatable): " + whatif_removal_names())
+  cmd->add_option("--remove", opt->settings.remove, "Remove a cause (repeatable): " + whatif_removal_names())
       ->allow_extra_args(false);
-  cmd->add_option("--fix", opt->fix,
+  cmd->add_option("--fix", opt->settings.fix,
                   "Re-time the fix of a finding of `ferret analyze` (its id, e.g. no-tensor-cores): the change its "
                   "predicted gain was computed with");
-  cmd->add_option("--speedup", opt->speedup,
+  cmd->add_option("--speedup", opt->settings.speedup,
                   "PATTERN=K (repeatable): kernels, and CPU ops that launch no GPU work, whose name (or an enclosing "
                   "op's name) contains PATTERN run K times faster")
       ->allow_extra_args(false);
   cmd->add_flag("--json", opt->json, "Print a JSON document (schema ferret.whatif/1, see docs/CRITICAL_PATH.md)");
-  cmd->add_option("--steps", opt->steps, "Re-time only these ProfilerStep numbers: A-B, A-, -B or N");
-  cmd->add_option("--device", opt->device, "GPU device whose work is re-timed (default: all)");
-  cmd->add_option("--threads", opt->threads, "Parser threads (default: one per core)");
-  cmd->add_option("--max-memory", opt->max_memory, "Memory bound while loading, e.g. 8GiB");
+  cmd->add_option("--steps", opt->settings.steps, "Re-time only these ProfilerStep numbers: A-B, A-, -B or N");
+  cmd->add_option("--device", opt->settings.device, "GPU device whose work is re-timed (default: all)");
+  cmd->add_option("--threads", opt->settings.threads, "Parser threads (default: one per core)");
+  cmd->add_option("--max-memory", opt->settings.max_memory, "Memory bound while loading, e.g. 8GiB");
   add_width_option(*cmd, opt->width);
   cmd->callback([opt] { run_whatif_command(*opt); });
 }

@@ -113,6 +113,35 @@ py::dict py_memory(const std::vector<std::string>& files, const std::string& max
   return reports_without_gil([&] { return memory_reports(files, settings); });
 }
 
+py::dict py_whatif(const std::string& trace, const std::vector<std::string>& remove,
+                   const std::vector<std::string>& speedup, const std::string& fix, const std::string& steps,
+                   int device, unsigned threads, const std::string& max_memory) {
+  WhatIfSettings settings;
+  settings.remove = remove;
+  settings.speedup = speedup;
+  settings.fix = fix;
+  settings.steps = steps;
+  settings.device = device;
+  settings.threads = threads;
+  settings.max_memory = max_memory;
+  return reports_without_gil([&] { return whatif_reports(trace, settings); });
+}
+
+std::vector<std::string> py_annotate(const std::string& trace, const std::string& output, bool plain,
+                                     const std::string& steps, const std::string& window, const std::string& time,
+                                     int device, unsigned threads, const std::string& max_memory) {
+  AnnotateSettings settings;
+  settings.plain = plain;
+  settings.steps = steps;
+  settings.window = window;
+  settings.time = time;
+  settings.device = device;
+  settings.threads = threads;
+  settings.max_memory = max_memory;
+  py::gil_scoped_release release;
+  return annotate(trace, output, settings);
+}
+
 // A NumPy column filled from `n` values of `at(i)`: the model's columns are blocked and packed, so
 // a contiguous array is always a copy.
 template <typename T, typename At>
@@ -308,6 +337,10 @@ PYBIND11_MODULE(_ferret, m) {
   m.def("smi", &ferret::py_smi, py::arg("logs"), py::arg("traces"), py::arg("columns"), py::arg("interval"),
         py::arg("utc_offset"), py::arg("max_memory"), py::arg("threads"));
   m.def("memory", &ferret::py_memory, py::arg("files"), py::arg("max_memory"));
+  m.def("whatif", &ferret::py_whatif, py::arg("trace"), py::arg("remove"), py::arg("speedup"), py::arg("fix"),
+        py::arg("steps"), py::arg("device"), py::arg("threads"), py::arg("max_memory"));
+  m.def("annotate", &ferret::py_annotate, py::arg("trace"), py::arg("output"), py::arg("plain"), py::arg("steps"),
+        py::arg("window"), py::arg("time"), py::arg("device"), py::arg("threads"), py::arg("max_memory"));
   m.def(
       "html_page", [](const std::string& json, const std::string& title) { return ferret::html_page(json, title); },
       py::arg("json"), py::arg("title"));

@@ -63,6 +63,8 @@ class AnalyzeMatchesTheCli(TempDirTest):
         "nccl": dict(EVIDENCE_PRESENTATION),
         "smi": dict(EVIDENCE_PRESENTATION),
         "memory": dict(EVIDENCE_PRESENTATION),
+        "whatif": {"--json": PRESENTATION["--json"], "--width": PRESENTATION["--width"]},
+        "annotate": {},
     }
     KEYWORD_OF = {"--timeline-definition": "timeline", "--trace": "traces"}
 
@@ -70,7 +72,8 @@ class AnalyzeMatchesTheCli(TempDirTest):
         import inspect
         import re
         for command, function in (("analyze", ferret.analyze), ("diff", ferret.diff), ("nccl", ferret.nccl),
-                                  ("smi", ferret.smi), ("memory", ferret.memory)):
+                                  ("smi", ferret.smi), ("memory", ferret.memory), ("whatif", ferret.whatif),
+                                  ("annotate", ferret.annotate)):
             flags = set(re.findall(r"(?m)^\s+(--[a-z][a-z-]*)", cli(command, "--help").stdout))
             self.assertIn("--max-memory", flags)
             keywords = set(inspect.signature(function).parameters)
@@ -294,6 +297,43 @@ class EvidenceCommandsMatchTheCli(TempDirTest):
         # No HTML page is drawn from these documents: the renderer is the analysis page's.
         with self.assertRaises(ValueError):
             ferret.report(ferret.memory(data("memory", "summary-torch2.txt")), "html")
+
+
+class WhatIfAndAnnotateMatchTheCli(TempDirTest):
+    def test_whatif_equals_the_cli_with_each_keyword(self):
+        path = example("synthetic-input-bound.json.gz")
+        cases = [({"remove": ["host-sync", "dataloader"]}, ["--remove", "host-sync", "--remove", "dataloader"]),
+                 ({"remove": "dataloader", "steps": (6, 7)}, ["--remove", "dataloader", "--steps", "6-7"]),
+                 ({"speedup": {"aten::mm": 2}}, ["--speedup", "aten::mm=2"]),
+                 ({"fix": "input-bound", "threads": 1, "max_memory": "1GiB", "device": 0},
+                  ["--fix", "input-bound", "--threads", "1", "--max-memory", "1GiB", "--device", "0"])]
+        for keywords, flags in cases:
+            with self.subTest(flags=flags):
+                result = ferret.whatif(path, **keywords)
+                done = cli("whatif", "--json", *flags, path, check=False)
+                self.assertEqual(result.json_text, done.stdout)
+                self.assertEqual(result.exit_code, done.returncode)
+                self.assertEqual(result["schema"], "ferret.whatif/1")
+                self.assertEqual(ferret.report(result), cli("whatif", *flags, path, check=False).stdout)
+        with self.assertRaises(ValueError):
+            ferret.report(ferret.whatif(path), "md")
+        with self.assertRaises(ferret.OptionError) as caught:
+            ferret.whatif(path, remove=["everything"])
+        self.assertEqual(cli("whatif", "--remove", "everything", path, check=False).stderr,
+                         f"ferret: {caught.exception}\n")
+        with self.assertRaises(ferret.InputError):
+            ferret.whatif(os.path.join(self.tmp, "missing.json"))
+
+    def test_annotate_writes_the_clis_bytes(self):
+        trace = example("synthetic-launch-bound.json.gz")
+        by_api, by_cli = os.path.join(self.tmp, "api.json.gz"), os.path.join(self.tmp, "cli.json.gz")
+        notes = ferret.annotate(trace, by_api, steps="6-7", plain=True)
+        done = cli("annotate", "--steps", "6-7", "--plain", trace, "-o", by_cli)
+        with open(by_api, "rb") as a, open(by_cli, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertEqual("".join(f"ferret: {n}\n" for n in notes).replace(by_api, by_cli), done.stderr)
+        with self.assertRaises(ferret.OptionError):
+            ferret.annotate(trace, trace)  # never over the trace itself
 
 
 # A hand-written trace: two steps, one op launching one kernel each (figures checked by hand).

@@ -11,11 +11,11 @@ The C++ library does the work (the same code as the command line); the GIL is re
 runs. Errors are exceptions carrying the command line's messages: ferret.InputError (a ValueError)
 for a trace that cannot be used, ferret.OptionError (a ValueError) for an option value.
 """
-from ._api import (Error, InputError, OptionError, Result, Trace, analyze, diff, load, memory, nccl, report, smi,
-                   version)
+from ._api import (Error, InputError, OptionError, Result, Trace, analyze, annotate, diff, load, memory, nccl,
+                   report, smi, version, whatif)
 from ._bench import BenchResult, bench
 from ._profile import Profile, profile
 
 __version__ = version()
 __all__ = ["Error", "InputError", "OptionError", "Result", "Trace", "BenchResult", "Profile", "analyze",
-           "bench", "diff", "load", "memory", "nccl", "profile", "report", "smi", "version"]
+           "annotate", "bench", "diff", "load", "memory", "nccl", "profile", "report", "smi", "version", "whatif"]

@@ -47,8 +47,8 @@ class Result(dict):
                 return trace["verdict"].get("headline", "")
         return ""
 
-    def _repr_markdown_(self):  # notebooks show the Markdown report
-        return self.markdown
+    def _repr_markdown_(self):  # notebooks show the Markdown report (the text one for whatif, which has none)
+        return self.markdown or "```\n" + self.text + "```\n"
 
 
 def _path(p):
@@ -185,6 +185,39 @@ def memory(files, max_memory=None):
     return result
 
 
+def whatif(trace, remove=(), speedup=(), fix=None, steps=None, device=None, threads=0, max_memory=None):
+    """The step time predicted when a cause is fixed, as `ferret whatif --json TRACE`: each step's
+    dependency graph re-timed with the change (CRITICAL_PATH.md).
+
+    Returns a Result (ferret.whatif/1; report() renders "text" and "json"). remove: causes to
+    take away ("dataloader", "host-sync", "launch-overhead", ...); speedup: "PATTERN=K" strings or
+    a {pattern: K} dict (kernels and CPU ops whose name holds PATTERN run K times faster); fix: a
+    finding id of ferret.analyze() whose fix is re-timed; steps and device as in analyze(). A
+    window with no step to re-time gives exit_code 2."""
+    if isinstance(remove, str):
+        remove = [remove]
+    if isinstance(speedup, dict):
+        speedup = [f"{pattern}={_finite('speedup', k, 1e-9, 1e9):g}" for pattern, k in speedup.items()]
+    elif isinstance(speedup, str):
+        speedup = [speedup]
+    rendered = _ferret.whatif(_path(trace), remove=list(remove), speedup=list(speedup), fix=fix or "",
+                              steps=_range(steps), device=-1 if device is None else int(device),
+                              threads=int(threads), max_memory=max_memory or "")
+    return Result(rendered, [_path(trace)], html=False)
+
+
+def annotate(trace, output, plain=False, steps=None, window=None, time=None, device=None, threads=0,
+             max_memory=None):
+    """Write the trace with ferret's diagnosis as trace events, as `ferret annotate TRACE -o OUTPUT`:
+    counters, step breakdowns and findings where they happen, for Perfetto UI or chrome://tracing.
+    The output is written whole or not at all, gzip when its name ends in .gz unless plain, and
+    never over the trace itself. Returns what the command prints on stderr: what loading repaired,
+    then a line counting the events added."""
+    return _ferret.annotate(_path(trace), _path(output), plain=bool(plain), steps=_range(steps),
+                            window=window or "", time=_range(time), device=-1 if device is None else int(device),
+                            threads=int(threads), max_memory=max_memory or "")
+
+
 def _html_title(inputs):
     title = "ferret: " + ", ".join(inputs[:4])
     return title + (", ..." if len(inputs) > 4 else "")
@@ -213,6 +246,8 @@ def report(result, format="text"):
         raise TypeError("report() renders a ferret document (the Result of ferret.analyze() or ferret.diff())")
     if not isinstance(result, Result):
         raise TypeError("report() renders the Result that ferret.analyze() or ferret.diff() returned")
+    if format in ("md", "markdown") and not result.markdown and result.text:
+        raise ValueError("this command has no Markdown report (ferret whatif): render it as text or json")
     if format == "text":
         return result.text
     if format in ("md", "markdown"):

@@ -1,8 +1,8 @@
-// ferret::nccl_reports, smi_reports and memory_reports (include/ferret/ferret.h) are `ferret nccl`,
-// `ferret smi` and `ferret memory` as library calls: on every NCCL log, utilisation log and memory
-// input the repository holds, each format is the command's stdout byte for byte, the notes are its
-// stderr lines and the exit code its status; each option gives the bytes its flag gives, and a bad
-// value is the command line's message.
+// ferret::nccl_reports, smi_reports, memory_reports, whatif_reports and annotate
+// (include/ferret/ferret.h) are `ferret nccl`, `smi`, `memory`, `whatif` and `annotate` as library
+// calls: on every input of its kind the repository holds, each format is the command's stdout byte
+// for byte, the notes are its stderr lines and the exit code its status; each option gives the
+// bytes its flag gives, and a bad value is the command line's message.
 #include <gtest/gtest.h>
 
 #include <ferret/ferret.h>
@@ -18,7 +18,7 @@
 
 namespace ferret {
 namespace {
-namespace evidence_api_test {
+namespace commands_api_test {
 
 namespace fs = std::filesystem;
 
@@ -53,7 +53,7 @@ void expect_cli_bytes(const std::string& command, const std::string& flags, cons
   EXPECT_EQ(as_stderr(api.notes), text.err);
 }
 
-TEST(EvidenceApi, NcclReportsAreTheCommandsOnEveryLog) {
+TEST(CommandsApi, NcclReportsAreTheCommandsOnEveryLog) {
   const std::vector<std::string> logs = files_in("tests/data/nccl");
   ASSERT_GT(logs.size(), 5u);
   for (const std::string& log : logs) expect_cli_bytes("nccl", "", {log}, nccl_reports({log}));
@@ -62,14 +62,14 @@ TEST(EvidenceApi, NcclReportsAreTheCommandsOnEveryLog) {
   expect_cli_bytes("nccl", "", {"/no/such/nccl.log"}, nccl_reports({"/no/such/nccl.log"}));
 }
 
-TEST(EvidenceApi, SmiReportsAreTheCommandsOnEveryLog) {
+TEST(CommandsApi, SmiReportsAreTheCommandsOnEveryLog) {
   const std::vector<std::string> logs = files_in("tests/data/smi");
   ASSERT_GT(logs.size(), 5u);
   for (const std::string& log : logs) expect_cli_bytes("smi", "", {log}, smi_reports({log}));
   expect_cli_bytes("smi", "", {"/no/such/smi.csv"}, smi_reports({"/no/such/smi.csv"}));
 }
 
-TEST(EvidenceApi, MemoryReportsAreTheCommandsOnEveryInput) {
+TEST(CommandsApi, MemoryReportsAreTheCommandsOnEveryInput) {
   const std::vector<std::string> files = files_in("tests/data/memory");
   ASSERT_GT(files.size(), 5u);
   for (const std::string& file : files) expect_cli_bytes("memory", "", {file}, memory_reports({file}));
@@ -77,7 +77,7 @@ TEST(EvidenceApi, MemoryReportsAreTheCommandsOnEveryInput) {
                    memory_reports({files[0], "/no/such/snapshot.pickle"}));
 }
 
-TEST(EvidenceApi, EachOptionGivesItsFlagsBytes) {
+TEST(CommandsApi, EachOptionGivesItsFlagsBytes) {
   const std::string nccl_log = std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/single_host_nvlink.log";
   const std::string trace = std::string(FERRET_SOURCE_DIR) + "/examples/traces/synthetic-communication-heavy.json.gz";
   NcclSettings nccl;
@@ -117,7 +117,7 @@ void expect_option_error(const std::function<void()>& call, const std::string& c
   }
 }
 
-TEST(EvidenceApi, BadValuesAreTheCommandLinesErrors) {
+TEST(CommandsApi, BadValuesAreTheCommandLinesErrors) {
   const std::string log = std::string(FERRET_SOURCE_DIR) + "/tests/data/nccl/single_host_nvlink.log";
   NcclSettings nccl;
   nccl.max_memory = "lots";
@@ -134,6 +134,75 @@ TEST(EvidenceApi, BadValuesAreTheCommandLinesErrors) {
   expect_option_error([&] { memory_reports({log}, memory); }, "memory --max-memory 0 " + log);
 }
 
-}  // namespace evidence_api_test
+std::string example(const std::string& name) { return std::string(FERRET_SOURCE_DIR) + "/examples/traces/" + name; }
+
+TEST(CommandsApi, WhatIfReportsAreTheCommandsOnEveryExampleTrace) {
+  const std::vector<std::string> traces = files_in("examples/traces");
+  ASSERT_GT(traces.size(), 10u);
+  WhatIfSettings settings;
+  settings.remove = {"host-sync", "dataloader"};
+  for (const std::string& trace : traces) {
+    const Reports api = whatif_reports(trace, settings);
+    SCOPED_TRACE(trace);
+    const std::string args = " --remove host-sync --remove dataloader '" + trace + "'";
+    const test::CommandResult json = test::run_ferret("whatif --json" + args);
+    const test::CommandResult text = test::run_ferret("whatif" + args);
+    EXPECT_EQ(api.exit_code, json.exit_code);
+    EXPECT_EQ(api.json, json.out);
+    EXPECT_EQ(api.text, text.out);
+    EXPECT_EQ(as_stderr(api.notes), text.err);
+    EXPECT_TRUE(api.markdown.empty());
+  }
+  // Each option: steps, device, speedup and a finding's fix.
+  const std::string trace = example("synthetic-input-bound.json.gz");
+  settings = {};
+  settings.steps = "6-7";
+  settings.speedup = {"aten::mm=2"};
+  settings.fix = "input-bound";
+  settings.max_memory = "1GiB";
+  const Reports api = whatif_reports(trace, settings);
+  const test::CommandResult cli =
+      test::run_ferret("whatif --json --steps 6-7 --speedup aten::mm=2 --fix input-bound --max-memory 1GiB " + trace);
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(api.json, cli.out);
+  EXPECT_NE(api.json, whatif_reports(trace).json);  // the options did change the result
+}
+
+TEST(CommandsApi, WhatIfBadValuesAreTheCommandLinesErrors) {
+  const std::string trace = example("synthetic-input-bound.json.gz");
+  WhatIfSettings settings;
+  settings.remove = {"everything"};
+  expect_option_error([&] { whatif_reports(trace, settings); }, "whatif --remove everything " + trace);
+  settings = {};
+  settings.speedup = {"aten::mm=fast"};
+  expect_option_error([&] { whatif_reports(trace, settings); }, "whatif --speedup aten::mm=fast " + trace);
+  settings = {};
+  settings.fix = "no-such-finding";
+  expect_option_error([&] { whatif_reports(trace, settings); }, "whatif --fix no-such-finding " + trace);
+  EXPECT_THROW(whatif_reports("/no/such/trace.json"), InputError);
+}
+
+TEST(CommandsApi, AnnotateWritesTheCommandsBytesAndSaysWhatItAdded) {
+  const std::string trace = example("synthetic-launch-bound.json.gz");
+  const std::string by_api = test::temp_path("annotated-api.json");
+  const std::string by_cli = test::temp_path("annotated-cli.json");
+  AnnotateSettings settings;
+  settings.steps = "6-7";
+  const std::vector<std::string> notes = annotate(trace, by_api, settings);
+  const test::CommandResult cli = test::run_ferret("annotate --steps 6-7 " + trace + " -o " + by_cli);
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(test::read_file(by_api), test::read_file(by_cli));
+  // The notes are the CLI's stderr, but for the output's name.
+  std::string err = as_stderr(notes);
+  const std::size_t at = err.find(by_api);
+  ASSERT_NE(at, std::string::npos) << err;
+  err.replace(at, by_api.size(), by_cli);
+  EXPECT_EQ(err, cli.err);
+  // Never over the trace itself, before any work; standard input is refused (read twice).
+  expect_option_error([&] { annotate(trace, trace); }, "annotate " + trace + " -o " + trace);
+  expect_option_error([&] { annotate("-", by_api); }, "annotate - -o " + by_api);
+}
+
+}  // namespace commands_api_test
 }  // namespace
 }  // namespace ferret
