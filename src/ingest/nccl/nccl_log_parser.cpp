@@ -13,6 +13,7 @@
 #include "base/resident_memory.h"
 #include "base/terminal_text.h"
 #include "base/text.h"
+#include "ingest/line_source.h"
 #include "ingest/nccl/nccl_scan.h"
 
 namespace ferret {
@@ -306,91 +307,45 @@ constexpr std::uint64_t kLinesPerMemoryCheck = 8192;
 void parse_nccl_source(ByteSource& source, const std::string& name, const std::string& compression, NcclLog& log,
                        const NcclReadLimits& limits) {
   NcclLogParser parser(log, name, compression);
-  constexpr std::size_t kChunk = 1 << 20;
-  std::unique_ptr<char[]> buffer(new char[kChunk]);
-  std::string carry;       // a line split across chunks
-  bool carry_cut = false;  // the carried line is over kMaxLineBytes: the rest is dropped
-  std::uint64_t bytes = 0;
+  LineSplitter lines(kMaxLineBytes);
   // Progress is an NCCL line: the byte offset after the last one (or the start).
   std::uint64_t progress_at_byte = 0;
   std::uint64_t nccl_lines_seen = 0;
-  std::uint64_t line_end = 0;  // byte offset just past the line being fed
-  bool over_memory = false;
-  auto feed = [&](std::string_view line) {
+  // feed_line truncates a line over kMaxLineBytes itself (and counts it): `cut` adds nothing.
+  auto feed = [&](std::string_view line, bool /*cut*/, std::uint64_t line_end) {
     parser.feed_line(line);
-    if (parser.source().nccl_lines != nccl_lines_seen) {
-      nccl_lines_seen = parser.source().nccl_lines;
-      progress_at_byte = line_end;
-      if (limits.max_memory_bytes > 0 && nccl_lines_seen % kLinesPerMemoryCheck == 0) {
-        const std::uint64_t held = resident_bytes();
-        if (held > limits.max_memory_bytes) {
-          parser.source().stopped = fmt::format(
-              "reading stopped at byte {} (NCCL line {}): ferret holds {} MiB, over --max-memory ({} MiB); what "
-              "came before is kept",
-              line_end, nccl_lines_seen, held >> 20, limits.max_memory_bytes >> 20);
-          over_memory = true;
-        }
-      }
-    }
+    if (parser.source().nccl_lines == nccl_lines_seen) return true;
+    nccl_lines_seen = parser.source().nccl_lines;
+    progress_at_byte = line_end;
+    if (limits.max_memory_bytes == 0 || nccl_lines_seen % kLinesPerMemoryCheck != 0) return true;
+    const std::uint64_t held = resident_bytes();
+    if (held <= limits.max_memory_bytes) return true;
+    parser.source().stopped = fmt::format(
+        "reading stopped at byte {} (NCCL line {}): ferret holds {} MiB, over --max-memory ({} MiB); what came "
+        "before is kept",
+        line_end, nccl_lines_seen, held >> 20, limits.max_memory_bytes >> 20);
+    return false;
   };
-  while (true) {
-    std::size_t n = 0;
-    try {
-      n = source.read(buffer.get(), kChunk);
-    } catch (const InputError& e) {
-      if (bytes == 0) throw;
-      parser.source().damage = e.what();
-      break;
+  const ReadEnd end = read_chunks(source, [&](std::string_view chunk, std::uint64_t offset) {
+    if (!lines.split(chunk, offset, feed)) {
+      lines.drop_partial();
+      return false;
     }
-    if (n == 0) break;
-    const std::uint64_t chunk_start = bytes;
-    bytes += n;
-    std::string_view chunk(buffer.get(), n);
-    while (!chunk.empty()) {
-      const void* nl = std::memchr(chunk.data(), '\n', chunk.size());
-      const std::size_t len = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data()) : chunk.size();
-      const std::string_view piece = chunk.substr(0, len);
-      if (nl == nullptr) {
-        // Keep at most one byte past the limit, so that feed_line sees the line as too long.
-        if (carry.size() <= kMaxLineBytes)
-          carry.append(piece.substr(0, kMaxLineBytes + 1 - carry.size()));
-        else
-          carry_cut = true;
-        break;
-      }
-      line_end = chunk_start + static_cast<std::uint64_t>(piece.data() - buffer.get()) + len + 1;
-      if (carry.empty() && !carry_cut) {
-        feed(piece);
-      } else {
-        if (carry.size() <= kMaxLineBytes) carry.append(piece.substr(0, kMaxLineBytes + 1 - carry.size()));
-        feed(carry);
-        carry.clear();
-        carry_cut = false;
-      }
-      chunk.remove_prefix(len + 1);
-      if (over_memory) break;
-    }
-    if (over_memory) {
-      carry.clear();
-      break;
-    }
-    if (limits.max_bytes_without_progress > 0 && bytes - progress_at_byte > limits.max_bytes_without_progress) {
-      parser.source().stopped = fmt::format(
-          "reading stopped at byte {}: {} bytes since {} without an NCCL line (limit {} bytes); what came before "
-          "is kept",
-          bytes, bytes - progress_at_byte,
-          nccl_lines_seen == 0 ? std::string("the start") : fmt::format("byte {}", progress_at_byte),
-          limits.max_bytes_without_progress);
-      carry.clear();
-      break;
-    }
-  }
-  if (!carry.empty()) {
-    line_end = bytes;
-    feed(carry);
-  }
-  parser.source().bytes = bytes;
-  if (parser.source().damage.empty()) parser.source().damage = source.damage();
+    const std::uint64_t bytes = offset + chunk.size();
+    if (limits.max_bytes_without_progress == 0 || bytes - progress_at_byte <= limits.max_bytes_without_progress)
+      return true;
+    parser.source().stopped = fmt::format(
+        "reading stopped at byte {}: {} bytes since {} without an NCCL line (limit {} bytes); what came before is "
+        "kept",
+        bytes, bytes - progress_at_byte,
+        nccl_lines_seen == 0 ? std::string("the start") : fmt::format("byte {}", progress_at_byte),
+        limits.max_bytes_without_progress);
+    lines.drop_partial();
+    return false;
+  });
+  lines.finish(end.bytes, feed);
+  parser.source().bytes = end.bytes;
+  parser.source().damage = end.damage;
 }
 
 void parse_nccl_file(const std::string& path, NcclLog& log, const NcclReadLimits& limits) {

@@ -17,6 +17,7 @@
 #include "base/terminal_text.h"
 #include "base/text.h"
 
+#include "ingest/line_source.h"
 #include "ingest/smi/smi_reader.h"
 
 namespace ferret {
@@ -181,19 +182,15 @@ bool smi_headerless(std::string_view head) {
 
 void parse_smi_source(ByteSource& source, const std::string& name, const std::string& compression, SmiLog& log,
                       const SmiReadOptions& options) {
-  constexpr std::size_t kChunk = 1 << 20;
   constexpr std::size_t kSniffBytes = 64 * 1024;
-  std::unique_ptr<char[]> buffer(new char[kChunk]);
   std::string head;  // the first bytes, kept until the format is known
-  std::uint64_t bytes = 0;
-  std::string damage;
   std::unique_ptr<SmiReader> reader;
-  std::string carry;
-  bool carry_cut = false;
+  LineSplitter splitter(kSmiMaxLineBytes);
   std::uint64_t lines = 0;
   std::uint64_t samples_seen = 0, progress_at_byte = 0;
 
-  auto feed = [&](std::string_view line, bool cut) {
+  // A line to the reader; false once the reader has stopped.
+  auto feed = [&](std::string_view line, bool cut, std::uint64_t /*end*/) {
     ++lines;
     reader->line_number = lines;
     if (cut || line.size() > kSmiMaxLineBytes) {
@@ -202,37 +199,11 @@ void parse_smi_source(ByteSource& source, const std::string& name, const std::st
       if (reader->source().skipped_examples.size() < kSmiSkippedExamples)
         reader->source().skipped_examples.push_back(
             fmt::format("line {}: longer than {} KiB", lines, kSmiMaxLineBytes / 1024));
-      return;
+      return !reader->stop;
     }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     reader->line(line);
-  };
-  // Splits `chunk` into lines for the reader, carrying a line split across chunks.
-  auto split = [&](std::string_view chunk) {
-    while (!chunk.empty() && !reader->stop) {
-      const void* nl = std::memchr(chunk.data(), '\n', chunk.size());
-      const std::size_t len = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - chunk.data()) : chunk.size();
-      const std::string_view piece = chunk.substr(0, len);
-      if (nl == nullptr) {
-        if (carry.size() + piece.size() <= kSmiMaxLineBytes)
-          carry.append(piece);
-        else
-          carry_cut = true;
-        break;
-      }
-      if (carry.empty() && !carry_cut) {
-        feed(piece, false);
-      } else {
-        if (carry.size() + piece.size() <= kSmiMaxLineBytes)
-          carry.append(piece);
-        else
-          carry_cut = true;
-        feed(carry, carry_cut);
-        carry.clear();
-        carry_cut = false;
-      }
-      chunk.remove_prefix(len + 1);
-    }
+    return !reader->stop;
   };
   auto start = [&]() {
     SmiSource src;
@@ -253,28 +224,19 @@ void parse_smi_source(ByteSource& source, const std::string& name, const std::st
                        ": an nvidia-smi CSV without a header (--format=csv,noheader): its columns cannot be known; "
                        "pass the --query-gpu list with --columns (e.g. --columns timestamp,index,utilization.gpu)");
     reader = make_smi_reader(log, src, options);
-    split(head);
+    splitter.split(head, 0, feed);
     head.clear();
   };
 
-  while (reader == nullptr || !reader->stop) {
-    std::size_t n = 0;
-    try {
-      n = source.read(buffer.get(), kChunk);
-    } catch (const InputError& e) {
-      if (bytes == 0) throw;
-      damage = e.what();
-      break;
-    }
-    if (n == 0) break;
-    bytes += n;
+  const ReadEnd end = read_chunks(source, [&](std::string_view chunk, std::uint64_t offset) {
     if (reader == nullptr) {
-      head.append(buffer.get(), n);
+      head.append(chunk);
       if (head.size() >= kSniffBytes) start();
-      continue;
+      return reader == nullptr || !reader->stop;
     }
-    split(std::string_view(buffer.get(), n));
+    if (!splitter.split(chunk, offset, feed)) return false;
     // Endless input without samples (/dev/zero after a header, a stream of junk) stops.
+    const std::uint64_t bytes = offset + chunk.size();
     if (reader->source().samples != samples_seen) {
       samples_seen = reader->source().samples;
       progress_at_byte = bytes;
@@ -282,16 +244,17 @@ void parse_smi_source(ByteSource& source, const std::string& name, const std::st
       reader->source().stopped =
           fmt::format("reading stopped at byte {}: {} bytes without a sample; what came before is kept", bytes,
                       bytes - progress_at_byte);
-      break;
+      return false;
     }
-  }
+    return true;
+  });
   if (reader == nullptr) start();
-  if (!reader->stop && (!carry.empty() || carry_cut)) feed(carry, carry_cut);
+  if (!reader->stop) splitter.finish(end.bytes, feed);
   reader->finish();
   SmiSource& src = reader->source();
-  src.bytes = bytes;
+  src.bytes = end.bytes;
   src.lines = lines;
-  src.damage = damage.empty() ? source.damage() : damage;
+  src.damage = end.damage;
 }
 
 void parse_smi_file(const std::string& path, SmiLog& log, const SmiReadOptions& options) {
