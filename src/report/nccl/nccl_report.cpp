@@ -148,9 +148,10 @@ json optional_int(long long v) { return v < 0 ? json(nullptr) : json(v); }
 
 }  // namespace
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
-                      const std::vector<NcclInputError>& errors, const Style& st) {
+namespace {
+
+// The files read: their lines, and what was damaged, cut, split or stopped.
+std::string text_inputs(const NcclSetup& s, const std::vector<NcclInputError>& errors, const Style& st) {
   std::string out;
   // The colour codes (8 bytes when on) take no columns.
   out += wrap(fmt::format("{}NCCL logs{}: {} file{}, {} lines, {} NCCL lines ({} understood, {} not understood)",
@@ -182,7 +183,12 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
         "\nNo NCCL_DEBUG=INFO lines found. Run the job with `NCCL_DEBUG=INFO` (and, for one file per\n"
         "process, `NCCL_DEBUG_FILE=nccl.%h.%p.log`).\n";
   }
+  return out;
+}
 
+// The job in three lines: ranks, hosts and versions; the network; intra-host transports.
+std::string text_job(const NcclSetup& s, const Style& st) {
+  std::string out;
   std::string job = s.nranks > 0 ? fmt::format("{} ranks on {}", s.nranks, job_hosts_text(s))
                                  : fmt::format("no communicator lines; {}", job_hosts_text(s));
   if (!s.versions.empty())
@@ -200,14 +206,24 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
                           s.intra_host_shm, channels_text(s.channels), s.nvls_available ? "; NVLS available" : "",
                           s.collnet ? "; CollNet/SHARP" : ""),
               st.width, "");
+  return out;
+}
 
+// Each rank's transport to its peers.
+std::string text_peers(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (!s.peers.empty()) {
     out += '\n';
     out += wrap(fmt::format("{}Peers{} (transport to each rank, from the connection lines)", st.bold(), st.reset()),
                 st.width + (st.enabled ? 8 : 0), "");
     for (const std::string& line : peer_lines(s, kMaxTextPeerRanks)) out += wrap(line, st.width, "  ");
   }
+  return out;
+}
 
+// The hosts table, with each host's transports and notes.
+std::string text_hosts(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (!s.hosts.empty()) {
     out += fmt::format("\n{}Hosts{} ({})\n", st.bold(), st.reset(), s.hosts.size());
     std::vector<std::vector<std::string>> rows;
@@ -245,7 +261,12 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
       if (!notes.empty()) out += wrap(join(notes, "; "), st.width, "    ");
     }
   }
+  return out;
+}
 
+// The ranks table (the first kMaxTextRanks).
+std::string text_ranks(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (!s.ranks.empty()) {
     out += fmt::format("\n{}Ranks{} ({} of {} logged)\n", st.bold(), st.reset(), s.ranks.size(), s.nranks);
     std::vector<std::vector<std::string>> rows;
@@ -271,7 +292,12 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
     if (s.ranks.size() > kMaxTextRanks)
       out += fmt::format("  ... {} more ranks (--json lists every rank)\n", s.ranks.size() - kMaxTextRanks);
   }
+  return out;
+}
 
+// The communicators table, with missing and incomplete ranks.
+std::string text_communicators(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (!s.comms.empty()) {
     out += fmt::format("\n{}Communicators{} ({})\n", st.bold(), st.reset(), s.comms.size());
     std::vector<std::vector<std::string>> rows;
@@ -299,7 +325,12 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
         out += wrap("START without COMPLETE: " + format_rank_list(c.incomplete_ranks), st.width, "    ");
     }
   }
+  return out;
+}
 
+// NCCL_* as NCCL echoed it, values that differ between processes marked.
+std::string text_environment(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (!s.env.empty()) {
     out += fmt::format("\n{}Environment{} (NCCL_* as NCCL echoed it)\n", st.bold(), st.reset());
     for (const NcclEnvVariable& v : s.env) {
@@ -316,7 +347,12 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
           wrap(fmt::format("{}{}{} DIFFERS: {}", st.yellow(), v.name, st.reset(), join(parts, "; ")), st.width, "  ");
     }
   }
+  return out;
+}
 
+// The distinct WARN lines (the first 10).
+std::string text_warnings(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (s.warning_lines > 0) {
     out += fmt::format("\n{}Warnings{} ({} line{}, {} distinct)\n", st.bold(), st.reset(), s.warning_lines,
                        s.warning_lines == 1 ? "" : "s", s.warnings.size());
@@ -328,7 +364,12 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
                   st.width, "  ");
     }
   }
+  return out;
+}
 
+// Each collective's bus bandwidth against its transport's ceiling.
+std::string text_bandwidth(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (!s.bandwidth.empty()) {
     out += fmt::format("\n{}Bandwidth against the transport{} (fastest call >= 16 MiB)\n", st.bold(), st.reset());
     for (const NcclBandwidthCheck& b : s.bandwidth) {
@@ -347,7 +388,12 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
                st.width, "    ");
     }
   }
+  return out;
+}
 
+// A few NCCL lines ferret did not understand.
+std::string text_not_understood(const NcclSetup& s, const Style& st) {
+  std::string out;
   if (s.not_understood > 0 && !s.not_understood_samples.empty()) {
     out += '\n';
     out += wrap(fmt::format("{}Not understood{}: {} NCCL line{} (ignored), e.g.", st.bold(), st.reset(),
@@ -356,15 +402,24 @@ std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
     for (std::size_t i = 0; i < s.not_understood_samples.size() && i < 3; ++i)
       out += "  " + fit_width(s.not_understood_samples[i], st.width - 2) + "\n";
   }
+  return out;
+}
 
+}  // namespace
+
+std::string nccl_text(const NcclSetup& s, const std::vector<Finding>& findings,
+                      const std::vector<NcclInputError>& errors, const Style& st) {
+  std::string out = text_inputs(s, errors, st) + text_job(s, st) + text_peers(s, st) + text_hosts(s, st) +
+                    text_ranks(s, st) + text_communicators(s, st) + text_environment(s, st) + text_warnings(s, st) +
+                    text_bandwidth(s, st) + text_not_understood(s, st);
   out += findings_text(findings, st, st.width, /*with_rules=*/true);
   return finish_text(out, st);
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const std::vector<NcclInputError>& errors) {
-  json j;
-  j["schema"] = "ferret.nccl/1";
+namespace {
+
+// "sources", "errors", "lines", "not_understood_samples".
+void json_inputs(const NcclSetup& s, const std::vector<NcclInputError>& errors, json& j) {
   json sources = json::array();
   for (const NcclSource& src : s.sources)
     sources.push_back({{"name", src.name},
@@ -387,7 +442,10 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
   j["lines"] = {
       {"read", s.lines}, {"nccl", s.nccl_lines}, {"recognised", s.recognised}, {"not_understood", s.not_understood}};
   j["not_understood_samples"] = s.not_understood_samples;
+}
 
+// "job": ranks, hosts, versions, channels, connections, transports.
+void json_job(const NcclSetup& s, json& j) {
   const NcclChannelCountRecord& c = s.channels;
   j["job"] = {{"nranks", optional_int(s.nranks)},
               {"hosts", s.hosts_in_job},
@@ -416,7 +474,10 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                 {"net_rdma_without_gdr", s.net_without_gdr}}},
               {"p2p_disabled_lines", s.p2p_disabled_lines},
               {"transports", uses_json(s.transports)}};
+}
 
+// "hosts".
+void json_hosts(const NcclSetup& s, json& j) {
   json hosts = json::array();
   for (const NcclHostSummary& h : s.hosts)
     hosts.push_back({{"host", h.host},
@@ -441,7 +502,10 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                      {"transports", uses_json(h.transports)},
                      {"warnings", h.warnings}});
   j["hosts"] = hosts;
+}
 
+// "peers".
+void json_peers(const NcclSetup& s, json& j) {
   json peers = json::array();
   for (const NcclPeer& p : s.peers)
     peers.push_back({{"rank", p.rank},
@@ -450,7 +514,10 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                      {"same_host", p.same_host},
                      {"transports", uses_json(p.transports)}});
   j["peers"] = peers;
+}
 
+// "ranks", with each one's init phases.
+void json_ranks(const NcclSetup& s, json& j) {
   json ranks = json::array();
   for (const NcclRankSummary& r : s.ranks) {
     json phases = json::object();
@@ -472,7 +539,10 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                      {"warnings", r.warnings}});
   }
   j["ranks"] = ranks;
+}
 
+// "communicators".
+void json_communicators(const NcclSetup& s, json& j) {
   json comms = json::array();
   for (const NcclCommSummary& cm : s.comms) {
     // Inclusive [first, last] ranges: the size follows the ranks logged, never nranks.
@@ -494,7 +564,10 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                      {"init_slowest_phase_seconds", optional_number(cm.init_slowest_phase_s)}});
   }
   j["communicators"] = comms;
+}
 
+// "environment".
+void json_environment(const NcclSetup& s, json& j) {
   json env = json::array();
   for (const NcclEnvVariable& v : s.env) {
     json values = json::array();
@@ -502,12 +575,18 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
     env.push_back({{"name", v.name}, {"mismatch", v.mismatch}, {"values", values}});
   }
   j["environment"] = env;
+}
 
+// "warnings".
+void json_warnings(const NcclSetup& s, json& j) {
   json warnings = json::array();
   for (const NcclWarning& w : s.warnings)
     warnings.push_back({{"message", w.message}, {"where", w.where}, {"count", w.count}, {"processes", w.processes}});
   j["warnings"] = {{"lines", s.warning_lines}, {"distinct", warnings}};
+}
 
+// "bandwidth".
+void json_bandwidth(const NcclSetup& s, json& j) {
   json bandwidth = json::array();
   for (const NcclBandwidthCheck& b : s.bandwidth)
     bandwidth.push_back({{"trace", b.trace},
@@ -523,7 +602,22 @@ json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const s
                          {"fraction_of_ceiling", optional_number(b.fraction)},
                          {"possible", b.possible}});
   j["bandwidth"] = bandwidth;
+}
 
+}  // namespace
+
+json nccl_json(const NcclSetup& s, const std::vector<Finding>& findings, const std::vector<NcclInputError>& errors) {
+  json j;
+  j["schema"] = "ferret.nccl/1";
+  json_inputs(s, errors, j);
+  json_job(s, j);
+  json_hosts(s, j);
+  json_peers(s, j);
+  json_ranks(s, j);
+  json_communicators(s, j);
+  json_environment(s, j);
+  json_warnings(s, j);
+  json_bandwidth(s, j);
   json fs = json::array();
   for (const Finding& f : findings) fs.push_back(finding_json(f));
   j["findings"] = fs;
