@@ -137,95 +137,155 @@ double time_weighted_mean(std::vector<CounterPoint>& points, const std::vector<I
   return covered_ns > 0 ? weighted / static_cast<double>(covered_ns) : -1;
 }
 
-}  // namespace
-
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisContext& ctx) {
-  GpuMetricsResult result;
-  std::vector<Interval> windows;
-  if (ctx.has_steps) {
-    for (const Step& s : ctx.steps) windows.push_back({s.start_ns, s.end_ns});
-  } else {
-    windows.push_back({ctx.window_start_ns, ctx.window_end_ns});
+// The passes of analyze_gpu_metrics over one trace's window, sharing what they look up once: the
+// windows, each device's accumulator, the kernels' name classes.
+class GpuMetricsPasses {
+ public:
+  GpuMetricsPasses(const TraceModel& model, const AnalysisContext& ctx, std::vector<Interval> windows)
+      : model_(model),
+        ctx_(ctx),
+        rel_(model.relations),
+        windows_(std::move(windows)),
+        window_ns_(total_length(windows_)),
+        lo_(windows_.front().start),
+        hi_(windows_.back().end),
+        properties_of_(model.info),
+        name_flags_(model.strings.size(), 0) {
+    count_kernels_per_device();
   }
-  merge_intervals(windows);
-  if (windows.empty()) return result;
-  const std::int64_t window_ns = total_length(windows);
-  const std::int64_t lo = windows.front().start, hi = windows.back().end;
 
-  const Relations& rel = model.relations;
+  // Pass 1: every kernel. GPU activity and the kernel-args side table are both in event order, so
+  // one merge walk finds each kernel's launch configuration without a search.
+  void kernels() {
+    std::size_t args_row = 0;
+    std::int32_t current_id = -1;
+    DeviceAccumulator* current = nullptr;  // the last kernel's device: kernels come in runs per device
+    const std::size_t args_rows = model_.kernel_args.size();
+    for (const EventIndex e : rel_.gpu_events) {
+      if (model_.kind[e] != EventKind::kKernel || !ctx_.counts_gpu_event(model_, e)) continue;
+      const std::int64_t start = model_.ts_ns[e], end = model_.end_ns(e);
+      const std::int64_t ns = clipped_ns(start, end);
+      if (ns <= 0) continue;
+      while (args_row < args_rows && model_.kernel_args[args_row].event < e) ++args_row;
+      const KernelArgs* args =
+          (args_row < args_rows && model_.kernel_args[args_row].event == e) ? &model_.kernel_args[args_row] : nullptr;
+      if (model_.pid[e] != current_id || current == nullptr) {
+        current_id = model_.pid[e];
+        current = &device_of(current_id);
+      }
+      add_kernel(*current, e, start, end, ns, args);
+    }
+  }
+
+  // Pass 2: kernels launched by Tensor-Core-eligible operators. A launch belongs to its innermost
+  // CPU op; the op counts as eligible when it or an enclosing op is (aten::linear -> aten::addmm,
+  // ConvolutionBackward0 -> aten::convolution_backward).
+  void eligible_kernels() {
+    op_eligible_.assign(model_.size(), -1);
+    name_eligible_.assign(model_.strings.size(), -1);
+    const bool has_replays = !rel_.graph_replays.empty();
+    for (std::size_t i = 0; i < rel_.launches.size(); ++i) {
+      if (rel_.launch_gpu_begin[i] == rel_.launch_gpu_begin[i + 1] || rel_.launch_op[i] == kNoEvent) continue;
+      // A graph launch's kernels belong to the ops that captured them (below), not the op around it.
+      if (has_replays && rel_.replay_of(rel_.launch_gpu[rel_.launch_gpu_begin[i]]) != nullptr) continue;
+      if (!eligible(rel_.launch_op[i])) continue;
+      for (std::uint32_t g = rel_.launch_gpu_begin[i]; g < rel_.launch_gpu_begin[i + 1]; ++g)
+        count_eligible(rel_.launch_gpu[g]);
+    }
+    for (const GraphReplay& r : rel_.graph_replays) {
+      const EventIndex op = r.captured_launch != kNoEvent ? rel_.op_of_launch(r.captured_launch) : kNoEvent;
+      if (op != kNoEvent && eligible(op)) count_eligible(r.gpu);
+    }
+  }
+
+  // Pass 3: PM sampling counters, per device (the counter events' pid) and metric.
+  void counters() {
+    if (model_.counters.empty()) return;
+    std::uint16_t hw_category = 0;
+    for (std::size_t c = 1; c < model_.categories.size(); ++c)
+      if (model_.categories.view(static_cast<StrId>(c)) == "hardware_counters")
+        hw_category = static_cast<std::uint16_t>(c);
+    if (hw_category == 0) return;
+    std::vector<HardwareMetric> metric_of(model_.strings.size(), HardwareMetric::kUnknown);
+    auto metric = [&](StrId id) {
+      HardwareMetric& m = metric_of[id];
+      if (m == HardwareMetric::kUnknown) m = hardware_metric(model_.strings.view(id));
+      return m;
+    };
+    for (const CounterSample& c : model_.counters) {
+      const EventIndex e = c.event;
+      if (model_.category[e] != hw_category || !ctx_.device_selected(model_.pid[e])) continue;
+      if (devices_.find(model_.pid[e]) == devices_.end()) continue;  // only devices that ran kernels
+      // The series is the metric ("sm__cycles_active...": 71.5) or a value of the event's metric.
+      HardwareMetric m = metric(c.series);
+      if (m == HardwareMetric::kNone) m = metric(model_.name[e]);
+      if (m == HardwareMetric::kSmActive)
+        sm_active_[model_.pid[e]].push_back({model_.ts_ns[e], c.value});
+      else if (m == HardwareMetric::kTensorActive)
+        tensor_active_[model_.pid[e]].push_back({model_.ts_ns[e], c.value});
+    }
+  }
+
+  // Each device's shares, from what the passes summed.
+  GpuMetricsResult result() {
+    GpuMetricsResult result;
+    for (auto& [id, acc] : devices_) result.devices.push_back(finish(id, acc));
+    return result;
+  }
+
+ private:
   // Kernels per device, counted first so that each device reserves room for its own kernels only:
   // reserving the whole trace's GPU events on every device costs devices x events of memory (with
   // huge pages, at least 2 MiB a device however few kernels it ran).
-  std::unordered_map<int, std::size_t> kernels_on;
-  {
+  void count_kernels_per_device() {
     int last_pid = 0;
     std::size_t* last = nullptr;  // kernels come in runs per device
-    for (const EventIndex e : rel.gpu_events) {
-      if (model.kind[e] != EventKind::kKernel) continue;
-      if (last == nullptr || model.pid[e] != last_pid) {
-        last_pid = model.pid[e];
-        last = &kernels_on[last_pid];
+    for (const EventIndex e : rel_.gpu_events) {
+      if (model_.kind[e] != EventKind::kKernel) continue;
+      if (last == nullptr || model_.pid[e] != last_pid) {
+        last_pid = model_.pid[e];
+        last = &kernels_on_[last_pid];
       }
       ++*last;
     }
   }
-  // The trace's device properties by id, looked up once per device rather than scanned (a trace may
-  // list as many devices as it has kernels); a device they do not list by id takes those of a node
-  // whose listed devices are all one model (model/gpu_specs.h).
-  const DeviceIndex properties_of(model.info);
-  std::map<int, DeviceAccumulator> devices;
-  auto device_of = [&](int id) -> DeviceAccumulator& {
-    auto [it, inserted] = devices.try_emplace(id);
-    if (inserted) {
-      if (auto n = kernels_on.find(id); n != kernels_on.end()) it->second.kernels.reserve(n->second);
-      DeviceMetrics& m = it->second.metrics;
-      m.device = id;
-      m.window_ns = window_ns;
-      m.rocm = model.info.platform == Platform::kRocm;
-      const DeviceProperties* p = properties_of.find(id);
-      m.identified_by = identified_by(model.info, id);
-      if (p != nullptr) {
-        m.name = p->name;
-        m.compute_major = p->compute_major;
-        m.compute_minor = p->compute_minor;
-        m.num_sms = p->num_sms;
-      }
+
+  // The trace's device properties by id, looked up once per device rather than scanned (a trace
+  // may list as many devices as it has kernels); a device they do not list by id takes those of a
+  // node whose listed devices are all one model (model/gpu_specs.h).
+  DeviceAccumulator& device_of(int id) {
+    auto [it, inserted] = devices_.try_emplace(id);
+    if (!inserted) return it->second;
+    if (auto n = kernels_on_.find(id); n != kernels_on_.end()) it->second.kernels.reserve(n->second);
+    DeviceMetrics& m = it->second.metrics;
+    m.device = id;
+    m.window_ns = window_ns_;
+    m.rocm = model_.info.platform == Platform::kRocm;
+    const DeviceProperties* p = properties_of_.find(id);
+    m.identified_by = identified_by(model_.info, id);
+    if (p != nullptr) {
+      m.name = p->name;
+      m.compute_major = p->compute_major;
+      m.compute_minor = p->compute_minor;
+      m.num_sms = p->num_sms;
     }
     return it->second;
-  };
-  std::vector<std::uint8_t> name_flags(model.strings.size(), 0);
-  auto flags_of = [&](EventIndex e) {
-    std::uint8_t& f = name_flags[model.name[e]];
-    if (f == 0) f = kernel_name_flags(model.name_of(e));
+  }
+
+  std::uint8_t flags_of(EventIndex e) {
+    std::uint8_t& f = name_flags_[model_.name[e]];
+    if (f == 0) f = kernel_name_flags(model_.name_of(e));
     return f;
-  };
+  }
+
   // Kernel time within the windows (usually one window: the selected steps touch each other).
-  auto clipped_ns = [&](std::int64_t start, std::int64_t end) {
-    if (end <= lo || start >= hi) return std::int64_t{0};
-    return covered_length(windows, start, end);
-  };
+  std::int64_t clipped_ns(std::int64_t start, std::int64_t end) const {
+    if (end <= lo_ || start >= hi_) return 0;
+    return covered_length(windows_, start, end);
+  }
 
-  // Pass 1: every kernel. GPU activity and the kernel-args side table are both in event order, so
-  // one merge walk finds each kernel's launch configuration without a search.
-  std::size_t args_row = 0;
-  std::int32_t current_id = -1;
-  DeviceAccumulator* current = nullptr;  // the last kernel's device: kernels come in runs per device
-  const std::size_t args_rows = model.kernel_args.size();
-  for (const EventIndex e : rel.gpu_events) {
-    if (model.kind[e] != EventKind::kKernel || !ctx.counts_gpu_event(model, e)) continue;
-    const std::int64_t start = model.ts_ns[e], end = model.end_ns(e);
-    const std::int64_t ns = clipped_ns(start, end);
-    if (ns <= 0) continue;
-    while (args_row < args_rows && model.kernel_args[args_row].event < e) ++args_row;
-    const KernelArgs* args =
-        (args_row < args_rows && model.kernel_args[args_row].event == e) ? &model.kernel_args[args_row] : nullptr;
-
-    if (model.pid[e] != current_id || current == nullptr) {
-      current_id = model.pid[e];
-      current = &device_of(current_id);
-    }
-    DeviceAccumulator& acc = *current;
+  void add_kernel(DeviceAccumulator& acc, EventIndex e, std::int64_t start, std::int64_t end, std::int64_t ns,
+                  const KernelArgs* args) {
     DeviceMetrics& m = acc.metrics;
     const std::uint8_t flags = flags_of(e);
     ++m.kernels;
@@ -252,99 +312,53 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     acc.kernels.push_back({start, end, blocks_per_sm});
   }
 
-  // Pass 2: kernels launched by Tensor-Core-eligible operators. A launch belongs to its innermost
-  // CPU op; the op counts as eligible when it or an enclosing op is (aten::linear -> aten::addmm,
-  // ConvolutionBackward0 -> aten::convolution_backward). Answers are memoised per event along the
-  // walked chain, so each span is examined once.
-  std::vector<std::int8_t> op_eligible(model.size(), -1);
-  std::vector<std::int8_t> name_eligible(model.strings.size(), -1);
-  std::vector<EventIndex> chain;
-  auto eligible = [&](EventIndex op) {
-    chain.clear();
+  // Answers are memoised per event along the walked chain, so each span is examined once.
+  bool eligible(EventIndex op) {
+    chain_.clear();
     bool answer = false;
-    for (EventIndex p = op; p != kNoEvent; p = rel.parent[p]) {
-      if (op_eligible[p] >= 0) {
-        answer = op_eligible[p] == 1;
+    for (EventIndex p = op; p != kNoEvent; p = rel_.parent[p]) {
+      if (op_eligible_[p] >= 0) {
+        answer = op_eligible_[p] == 1;
         break;
       }
-      chain.push_back(p);
-      const EventKind k = model.kind[p];
+      chain_.push_back(p);
+      const EventKind k = model_.kind[p];
       if (k != EventKind::kCpuOp && k != EventKind::kUserAnnotation) continue;
-      std::int8_t& by_name = name_eligible[model.name[p]];
-      if (by_name < 0) by_name = is_tensor_core_eligible_op(model.name_of(p)) ? 1 : 0;
+      std::int8_t& by_name = name_eligible_[model_.name[p]];
+      if (by_name < 0) by_name = is_tensor_core_eligible_op(model_.name_of(p)) ? 1 : 0;
       if (by_name == 1) {
         answer = true;
         break;
       }
     }
-    for (EventIndex q : chain) op_eligible[q] = answer ? 1 : 0;
+    for (EventIndex q : chain_) op_eligible_[q] = answer ? 1 : 0;
     return answer;
-  };
-  auto count_eligible = [&](EventIndex e) {
-    if (model.kind[e] != EventKind::kKernel || !ctx.counts_gpu_event(model, e)) return;
-    const std::int64_t ns = clipped_ns(model.ts_ns[e], model.end_ns(e));
+  }
+
+  void count_eligible(EventIndex e) {
+    if (model_.kind[e] != EventKind::kKernel || !ctx_.counts_gpu_event(model_, e)) return;
+    const std::int64_t ns = clipped_ns(model_.ts_ns[e], model_.end_ns(e));
     if (ns <= 0) return;
     const std::uint8_t flags = flags_of(e);
     if (flags & kCommunication) return;
-    DeviceMetrics& m = device_of(model.pid[e]).metrics;
+    DeviceMetrics& m = device_of(model_.pid[e]).metrics;
     m.tc_eligible_ns += ns;
     if (!(flags & kTensorCore)) m.tc_eligible_without_tc_ns += ns;
     if (!(flags & kMatmulConv)) m.matmul_conv_ns += ns;  // not yet counted by its name
-  };
-  const bool has_replays = !rel.graph_replays.empty();
-  for (std::size_t i = 0; i < rel.launches.size(); ++i) {
-    if (rel.launch_gpu_begin[i] == rel.launch_gpu_begin[i + 1] || rel.launch_op[i] == kNoEvent) continue;
-    // A graph launch's kernels belong to the ops that captured them (below), not the op around it.
-    if (has_replays && rel.replay_of(rel.launch_gpu[rel.launch_gpu_begin[i]]) != nullptr) continue;
-    if (!eligible(rel.launch_op[i])) continue;
-    for (std::uint32_t g = rel.launch_gpu_begin[i]; g < rel.launch_gpu_begin[i + 1]; ++g)
-      count_eligible(rel.launch_gpu[g]);
-  }
-  for (const GraphReplay& r : rel.graph_replays) {
-    const EventIndex op = r.captured_launch != kNoEvent ? rel.op_of_launch(r.captured_launch) : kNoEvent;
-    if (op != kNoEvent && eligible(op)) count_eligible(r.gpu);
   }
 
-  // Pass 3: PM sampling counters, per device (the counter events' pid) and metric.
-  std::map<int, std::vector<CounterPoint>> sm_active, tensor_active;
-  if (!model.counters.empty()) {
-    std::uint16_t hw_category = 0;
-    for (std::size_t c = 1; c < model.categories.size(); ++c)
-      if (model.categories.view(static_cast<StrId>(c)) == "hardware_counters")
-        hw_category = static_cast<std::uint16_t>(c);
-    std::vector<HardwareMetric> metric_of(hw_category != 0 ? model.strings.size() : 0, HardwareMetric::kUnknown);
-    auto metric = [&](StrId id) {
-      HardwareMetric& m = metric_of[id];
-      if (m == HardwareMetric::kUnknown) m = hardware_metric(model.strings.view(id));
-      return m;
+  DeviceMetrics finish(int id, DeviceAccumulator& acc) {
+    auto pct = [](std::int64_t part, std::int64_t whole) {
+      return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
     };
-    for (const CounterSample& c : model.counters) {
-      if (hw_category == 0) break;
-      const EventIndex e = c.event;
-      if (model.category[e] != hw_category || !ctx.device_selected(model.pid[e])) continue;
-      if (devices.find(model.pid[e]) == devices.end()) continue;  // only devices that ran kernels
-      // The series is the metric ("sm__cycles_active...": 71.5) or a value of the event's metric.
-      HardwareMetric m = metric(c.series);
-      if (m == HardwareMetric::kNone) m = metric(model.name[e]);
-      if (m == HardwareMetric::kSmActive)
-        sm_active[model.pid[e]].push_back({model.ts_ns[e], c.value});
-      else if (m == HardwareMetric::kTensorActive)
-        tensor_active[model.pid[e]].push_back({model.ts_ns[e], c.value});
-    }
-  }
-
-  auto pct = [](std::int64_t part, std::int64_t whole) {
-    return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-  };
-  for (auto& [id, acc] : devices) {
     DeviceMetrics& m = acc.metrics;
     auto by_start = [](const KernelSpan& a, const KernelSpan& b) { return a.start < b.start; };
     if (!std::is_sorted(acc.kernels.begin(), acc.kernels.end(), by_start))
       std::sort(acc.kernels.begin(), acc.kernels.end(), by_start);
-    m.kernel_busy_ns = busy_ns(acc.kernels, windows);
-    m.utilization_pct = pct(m.kernel_busy_ns, window_ns);
+    m.kernel_busy_ns = busy_ns(acc.kernels, windows_);
+    m.utilization_pct = pct(m.kernel_busy_ns, window_ns_);
     if (acc.has_blocks_per_sm)
-      m.sm_efficiency_pct = 100.0 * sm_busy_ns(acc.kernels, windows) / static_cast<double>(window_ns);
+      m.sm_efficiency_pct = 100.0 * sm_busy_ns(acc.kernels, windows_) / static_cast<double>(window_ns_);
     if (acc.occupancy_ns > 0) m.achieved_occupancy_pct = acc.occupancy_weighted / static_cast<double>(acc.occupancy_ns);
     if (m.non_matmul_occupancy_ns > 0)
       m.non_matmul_occupancy_pct = acc.non_matmul_occupancy_weighted / static_cast<double>(m.non_matmul_occupancy_ns);
@@ -353,15 +367,46 @@ GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisCont
     m.tc_eligible_without_tc_pct = pct(m.tc_eligible_without_tc_ns, m.kernel_ns);
     m.matmul_conv_pct = pct(m.matmul_conv_ns, m.compute_kernel_ns);
     std::int64_t covered = 0;
-    if (auto it = sm_active.find(id); it != sm_active.end()) {
-      m.measured_sm_active_pct = time_weighted_mean(it->second, windows, covered);
-      m.measured_coverage_pct = pct(covered, window_ns);
+    if (auto it = sm_active_.find(id); it != sm_active_.end()) {
+      m.measured_sm_active_pct = time_weighted_mean(it->second, windows_, covered);
+      m.measured_coverage_pct = pct(covered, window_ns_);
     }
-    if (auto it = tensor_active.find(id); it != tensor_active.end())
-      m.measured_tensor_active_pct = time_weighted_mean(it->second, windows, covered);
-    result.devices.push_back(std::move(m));
+    if (auto it = tensor_active_.find(id); it != tensor_active_.end())
+      m.measured_tensor_active_pct = time_weighted_mean(it->second, windows_, covered);
+    return std::move(m);
   }
-  return result;
+
+  const TraceModel& model_;
+  const AnalysisContext& ctx_;
+  const Relations& rel_;
+  const std::vector<Interval> windows_;
+  const std::int64_t window_ns_;
+  const std::int64_t lo_, hi_;
+  const DeviceIndex properties_of_;
+  std::unordered_map<int, std::size_t> kernels_on_;
+  std::map<int, DeviceAccumulator> devices_;
+  std::vector<std::uint8_t> name_flags_;
+  std::vector<std::int8_t> op_eligible_, name_eligible_;
+  std::vector<EventIndex> chain_;
+  std::map<int, std::vector<CounterPoint>> sm_active_, tensor_active_;
+};
+
+}  // namespace
+
+GpuMetricsResult analyze_gpu_metrics(const TraceModel& model, const AnalysisContext& ctx) {
+  std::vector<Interval> windows;
+  if (ctx.has_steps) {
+    for (const Step& s : ctx.steps) windows.push_back({s.start_ns, s.end_ns});
+  } else {
+    windows.push_back({ctx.window_start_ns, ctx.window_end_ns});
+  }
+  merge_intervals(windows);
+  if (windows.empty()) return {};
+  GpuMetricsPasses passes(model, ctx, std::move(windows));
+  passes.kernels();
+  passes.eligible_kernels();
+  passes.counters();
+  return passes.result();
 }
 
 bool device_is_amd(const DeviceMetrics& d) {
