@@ -16,6 +16,8 @@ namespace ferret {
 std::string analyze_text(const TraceAnalysis& analysis, const Diagnosis& diagnosis, const Style& style);
 nlohmann::ordered_json analyze_json(const TraceAnalysis& analysis, const Diagnosis& diagnosis);
 std::string analyze_markdown(const TraceAnalysis& analysis, const Diagnosis& diagnosis);
+// The GPU timeline the reports show: HTA's definition when --timeline-definition hta asked for it.
+const GpuTimelineResult& reported_timeline(const TraceAnalysis& analysis);
 
 // Findings as every report shows them: numbered with severity, detail, evidence and fixes (text,
 // `width` columns), a table plus fixes (Markdown), and one JSON object each.
