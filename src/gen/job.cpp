@@ -189,20 +189,28 @@ std::string findings_link(const JobPlan& plan) {
                      jobsim::kInfinibandBusbwGBps);
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 120 lines from before the limit; split pending
-nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physics, JobSummary& summary) {
+// What one step moves: the bytes of its gradient collectives and their planted transfer time.
+struct StepTransfer {
+  std::int64_t bytes = 0;
+  std::int64_t transfer_ns = 0;
+};
+
+// Each rank's steps: their lengths, communication and exposed communication.
+struct StepTotals {
+  std::vector<std::vector<std::int64_t>> step_ns;
+  std::int64_t all_steps = 0, exposed_all = 0;
+  std::vector<std::int64_t> comm_by_rank, exposed_by_rank;
+};
+
+// The job as planned: model, ranks and hosts, clocks.
+void truth_of_the_job(const JobSetup& setup, nlohmann::ordered_json& t) {
   const JobPlan& plan = setup.plan;
-  const auto& buckets = jobsim::gradient_buckets();
-  const std::size_t ranks = static_cast<std::size_t>(plan.world_size);
-  const std::size_t steps = static_cast<std::size_t>(plan.steps);
-  const double n = plan.world_size;
-  nlohmann::ordered_json t;
+  const bool sharded = setup.plan.sharding == jobsim::Sharding::kZero2;
   t["generator"] = "ferret gen job";
   t["seed"] = plan.seed;
   t["steps"] = plan.steps;
   t["first_step"] = jobsim::kFirstStepNumber;
   t["device"] = "NVIDIA H100 80GB HBM3";
-  const bool sharded = plan.sharding == jobsim::Sharding::kZero2;
   t["model"] =
       fmt::format("GPT-2 small (124,439,808 parameters), bf16 autocast, 16 x 1024 tokens per rank and step, {}",
                   sharded ? "ZeRO-2 (gradients reduce-scattered, AdamW on each rank's shard, parameters "
@@ -235,8 +243,16 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   clock["offset_ns_by_rank"] = rank_offsets;
   clock["definition"] = "written time = true time + offset of the rank's host; host 0 is the reference (offset 0)";
   t["clock"] = clock;
+}
 
-  // Collectives: the planted transfer time, and each rank's waiting (kernel time beyond it).
+// The collectives: the planted transfer time of each bucket, and each rank's waiting.
+StepTransfer truth_of_the_collectives(const JobSetup& setup, const JobPhysics& physics, nlohmann::ordered_json& t) {
+  const JobPlan& plan = setup.plan;
+  const auto& buckets = jobsim::gradient_buckets();
+  const std::size_t ranks = static_cast<std::size_t>(setup.plan.world_size);
+  const std::size_t steps = static_cast<std::size_t>(setup.plan.steps);
+  const double n = setup.plan.world_size;
+  const bool sharded = setup.plan.sharding == jobsim::Sharding::kZero2;
   nlohmann::ordered_json c;
   const std::size_t per_step = physics.transfer_ns.size();
   if (sharded) {
@@ -314,7 +330,14 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   }
   c["mean_wait_ns_by_rank"] = mean_wait;
   t["collectives"] = c;
+  return {bytes_per_step, transfer_per_step};
+}
 
+void truth_of_the_straggler(const JobSetup& setup, const JobPhysics& physics, nlohmann::ordered_json& t) {
+  const JobPlan& plan = setup.plan;
+  const auto& buckets = jobsim::gradient_buckets();
+  const std::size_t ranks = static_cast<std::size_t>(setup.plan.world_size);
+  const std::size_t steps = static_cast<std::size_t>(setup.plan.steps);
   // The straggler: lateness = its kernel start minus the latest start among the other ranks.
   if (plan.straggler >= 0) {
     const std::size_t sr = static_cast<std::size_t>(plan.straggler);
@@ -351,11 +374,15 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   } else {
     t["straggler"] = nullptr;
   }
+}
 
+StepTotals truth_of_the_steps(const JobSetup& setup, const JobPhysics& physics, nlohmann::ordered_json& t) {
+  const std::size_t ranks = static_cast<std::size_t>(setup.plan.world_size);
+  const std::size_t steps = static_cast<std::size_t>(setup.plan.steps);
   // Steps: the ProfilerStep span on each rank (GPU work of a step ends inside it).
-  std::vector<std::vector<std::int64_t>> step_ns(ranks);
-  std::int64_t all_steps = 0, exposed_all = 0;
-  std::vector<std::int64_t> comm_by_rank, exposed_by_rank;
+  StepTotals totals;
+  auto& [step_ns, all_steps, exposed_all, comm_by_rank, exposed_by_rank] = totals;
+  step_ns.resize(ranks);
   for (std::size_t r = 0; r < ranks; ++r) {
     std::int64_t comm = 0, exposed = 0;
     for (const RankStepRecord& rec : physics.records[r]) {
@@ -372,7 +399,15 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
   t["mean_step_ns"] = all_steps / static_cast<std::int64_t>(ranks * steps);
   t["comm_ns_per_step_by_rank"] = comm_by_rank;
   t["exposed_comm_ns_per_step_by_rank"] = exposed_by_rank;
+  return totals;
+}
 
+// What ferret should find, in words.
+std::vector<std::string> expected_findings(const JobSetup& setup, const StepTransfer& per_step) {
+  const JobPlan& plan = setup.plan;
+  const auto& buckets = jobsim::gradient_buckets();
+  const bool sharded = setup.plan.sharding == jobsim::Sharding::kZero2;
+  const std::int64_t bytes_per_step = per_step.bytes, transfer_per_step = per_step.transfer_ns;
   std::vector<std::string> findings;
   if (sharded)
     findings.push_back(fmt::format(
@@ -417,7 +452,21 @@ nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physic
         "clock skew: host clocks differ by up to {:.3f} ms; align ranks (e.g. on the common end of each collective) "
         "before comparing them",
         static_cast<double>(setup.skew_ns) / 1e6));
-  t["expected_findings"] = findings;
+  return findings;
+}
+
+nlohmann::ordered_json job_truth(const JobSetup& setup, const JobPhysics& physics, JobSummary& summary) {
+  const JobPlan& plan = setup.plan;
+  const std::size_t ranks = static_cast<std::size_t>(plan.world_size);
+  const std::size_t steps = static_cast<std::size_t>(plan.steps);
+  nlohmann::ordered_json t;
+  truth_of_the_job(setup, t);
+  const StepTransfer per_step = truth_of_the_collectives(setup, physics, t);
+  truth_of_the_straggler(setup, physics, t);
+  const StepTotals totals = truth_of_the_steps(setup, physics, t);
+  const auto& [step_ns, all_steps, exposed_all, comm_by_rank, exposed_by_rank] = totals;
+  const std::int64_t transfer_per_step = per_step.transfer_ns;
+  t["expected_findings"] = expected_findings(setup, per_step);
 
   summary.world_size = plan.world_size;
   summary.hosts = plan.hosts;
