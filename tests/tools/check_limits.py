@@ -19,9 +19,9 @@ import sys
 MAX_CPP_LINES = 800
 MAX_FOLDER_FILES = 30
 # Files over MAX_CPP_LINES when the limit came, at their length now (lowered as they shrink).
-KNOWN = {
-    "src/ingest/kineto/event_parser.cpp": 852,  # 1016 at first; the repairs are event_repair.cpp
-}
+# None left: event_parser.cpp (1016 at first) is under it since its repairs and its batch's members
+# moved out (event_repair.cpp, parsed_batch.cpp).
+KNOWN = {}
 # Functions over 120 lines when the limit came, each marked NOLINT(readability-function-size).
 KNOWN_LONG_FUNCTIONS = 0
 NOLINT = re.compile(r"NOLINT(NEXTLINE)?\(readability-function-size\)")
@@ -77,10 +77,13 @@ def probe(root):
     folders = dict(folders)
     lines["src/analysis/probe.cpp"] = MAX_CPP_LINES + 1
     folders["src/analysis/probe"] = MAX_FOLDER_FILES + 1
-    some_known = next(iter(KNOWN))
-    lines[some_known] = KNOWN[some_known] + 1
-    problems = check(lines, folders, nolints + 1)
-    expected = ["src/analysis/probe.cpp:", "src/analysis/probe/:", f"{some_known}:", f"{nolints + 1} functions"]
+    # A known long file that grows, and one still listed after it came under the limit.
+    known = {"src/analysis/probe_known.cpp": MAX_CPP_LINES + 10, "src/analysis/probe_shrunk.cpp": MAX_CPP_LINES + 5}
+    lines["src/analysis/probe_known.cpp"] = MAX_CPP_LINES + 11
+    lines["src/analysis/probe_shrunk.cpp"] = MAX_CPP_LINES
+    problems = check(lines, folders, nolints + 1, known=known)
+    expected = ["src/analysis/probe.cpp:", "src/analysis/probe/:", "src/analysis/probe_known.cpp:",
+                "src/analysis/probe_shrunk.cpp:", f"{nolints + 1} functions"]
     missed = [e for e in expected if not any(p.startswith(e) for p in problems)]
     if missed:
         sys.exit(f"planted offences not caught: {missed}")

@@ -19,6 +19,14 @@ DecimalStatus parse_micros_to_nanos(std::string_view text, std::int64_t& nanos);
 // Parses an integer JSON number (or numeric string). Values in (INT64_MAX, UINT64_MAX] are kept as
 // their two's-complement bit pattern (ids are compared, never added). "3.0" is accepted as 3.
 DecimalStatus parse_int64(std::string_view text, std::int64_t& value);
+// The text of a raw JSON token (simdjson's raw_json_token()): trailing whitespace dropped, and the
+// quotes of a string (its escapes left as written). Inline: the parser reads every id through it.
+inline std::string_view json_token_text(std::string_view t) {
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
+  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
+  return t;
+}
 
 // True for number text that JSON forbids but the conversions above read by its digits: a leading
 // zero ("01", "-01"), a '+' sign, or a dot without a digit on one side ("1.", ".5").

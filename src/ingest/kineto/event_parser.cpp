@@ -38,44 +38,6 @@ std::uint32_t LocalStrings::intern(std::string_view s) {
   return id;
 }
 
-void LocalStrings::clear() {
-  texts_.clear();
-  texts_.emplace_back();
-  index_.clear();
-}
-
-void ParsedBatch::clear() {
-  events_seen = 0;
-  input_bytes = 0;
-  kind.clear();
-  phase.clear();
-  category.clear();
-  name.clear();
-  ts_ns.clear();
-  dur_ns.clear();
-  pid.clear();
-  tid.clear();
-  correlation.clear();
-  external_id.clear();
-  kernel_args.clear();
-  copy_args.clear();
-  op_args.clear();
-  collective_args.clear();
-  memory_args.clear();
-  counters.clear();
-  graph_nodes.clear();
-  inductor_kernels.clear();
-  python_frames.clear();
-  meta_names.clear();
-  strings.clear();
-  cats.clear();
-  labels.clear();
-  label_index.clear();
-  repairs.clear();
-  skips.clear();
-  has_decimal_ts = false;
-}
-
 namespace {
 
 // Durations beyond this are a broken clock ("236-year durations"), not a real span.
@@ -86,9 +48,6 @@ bool is_trace_format_phase(char ph) {
   static constexpr std::string_view kPhases = "XiIsfCMtnbeBESTpFPNODVvRc()";
   return kPhases.find(ph) != std::string_view::npos;
 }
-
-struct EventRow;
-std::string unknown_phase_reason(const EventRow& row);
 
 struct EventRow {
   char ph = 0;
@@ -118,14 +77,6 @@ struct EventRow {
   bool nan_id = false;              // NaN or Infinity as a correlation or External id
   bool phase_is_one_char = true;
 };
-
-std::string unknown_phase_reason(const EventRow& row) {
-  // One reason per printable character at most, so hostile phases cannot grow the tally.
-  if (row.phase_is_one_char && row.ph > ' ' && row.ph < 0x7f)
-    return fmt::format("unknown \"ph\" '{}': event kept as kind other (no analysis reads it)", row.ph);
-  return "unknown \"ph\" (empty, several characters or not printable): event kept as kind other (no analysis "
-         "reads it)";
-}
 
 class Context {
  public:
@@ -175,13 +126,6 @@ std::string_view string_value(od::value v) {
   return v.get_string();
 }
 
-std::string_view trim_token(std::string_view t) {
-  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
-    t.remove_suffix(1);
-  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
-  return t;
-}
-
 // A pid/tid: a number, or a string ("stream 7", "25738", "CPU functions").
 std::int32_t id_from_text(std::string_view text, ParsedBatch& out) {
   std::string_view digits = text;
@@ -205,7 +149,7 @@ std::int32_t read_id(od::value v, ParsedBatch& out, EventRow& row) {
     row.bad_type = "pid/tid";
     return 0;
   }
-  std::string_view raw = trim_token(v.raw_json_token());
+  std::string_view raw = json_token_text(v.raw_json_token());
   if (may_be_lenient_number(raw) && is_lenient_number(raw)) row.lenient_number = true;
   std::int64_t n = 0;
   if (parse_int64(raw, n) == DecimalStatus::kOk && n >= INT32_MIN / 2 && n <= INT32_MAX && n >= 0)
@@ -223,7 +167,7 @@ bool read_int(EventRow& row, od::value v, std::int64_t& n, bool id = true) {
   const od::json_type t = v.type();
   if (t != od::json_type::number && t != od::json_type::string) return false;
   const std::string_view raw =
-      t == od::json_type::string ? std::string_view(v.get_string()) : trim_token(v.raw_json_token());
+      t == od::json_type::string ? std::string_view(v.get_string()) : json_token_text(v.raw_json_token());
   if (t == od::json_type::number && may_be_lenient_number(raw) && is_lenient_number(raw)) row.lenient_number = true;
   const DecimalStatus st = parse_int64(raw, n);
   if (st != DecimalStatus::kOk && st != DecimalStatus::kRounded) return false;
@@ -235,7 +179,7 @@ bool read_int(EventRow& row, od::value v, std::int64_t& n, bool id = true) {
 bool is_not_a_number(od::value v) {
   const od::json_type type = v.type();
   if (type != od::json_type::number && type != od::json_type::null) return false;
-  std::string_view raw = trim_token(v.raw_json_token());
+  std::string_view raw = json_token_text(v.raw_json_token());
   if (raw == "null") return false;
   if (!raw.empty() && (raw[0] == '-' || raw[0] == '+')) raw.remove_prefix(1);
   return !raw.empty() && ((raw[0] | 0x20) == 'n' || (raw[0] | 0x20) == 'i');
@@ -257,7 +201,7 @@ std::string_view raw_value_text(od::value v) {
       return o.raw_json();
     }
     case od::json_type::string: return v.get_string();
-    default: return trim_token(v.raw_json_token());
+    default: return json_token_text(v.raw_json_token());
   }
 }
 
@@ -568,7 +512,7 @@ void parse_fields(od::object obj, EventRow& row, ParsedBatch& out) {
       const od::json_type t = v.type();
       std::string_view text;
       if (t == od::json_type::number)
-        text = trim_token(v.raw_json_token());
+        text = json_token_text(v.raw_json_token());
       else if (t == od::json_type::string)
         text = v.get_string();
       else {
@@ -634,7 +578,8 @@ void commit(EventRow& row, ParsedBatch& out, Context& ctx) {
     ctx.repair(std::string("field of the wrong JSON type or out of range, ignored (") + row.bad_type + ")");
   if (row.lenient_number) ctx.repair(kLenientNumberReason);
   if (row.nan_id) ctx.repair(kNanIdReason);
-  if (!is_trace_format_phase(row.ph) || !row.phase_is_one_char) ctx.repair(unknown_phase_reason(row));
+  if (!is_trace_format_phase(row.ph) || !row.phase_is_one_char)
+    ctx.repair(unknown_phase_reason(row.ph, row.phase_is_one_char));
   const EventKind kind = classify_event(row.ph, row.cat, row.has_cat, row.name);
   if (row.ph == 'X') {
     if (!row.has_dur) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ingest/kineto/decimal.h"
 
 namespace ferret {
@@ -165,6 +167,14 @@ std::string lenient_rewrite(std::string_view in, LenientFixes& fixes) {
 void blank_all_controls(char* p, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     if (static_cast<unsigned char>(p[i]) < 0x20) p[i] = ' ';
+}
+
+std::string unknown_phase_reason(char ph, bool one_char) {
+  // One reason per printable character at most, so hostile phases cannot grow the tally.
+  if (one_char && ph > ' ' && ph < 0x7f)
+    return fmt::format("unknown \"ph\" '{}': event kept as kind other (no analysis reads it)", ph);
+  return "unknown \"ph\" (empty, several characters or not printable): event kept as kind other (no analysis "
+         "reads it)";
 }
 
 }  // namespace ferret

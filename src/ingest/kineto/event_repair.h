@@ -31,4 +31,8 @@ std::string lenient_rewrite(std::string_view in, LenientFixes& fixes);
 // Every control character becomes a space (the last resort before an event is skipped).
 void blank_all_controls(char* p, std::size_t n);
 
+// The repair reason for an event whose "ph" is not one of the Trace Event Format's phases: the
+// phase itself when it is one printable character.
+std::string unknown_phase_reason(char ph, bool one_char);
+
 }  // namespace ferret
